@@ -1,0 +1,177 @@
+"""One exception hierarchy for the whole tool, mapped to exit codes in one place (`exit_code_for`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runner.exitcodes import ExitCode
+
+
+class TestSessionError(Exception):
+    """Base of every error the tool expects and reports as one line."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(TestSessionError):
+    """Bad arguments or input files: nothing was sent."""
+
+
+class SpecError(UsageError):
+    """A target spec with one or more problems, one line each."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+class InvalidRequestError(UsageError):
+    """A request body that breaks a limit of the API, caught before it is sent."""
+
+
+class ApiError(TestSessionError):
+    """The service answered with an error status."""
+
+    status: int | None = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        error: str | None = None,
+        attributes: dict[str, Any] | None = None,
+        method: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        if status is not None:
+            self.status = status
+        self.error = error
+        self.attributes = attributes or {}
+        self.method = method
+        self.path = path
+
+    def __str__(self) -> str:
+        where = f"{self.method} {self.path}: " if self.method and self.path else ""
+        status = f"{self.status} {self.error or ''}".strip() if self.status else "no answer"
+        return f"{where}{status}: {self.message}"
+
+
+class BadRequestError(ApiError):
+    status = 400
+
+
+class AuthenticationError(ApiError):
+    status = 401
+
+
+class PaymentRequiredError(ApiError):
+    status = 402
+
+
+class PermissionDeniedError(ApiError):
+    status = 403
+
+
+class NotFoundError(ApiError):
+    status = 404
+
+
+class RequestTimeoutError(ApiError):
+    """408 from the completion long poll: the session is still running."""
+
+    status = 408
+
+
+class ConflictError(ApiError):
+    status = 409
+
+
+class RateLimitedError(ApiError):
+    status = 429
+
+    @property
+    def retry_after(self) -> float | None:
+        value = self.attributes.get("retryAfterSeconds")
+        return float(value) if isinstance(value, (int, float)) else None
+
+
+class ServerError(ApiError):
+    """Any 5xx."""
+
+
+class TransportError(ApiError):
+    """No usable answer: connection failed, timed out, or a body that is not the JSON we expect."""
+
+
+class ConnectionFailedError(TransportError):
+    pass
+
+
+class ConnectionRefusedByPeerError(ConnectionFailedError):
+    """The request provably never reached the service, so even a create may be resent."""
+
+
+class ReadTimeoutError(TransportError):
+    pass
+
+
+class BadResponseError(TransportError):
+    pass
+
+
+STATUS_ERRORS: dict[int, type[ApiError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    402: PaymentRequiredError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    408: RequestTimeoutError,
+    409: ConflictError,
+    429: RateLimitedError,
+}
+
+
+def error_class_for_status(status: int) -> type[ApiError]:
+    if status in STATUS_ERRORS:
+        return STATUS_ERRORS[status]
+    if status >= 500:
+        return ServerError
+    return ApiError
+
+
+class DeadlineExceeded(TestSessionError):
+    """The run's deadline passed before the session finished."""
+
+
+class Interrupted(TestSessionError):
+    """SIGINT or SIGTERM arrived; carries the exit code of the signal."""
+
+    def __init__(self, signal_name: str, code: ExitCode) -> None:
+        super().__init__(f"interrupted by {signal_name}")
+        self.code = code
+
+
+def exit_code_for(exc: BaseException) -> ExitCode:
+    """The single mapping from an error to the exit code of the command that met it."""
+    if isinstance(exc, Interrupted):
+        return exc.code
+    if isinstance(exc, KeyboardInterrupt):
+        return ExitCode.INTERRUPTED
+    if isinstance(exc, (UsageError, BadRequestError)):
+        return ExitCode.USAGE
+    if isinstance(exc, DeadlineExceeded):
+        return ExitCode.TIMEOUT
+    if isinstance(exc, ApiError):
+        return ExitCode.SERVICE
+    if isinstance(exc, TestSessionError):
+        return ExitCode.SERVICE
+    return ExitCode.SERVICE

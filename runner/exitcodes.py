@@ -1,0 +1,57 @@
+"""The exit-code contract. The one place that defines what a pipeline can gate on."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Exit codes of every `testsession` command.
+
+    0 OK                every check passed (degraded checks pass unless gate.failOnDegraded)
+    1 CHECKS_FAILED     a check failed, errored, or was degraded with gate.failOnDegraded
+    2 USAGE             bad arguments, spec or request body; nothing was triggered
+    3 TIMEOUT           the deadline passed before the session finished; the session was cancelled
+    4 SERVICE           the service could not be used: auth, permission, network or server errors
+    5 NO_MATCH          no check matched the target (0 when gate.failOnNoMatchingChecks is false)
+    130 INTERRUPTED     SIGINT: the session was cancelled and partial reports written
+    143 TERMINATED      SIGTERM: the session was cancelled and partial reports written
+    """
+
+    OK = 0
+    CHECKS_FAILED = 1
+    USAGE = 2
+    TIMEOUT = 3
+    SERVICE = 4
+    NO_MATCH = 5
+    INTERRUPTED = 130
+    TERMINATED = 143
+
+
+# Several sessions in one run: the run exits with the most severe of their codes, in this order.
+SEVERITY: tuple[ExitCode, ...] = (
+    ExitCode.TERMINATED,
+    ExitCode.INTERRUPTED,
+    ExitCode.USAGE,
+    ExitCode.SERVICE,
+    ExitCode.TIMEOUT,
+    ExitCode.CHECKS_FAILED,
+    ExitCode.NO_MATCH,
+    ExitCode.OK,
+)
+
+
+def most_severe(codes: list[ExitCode]) -> ExitCode:
+    if not codes:
+        return ExitCode.OK
+    return min(codes, key=SEVERITY.index)
+
+
+def describe() -> str:
+    """The table printed by `--help` and copied into the README."""
+    lines = []
+    for line in (ExitCode.__doc__ or "").strip().splitlines()[1:]:
+        line = line.strip()
+        if line:
+            lines.append("  " + line)
+    return "exit codes:\n" + "\n".join(lines)

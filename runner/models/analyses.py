@@ -1,0 +1,82 @@
+"""Error groups and root cause analyses."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field
+
+from runner.models.base import ApiModel, RequestModel
+
+MAX_USER_CONTEXT = 256
+
+
+class Artifact(ApiModel):
+    name: str
+    type: str
+
+
+class Evidence(ApiModel):
+    artifacts: list[Artifact] = Field(default_factory=list)
+    description: str
+
+
+class ReferenceLink(ApiModel):
+    url: str
+    title: str
+
+
+class Analysis(ApiModel):
+    classification: str
+    userImpact: str
+    rootCause: str
+    codeFix: str | None = None
+    evidence: list[Evidence] | None = None
+    referenceLinks: list[ReferenceLink] | None = None
+
+
+class RootCauseAnalysis(ApiModel):
+    """Pending (202: id and status only) or completed (200: the rest)."""
+
+    id: str
+    status: str
+    checkType: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    checkId: str | None = None
+    errorGroupId: str | None = None
+    durationMs: float | None = None
+    analysis: Analysis | None = None
+    created_at: datetime | None = None
+
+    @property
+    def is_completed(self) -> bool:
+        return self.status == "COMPLETED"
+
+
+class AnalysisSummary(ApiModel):
+    """An item of an error group's rootCauseAnalyses, newest first."""
+
+    id: str
+    created_at: datetime | None = None
+    analysis: Analysis | None = None
+    provider: str | None = None
+    model: str | None = None
+    durationMs: float | None = None
+    userContext: str | None = None
+
+
+class ErrorGroup(ApiModel):
+    id: str
+    checkId: str | None = None
+    errorHash: str
+    rawErrorMessage: str | None = None
+    cleanedErrorMessage: str = ""
+    firstSeen: datetime | None = None
+    lastSeen: datetime | None = None
+    archivedUntilNextEvent: bool = False
+    rootCauseAnalyses: list[AnalysisSummary] = Field(default_factory=list)
+
+
+class CreateAnalysisRequest(RequestModel):
+    userContext: str | None = Field(default=None, max_length=MAX_USER_CONTEXT)

@@ -1,0 +1,132 @@
+"""The outcome of a run: what the reporters render and what `results.json` stores.
+
+This is the documented, stable JSON format (schemaVersion 1). Fields are only ever added.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runner.models.analyses import Analysis
+
+SCHEMA_VERSION = 1
+
+# How one check result is judged, derived from the service's result fields.
+ResultVerdict = Literal["passed", "failed", "degraded", "flaky", "error", "cancelled", "running"]
+AnalysisState = Literal["completed", "pending", "unavailable", "error", "timeout", "skipped", "disabled"]
+RunVerdict = Literal[
+    "passed", "failed", "no-match", "timeout", "service-error", "usage-error", "interrupted", "detached"
+]
+
+
+class OutcomeModel(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class AnalysisOutcome(OutcomeModel):
+    state: AnalysisState
+    reason: str | None = None  # why it is not completed, for the reports
+    id: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    analysis: Analysis | None = None
+
+
+class ErrorGroupOutcome(OutcomeModel):
+    id: str
+    errorHash: str | None = None
+    message: str | None = None  # rawErrorMessage
+    cleanedMessage: str | None = None
+    count: int = 0  # results of this session in the group
+    analysis: AnalysisOutcome | None = None
+
+
+class AttemptOutcome(OutcomeModel):
+    """A failed attempt that was retried (resultType ATTEMPT)."""
+
+    id: str | None = None
+    link: str | None = None
+    status: str
+    durationSeconds: float | None = None
+    error: str | None = None
+
+
+class ResultOutcome(OutcomeModel):
+    id: str
+    link: str | None = None
+    checkId: str | None = None
+    name: str
+    checkType: str | None = None
+    runLocation: str | None = None
+    status: str  # the service's status: PASSED, FAILED, CANCELLED, RUNNING, or one it adds later
+    verdict: ResultVerdict
+    durationSeconds: float | None = None
+    attempts: int = 1
+    failedAttempts: list[AttemptOutcome] = Field(default_factory=list)
+    errorGroupIds: list[str] = Field(default_factory=list)
+    error: str | None = None  # the error message of its first error group
+
+
+class SessionOutcome(OutcomeModel):
+    name: str
+    runLocation: str
+    environment: str | None = None
+    testSessionId: str | None = None
+    link: str | None = None
+    status: str | None = None  # the service's status; None when it was never triggered
+    startedAt: datetime | None = None
+    stoppedAt: datetime | None = None
+    durationSeconds: float | None = None
+    exitCode: int = 0
+    problem: str | None = None  # one line when the session could not run to the end
+    results: list[ResultOutcome] = Field(default_factory=list)
+    errorGroups: list[ErrorGroupOutcome] = Field(default_factory=list)
+
+
+class Counts(OutcomeModel):
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    degraded: int = 0
+    flaky: int = 0
+    error: int = 0
+    cancelled: int = 0
+    running: int = 0
+
+
+class CommitInfo(OutcomeModel):
+    commitId: str | None = None
+    branchName: str | None = None
+    commitOwner: str | None = None
+    commitMessage: str | None = None
+    repoUrl: str | None = None
+    environment: str | None = None
+
+
+class Outcome(OutcomeModel):
+    schemaVersion: int = SCHEMA_VERSION
+    tool: str = "testsession-runner"
+    toolVersion: str = ""
+    startedAt: datetime | None = None
+    finishedAt: datetime | None = None
+    verdict: RunVerdict = "passed"
+    exitCode: int = 0
+    failOnDegraded: bool = False
+    partial: bool = False  # written after a timeout, interrupt or service error: what was known
+    message: str | None = None  # one line explaining a non-zero exit code
+    commit: CommitInfo = Field(default_factory=CommitInfo)
+    counts: Counts = Field(default_factory=Counts)
+    sessions: list[SessionOutcome] = Field(default_factory=list)
+
+    def all_results(self) -> list[ResultOutcome]:
+        return [r for s in self.sessions for r in s.results]
+
+
+def count_results(results: list[ResultOutcome]) -> Counts:
+    counts = Counts(total=len(results))
+    for result in results:
+        setattr(counts, result.verdict, getattr(counts, result.verdict) + 1)
+    return counts

@@ -1,0 +1,56 @@
+"""Secrets never leave the process: every text we print or write passes through a Redactor."""
+
+from __future__ import annotations
+
+import re
+import threading
+from urllib.parse import urlsplit, urlunsplit
+
+MASK = "***"
+_MIN_SECRET = 3  # masking one- or two-character values would shred ordinary text
+
+
+class Redactor:
+    """Holds the secret values of a run and replaces them in any text."""
+
+    def __init__(self, secrets: list[str] | None = None) -> None:
+        self._lock = threading.Lock()
+        self._secrets: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+        for value in secrets or []:
+            self.add(value)
+
+    def add(self, value: str | None) -> None:
+        if not value or len(value) < _MIN_SECRET:
+            return
+        with self._lock:
+            if value in self._secrets:
+                return
+            self._secrets.add(value)
+            # Longest first, so a secret containing another is masked whole.
+            ordered = sorted(self._secrets, key=len, reverse=True)
+            self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
+
+    @property
+    def secrets(self) -> frozenset[str]:
+        return frozenset(self._secrets)
+
+    def __call__(self, text: str) -> str:
+        pattern = self._pattern
+        if pattern is None or not text:
+            return text
+        return pattern.sub(MASK, text)
+
+
+def strip_url_credentials(url: str | None) -> str | None:
+    """https://user:token@host/x -> https://host/x; scp-like git URLs keep their user (not a secret)."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if not parts.scheme or "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
