@@ -1,0 +1,479 @@
+"""ApiClient: every call to the service goes through here.
+
+JSON is parsed once, at this boundary, into the shared models; every failure becomes one of the
+runner.errors classes (carrying status, the service's error and message, method and path). The API
+key is only ever put in the Authorization header, never in a message.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import random
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+from urllib.parse import quote, urlsplit
+
+import requests
+from pydantic import BaseModel, ValidationError
+from requests.adapters import HTTPAdapter
+
+from runner import TOOL_NAME, __version__
+from runner.client.ratelimit import RateLimiter
+from runner.client.retry import CallKind, RetryPolicy, parse_retry_after
+from runner.errors import (
+    ApiError,
+    BadResponseError,
+    ConnectionFailedError,
+    ConnectionRefusedByPeerError,
+    InvalidRequestError,
+    ReadTimeoutError,
+    error_class_for_status,
+)
+from runner.models import (
+    Check,
+    CheckUpdate,
+    CreateAnalysisRequest,
+    Dashboard,
+    DashboardRequest,
+    ErrorBody,
+    ErrorGroup,
+    IncidentUpdate,
+    IncidentUpdateRequest,
+    RequestModel,
+    RootCauseAnalysis,
+    TestSession,
+    TriggerRequest,
+    describe_validation_error,
+)
+from runner.models.base import ApiModel
+
+log = logging.getLogger("runner.client")
+
+M = TypeVar("M", bound=ApiModel)
+R = TypeVar("R", bound=RequestModel)
+T = TypeVar("T")
+
+# The long poll holds the request up to maxWaitSeconds; the read timeout must outlast it.
+LONG_POLL_MARGIN = 10.0
+MAX_WAIT_SECONDS = 30
+MAX_ERROR_TEXT = 200  # a non-JSON error body is quoted at most this long
+
+
+def default_user_agent() -> str:
+    return f"{TOOL_NAME}/{__version__} (python {platform.python_version()}; requests {requests.__version__})"
+
+
+def validate_request(model: type[R], body: R | dict[str, Any], what: str) -> R:
+    """A body we are about to send, as the model; InvalidRequestError with `what: field: rule` lines."""
+    if isinstance(body, model):
+        return body
+    if not isinstance(body, dict):
+        raise InvalidRequestError(f"{what}: (body): must be a mapping (object)")
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        lines = describe_validation_error(exc)
+        raise InvalidRequestError("\n".join(f"{what}: {line}" for line in lines)) from None
+
+
+def _segment(value: str, what: str) -> str:
+    """One path segment, quoted so an id can never change the path (e.g. "../x")."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidRequestError(f"{what}: must be a non-empty string")
+    return quote(value, safe="")
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """The exception and everything it wraps (requests wraps urllib3, which wraps socket errors)."""
+    seen: set[int] = set()
+    stack: list[BaseException] = [exc]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        for inner in (current.__cause__, current.__context__, getattr(current, "reason", None)):
+            if isinstance(inner, BaseException):
+                stack.append(inner)
+        stack.extend(arg for arg in current.args if isinstance(arg, BaseException))
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """True when the connection was never established, so the request cannot have reached the service."""
+    from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+
+    if isinstance(exc, requests.ConnectTimeout):
+        return True
+    return any(
+        isinstance(c, (ConnectionRefusedError, NewConnectionError, ConnectTimeoutError)) for c in _causes(exc)
+    )
+
+
+class ApiClient:
+    """The service's HTTP API. Thread-safe: one client may be shared by the threads of a run."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        account_id: str,
+        *,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 30.0,
+        max_retries: int = 4,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        rate_limiter: RateLimiter | None = None,
+        user_agent: str | None = None,
+        retry_after_max: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        deadline: float | None = None,
+        rng: random.Random | None = None,
+        pool_size: int = 32,
+    ) -> None:
+        if not base_url:
+            raise InvalidRequestError("base URL: must not be empty")
+        self.base_url = base_url.rstrip("/")
+        parts = urlsplit(self.base_url)
+        # For messages: the host only, never credentials embedded in the URL.
+        self._where = parts.hostname or "the service"
+        if parts.port:
+            self._where += f":{parts.port}"
+        self.account_id = account_id
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.retry_policy = RetryPolicy(
+            max_retries=max_retries,
+            backoff_base=backoff_base,
+            backoff_max=backoff_max,
+            retry_after_max=retry_after_max,
+        )
+        self.rate_limiter = rate_limiter if rate_limiter is not None else RateLimiter()
+        # Monotonic time (of `clock`) after which no retry is started; the runner sets it.
+        self.deadline = deadline
+        self._sleep = sleep
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._count_lock = threading.Lock()
+        self._request_count = 0
+        self._session = requests.Session()
+        # No retries inside urllib3: every resend is decided by our policy.
+        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+        self._session.headers.update(
+            {
+                "Authorization": f"Bearer {api_key}",
+                "X-Service-Account": account_id,
+                "User-Agent": user_agent or default_user_agent(),
+                "Accept": "application/json",
+            }
+        )
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._session.close()
+
+    def __enter__(self) -> ApiClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"ApiClient(base_url={self.base_url!r}, account_id={self.account_id!r})"
+
+    @property
+    def request_count(self) -> int:
+        """HTTP requests sent by this client, retries included."""
+        with self._count_lock:
+            return self._request_count
+
+    # --- test sessions --------------------------------------------------------------------------
+
+    def trigger(self, request: TriggerRequest | dict[str, Any]) -> TestSession:
+        body = validate_request(TriggerRequest, request, "trigger body")
+        return self._request(
+            "POST",
+            "/v1/test-sessions/trigger",
+            CallKind.CREATE,
+            lambda r: self._model(r, TestSession, (200, 201)),
+            body=body,
+        )
+
+    def get_session(self, test_session_id: str) -> TestSession:
+        path = f"/v1/test-sessions/{_segment(test_session_id, 'test session id')}"
+        return self._request("GET", path, CallKind.READ, lambda r: self._model(r, TestSession))
+
+    def await_completion(self, test_session_id: str, max_wait_seconds: float = 30) -> TestSession | None:
+        """Long poll: the final session, or None when it is still running after the wait (408).
+
+        max_wait_seconds is rounded up and clamped to the API's 1..30.
+        """
+        wait = min(max(int(-(-max_wait_seconds // 1)), 1), MAX_WAIT_SECONDS)
+        path = f"/v1/test-sessions/{_segment(test_session_id, 'test session id')}/completion"
+
+        def parse(response: requests.Response) -> TestSession | None:
+            if response.status_code == 408:
+                return None
+            return self._model(response, TestSession)
+
+        return self._request(
+            "GET",
+            path,
+            CallKind.READ,
+            parse,
+            params={"maxWaitSeconds": wait},
+            read_timeout=max(self.read_timeout, wait + LONG_POLL_MARGIN),
+        )
+
+    def cancel(self, test_session_id: str) -> None:
+        path = f"/v1/test-sessions/{_segment(test_session_id, 'test session id')}/cancel"
+        # Cancelling twice does no harm, so it is retried like a read.
+        self._request("POST", path, CallKind.READ, self._no_content)
+
+    # --- error groups and analyses --------------------------------------------------------------
+
+    def get_test_session_error_group(self, error_group_id: str) -> ErrorGroup:
+        path = f"/v1/test-session-error-groups/{_segment(error_group_id, 'error group id')}"
+        return self._request("GET", path, CallKind.READ, lambda r: self._model(r, ErrorGroup))
+
+    def get_error_group(self, error_group_id: str) -> ErrorGroup:
+        path = f"/v1/error-groups/{_segment(error_group_id, 'error group id')}"
+        return self._request("GET", path, CallKind.READ, lambda r: self._model(r, ErrorGroup))
+
+    def create_test_session_error_group_analysis(
+        self, error_group_id: str, user_context: str | None = None
+    ) -> RootCauseAnalysis:
+        segment = _segment(error_group_id, "error group id")
+        return self._create_analysis(
+            f"/v1/root-cause-analyses/test-session-error-groups/{segment}", user_context
+        )
+
+    def create_error_group_analysis(
+        self, error_group_id: str, user_context: str | None = None
+    ) -> RootCauseAnalysis:
+        segment = _segment(error_group_id, "error group id")
+        return self._create_analysis(f"/v1/root-cause-analyses/error-groups/{segment}", user_context)
+
+    def _create_analysis(self, path: str, user_context: str | None) -> RootCauseAnalysis:
+        body = validate_request(CreateAnalysisRequest, {"userContext": user_context}, "analysis request")
+        return self._request(
+            "POST",
+            path,
+            CallKind.CREATE,
+            lambda r: self._model(r, RootCauseAnalysis, (200, 201, 202)),
+            body=body,
+        )
+
+    def get_analysis(self, analysis_id: str) -> RootCauseAnalysis:
+        """200 completed or 202 pending; check `.is_completed`."""
+        path = f"/v1/root-cause-analyses/{_segment(analysis_id, 'analysis id')}"
+        return self._request(
+            "GET", path, CallKind.READ, lambda r: self._model(r, RootCauseAnalysis, (200, 202))
+        )
+
+    # --- incidents, maintenance windows, certificates -------------------------------------------
+
+    def add_incident_update(
+        self, incident_id: str, update: IncidentUpdateRequest | dict[str, Any]
+    ) -> IncidentUpdate:
+        body = validate_request(IncidentUpdateRequest, update, "incident update")
+        path = f"/v1/status-pages/incidents/{_segment(incident_id, 'incident id')}/incident-updates"
+        return self._request(
+            "POST", path, CallKind.CREATE, lambda r: self._model(r, IncidentUpdate, (200, 201)), body=body
+        )
+
+    def delete_maintenance_window(self, window_id: str) -> None:
+        path = f"/v1/maintenance-windows/{_segment(window_id, 'maintenance window id')}"
+        self._request("DELETE", path, CallKind.READ, self._no_content)
+
+    def delete_maintenance(self, window_id: str, maintenance_id: str) -> None:
+        path = (
+            f"/v1/maintenance-windows/{_segment(window_id, 'maintenance window id')}"
+            f"/maintenances/{_segment(maintenance_id, 'maintenance id')}"
+        )
+        self._request("DELETE", path, CallKind.READ, self._no_content)
+
+    def delete_client_certificate(self, certificate_id: str) -> None:
+        path = f"/v1/client-certificates/{_segment(certificate_id, 'client certificate id')}"
+        self._request("DELETE", path, CallKind.READ, self._no_content)
+
+    # --- dashboards and checks ------------------------------------------------------------------
+
+    def create_dashboard(self, request: DashboardRequest | dict[str, Any]) -> Dashboard:
+        body = validate_request(DashboardRequest, request, "dashboard")
+        return self._request(
+            "POST",
+            "/v1/dashboards",
+            CallKind.CREATE,
+            lambda r: self._model(r, Dashboard, (200, 201)),
+            body=body,
+        )
+
+    def update_check(
+        self, check_id: str, update: CheckUpdate | dict[str, Any], auto_assign_alerts: bool = True
+    ) -> Check:
+        """Deprecated by the service: PUT /v1/checks/api/{id} and PUT /v1/checks/browser/{id} replace it."""
+        warnings.warn(
+            "PUT /v1/checks/{id} is deprecated by the service; "
+            "use PUT /v1/checks/api/{id} or PUT /v1/checks/browser/{id}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        body = validate_request(CheckUpdate, update, "check update")
+        path = f"/v1/checks/{_segment(check_id, 'check id')}"
+        return self._request(
+            "PUT",
+            path,
+            CallKind.CREATE,
+            lambda r: self._model(r, Check),
+            params={"autoAssignAlerts": "true" if auto_assign_alerts else "false"},
+            body=body,
+        )
+
+    # --- the one request loop -------------------------------------------------------------------
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        kind: CallKind,
+        parse: Callable[[requests.Response], T],
+        *,
+        params: dict[str, Any] | None = None,
+        body: BaseModel | None = None,
+        read_timeout: float | None = None,
+    ) -> T:
+        json_body = body.to_body() if isinstance(body, RequestModel) else None
+        attempt = 0
+        while True:
+            try:
+                response = self._send(method, path, params, json_body, read_timeout)
+                return parse(response)
+            except ApiError as exc:
+                delay = self.retry_policy.next_delay(exc, attempt, kind, self._rng)
+                if delay is not None and self.deadline is not None and self._clock() + delay >= self.deadline:
+                    delay = None
+                if delay is None:
+                    if attempt:
+                        exc.message = f"{exc.message} (gave up after {attempt + 1} attempts)"
+                    raise
+                log.info("%s %s: %s; retry %d in %.2fs", method, path, _short(exc), attempt + 1, delay)
+                self._sleep(delay)
+                attempt += 1
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None,
+        json_body: dict[str, Any] | None,
+        read_timeout: float | None,
+    ) -> requests.Response:
+        self.rate_limiter.acquire()
+        with self._count_lock:
+            self._request_count += 1
+        try:
+            return self._session.request(
+                method,
+                self.base_url + path,
+                params=params,
+                json=json_body,
+                timeout=(self.connect_timeout, read_timeout or self.read_timeout),
+                allow_redirects=False,
+            )
+        except requests.RequestException as exc:
+            raise self._transport_error(exc, method, path) from None
+
+    def _transport_error(self, exc: requests.RequestException, method: str, path: str) -> ApiError:
+        cls: type[ApiError]
+        if _never_sent(exc):
+            cls, message = (
+                ConnectionRefusedByPeerError,
+                f"could not connect to {self._where} (request not sent)",
+            )
+        elif isinstance(exc, requests.Timeout):
+            cls, message = ReadTimeoutError, f"no answer from {self._where} within the read timeout"
+        elif isinstance(exc, requests.exceptions.ContentDecodingError):
+            cls, message = BadResponseError, f"undecodable answer from {self._where}"
+        elif isinstance(exc, (requests.ConnectionError, requests.exceptions.ChunkedEncodingError)):
+            cls, message = ConnectionFailedError, f"connection to {self._where} broken ({_cause_name(exc)})"
+        else:
+            cls, message = ConnectionFailedError, f"request to {self._where} failed ({type(exc).__name__})"
+        return cls(message, method=method, path=path)
+
+    # --- answers --------------------------------------------------------------------------------
+
+    def _raise_for_status(self, response: requests.Response, ok: tuple[int, ...]) -> None:
+        if response.status_code in ok:
+            return
+        method = response.request.method or "?"
+        path = urlsplit(response.request.url or "").path
+        status = response.status_code
+        error: str | None = None
+        message = response.reason or "error"
+        attributes: dict[str, Any] = {}
+        if 200 <= status < 300:
+            raise BadResponseError(f"unexpected status {status}", status=status, method=method, path=path)
+        try:
+            data = response.json()
+            parsed = ErrorBody.model_validate(data)
+            error, message, attributes = parsed.error, parsed.message, dict(parsed.attributes or {})
+        except (ValueError, ValidationError):
+            text = response.text.strip().replace("\n", " ")
+            if text and status >= 400:
+                message = text[:MAX_ERROR_TEXT]
+        retry_after = parse_retry_after(response.headers.get("Retry-After"))
+        if retry_after is not None:
+            # The header is authoritative; the retry policy reads it from here.
+            attributes["retryAfterSeconds"] = retry_after
+        cls = error_class_for_status(status)
+        raise cls(message, status=status, error=error, attributes=attributes, method=method, path=path)
+
+    def _model(self, response: requests.Response, model: type[M], ok: tuple[int, ...] = (200,)) -> M:
+        self._raise_for_status(response, ok)
+        method = response.request.method or "?"
+        path = urlsplit(response.request.url or "").path
+        try:
+            data = response.json()
+        except ValueError:
+            raise BadResponseError(
+                f"answer is not JSON (status {response.status_code})",
+                status=response.status_code,
+                method=method,
+                path=path,
+            ) from None
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            problems = "; ".join(describe_validation_error(exc)[:3])
+            raise BadResponseError(
+                f"answer does not fit {model.__name__}: {problems}",
+                status=response.status_code,
+                method=method,
+                path=path,
+            ) from None
+
+    def _no_content(self, response: requests.Response) -> None:
+        self._raise_for_status(response, (200, 202, 204))
+
+
+def _short(exc: ApiError) -> str:
+    return f"{exc.status} {exc.error or ''}".strip() if exc.status else exc.message
+
+
+def _cause_name(exc: BaseException) -> str:
+    """The innermost low-level reason, e.g. ConnectionResetError, RemoteDisconnected, IncompleteRead."""
+    names = [type(c).__name__ for c in _causes(exc)]
+    for name in reversed(names):
+        if name not in ("MaxRetryError", "ProtocolError", "ConnectionError", "ChunkedEncodingError"):
+            return name
+    return names[-1] if names else type(exc).__name__

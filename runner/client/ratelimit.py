@@ -1,0 +1,72 @@
+"""A client-side rate limiter, so a run never meets the service's 429 in the first place."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+DEFAULT_LIMIT = 600  # the service's limit: 600 requests per 60 seconds per key
+DEFAULT_PERIOD = 60.0
+
+
+class RateLimiter:
+    """Sliding-window log: at most `limit` acquisitions in any window of `period` seconds.
+
+    One instance is shared by every thread (and every client) of a run that uses the same key.
+    `acquire()` blocks until a slot is free. A sliding window (rather than a token bucket with a
+    burst) is used because it gives the same guarantee the service enforces: no window of
+    `period` seconds ever holds more than `limit` requests.
+    """
+
+    def __init__(
+        self,
+        limit: int = DEFAULT_LIMIT,
+        period: float = DEFAULT_PERIOD,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        if period <= 0:
+            raise ValueError("period must be positive")
+        self.limit = limit
+        self.period = period
+        self._clock = clock
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._stamps: deque[float] = deque()
+
+    def _forget_old(self, now: float) -> None:
+        while self._stamps and self._stamps[0] <= now - self.period:
+            self._stamps.popleft()
+
+    def try_acquire(self) -> float:
+        """Takes a slot and returns 0.0, or returns how long to wait before one may be free."""
+        with self._lock:
+            now = self._clock()
+            self._forget_old(now)
+            if len(self._stamps) < self.limit:
+                self._stamps.append(now)
+                return 0.0
+            return max(self._stamps[0] + self.period - now, 1e-4)
+
+    def acquire(self) -> float:
+        """Blocks until a slot is free and takes it; returns the seconds spent waiting."""
+        waited = 0.0
+        while True:
+            wait = self.try_acquire()
+            if wait == 0.0:
+                return waited
+            # Sleep outside the lock so other threads can check (and time can pass for them too).
+            self._sleep(wait)
+            waited += wait
+
+    @property
+    def in_window(self) -> int:
+        """Acquisitions within the current window (for tests and diagnostics)."""
+        with self._lock:
+            self._forget_old(self._clock())
+            return len(self._stamps)
