@@ -1,9 +1,140 @@
-"""Placeholder: filled in by its owner."""
+"""`testsession run` (the main job) and `testsession wait` (gate on a session triggered earlier)."""
 
 from __future__ import annotations
 
 import argparse
+import os
+from typing import TYPE_CHECKING
+
+from runner.cli.common import add_connection_options
+from runner.exitcodes import describe
+
+if TYPE_CHECKING:
+    from runner.spec import Overrides, RunSpec
+
+DEFAULT_SPEC = "testsession.yml"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    pass
+    run = subparsers.add_parser(
+        "run",
+        help="trigger a test session from a spec, wait, analyse failures, write reports, gate",
+        description=(
+            "Trigger the test sessions of SPEC, wait for them, fetch root cause analyses of their "
+            "failures, write JUnit, markdown and JSON reports, and exit with a gate code. "
+            "Flags override the spec."
+        ),
+        epilog=describe(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("spec", nargs="?", help=f"the target spec (YAML; default {DEFAULT_SPEC})")
+    target = run.add_argument_group("target (override the spec)")
+    target.add_argument("--location", help="runLocation of every session")
+    target.add_argument(
+        "--tag",
+        action="append",
+        metavar="TAG[,TAG...]",
+        help="a tag group: a check must carry every tag of the group; repeat for more groups",
+    )
+    target.add_argument("--check-id", action="append", metavar="ID", help="a check id; repeatable")
+    target.add_argument("--env", action="append", metavar="KEY=VALUE", help="an environment variable")
+    target.add_argument("--name", help="the test session's name")
+    target.add_argument("--environment", help="metadata.environment, e.g. preview or staging")
+    _add_gate_options(run)
+    service = run.add_argument_group("service")
+    service.add_argument(
+        "--emulator",
+        action="store_true",
+        help="start the embedded emulator in-process and run against it (demo credentials unless set)",
+    )
+    service.add_argument("--world", metavar="FILE", help="the emulator's world file (with --emulator)")
+    service.add_argument(
+        "--detach", action="store_true", help="trigger, print the session ids and links, and exit"
+    )
+    add_connection_options(run)
+    run.set_defaults(func=handle_run)
+
+    wait = subparsers.add_parser(
+        "wait",
+        help="wait for a session triggered earlier (run --detach), analyse, report, gate",
+        epilog=describe(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    wait.add_argument("session_id", metavar="ID", help="the test session id")
+    wait.add_argument("--spec", help="a spec whose wait, rca, reports and gate settings apply")
+    _add_gate_options(wait)
+    add_connection_options(wait)
+    wait.set_defaults(func=handle_wait)
+
+
+def _add_gate_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("wait, reports and gate")
+    group.add_argument("--timeout", type=float, metavar="SECONDS", help="wait.timeoutSeconds (default 900)")
+    group.add_argument("--junit", metavar="PATH", help="JUnit XML report path ('' to skip)")
+    group.add_argument("--markdown", metavar="PATH", help="markdown summary path ('' to skip)")
+    group.add_argument("--json", metavar="PATH", help="JSON results path ('' to skip)")
+    group.add_argument(
+        "--fail-on-degraded",
+        action="store_true",
+        default=None,
+        help="degraded checks fail the gate (gate.failOnDegraded)",
+    )
+    group.add_argument("--no-rca", action="store_true", help="do not fetch root cause analyses")
+
+
+def _overrides(args: argparse.Namespace) -> Overrides:
+    from runner.errors import UsageError
+    from runner.spec import Overrides
+
+    env: list[tuple[str, str]] = []
+    for item in getattr(args, "env", None) or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--env {key or item!r}: expected KEY=VALUE")
+        env.append((key, value))
+    tags = None
+    if getattr(args, "tag", None):
+        tags = [[t.strip() for t in group.split(",") if t.strip()] for group in args.tag]
+        if any(not group for group in tags):
+            raise UsageError("--tag: a tag group needs at least one tag")
+    return Overrides(
+        location=getattr(args, "location", None),
+        tags=tags,
+        check_ids=getattr(args, "check_id", None),
+        env=env or None,
+        name=getattr(args, "name", None),
+        environment=getattr(args, "environment", None),
+        timeout=args.timeout,
+        junit=args.junit,
+        markdown=args.markdown,
+        json=args.json,
+        fail_on_degraded=args.fail_on_degraded,
+        no_rca=args.no_rca,
+    )
+
+
+def _load(path: str | None, overrides: Overrides, required: bool) -> RunSpec:
+    from pathlib import Path
+
+    from runner.spec import apply_overrides, default_spec, load_spec
+
+    if path is None and not Path(DEFAULT_SPEC).exists() and (overrides.location or not required):
+        spec = default_spec(overrides)
+    else:
+        spec = load_spec(path or DEFAULT_SPEC, os.environ)
+    return apply_overrides(spec, overrides)
+
+
+def handle_run(args: argparse.Namespace) -> int:
+    from runner.cli.job import Job
+
+    overrides = _overrides(args)
+    spec = _load(args.spec, overrides, required=True)
+    return Job(args, spec).run(detach=args.detach)
+
+
+def handle_wait(args: argparse.Namespace) -> int:
+    from runner.cli.job import Job
+
+    spec = _load(args.spec, _overrides(args), required=False)
+    return Job(args, spec).wait(args.session_id)
