@@ -61,7 +61,7 @@ def make_client(args: argparse.Namespace, **overrides: Any) -> ApiClient:
     from runner.client import ApiClient
     from runner.errors import UsageError
 
-    api_key = overrides.pop("api_key", None) or os.environ.get(ENV_API_KEY)
+    api_key: str = overrides.pop("api_key", None) or os.environ.get(ENV_API_KEY) or ""
     base_url = overrides.pop("base_url", None) or args.base_url
     account_id = overrides.pop("account_id", None) or args.account_id
     missing = [
