@@ -1,9 +1,385 @@
-"""Placeholder: filled in by its owner."""
+"""One command per API operation: `testsession sessions get ID`, `testsession dashboards create FILE`, ...
+
+Each prints the service's answer as JSON on stdout (a delete or cancel prints nothing). Handlers
+just raise: run_handler turns errors into one line on stderr and the exit code.
+Heavy imports (pydantic, requests, yaml) happen inside the handlers, so `--help` stays fast.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+from runner.cli.common import add_connection_options, make_client
+from runner.exitcodes import ExitCode
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from runner.client import ApiClient
+    from runner.models import RequestModel
+
+DEFAULT_WAIT_TIMEOUT = 600.0
+RCA_POLL_FIRST = 0.5  # seconds between analysis polls, doubling up to RCA_POLL_MAX
+RCA_POLL_MAX = 5.0
+
+
+# --- helpers used by the handlers ---------------------------------------------------------------
+
+
+def _print_json(answer: BaseModel | None) -> None:
+    if answer is None:
+        return
+    import json
+
+    print(json.dumps(answer.model_dump(mode="json"), indent=2, ensure_ascii=False))
+
+
+def load_body_file(path: str) -> dict[str, Any]:
+    """A request body from a YAML or JSON file ("-" = stdin); UsageError naming the file otherwise."""
+    import yaml
+
+    from runner.errors import UsageError
+
+    name = "stdin" if path == "-" else path
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+    except FileNotFoundError:
+        raise UsageError(f"{name}: file not found") from None
+    except IsADirectoryError:
+        raise UsageError(f"{name}: is a directory, not a file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{name}: cannot read ({type(exc).__name__})") from None
+    try:
+        # JSON is (for every body we accept) valid YAML, so one parser reads both.
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or "not valid YAML or JSON"
+        where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark is not None else ""
+        raise UsageError(f"{name}:{where} {problem}") from None
+    if not isinstance(data, dict):
+        kind = "empty" if data is None else type(data).__name__
+        raise UsageError(f"{name}: (body): must be a mapping (object) of fields, got {kind}")
+    return data
+
+
+def _body(model: type[RequestModel], data: dict[str, Any], what: str) -> Any:
+    """Validates a body before anything is sent; every problem on one line, naming field and rule."""
+    from runner.client import validate_request
+    from runner.errors import InvalidRequestError
+
+    try:
+        return validate_request(model, data, what)
+    except InvalidRequestError as exc:
+        raise InvalidRequestError(str(exc).replace("\n", "; ")) from None
+
+
+def _client(args: argparse.Namespace) -> ApiClient:
+    if getattr(args, "verbose", False):
+        import logging
+
+        logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="testsession: %(message)s")
+    return make_client(args)
+
+
+def _positive(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {value}")
+    return number
+
+
+# --- handlers -----------------------------------------------------------------------------------
+
+
+def sessions_trigger(args: argparse.Namespace) -> int:
+    from runner.models import TriggerRequest
+
+    body = _body(TriggerRequest, load_body_file(args.file), "stdin" if args.file == "-" else args.file)
+    with _client(args) as client:
+        _print_json(client.trigger(body))
+    return int(ExitCode.OK)
+
+
+def sessions_get(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        _print_json(client.get_session(args.id))
+    return int(ExitCode.OK)
+
+
+def sessions_wait(args: argparse.Namespace) -> int:
+    import math
+    import time
+
+    from runner.errors import DeadlineExceeded
+
+    deadline = time.monotonic() + args.timeout
+    with _client(args) as client:
+        client.deadline = deadline
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise DeadlineExceeded(f"test session {args.id} still running after {args.timeout:g}s")
+            # The server does the waiting (long poll); never ask it to wait past our own deadline.
+            session = client.await_completion(args.id, max_wait_seconds=min(30, math.ceil(remaining)))
+            if session is not None and session.is_final:
+                _print_json(session)
+                return int(ExitCode.OK)
+
+
+def sessions_cancel(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        client.cancel(args.id)
+    return int(ExitCode.OK)
+
+
+def error_groups_get(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        _print_json(client.get_error_group(args.id))
+    return int(ExitCode.OK)
+
+
+def test_session_error_groups_get(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        _print_json(client.get_test_session_error_group(args.id))
+    return int(ExitCode.OK)
+
+
+def rca_get(args: argparse.Namespace) -> int:
+    import time
+
+    from runner.errors import DeadlineExceeded
+
+    with _client(args) as client:
+        analysis = client.get_analysis(args.id)
+        if args.wait:
+            deadline = time.monotonic() + args.timeout
+            client.deadline = deadline
+            interval = RCA_POLL_FIRST
+            while not analysis.is_completed:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise DeadlineExceeded(
+                        f"root cause analysis {args.id} still {analysis.status} after {args.timeout:g}s"
+                    )
+                time.sleep(min(interval, remaining))
+                interval = min(interval * 2, RCA_POLL_MAX)
+                analysis = client.get_analysis(args.id)
+        _print_json(analysis)
+    return int(ExitCode.OK)
+
+
+def rca_create(args: argparse.Namespace) -> int:
+    from runner.models import CreateAnalysisRequest
+
+    # Validate the context before anything is sent (at most 256 characters).
+    _body(CreateAnalysisRequest, {"userContext": args.context}, "--context")
+    with _client(args) as client:
+        if args.error_group:
+            answer = client.create_error_group_analysis(args.error_group, args.context)
+        else:
+            answer = client.create_test_session_error_group_analysis(
+                args.test_session_error_group, args.context
+            )
+        _print_json(answer)
+    return int(ExitCode.OK)
+
+
+def incidents_add_update(args: argparse.Namespace) -> int:
+    from runner.models import IncidentUpdateRequest
+
+    data: dict[str, Any] = {"description": args.description, "notifySubscribers": args.notify}
+    if args.status is not None:
+        data["status"] = args.status
+    body = _body(IncidentUpdateRequest, data, "incident update")
+    with _client(args) as client:
+        _print_json(client.add_incident_update(args.incident_id, body))
+    return int(ExitCode.OK)
+
+
+def maintenance_windows_delete(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        client.delete_maintenance_window(args.id)
+    return int(ExitCode.OK)
+
+
+def maintenance_windows_delete_maintenance(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        client.delete_maintenance(args.id, args.maintenance_id)
+    return int(ExitCode.OK)
+
+
+def client_certificates_delete(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        client.delete_client_certificate(args.id)
+    return int(ExitCode.OK)
+
+
+def dashboards_create(args: argparse.Namespace) -> int:
+    from runner.models import DashboardRequest
+
+    body = _body(DashboardRequest, load_body_file(args.file), "stdin" if args.file == "-" else args.file)
+    with _client(args) as client:
+        _print_json(client.create_dashboard(body))
+    return int(ExitCode.OK)
+
+
+def checks_update(args: argparse.Namespace) -> int:
+    import warnings
+
+    from runner.models import CheckUpdate
+
+    body = _body(CheckUpdate, load_body_file(args.file), "stdin" if args.file == "-" else args.file)
+    with _client(args) as client, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DeprecationWarning)
+        check = client.update_check(args.id, body, auto_assign_alerts=not args.no_auto_assign_alerts)
+    for warning in caught:
+        print(f"testsession: warning: {warning.message}", file=sys.stderr)
+    _print_json(check)
+    return int(ExitCode.OK)
+
+
+# --- parsers ------------------------------------------------------------------------------------
+
+
+def _leaf(group: Any, name: str, handler: Any, help_text: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = group.add_parser(name, help=help_text, description=help_text)
+    parser.set_defaults(func=handler)
+    return parser
+
+
+def _group(subparsers: Any, name: str, help_text: str) -> Any:
+    parser: argparse.ArgumentParser = subparsers.add_parser(name, help=help_text, description=help_text)
+
+    def usage(args: argparse.Namespace) -> int:
+        # `testsession sessions` alone: show what the group offers.
+        parser.print_help(sys.stderr)
+        return int(ExitCode.USAGE)
+
+    parser.set_defaults(func=usage)
+    return parser.add_subparsers(dest=f"{name.replace('-', '_')}_command", metavar="COMMAND")
+
+
+def _with_connection(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    add_connection_options(parser)
+    return parser
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    pass
+    body_help = "request body, YAML or JSON file ('-' reads stdin)"
+
+    sessions = _group(subparsers, "sessions", "trigger, read, wait for and cancel test sessions")
+    p = _leaf(sessions, "trigger", sessions_trigger, "start a test session (POST /v1/test-sessions/trigger)")
+    p.add_argument("--file", "-f", required=True, metavar="BODY", help=body_help)
+    _with_connection(p)
+    p = _leaf(sessions, "get", sessions_get, "read a test session")
+    p.add_argument("id", metavar="ID", help="test session id")
+    _with_connection(p)
+    p = _leaf(sessions, "wait", sessions_wait, "long-poll until the session is final (exit 3 on timeout)")
+    p.add_argument("id", metavar="ID", help="test session id")
+    p.add_argument(
+        "--timeout",
+        type=_positive,
+        default=DEFAULT_WAIT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"give up after this long, exit 3 (default {DEFAULT_WAIT_TIMEOUT:g})",
+    )
+    _with_connection(p)
+    p = _leaf(sessions, "cancel", sessions_cancel, "cancel a running test session")
+    p.add_argument("id", metavar="ID", help="test session id")
+    _with_connection(p)
+
+    groups = _group(subparsers, "error-groups", "read check error groups")
+    p = _leaf(groups, "get", error_groups_get, "read a check error group")
+    p.add_argument("id", metavar="ID", help="error group id")
+    _with_connection(p)
+
+    ts_groups = _group(subparsers, "test-session-error-groups", "read test-session error groups")
+    p = _leaf(ts_groups, "get", test_session_error_groups_get, "read a test-session error group")
+    p.add_argument("id", metavar="ID", help="test-session error group id")
+    _with_connection(p)
+
+    rca = _group(subparsers, "rca", "root cause analyses: read and create")
+    p = _leaf(rca, "get", rca_get, "read a root cause analysis (pending or completed)")
+    p.add_argument("id", metavar="ID", help="analysis id")
+    p.add_argument("--wait", action="store_true", help="poll until the analysis is completed")
+    p.add_argument(
+        "--timeout",
+        type=_positive,
+        default=DEFAULT_WAIT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"with --wait: give up after this long, exit 3 (default {DEFAULT_WAIT_TIMEOUT:g})",
+    )
+    _with_connection(p)
+    p = _leaf(rca, "create", rca_create, "ask for a root cause analysis of an error group")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--error-group", metavar="ID", help="a check error group id")
+    target.add_argument("--test-session-error-group", metavar="ID", help="a test-session error group id")
+    p.add_argument(
+        "--context", metavar="TEXT", help="extra context for the analysis (at most 256 characters)"
+    )
+    _with_connection(p)
+
+    incidents = _group(subparsers, "incidents", "status page incidents")
+    p = _leaf(incidents, "add-update", incidents_add_update, "add an update to a status page incident")
+    p.add_argument("incident_id", metavar="INCIDENT_ID", help="incident id")
+    p.add_argument("--description", required=True, metavar="TEXT", help="the update's text")
+    p.add_argument(
+        "--status", metavar="S", help="INVESTIGATING, IDENTIFIED, MONITORING or RESOLVED (checked on use)"
+    )
+    p.add_argument("--notify", action="store_true", help="notify the status page's subscribers")
+    _with_connection(p)
+
+    windows = _group(subparsers, "maintenance-windows", "delete maintenance windows and maintenances")
+    p = _leaf(windows, "delete", maintenance_windows_delete, "permanently delete a maintenance window")
+    p.add_argument("id", metavar="ID", help="maintenance window id")
+    _with_connection(p)
+    p = _leaf(
+        windows,
+        "delete-maintenance",
+        maintenance_windows_delete_maintenance,
+        "delete one maintenance of a window",
+    )
+    p.add_argument("id", metavar="ID", help="maintenance window id")
+    p.add_argument("maintenance_id", metavar="MAINTENANCE_ID", help="maintenance id")
+    _with_connection(p)
+
+    certificates = _group(subparsers, "client-certificates", "delete client certificates")
+    p = _leaf(certificates, "delete", client_certificates_delete, "permanently delete a client certificate")
+    p.add_argument("id", metavar="ID", help="client certificate id")
+    _with_connection(p)
+
+    dashboards = _group(subparsers, "dashboards", "create dashboards")
+    p = _leaf(
+        dashboards, "create", dashboards_create, "create a dashboard (409 when its URL or domain is taken)"
+    )
+    p.add_argument("file", metavar="FILE", help=body_help)
+    _with_connection(p)
+
+    checks = _group(subparsers, "checks", "the deprecated check update")
+    p = _leaf(
+        checks,
+        "update",
+        checks_update,
+        "update a check (deprecated: PUT /v1/checks/api/{id} and PUT /v1/checks/browser/{id} replace it)",
+    )
+    p.add_argument("id", metavar="ID", help="check id")
+    p.add_argument("file", metavar="FILE", help=body_help)
+    p.add_argument(
+        "--no-auto-assign-alerts",
+        action="store_true",
+        help="send autoAssignAlerts=false (default true: subscribe to all alert channels)",
+    )
+    _with_connection(p)
+
+
+__all__ = ["load_body_file", "register"]
