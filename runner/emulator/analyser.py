@@ -199,7 +199,8 @@ def _tls(ctx: Context) -> Analysis | None:
         userImpact=f"Browsers and clients refuse the secure connection{where}; users see a certificate "
         "warning or cannot reach the site at all.",
         rootCause=f"The TLS handshake{_at(ctx.message)} failed ({code}): the server's certificate is "
-        "expired, not yet valid, self-signed, issued for another host name, or its intermediate chain is missing.",
+        "expired, not yet valid, self-signed, issued for another host name, or its intermediate chain "
+        "is missing.",
         codeFix="Renew or reissue the certificate for the exact host name, serve the full chain "
         "(leaf plus intermediates), and automate renewal; do not disable certificate verification.",
         evidence=[_primary_evidence(ctx, f"The connection failed during the TLS handshake ({code}).")],
