@@ -1,0 +1,56 @@
+"""Tiny HTML pages that a session's and a result's links point at (no auth: links end up in reports)."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import HTMLResponse
+
+from runner.emulator.backend import ApiFailure, Backend
+
+
+def _page(title: str, rows: list[tuple[str, Any]]) -> HTMLResponse:
+    body = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows)
+    return HTMLResponse(
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
+        f"<body><h1>{html.escape(title)}</h1><table>{body}</table></body></html>"
+    )
+
+
+def build_router(backend: Backend) -> APIRouter:
+    router = APIRouter(prefix="/sessions")
+
+    def find(session_id: str) -> dict[str, Any]:
+        session = backend.find_session(session_id)
+        if session is None:
+            raise ApiFailure(404, "Test session not found")
+        return session
+
+    @router.get("/{session_id}", response_class=HTMLResponse)
+    async def session_page(session_id: str) -> HTMLResponse:
+        session = find(session_id)
+        rows: list[tuple[str, Any]] = [("status", session["status"]), ("started", session["startedAt"])]
+        rows += [(f"{r['name']} ({r['resultType']})", r["status"]) for r in session["results"]]
+        return _page(f"Test session {session['name']}", rows)
+
+    @router.get("/{session_id}/results/{result_id}", response_class=HTMLResponse)
+    async def result_page(session_id: str, result_id: str) -> HTMLResponse:
+        session = find(session_id)
+        for result in session["results"]:
+            if result["testSessionResultId"] == result_id:
+                keys = (
+                    "status",
+                    "checkType",
+                    "runLocation",
+                    "resultType",
+                    "startedAt",
+                    "stoppedAt",
+                    "responseTime",
+                    "errorMessage",
+                )
+                return _page(f"{result['name']} in {session['name']}", [(k, result.get(k)) for k in keys])
+        raise ApiFailure(404, "Result not found")
+
+    return router

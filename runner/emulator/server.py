@@ -1,0 +1,88 @@
+"""Emulator: the app served by uvicorn in a daemon thread on a free port, for tests and the CLI."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from runner.emulator.backend import Backend
+from runner.emulator.world import World, load_world
+
+
+class Emulator:
+    """`with Emulator() as emu:` serves the default world at emu.url until the block ends."""
+
+    def __init__(
+        self,
+        world: World | str | Path | dict[str, Any] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        speed: float | None = None,
+    ) -> None:
+        self.world = load_world(world)
+        self.host, self.port = host, port
+        self.backend = Backend(self.world, speed=speed)
+        self.api_key, self.account_id = self.world.first_key()
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> Emulator:
+        import uvicorn
+
+        from runner.emulator.app import create_app
+
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        self.port = sock.getsockname()[1]
+        self._socket = sock
+        self.backend.base_url = self.url
+        config = uvicorn.Config(
+            create_app(self.backend), log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, name=f"emulator:{self.port}", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the emulator did not start")
+            time.sleep(0.005)
+        return self
+
+    def serve_forever(self) -> None:
+        """Blocks until stop() is called (by a signal handler, for example)."""
+        if self._thread is not None:
+            while self._thread.is_alive():
+                self._thread.join(0.2)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(5)
+            self._thread = None
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

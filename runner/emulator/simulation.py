@@ -1,0 +1,151 @@
+"""How one check behaves in a session: its attempts (with retries) and how they look at a moment."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.emulator.world import WorldCheck
+from runner.models import RetryStrategy
+
+DEFAULT_MESSAGES = {
+    "fail": "expected status 200 but received 500",
+    "error": "ReferenceError: page is not defined",
+    "flaky": "connect ECONNRESET 10.0.0.12:443",
+}
+ERROR_CLASSES = {"fail": "ASSERTION_FAILURE", "error": "SCRIPT_ERROR", "flaky": "NETWORK_ERROR"}
+
+
+@dataclass
+class Attempt:
+    id: str
+    start: float
+    end: float | None  # None: never ends on its own (a hanging check)
+    passed: bool
+    degraded: bool = False
+    error_class: str | None = None
+    message: str | None = None
+    group_id: str | None = None  # set once the failure was recorded in an error group
+
+
+@dataclass
+class CheckRun:
+    check: WorldCheck
+    final_id: str
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def end(self) -> float | None:
+        return self.attempts[-1].end
+
+
+def resolve_behaviour(check: WorldCheck, env: dict[str, str | None]) -> tuple[str, str | None]:
+    """The first `when` rule whose variables all arrived with those values wins over the check's own."""
+    for rule in check.when:
+        if all(env.get(key) == value for key, value in rule.env.items()):
+            return rule.behaviour or check.behaviour, rule.errorMessage or check.errorMessage
+    return check.behaviour, check.errorMessage
+
+
+def _outcome(behaviour: str, number: int, message: str | None) -> tuple[bool, bool, str | None, str | None]:
+    if behaviour in ("pass", "hang") or (behaviour == "flaky" and number > 1):
+        return True, False, None, None
+    if behaviour == "degrade":
+        return True, True, None, None
+    return False, False, ERROR_CLASSES[behaviour], message or DEFAULT_MESSAGES[behaviour]
+
+
+def _backoff(retry: RetryStrategy, retry_number: int) -> float:
+    base = retry.baseBackoffSeconds
+    if retry.type == "LINEAR":
+        return base * retry_number
+    if retry.type == "EXPONENTIAL":
+        return float(base * 2 ** (retry_number - 1))
+    return base
+
+
+def plan_run(
+    check: WorldCheck, start: float, env: dict[str, str | None], retry: RetryStrategy | None
+) -> CheckRun:
+    """Every attempt of the check, decided up front; the clock later reveals them."""
+    behaviour, message = resolve_behaviour(check, env)
+    run = CheckRun(check=check, final_id=str(uuid.uuid4()))
+    duration = check.durationSeconds
+    if behaviour == "hang":
+        run.attempts.append(Attempt(id=run.final_id, start=start, end=None, passed=False))
+        return run
+    at = start
+    retries = 0
+    while True:
+        passed, degraded, error_class, text = _outcome(behaviour, len(run.attempts) + 1, message)
+        attempt = Attempt(str(uuid.uuid4()), at, at + duration, passed, degraded, error_class, text)
+        run.attempts.append(attempt)
+        if passed or retry is None:
+            break
+        if retry.onlyOn and error_class not in retry.onlyOn:
+            break
+        if retries >= (1 if retry.type == "SINGLE_RETRY" else retry.maxRetries):
+            break
+        retries += 1
+        next_start = at + duration + _backoff(retry, retries)
+        if next_start + duration - start > retry.maxDurationSeconds:
+            break
+        at = next_start
+    run.attempts[-1].id = run.final_id
+    return run
+
+
+def _result(
+    run: CheckRun,
+    attempt: Attempt,
+    result_type: str,
+    status: str,
+    location: str,
+    link: str,
+    iso: Any,
+    stopped: float | None,
+) -> dict[str, Any]:
+    failed = status == "FAILED"
+    finished = status in ("PASSED", "FAILED")
+    return {
+        "testSessionResultId": attempt.id,
+        "testSessionResultLink": f"{link}/results/{attempt.id}",
+        "checkType": run.check.checkType,
+        "errorGroupIds": [attempt.group_id] if failed and attempt.group_id else [],
+        "status": status,
+        "hasErrors": failed and attempt.error_class in ("SCRIPT_ERROR", "NETWORK_ERROR"),
+        "hasFailures": failed and attempt.error_class == "ASSERTION_FAILURE",
+        "isDegraded": finished and attempt.degraded,
+        "aborted": status == "CANCELLED",
+        "checkId": run.check.id,
+        "name": run.check.name,
+        "runLocation": location,
+        "resultType": result_type,
+        "responseTime": round((attempt.end - attempt.start) * 1000) if finished and attempt.end else None,
+        "startedAt": iso(attempt.start),
+        "stoppedAt": iso(stopped) if stopped is not None else None,
+        "errorMessage": attempt.message if failed else None,
+    }
+
+
+def render_run(
+    run: CheckRun, at: float, cancelled: bool, location: str, link: str, iso: Any
+) -> list[dict[str, Any]]:
+    """The results of one check as seen at simulated time `at`: ATTEMPT rows, then the FINAL row."""
+    rows = []
+    for attempt in run.attempts[:-1]:
+        if attempt.end is not None and attempt.end <= at:
+            rows.append(_result(run, attempt, "ATTEMPT", "FAILED", location, link, iso, attempt.end))
+    last = run.attempts[-1]
+    current = last if last.start <= at else next(a for a in reversed(run.attempts) if a.start <= at)
+    if last.start <= at and last.end is not None and last.end <= at:
+        status = "PASSED" if last.passed else "FAILED"
+        rows.append(_result(run, last, "FINAL", status, location, link, iso, last.end))
+    else:
+        status = "CANCELLED" if cancelled else "RUNNING"
+        row = _result(run, current, "FINAL", status, location, link, iso, at if cancelled else None)
+        row["testSessionResultId"] = run.final_id
+        row["testSessionResultLink"] = f"{link}/results/{run.final_id}"
+        rows.append(row)
+    return rows

@@ -1,0 +1,76 @@
+"""Shared fixtures: a fresh emulator per test (real HTTP on 127.0.0.1), worlds from dicts, paths."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner.emulator import Emulator
+from runner.emulator.world import DEFAULT_WORLD
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# Fast enough that every default-world session (checks take 2-4 simulated seconds) ends in < 0.2 s.
+TEST_SPEED = 25.0
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    """/work/shared (the API documents, the JUnit XSD); tests needing it skip when it is absent."""
+    return REPO_ROOT.parent / "shared"
+
+
+@pytest.fixture
+def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
+    """A started emulator with the default world at TEST_SPEED; stopped after the test."""
+    # The default world reads credentials from these; a developer's real ones must not leak in.
+    monkeypatch.delenv("TESTSESSION_API_KEY", raising=False)
+    monkeypatch.delenv("TESTSESSION_ACCOUNT_ID", raising=False)
+    emu = Emulator(speed=TEST_SPEED).start()
+    try:
+        yield emu
+    finally:
+        emu.stop()
+
+
+def default_world_dict() -> dict[str, Any]:
+    """The default world as a dict (environment variables not expanded), for tests to modify."""
+    import yaml
+
+    data: dict[str, Any] = yaml.safe_load(DEFAULT_WORLD.read_text(encoding="utf-8"))
+    return copy.deepcopy(data)
+
+
+@pytest.fixture
+def default_world() -> dict[str, Any]:
+    return default_world_dict()
+
+
+@pytest.fixture
+def world_factory(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Emulator]]:
+    """world_factory(world=None, speed=TEST_SPEED) -> a started Emulator (dict, path or None world)."""
+    monkeypatch.delenv("TESTSESSION_API_KEY", raising=False)
+    monkeypatch.delenv("TESTSESSION_ACCOUNT_ID", raising=False)
+    started: list[Emulator] = []
+
+    def start(world: dict[str, Any] | str | Path | None = None, speed: float | None = TEST_SPEED) -> Emulator:
+        emu = Emulator(world=world, speed=speed).start()
+        started.append(emu)
+        return emu
+
+    yield start
+    for emu in started:
+        emu.stop()
+
+
+def auth_headers(emu: Emulator, key: str | None = None, account: str | None = None) -> dict[str, str]:
+    """Headers of an authenticated request (the first account's read-write key unless told)."""
+    return {"Authorization": f"Bearer {key or emu.api_key}", "X-Service-Account": account or emu.account_id}
