@@ -1,9 +1,91 @@
-"""Placeholder: filled in by its owner."""
+"""`testsession validate SPEC...` (offline check of spec files) and `testsession schema` (JSON Schema)."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from runner.exitcodes import ExitCode
+
+if TYPE_CHECKING:
+    from runner.spec import RunSpec, SessionSpec
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    pass
+    validate = subparsers.add_parser(
+        "validate",
+        help="check spec files offline: every problem as FILE:LINE: field: what is allowed",
+        description=(
+            "Check target specs without contacting the service. ${VAR} references are expanded from "
+            "the environment. Exit 0 when every spec is valid, 2 otherwise."
+        ),
+    )
+    validate.add_argument("specs", nargs="+", metavar="SPEC", help="a spec file (YAML)")
+    validate.add_argument(
+        "--allow-unset",
+        action="store_true",
+        help="do not report ${VAR} references to unset variables (check the shape only)",
+    )
+    validate.set_defaults(func=handle_validate)
+
+    schema = subparsers.add_parser(
+        "schema",
+        help="print the JSON Schema of the spec (for editors)",
+        description=(
+            "Print the JSON Schema (draft 2020-12) of the target spec on stdout. For completion in "
+            "editors with yaml-language-server, save it and start the spec with "
+            "`# yaml-language-server: $schema=testsession.schema.json`."
+        ),
+    )
+    schema.set_defaults(func=handle_schema)
+
+
+def _target(session: SessionSpec) -> str:
+    target = session.target
+    parts = []
+    if target and target.matchTags:
+        parts.append("tags " + " or ".join("+".join(group) for group in target.matchTags))
+    if target and target.checkId:
+        count = len(target.checkId)
+        parts.append(f"{count} check id{'s' if count != 1 else ''}")
+    return " and ".join(parts) or "all eligible checks"
+
+
+def summary(spec: RunSpec) -> str:
+    count = len(spec.sessions)
+    sessions = "; ".join(f'"{s.name}" in {s.runLocation}: {_target(s)}' for s in spec.sessions)
+    return f"{count} session{'s' if count != 1 else ''}: {sessions}"
+
+
+def handle_validate(args: argparse.Namespace) -> int:
+    from runner.cli.common import redactor
+    from runner.errors import SpecError
+    from runner.spec import load_spec
+
+    code = ExitCode.OK
+    for path in args.specs:
+        try:
+            spec = load_spec(path, os.environ, allow_unset=args.allow_unset)
+        except SpecError as exc:
+            code = ExitCode.USAGE
+            for problem in exc.problems:
+                print(redactor()(problem), file=sys.stderr)
+            count = len(exc.problems)
+            print(f"{path}: {count} problem{'s' if count != 1 else ''}", file=sys.stderr)
+            continue
+        for session in spec.sessions:
+            for secret in session.secret_values():
+                redactor().add(secret)
+        print(redactor()(f"{path}: ok ({summary(spec)})"))
+    return int(code)
+
+
+def handle_schema(args: argparse.Namespace) -> int:
+    import json
+
+    from runner.spec import spec_json_schema
+
+    print(json.dumps(spec_json_schema(), indent=2))
+    return int(ExitCode.OK)

@@ -1,0 +1,62 @@
+"""`${VAR}` and `${VAR:-default}` in the string values of a spec, from the environment."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Loc = tuple[str | int, ...]
+
+# `$${` is a literal `${`; a `${` that is not a well-formed reference is reported, not passed on.
+_TOKEN = re.compile(r"\$\$\{|\$\{(?P<body>[^}]*)\}|\$\{")
+_REFERENCE = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>.*))?", re.DOTALL)
+
+
+@dataclass
+class Expansion:
+    problems: list[tuple[Loc, str]] = field(default_factory=list)
+    unset: list[tuple[Loc, str]] = field(default_factory=list)  # (where, variable) without a default
+
+    @property
+    def touched(self) -> set[Loc]:
+        """Fields whose value is not what the user meant: their own validation errors are noise."""
+        return {loc for loc, _ in self.problems} | {loc for loc, _ in self.unset}
+
+
+def expand_string(text: str, environ: Mapping[str, str], loc: Loc, out: Expansion) -> str:
+    def replace(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token == "$${":
+            return "${"
+        body = match.group("body")
+        reference = _REFERENCE.fullmatch(body) if body is not None else None
+        if reference is None:
+            out.problems.append(
+                (loc, "malformed ${...}: use ${VAR} or ${VAR:-default}; write $${ for a literal ${")
+            )
+            return ""
+        name, default = reference.group("name"), reference.group("default")
+        value = environ.get(name)
+        if value:  # unset or empty takes the default, as in the shell's ${VAR:-default}
+            return value
+        if default is not None:
+            return default
+        if value is None:
+            out.unset.append((loc, name))
+        return ""
+
+    return _TOKEN.sub(replace, text) if "$" in text else text
+
+
+def expand(data: Any, environ: Mapping[str, str], loc: Loc = (), out: Expansion | None = None) -> Any:
+    """A copy of `data` with every string value expanded; keys are left as written."""
+    out = out if out is not None else Expansion()
+    if isinstance(data, str):
+        return expand_string(data, environ, loc, out)
+    if isinstance(data, dict):
+        return {k: expand(v, environ, (*loc, k), out) for k, v in data.items()}
+    if isinstance(data, list):
+        return [expand(v, environ, (*loc, i), out) for i, v in enumerate(data)]
+    return data

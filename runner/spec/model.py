@@ -1,0 +1,204 @@
+"""The target spec as pydantic models: what `testsession run SPEC` reads (field names as in the API)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from runner.errors import InvalidRequestError
+from runner.models import (
+    EnvironmentVariable,
+    RetryStrategy,
+    SessionMetadata,
+    Target,
+    TriggerRequest,
+    describe_validation_error,
+)
+from runner.models.sessions import MAX_ENVIRONMENT_VARIABLES
+
+USER_CONTEXT_MAX = 256  # the API's limit on an analysis' userContext
+
+
+class SpecModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+def _scalar_text(value: Any) -> Any:
+    """YAML reads `PORT: 8080` as a number; an environment variable's value is text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return value
+
+
+def env_items(value: Any) -> Any:
+    """`{KEY: value}` or `{KEY: {value, secret, locked}}` -> the API's list of `{key, value, ...}` items."""
+    if isinstance(value, dict):
+        items = []
+        for key, item in value.items():
+            if isinstance(item, dict):
+                items.append({**item, "key": key})
+            else:
+                items.append({"key": key, "value": item})
+        value = items
+    if isinstance(value, list):
+        value = [
+            {**item, "value": _scalar_text(item["value"])}
+            if isinstance(item, dict) and "value" in item
+            else item
+            for item in value
+        ]
+    return value
+
+
+class SessionSpec(SpecModel):
+    """One test session: the trigger body's own fields."""
+
+    name: str = Field(default="testsession", min_length=1, description="Name of the test session.")
+    runLocation: str = Field(
+        min_length=1,
+        description="Where the checks run: a public region code (e.g. eu-west-1) or a private location slug.",
+    )
+    target: Target | None = Field(
+        default=None,
+        description="Which checks run. Without filters, all eligible checks match.",
+    )
+    environmentVariables: list[EnvironmentVariable] = Field(
+        default_factory=list,
+        max_length=MAX_ENVIRONMENT_VARIABLES,
+        description=(
+            "Environment variables for the checks (at most 50): a list of {key, value, secret, locked} "
+            "or a mapping KEY: value (or KEY: {value, secret, locked}). Values marked secret are masked "
+            "in every output of the runner."
+        ),
+    )
+    retryStrategy: RetryStrategy | None = Field(
+        default=None, description="How failed check runs are retried within the session."
+    )
+    refreshCache: bool | None = Field(
+        default=None,
+        description="When true, caches are skipped and dependencies are installed from scratch.",
+    )
+    metadata: SessionMetadata | None = Field(
+        default=None,
+        description=(
+            "Commit metadata. Empty fields are filled from the CI environment, then from the local git "
+            "repository; environment is only ever taken from here or --environment."
+        ),
+    )
+
+    @field_validator("environmentVariables", mode="before")
+    @classmethod
+    def _accept_mapping(cls, value: Any) -> Any:
+        return env_items(value)
+
+    @field_validator("environmentVariables")
+    @classmethod
+    def _unique_keys(cls, value: list[EnvironmentVariable]) -> list[EnvironmentVariable]:
+        seen: set[str] = set()
+        duplicates = []
+        for item in value:
+            if item.key in seen and item.key not in duplicates:
+                duplicates.append(item.key)
+            seen.add(item.key)
+        if duplicates:
+            raise ValueError("each key once; given more than once: " + ", ".join(duplicates))
+        return value
+
+    def to_trigger(self, metadata: SessionMetadata) -> TriggerRequest:
+        """The trigger body; `metadata` is the resolved metadata (see runner.metadata.resolve_metadata)."""
+        try:
+            return TriggerRequest(
+                name=self.name,
+                runLocation=self.runLocation,
+                target=self.target,
+                environmentVariables=list(self.environmentVariables) or None,
+                retryStrategy=self.retryStrategy,
+                refreshCache=self.refreshCache,
+                metadata=metadata,
+            )
+        except ValidationError as exc:
+            raise InvalidRequestError("; ".join(describe_validation_error(exc, "trigger"))) from exc
+
+    def secret_values(self) -> list[str]:
+        """Values of the variables marked secret, for the Redactor."""
+        return [v.value for v in self.environmentVariables if v.secret and v.value]
+
+
+class WaitSettings(SpecModel):
+    timeoutSeconds: float = Field(
+        default=900,
+        gt=0,
+        description="How long the runner waits for all sessions to finish before it cancels them (exit 3).",
+    )
+
+
+class RcaSettings(SpecModel):
+    enabled: bool = Field(default=True, description="Fetch root cause analyses of the error groups.")
+    generate: bool = Field(
+        default=True, description="Ask the service to generate an analysis where none exists yet."
+    )
+    timeoutSeconds: float = Field(
+        default=120, ge=0, description="How long to wait for pending analyses after the sessions finish."
+    )
+    max: int = Field(default=20, ge=0, description="At most this many error groups are analysed per run.")
+    context: str | None = Field(
+        default=None,
+        max_length=USER_CONTEXT_MAX,
+        description="userContext sent when an analysis is generated (at most 256 characters).",
+    )
+
+    @field_validator("context")
+    @classmethod
+    def _empty_is_none(cls, value: str | None) -> str | None:
+        return value or None
+
+
+# A field named `json` shadows the deprecated BaseModel.json(); the name is the spec's, keep it quiet.
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message='Field name "json"', category=UserWarning)
+
+    class ReportSettings(SpecModel):
+        junit: str | None = Field(
+            default="testsession-reports/junit.xml",
+            description="JUnit XML report path; null or an empty string disables it.",
+        )
+        markdown: str | None = Field(
+            default="testsession-reports/summary.md",
+            description="Markdown summary path; null or an empty string disables it.",
+        )
+        json: str | None = Field(  # type: ignore[assignment]
+            default="testsession-reports/results.json",
+            description="JSON results path (the documented results format); null or '' disables it.",
+        )
+
+        @field_validator("junit", "markdown", "json")
+        @classmethod
+        def _empty_disables(cls, value: str | None) -> str | None:
+            return value or None
+
+
+class GateSettings(SpecModel):
+    failOnDegraded: bool = Field(default=False, description="Degraded checks fail the gate (exit 1).")
+    failOnNoMatchingChecks: bool = Field(
+        default=True, description="No check matched the target: exit 5 (else 0)."
+    )
+
+
+class RunSpec(SpecModel):
+    """A whole run: one or more sessions and the settings of the runner."""
+
+    sessions: list[SessionSpec] = Field(
+        default_factory=list, description="The test sessions to trigger, one or more."
+    )
+    wait: WaitSettings = Field(default_factory=WaitSettings, description="Waiting for the sessions.")
+    rca: RcaSettings = Field(default_factory=RcaSettings, description="Root cause analyses of failures.")
+    reports: ReportSettings = Field(default_factory=ReportSettings, description="Report files.")
+    gate: GateSettings = Field(default_factory=GateSettings, description="What fails the run.")
+
+
+SESSION_KEYS = tuple(SessionSpec.model_fields)
+SETTINGS_KEYS = ("wait", "rca", "reports", "gate")

@@ -1,0 +1,104 @@
+"""Command-line flags over a spec: flags win, and apply to every session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from runner.errors import SpecError, UsageError
+from runner.spec.model import RunSpec
+from runner.spec.problems import validation_problems
+
+# Where a flag lands in the spec, so that a bad flag value is reported under the flag's name.
+_FLAGS = {
+    "runLocation": "--location",
+    "target": "--tag/--check-id",
+    "environmentVariables": "--env",
+    "name": "--name",
+    "metadata": "--environment",
+    "wait": "--timeout",
+}
+
+
+@dataclass
+class Overrides:
+    location: str | None = None
+    tags: list[list[str]] | None = None
+    check_ids: list[str] | None = None
+    env: list[tuple[str, str]] | None = None
+    name: str | None = None
+    environment: str | None = None
+    timeout: float | None = None
+    junit: str | None = None  # "" disables the report
+    markdown: str | None = None
+    json: str | None = None
+    fail_on_degraded: bool | None = None
+    no_rca: bool = False
+
+
+def _session(session: dict[str, Any], o: Overrides) -> dict[str, Any]:
+    if o.location is not None:
+        session["runLocation"] = o.location
+    if o.name is not None:
+        session["name"] = o.name
+    if o.tags is not None or o.check_ids is not None:
+        # A flag target replaces the spec's filters: `--tag smoke` means "the smoke checks".
+        previous = session.get("target") or {}
+        session["target"] = {
+            "matchTags": o.tags,
+            "checkId": o.check_ids,
+            "allowDeactivated": previous.get("allowDeactivated", False),
+        }
+    if o.env:
+        variables = list(session.get("environmentVariables") or [])
+        for key, value in o.env:
+            found = next((v for v in variables if v["key"] == key), None)
+            if found is not None:  # keeps the spec's secret/locked flags
+                found["value"] = value
+            else:
+                variables.append({"key": key, "value": value})
+        session["environmentVariables"] = variables
+    if o.environment is not None:
+        session["metadata"] = {**(session.get("metadata") or {}), "environment": o.environment}
+    return session
+
+
+def apply_overrides(spec: RunSpec, overrides: Overrides) -> RunSpec:
+    """A new RunSpec with the flags applied; a flag value that breaks a limit raises SpecError."""
+    o = overrides
+    data = spec.model_dump(exclude_unset=False)
+    data["sessions"] = [_session(s, o) for s in data["sessions"]]
+    if o.timeout is not None:
+        data["wait"]["timeoutSeconds"] = o.timeout
+    for kind in ("junit", "markdown", "json"):
+        value = getattr(o, kind)
+        if value is not None:
+            data["reports"][kind] = value or None
+    if o.fail_on_degraded is not None:
+        data["gate"]["failOnDegraded"] = o.fail_on_degraded
+    if o.no_rca:
+        data["rca"]["enabled"] = False
+    try:
+        return RunSpec.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for loc, message in validation_problems(exc, RunSpec):
+            flag = next((_FLAGS[p] for p in loc if isinstance(p, str) and p in _FLAGS), None)
+            path = ".".join(str(p) for p in loc if isinstance(p, str))
+            problems.append(f"{flag or 'flags'}: {path}: {message}")
+        raise SpecError(list(dict.fromkeys(problems))) from None
+
+
+def default_spec(overrides: Overrides) -> RunSpec:
+    """The spec of `testsession run --location X [--tag ...]` with no file: defaults plus the flags.
+
+    Without --location it has no sessions: enough for `testsession wait`, which triggers nothing.
+    """
+    if overrides.location is not None and not overrides.location:
+        raise UsageError("--location: must not be empty")
+    spec = RunSpec()
+    if overrides.location:
+        spec = RunSpec.model_validate({"sessions": [{"runLocation": overrides.location}]})
+    return apply_overrides(spec, overrides)

@@ -1,0 +1,126 @@
+"""Reading a spec file: YAML to plain data plus the line of every field, for `FILE:LINE:` messages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from runner.errors import SpecError
+
+Loc = tuple[str | int, ...]
+
+MAX_FILE_BYTES = 1_000_000  # a spec is a few dozen lines; anything this big is the wrong file
+MAX_NODES = 20_000  # guards the line walk against alias bombs ("billion laughs")
+MAX_DEPTH = 40  # and against recursive aliases
+
+
+@dataclass
+class Document:
+    data: Any
+    lines: dict[Loc, int] = field(default_factory=dict)
+    raw: dict[Loc, str] = field(default_factory=dict)  # scalar text as written (`0123`, `no`)
+    # (line or None to look it up by loc, loc, message)
+    problems: list[tuple[int | None, Loc, str]] = field(default_factory=list)
+
+    def line(self, loc: Loc) -> int:
+        """The line of `loc`, else of its nearest ancestor that has one."""
+        while loc:
+            if loc in self.lines:
+                return self.lines[loc]
+            loc = loc[:-1]
+        return self.lines.get((), 1)
+
+
+def read_text(path: str | Path) -> str:
+    """The file as text, or SpecError with one line saying why not."""
+    name = str(path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise SpecError([f"{name}: no such file"]) from None
+    except IsADirectoryError:
+        raise SpecError([f"{name}: is a directory, expected a YAML file"]) from None
+    except PermissionError:
+        raise SpecError([f"{name}: cannot read: permission denied"]) from None
+    except OSError as exc:
+        raise SpecError([f"{name}: cannot read: {exc.strerror or type(exc).__name__}"]) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise SpecError([f"{name}: larger than {MAX_FILE_BYTES} bytes; is this the spec?"])
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        byte = data[exc.start]
+        raise SpecError([f"{name}:{line}: not UTF-8 text (byte 0x{byte:02x}); save it as UTF-8"]) from None
+
+
+class _Loader(yaml.SafeLoader):
+    """A SafeLoader that reports duplicate keys instead of silently keeping the last one."""
+
+    duplicates: list[tuple[int, str]]
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                if key_node.value in seen:
+                    self.duplicates.append((key_node.start_mark.line + 1, key_node.value))
+                seen.add(key_node.value)
+        return super().construct_mapping(node, deep=deep)
+
+
+def parse_yaml(text: str, source: str) -> Document:
+    """Parses one YAML document; syntax errors become one `FILE:LINE:` line."""
+    loader = _Loader(text)
+    loader.duplicates = []
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark else ""
+        what = " ".join(p for p in (exc.context, exc.problem) if p)
+        raise SpecError([f"{source}{line}: YAML syntax error: {what}"]) from None
+    except (yaml.YAMLError, RecursionError) as exc:
+        raise SpecError([f"{source}: YAML error: {type(exc).__name__}"]) from None
+    finally:
+        loader.dispose()
+    doc = Document(data)
+    if node is None:
+        return doc
+    doc.lines[()] = node.start_mark.line + 1
+    try:
+        _walk(node, (), doc, [0])
+    except _TooLarge:
+        raise SpecError([f"{source}: too large or too deeply nested (recursive aliases?)"]) from None
+    for key_line, key in loader.duplicates:
+        doc.problems.append((key_line, (), f"duplicate key {key!r}: give each key once per mapping"))
+    return doc
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _walk(node: yaml.Node, loc: Loc, doc: Document, counter: list[int]) -> None:
+    counter[0] += 1
+    if counter[0] > MAX_NODES or len(loc) > MAX_DEPTH:
+        raise _TooLarge
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue
+            child = (*loc, key_node.value)
+            doc.lines[child] = key_node.start_mark.line + 1
+            _walk(value_node, child, doc, counter)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            child = (*loc, index)
+            doc.lines[child] = item.start_mark.line + 1
+            _walk(item, child, doc, counter)
+    elif isinstance(node, yaml.ScalarNode):
+        doc.raw[loc] = node.value
