@@ -1,0 +1,83 @@
+"""results.json: the Outcome as documented, stable JSON (see runner/outcome.py, schemaVersion)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from runner.errors import UsageError
+from runner.models.base import describe_validation_error
+from runner.outcome import SCHEMA_VERSION, Outcome
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    return value
+
+
+def render_json(outcome: Outcome) -> str:
+    """`outcome.model_dump_json(indent=2)` plus a final newline.
+
+    A lone surrogate (from a `\\udXXX` escape in a service answer) cannot be written as UTF-8; only
+    then the strings are copied with each one replaced by U+FFFD, so one bad character never costs
+    the file.
+    """
+    try:
+        return outcome.model_dump_json(indent=2) + "\n"
+    except ValueError:  # PydanticSerializationError: surrogates not allowed
+        fixed = Outcome.model_validate(_without_surrogates(outcome.model_dump()))
+        return fixed.model_dump_json(indent=2) + "\n"
+
+
+def load_outcome(text: str, source: str) -> Outcome:
+    """A saved results.json back as an Outcome; UsageError with one line naming `source` if it is not."""
+    try:
+        outcome = Outcome.model_validate_json(text)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        if errors and errors[0]["type"] == "json_invalid":
+            detail = str(errors[0]["msg"]).removeprefix("Invalid JSON: ")
+            raise UsageError(f"{source}: not valid JSON ({detail})") from None
+        version = _schema_version(text)
+        if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+            raise UsageError(_newer(source, version)) from None
+        problems = describe_validation_error(exc)
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        raise UsageError(
+            f"{source}: not a testsession results file: {problems[0] if problems else exc.title}{more}"
+        ) from None
+    if "schemaVersion" not in outcome.model_fields_set:
+        raise UsageError(
+            f"{source}: not a testsession results file: schemaVersion: required field is missing "
+            f"(expected {SCHEMA_VERSION})"
+        )
+    if outcome.schemaVersion > SCHEMA_VERSION:
+        raise UsageError(_newer(source, outcome.schemaVersion))
+    if outcome.schemaVersion < 1:
+        raise UsageError(f"{source}: schemaVersion {outcome.schemaVersion} is not valid (expected 1)")
+    return outcome
+
+
+def _newer(source: str, version: int) -> str:
+    return (
+        f"{source}: schemaVersion {version} was written by a newer testsession; "
+        f"this one reads schemaVersion {SCHEMA_VERSION}: upgrade testsession-runner"
+    )
+
+
+def _schema_version(text: str) -> object:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data.get("schemaVersion") if isinstance(data, dict) else None

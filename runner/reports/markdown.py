@@ -1,0 +1,355 @@
+"""The markdown summary: GitHub step summary, GitLab artifact, PR comment.
+
+GitHub refuses a step summary above 1 MiB outright, so the output is always at most `max_bytes`
+UTF-8 bytes: verdict first, then a table with failures first (capped in rows and bytes), then a
+<details> block per failure (capped), each cut announced. Every text from the service or the checks
+is escaped so that it cannot break the table, a code fence or the HTML around it.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+from runner.outcome import ErrorGroupOutcome, Outcome, ResultOutcome, SessionOutcome, count_results
+from runner.reports.text import analysis_state_line, clean, human_duration, one_line
+
+MAX_BYTES = 1_000_000
+MAX_ROWS = 1_000
+MAX_DETAILS = 100
+MAX_SESSIONS_LISTED = 20
+MAX_CELL = 200  # characters per table cell
+MAX_ERROR = 8 * 1024  # characters of an error in a details block
+MAX_FIELD = 4 * 1024  # characters of one analysis field
+TABLE_SHARE = 0.6  # of the bytes left after the header, when details follow
+
+ORDER = ("failed", "error", "running", "degraded", "flaky", "cancelled", "passed")
+STATUS = {
+    "failed": "❌ failed",
+    "error": "❗ error",
+    "running": "⏳ did not finish",
+    "degraded": "🐢 degraded",
+    "flaky": "🔁 flaky",
+    "cancelled": "⏹️ cancelled",
+    "passed": "✅ passed",
+}
+HEADLINE = {
+    "passed": "✅ Passed",
+    "failed": "❌ Failed",
+    "no-match": "⚠️ No matching checks",
+    "timeout": "⏱️ Timed out",
+    "service-error": "⚠️ Service error",
+    "usage-error": "⚠️ Usage error",
+    "interrupted": "⏹️ Interrupted",
+    "detached": "⏳ Detached",
+}
+
+# HTML-significant characters become entities (valid in markdown and inside raw HTML blocks);
+# markdown punctuation that opens a construct is backslash-escaped.
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})
+_MARKDOWN = str.maketrans(
+    {
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        "\\": "\\\\",
+        "`": "\\`",
+        "*": "\\*",
+        "_": "\\_",
+        "[": "\\[",
+        "]": "\\]",
+        "|": "\\|",
+        "~": "\\~",
+        "#": "\\#",
+        "!": "\\!",
+    }
+)
+_NEWLINES = re.compile(r"\s*[\r\n]+\s*")
+_BACKTICKS = re.compile(r"`{3,}")
+
+
+def escape_html(text: str) -> str:
+    return _NEWLINES.sub(" ", text).translate(_HTML)
+
+
+def escape_cell(text: str | None, limit: int = MAX_CELL) -> str:
+    """A table cell: one line, no `|`, no markdown or HTML that could spill out of the cell."""
+    cleaned = clean(text, limit * 4)
+    cleaned = _NEWLINES.sub(" ", cleaned).strip()
+    if len(cleaned) > limit:
+        cleaned = cleaned[: limit - 1] + "…"
+    return cleaned.translate(_MARKDOWN)
+
+
+def escape_text(text: str | None, limit: int = MAX_FIELD) -> str:
+    """Prose from the service as a markdown paragraph with its line breaks kept, nothing else."""
+    lines = [line.strip().translate(_MARKDOWN) for line in clean(text, limit).splitlines()]
+    return "  \n".join(line for line in lines if line)
+
+
+def fenced(text: str | None, limit: int = MAX_ERROR) -> str:
+    """A code block whose fence is longer than any backtick run inside, so it cannot be closed early."""
+    body = clean(text, limit).rstrip("\n") or "(empty)"
+    longest = max((len(run) for run in _BACKTICKS.findall(body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{body}\n{fence}"
+
+
+def safe_url(url: str | None) -> str | None:
+    """An http(s) URL safe inside `[..](..)`: spaces, brackets, parentheses, pipes encoded."""
+    if not url:
+        return None
+    url = clean(url, 2048).strip()
+    if not re.match(r"https?://", url, re.IGNORECASE):
+        return None
+    return quote(url, safe=":/?#@!$&'*+,;=%-._~")
+
+
+def link(url: str | None, label: str = "open") -> str:
+    target = safe_url(url)
+    return f"[{label}]({target})" if target else "–"
+
+
+class _Out:
+    """Parts of the document with a running UTF-8 size, so that caps are decided while building."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+
+    def add(self, text: str, limit: int | None = None) -> bool:
+        size = len(text.encode("utf-8"))
+        if limit is not None and self.size + size > limit:
+            return False
+        self.parts.append(text)
+        self.size += size
+        return True
+
+
+def _failing(outcome: Outcome, result: ResultOutcome) -> bool:
+    return result.verdict in ("failed", "error", "running") or (
+        result.verdict == "degraded" and outcome.failOnDegraded
+    )
+
+
+def _header(outcome: Outcome, results: list[ResultOutcome]) -> list[str]:
+    counts = count_results(results)
+    bad = sum(1 for r in results if _failing(outcome, r))
+    total = counts.total
+    title = HEADLINE.get(outcome.verdict, escape_cell(outcome.verdict))
+    if total == 0:
+        tail = "no check results"
+    elif bad:
+        tail = f"{bad} of {total} checks failed" + (" or did not finish" if counts.running else "")
+    else:
+        tail = f"all {total} checks passed"
+    lines = [f"## {title} — {tail}", ""]
+    numbers = [f"{counts.passed} passed", f"{counts.failed} failed"]
+    numbers += [f"{counts.degraded} degraded", f"{counts.flaky} flaky", f"{counts.error} error"]
+    numbers.append(f"{counts.cancelled} cancelled")
+    if counts.running:
+        numbers.append(f"{counts.running} did not finish")
+    lines.append(f"**Exit code {outcome.exitCode}** · " + " · ".join(numbers))
+    if outcome.failOnDegraded and counts.degraded:
+        lines.append("")
+        lines.append("Degraded checks fail this run (failOnDegraded).")
+    if outcome.partial:
+        lines.append("")
+        lines.append(
+            "> [!WARNING]\n> **Partial results:** the run ended before every session finished; "
+            "this report shows what was known at that moment."
+        )
+    if outcome.message:
+        lines.append("")
+        lines.append(f"> **{escape_text(one_line(outcome.message, 1000))}**")
+
+    sessions = outcome.sessions
+    if sessions:
+        lines.append("")
+        listed = []
+        for session in sessions[:MAX_SESSIONS_LISTED]:
+            label = escape_cell(f"{session.name} [{session.runLocation}]", 120)
+            target = safe_url(session.link)
+            text = f"[{label}]({target})" if target else label
+            if session.status:
+                text += f" ({escape_cell(session.status, 40)})"
+            listed.append(text)
+        more = len(sessions) - MAX_SESSIONS_LISTED
+        lines.append("**Sessions:** " + " · ".join(listed) + (f" · and {more} more" if more > 0 else ""))
+        problems = [s for s in sessions if s.problem][:MAX_SESSIONS_LISTED]
+        for session in problems:
+            where = escape_cell(f"{session.name} [{session.runLocation}]", 120)
+            lines.append(f"- **{where}:** {escape_cell(session.problem, 500)}")
+
+    commit = outcome.commit
+    facts = []
+    if commit.commitId:
+        facts.append(f"**Commit** {escape_cell(commit.commitId[:12], 40)}")
+    if commit.branchName:
+        facts.append(f"**Branch** {escape_cell(commit.branchName, 200)}")
+    if commit.environment:
+        facts.append(f"**Environment** {escape_cell(commit.environment, 100)}")
+    if facts:
+        lines.append("")
+        lines.append(" · ".join(facts))
+    lines.append("")
+    return lines
+
+
+def _row(result: ResultOutcome, session: SessionOutcome) -> str:
+    location = result.runLocation or session.runLocation
+    attempts = str(result.attempts) if result.attempts else "–"
+    cells = (
+        STATUS.get(result.verdict, escape_cell(result.verdict, 40)),
+        escape_cell(result.name or result.checkId or result.id),
+        escape_cell(result.checkType, 40) or "–",
+        escape_cell(location, 60),
+        human_duration(result.durationSeconds),
+        attempts,
+        link(result.link),
+    )
+    return "| " + " | ".join(cells) + " |\n"
+
+
+def _analysis(group: ErrorGroupOutcome, seen: dict[str, str]) -> str:
+    gid = escape_cell(group.id, 100)
+    if group.id in seen:
+        return f"**Root cause analysis:** see error group {gid} above ({seen[group.id]})."
+    state = group.analysis.state if group.analysis else None
+    analysis = group.analysis.analysis if group.analysis else None
+    if state != "completed" or analysis is None:
+        reason = group.analysis.reason if group.analysis else None
+        line = analysis_state_line("unavailable" if state == "completed" else state, reason)
+        seen[group.id] = "no analysis"
+        return f"**Error group {gid}** — {escape_text(line)}"
+    seen[group.id] = escape_cell(analysis.classification, 80)
+    parts = [
+        f"**Root cause analysis** (error group {gid})",
+        f"**Classification:** {escape_cell(analysis.classification, 200)}",
+        f"**Root cause:** {escape_text(analysis.rootCause)}",
+        f"**User impact:** {escape_text(analysis.userImpact)}",
+    ]
+    if analysis.codeFix:
+        parts.append("**Code fix:**\n\n" + fenced(analysis.codeFix, MAX_FIELD))
+    if analysis.evidence:
+        items = []
+        for evidence in analysis.evidence[:20]:
+            item = f"- {escape_cell(evidence.description, 1000)}"
+            if evidence.artifacts:
+                names = ", ".join(f"{a.name} ({a.type})" for a in evidence.artifacts[:20])
+                item += f" — artifacts: {escape_cell(names, 500)}"
+            items.append(item)
+        parts.append("**Evidence:**\n\n" + "\n".join(items))
+    if analysis.referenceLinks:
+        refs = [
+            f"- {link(ref.url, escape_cell(ref.title, 200) or 'link')}"
+            for ref in analysis.referenceLinks[:20]
+        ]
+        parts.append("**Reference links:**\n\n" + "\n".join(refs))
+    return "\n\n".join(parts)
+
+
+def _details(
+    outcome: Outcome,
+    result: ResultOutcome,
+    session: SessionOutcome,
+    groups: dict[str, ErrorGroupOutcome],
+    seen: dict[str, str],
+) -> str:
+    location = result.runLocation or session.runLocation
+    title = escape_html(one_line(f"{result.name or result.id} [{location}]", 200))
+    first = escape_html(one_line(result.error, 160))
+    summary = f"{STATUS.get(result.verdict, '')} <b>{title}</b>" + (f" — {first}" if first else "")
+    facts = [f"status {escape_cell(result.status, 40)}", human_duration(result.durationSeconds)]
+    if result.attempts > 1:
+        facts.append(f"{result.attempts} attempts")
+    if result.link and safe_url(result.link):
+        facts.append(link(result.link, "result"))
+    parts = [f"<details><summary>{summary}</summary>", " · ".join(facts)]
+    if result.error:
+        parts.append(fenced(result.error))
+    elif result.verdict == "running":
+        why = one_line(outcome.message)
+        parts.append("The run ended before this check finished" + (f": {escape_text(why)}" if why else "."))
+    else:
+        parts.append("No error message was reported.")
+    if not result.errorGroupIds:
+        parts.append("No error group, so no root cause analysis.")
+    for group_id in result.errorGroupIds[:5]:
+        group = groups.get(group_id)
+        if group is None:
+            parts.append(f"Error group {escape_cell(group_id, 100)} was not fetched.")
+        else:
+            parts.append(_analysis(group, seen))
+    parts.append("</details>")
+    return "\n\n".join(parts) + "\n\n"
+
+
+def _cut(text: str, max_bytes: int) -> str:
+    """The last resort: cut on a UTF-8 character boundary and say so."""
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    notice = f"\n\n**[Summary cut at {max_bytes} bytes: see junit.xml and results.json]**\n"
+    room = max_bytes - len(notice.encode("utf-8"))
+    if room < 0:
+        return data[:max_bytes].decode("utf-8", "ignore")
+    return data[:room].decode("utf-8", "ignore") + notice
+
+
+def render_markdown(outcome: Outcome, max_bytes: int = MAX_BYTES) -> str:
+    """The summary as markdown of at most `max_bytes` UTF-8 bytes."""
+    max_bytes = max(0, max_bytes)
+    reserve = min(4096, max_bytes // 4)  # for the notices at the end
+    budget = max_bytes - reserve
+    pairs = [(result, session) for session in outcome.sessions for result in session.results]
+    results = [result for result, _ in pairs]
+    rank = {verdict: index for index, verdict in enumerate(ORDER)}
+    pairs.sort(key=lambda pair: rank.get(pair[0].verdict, 0))
+    failing = [pair for pair in pairs if _failing(outcome, pair[0])]
+
+    out = _Out()
+    out.add("\n".join(_header(outcome, results)) + "\n")
+    notices: list[str] = []
+
+    if pairs:
+        table_limit = budget
+        if failing:
+            table_limit = out.size + int(max(0, budget - out.size) * TABLE_SHARE)
+        out.add("| Status | Check | Type | Location | Duration | Attempts | Link |\n")
+        out.add("|---|---|---|---|---|---|---|\n")
+        shown = 0
+        for result, session in pairs[:MAX_ROWS]:
+            if not out.add(_row(result, session), table_limit):
+                break
+            shown += 1
+        out.add("\n")
+        if shown < len(pairs):
+            left = pairs[shown:]
+            failing_left = sum(1 for r, _ in left if _failing(outcome, r))
+            notices.append(
+                f"_Table shows {shown} of {len(pairs)} results; {len(left)} left out "
+                f"({failing_left} of them failing). Every result is in junit.xml and results.json._"
+            )
+            out.add(notices[-1] + "\n\n")
+
+    if failing:
+        out.add("### Failures\n\n")
+        seen: dict[str, str] = {}
+        group_maps: dict[int, dict[str, ErrorGroupOutcome]] = {}
+        detailed = 0
+        for result, session in failing[:MAX_DETAILS]:
+            groups = group_maps.get(id(session))
+            if groups is None:
+                groups = group_maps[id(session)] = {g.id: g for g in session.errorGroups}
+            if not out.add(_details(outcome, result, session, groups, seen), budget):
+                break
+            detailed += 1
+        if detailed < len(failing):
+            notices.append(
+                f"_{len(failing) - detailed} more failing results are not detailed here; "
+                "see junit.xml and results.json._"
+            )
+            out.add(notices[-1] + "\n")
+
+    return _cut("".join(out.parts), max_bytes)

@@ -1,0 +1,115 @@
+"""Text cleaning shared by the reporters: what XML cannot hold, terminal colour codes, size caps.
+
+Everything a reporter writes comes from the service or from check output, so any character may
+appear. One bad character must never cost a report, so every string goes through `clean()`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+# A default cap per text (an error message, an analysis, a failure body): big enough for a stack
+# trace, small enough that one runaway message cannot blow a report past the readers' limits.
+MAX_TEXT = 64 * 1024
+
+# XML 1.0 Char excludes C0 controls other than tab, LF, CR; surrogates (a lone one is not even
+# encodable as UTF-8); and U+FFFE/U+FFFF.
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+# ANSI/VT100 escape sequences: CSI (colours, cursor moves), OSC (titles, hyperlinks; ended by BEL or
+# ST), and the remaining two-character escapes. The 8-bit CSI (U+009B) is included.
+_ANSI = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI ... final byte
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC ... BEL or ST (unterminated: to the end)
+    r"|\x1b[ -/]*[0-~]"  # two-character and nF escapes (ESC ( B, ESC 7, ...)
+)
+
+
+def strip_ansi(text: str) -> str:
+    if "\x1b" not in text and "\x9b" not in text:
+        return text
+    return _ANSI.sub("", text)
+
+
+def remove_xml_illegal(text: str) -> str:
+    return _XML_ILLEGAL.sub("", text)
+
+
+def truncation_notice(count: int) -> str:
+    return f"[... truncated {count} characters]"
+
+
+def cap(text: str, limit: int = MAX_TEXT) -> str:
+    """At most about `limit` characters; a cut text ends with a notice of how much was dropped."""
+    if len(text) <= limit:
+        return text
+    keep = max(0, limit)
+    return text[:keep] + "\n" + truncation_notice(len(text) - keep)
+
+
+def clean(text: str | None, limit: int = MAX_TEXT) -> str:
+    """A text safe for XML and markdown: no escape codes, no illegal characters, capped."""
+    if not text:
+        return ""
+    # Cap early (generously) so that a 100 MB message costs no 100 MB regex pass.
+    if len(text) > 4 * limit + 1024:
+        dropped = len(text) - (4 * limit + 1024)
+        text = text[: 4 * limit + 1024]
+    else:
+        dropped = 0
+    text = remove_xml_illegal(strip_ansi(text))
+    if dropped:
+        keep = min(len(text), limit)
+        return text[:keep] + "\n" + truncation_notice(len(text) - keep + dropped)
+    return cap(text, limit)
+
+
+def one_line(text: str | None, limit: int = 500) -> str:
+    """The first non-empty line, cleaned and capped: for `message` attributes and summaries."""
+    cleaned = clean(text, max(limit * 4, 4096))
+    for line in cleaned.splitlines():
+        line = line.strip()
+        if line:
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return ""
+
+
+def format_seconds(value: float | None) -> str:
+    """A JUnit time: seconds with 3 decimals, 0.000 when unknown (never negative, NaN or inf)."""
+    if value is None or not math.isfinite(value) or value < 0:
+        return "0.000"
+    return f"{value:.3f}"
+
+
+def human_duration(value: float | None) -> str:
+    if value is None or not math.isfinite(value) or value < 0:
+        return "–"
+    if value < 1:
+        return f"{value * 1000:.0f} ms"
+    if value < 120:
+        return f"{value:.1f} s"
+    minutes, seconds = divmod(int(value), 60)
+    if minutes < 120:
+        return f"{minutes} min {seconds} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+# Wording shared by the reporters for analyses that did not complete.
+_STATE_WORDS = {
+    "pending": ("pending", "the analysis had not finished when the run ended"),
+    "unavailable": ("unavailable", "not available"),
+    "error": ("failed", "the service could not produce it"),
+    "timeout": ("timed out", "it did not finish before the analysis deadline"),
+    "skipped": ("skipped", "not requested for this run"),
+    "disabled": ("disabled", "analyses are turned off for this run"),
+}
+
+
+def analysis_state_line(state: str | None, reason: str | None) -> str:
+    """'Root cause analysis unavailable: <reason>' for every state but completed."""
+    if state is None:
+        return "Root cause analysis unavailable: no analysis for this error group"
+    word, default_reason = _STATE_WORDS.get(state, (state, "no analysis"))
+    return f"Root cause analysis {word}: {one_line(reason, 1000) or default_reason}"
