@@ -1,0 +1,224 @@
+"""The GitHub Action's entry point: `python -m runner.ci.action`.
+
+action.yml hands every input over as an environment variable (INPUT_SPEC, INPUT_TAGS, ...), never
+interpolated into a script. This module turns them into the argument list of `testsession run`,
+runs it in this process and exits with its exit code.
+
+Input formats:
+- tags: one tag group per line; the tags of a group are separated by commas and must all match.
+- check-ids: ids separated by newlines, commas or spaces.
+- env, secret-env: KEY=VALUE lines (blank lines and lines starting with # are skipped).
+  secret-env values are masked (::add-mask::) before anything else is printed, masked in every
+  output and report, and sent to the service with `secret: true`.
+- fail-on-degraded, rca, emulator: true or false; empty leaves the spec's setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from typing import TYPE_CHECKING, TextIO
+
+from runner.exitcodes import ExitCode
+
+if TYPE_CHECKING:
+    from runner.spec.model import RunSpec
+
+# Inputs that become the environment variables the CLI reads itself (when not empty).
+CREDENTIALS = {
+    "INPUT_API_KEY": "TESTSESSION_API_KEY",
+    "INPUT_ACCOUNT_ID": "TESTSESSION_ACCOUNT_ID",
+    "INPUT_BASE_URL": "TESTSESSION_BASE_URL",
+}
+_TRUE = {"true", "yes", "1", "on"}
+_FALSE = {"false", "no", "0", "off"}
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class InputError(ValueError):
+    """An input the action cannot use: one line naming the input and what is allowed."""
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+def parse_bool(name: str, text: str) -> bool | None:
+    value = text.strip().lower()
+    if not value:
+        return None
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise InputError(f"input {name}: expected true or false, got {text.strip()!r}")
+
+
+def parse_tags(text: str) -> list[str]:
+    """One `--tag` group per line: `a, b` -> `a,b` (a check needs both)."""
+    groups = []
+    for line in _lines(text):
+        tags = [tag.strip() for tag in line.split(",") if tag.strip()]
+        if tags:
+            groups.append(",".join(tags))
+    return groups
+
+
+def parse_ids(text: str) -> list[str]:
+    return [item for item in re.split(r"[\s,]+", text) if item]
+
+
+def parse_env(name: str, text: str) -> list[tuple[str, str]]:
+    pairs = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        key, sep, value = stripped.partition("=")
+        key = key.strip()
+        if not sep or not _KEY.fullmatch(key):
+            # Never echo the line: it may hold a secret value.
+            raise InputError(f"input {name}, line {number}: expected KEY=VALUE, KEY of letters, digits, _")
+        pairs.append((key, value))
+    return pairs
+
+
+def build_argv(environ: Mapping[str, str]) -> list[str]:
+    """The `testsession run` arguments for the action's inputs."""
+
+    def get(name: str) -> str:
+        return environ.get(f"INPUT_{name}", "").strip()
+
+    argv = ["run"]
+    if get("SPEC"):
+        argv.append(get("SPEC"))
+    if get("LOCATION"):
+        argv += ["--location", get("LOCATION")]
+    for group in parse_tags(environ.get("INPUT_TAGS", "")):
+        argv += ["--tag", group]
+    for check_id in parse_ids(get("CHECK_IDS")):
+        argv += ["--check-id", check_id]
+    if get("ENVIRONMENT"):
+        argv += ["--environment", get("ENVIRONMENT")]
+    for key, value in parse_env("env", environ.get("INPUT_ENV", "")):
+        argv += ["--env", f"{key}={value}"]
+    if get("TIMEOUT"):
+        try:
+            timeout = float(get("TIMEOUT"))
+        except ValueError:
+            raise InputError(f"input timeout: expected seconds, got {get('TIMEOUT')!r}") from None
+        argv += ["--timeout", f"{timeout:g}"]
+    if parse_bool("fail-on-degraded", get("FAIL_ON_DEGRADED")):
+        argv.append("--fail-on-degraded")
+    if parse_bool("rca", get("RCA")) is False:
+        argv.append("--no-rca")
+    for kind in ("junit", "markdown", "json"):
+        path = get(f"{kind.upper()}_PATH")
+        if path:
+            argv += [f"--{kind}", path]
+    if parse_bool("emulator", get("EMULATOR")):
+        argv.append("--emulator")
+    if parse_bool("verbose", get("VERBOSE")):
+        argv.append("--verbose")
+    return argv
+
+
+def mask(values: Sequence[str], stream: TextIO | None = None) -> None:
+    """GitHub hides a value only once told, so this runs before anything else is printed."""
+    out = stream or sys.stdout
+    for value in values:
+        for part in value.splitlines():
+            if len(part.strip()) >= 3:
+                out.write(f"::add-mask::{part}\n")
+    out.flush()
+
+
+def _secret_env_handler(secrets: list[tuple[str, str]]) -> Callable[[argparse.Namespace], int]:
+    """`run`'s handler, with the secret-env variables added to every session as `secret: true`."""
+
+    def handle(args: argparse.Namespace) -> int:
+        from runner.cli import run_command
+        from runner.cli.job import Job
+
+        spec = run_command._load(args.spec, run_command._overrides(args), required=True)
+        if secrets:
+            spec = with_secret_env(spec, secrets)
+        return Job(args, spec).run(detach=False)
+
+    return handle
+
+
+def with_secret_env(spec: RunSpec, secrets: list[tuple[str, str]]) -> RunSpec:
+    """Each session gets the variables, marked secret (replacing a spec variable of the same key)."""
+    from runner.spec.model import RunSpec
+
+    keys = {key for key, _ in secrets}
+    data = spec.model_dump()
+    for session in data["sessions"]:
+        variables = [v for v in session.get("environmentVariables") or [] if v["key"] not in keys]
+        variables += [{"key": key, "value": value, "secret": True} for key, value in secrets]
+        session["environmentVariables"] = variables
+    return RunSpec.model_validate(data)
+
+
+def fallback_outputs(code: int, environ: Mapping[str, str]) -> None:
+    """When the run ended before publishing (bad input or spec): still set status and exit-code."""
+    path = environ.get("GITHUB_OUTPUT")
+    if not path:
+        return
+    from runner.run import VERDICTS
+
+    status = VERDICTS.get(ExitCode(code), "usage-error") if code in set(ExitCode) else "usage-error"
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"status={status}\nexit-code={code}\n")
+    except OSError as exc:
+        print(f"testsession: error: could not write step outputs to {path}: {exc.strerror}", file=sys.stderr)
+
+
+def main(environ: MutableMapping[str, str] | None = None) -> int:
+    env = os.environ if environ is None else environ
+    for source, target in CREDENTIALS.items():
+        if env.get(source, "").strip():
+            env[target] = env[source].strip()
+    try:
+        secrets = parse_env("secret-env", env.get("INPUT_SECRET_ENV", ""))
+    except InputError as exc:
+        print(f"testsession: error: {exc}", file=sys.stderr)
+        fallback_outputs(int(ExitCode.USAGE), env)
+        return int(ExitCode.USAGE)
+    mask([env.get("TESTSESSION_API_KEY", "")] + [value for _, value in secrets])
+
+    from runner.cli.common import redactor, run_handler
+    from runner.cli.main import build_parser
+
+    for _, value in secrets:
+        redactor().add(value)
+    try:
+        argv = build_argv(env)
+    except InputError as exc:
+        print(f"testsession: error: {redactor()(str(exc))}", file=sys.stderr)
+        fallback_outputs(int(ExitCode.USAGE), env)
+        return int(ExitCode.USAGE)
+    print(redactor()("testsession " + " ".join(argv)), flush=True)
+
+    from runner import ci
+
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse has printed its one-line error
+        code = exc.code if isinstance(exc.code, int) else int(ExitCode.USAGE)
+        fallback_outputs(code, env)
+        return code
+    args.func = _secret_env_handler(secrets)
+    code = run_handler(args)
+    if not ci.published:
+        fallback_outputs(code, env)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
