@@ -18,6 +18,7 @@ _REFERENCE = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>.*))?
 class Expansion:
     problems: list[tuple[Loc, str]] = field(default_factory=list)
     unset: list[tuple[Loc, str]] = field(default_factory=list)  # (where, variable) without a default
+    keep_unset: bool = False  # leave `${VAR}` as written instead of "" (offline checks)
 
     @property
     def touched(self) -> set[Loc]:
@@ -45,6 +46,8 @@ def expand_string(text: str, environ: Mapping[str, str], loc: Loc, out: Expansio
             return default
         if value is None:
             out.unset.append((loc, name))
+            if out.keep_unset:
+                return token
         return ""
 
     return _TOKEN.sub(replace, text) if "$" in text else text

@@ -59,7 +59,7 @@ class _Check:
 
     def run(self) -> RunSpec:
         data = self.text_keys(self.doc.data, ())
-        expansion = Expansion()
+        expansion = Expansion(keep_unset=self.allow_unset)
         data = expand(data, self.environ, (), expansion)
         for loc, message in expansion.problems:
             self.add(loc, message)
@@ -67,18 +67,28 @@ class _Check:
             for loc, name in expansion.unset:
                 self.add(loc, f"${{{name}}} is not set: set {name}, or write ${{{name}:-default}}")
         data = self.normalize(data)
-        spec: RunSpec | None = None
-        try:
-            spec = RunSpec.model_validate(data)
-        except ValidationError as exc:
-            touched = expansion.touched
-            for loc, message in validation_problems(exc, RunSpec):
-                where = self.written(loc)
-                if where not in touched:
-                    self.add(where, message)
+        spec = self.validate(data, expansion.touched, retry=self.allow_unset)
         if self.problems or spec is None:
             raise SpecError(self.lines())
         return spec
+
+    def validate(self, data: dict[str, Any], touched: set[Loc], retry: bool) -> RunSpec | None:
+        """Validation problems, except at fields a ${VAR} problem already explains."""
+        try:
+            return RunSpec.model_validate(data)
+        except ValidationError as exc:
+            noise = []
+            for loc, message in validation_problems(exc, RunSpec):
+                if self.written(loc) in touched:
+                    noise.append(loc)
+                else:
+                    self.add(self.written(loc), message)
+        if retry and noise and not self.problems:
+            # --allow-unset: a number or flag left as `${VAR}` falls back to its default.
+            for loc in noise:
+                _drop(data, loc)
+            return self.validate(data, set(), retry=False)
+        return None
 
     def lines(self) -> list[str]:
         out: list[str] = []
@@ -142,7 +152,7 @@ class _Check:
                 if isinstance(item, dict):
                     items.append({**item, "key": key, **self.raw_value(item, (*where, "value"))})
                 else:
-                    items.append({"key": key, **self.raw_value({"value": item}, where)})
+                    items.append({"key": key, "value": item, **self.raw_value({"value": item}, where)})
             return env_items(items)
         if isinstance(value, list):
             return [
@@ -158,3 +168,13 @@ class _Check:
             if raw is not None:
                 return {"value": raw}
         return {}
+
+
+def _drop(data: Any, loc: Loc) -> None:
+    for part in loc[:-1]:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return
+    if isinstance(data, dict):
+        data.pop(loc[-1], None)
