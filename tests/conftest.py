@@ -74,3 +74,19 @@ def world_factory(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Emu
 def auth_headers(emu: Emulator, key: str | None = None, account: str | None = None) -> dict[str, str]:
     """Headers of an authenticated request (the first account's read-write key unless told)."""
     return {"Authorization": f"Bearer {key or emu.api_key}", "X-Service-Account": account or emu.account_id}
+
+
+@pytest.fixture
+def api(emulator: Emulator) -> Callable[..., Any]:
+    """api(method, path, key=None, account=None, **requests_kwargs) against the `emulator` fixture."""
+    import requests
+
+    session = requests.Session()
+
+    def call(
+        method: str, path: str, key: str | None = None, account: str | None = None, **kwargs: Any
+    ) -> Any:
+        headers = {**auth_headers(emulator, key, account), **kwargs.pop("headers", {})}
+        return session.request(method, emulator.url + path, headers=headers, timeout=35, **kwargs)
+
+    return call

@@ -1,9 +1,70 @@
-"""Placeholder: filled in by its owner."""
+"""`testsession emulator`: serve the local emulator of the monitoring service until SIGINT/SIGTERM."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    pass
+    parser = subparsers.add_parser(
+        "emulator",
+        help="serve a local emulator of the monitoring service's API",
+        description=(
+            "Serve a local emulator of the monitoring service's API (for demos and pipeline dry runs). "
+            "Prints the base URL and the accepted credentials as export lines, then serves until "
+            "interrupted. The world file defines accounts, keys and how each check behaves."
+        ),
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8484, help="port; 0 picks a free one (default 8484)")
+    parser.add_argument(
+        "--world",
+        metavar="FILE",
+        help="world file (YAML or JSON; default: the packaged demo world)",
+    )
+    parser.add_argument("--speed", type=float, help="simulated seconds per real second (overrides the world)")
+    parser.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from runner.emulator.server import Emulator
+    from runner.errors import UsageError
+
+    if args.speed is not None and args.speed <= 0:
+        raise UsageError("--speed: must be greater than 0")
+    if not 0 <= args.port <= 65535:
+        raise UsageError("--port: must be 0 to 65535")
+    emulator = Emulator(world=args.world, host=args.host, port=args.port, speed=args.speed)
+    try:
+        emulator.start()
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    # The credentials are the emulator's own demo values (or the caller's, from the environment).
+    print(f"emulator serving at {emulator.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    print(f"export TESTSESSION_BASE_URL={emulator.url}")
+    if os.environ.get("TESTSESSION_API_KEY") == emulator.api_key:
+        # Never echo a key the caller supplied: it may be a real secret.
+        print("# TESTSESSION_API_KEY: the value from your environment is accepted")
+    else:
+        print(f"export TESTSESSION_API_KEY={emulator.api_key}")
+    print(f"export TESTSESSION_ACCOUNT_ID={emulator.account_id}")
+    sys.stdout.flush()
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        emulator.stop()
+    print("emulator stopped", file=sys.stderr)
+    return 0

@@ -6,8 +6,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from runner.models import Analysis
-
 
 class FaultSpec(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -36,11 +34,3 @@ class FaultMiddleware:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await self.app(scope, receive, send)
-
-
-def analyse(message: str, check_type: str | None, check_name: str) -> tuple[Analysis, str]:
-    return Analysis(
-        classification="UNKNOWN",
-        userImpact="Users may be affected.",
-        rootCause=f"{check_name} failed: {message}",
-    ), "fallback-rules"

@@ -525,10 +525,7 @@ class Backend:
         if self.clock.now() < job.ready_at:
             return None
         if job.content is None:
-            try:
-                from runner.emulator.analyser import analyse
-            except ImportError:
-                from runner.emulator._fallback import analyse
+            from runner.emulator.analyser import analyse
 
             group = self.groups[job.group_id]
             analysis, model = analyse(group.raw, group.check.checkType, group.check.name)
