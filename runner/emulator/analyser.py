@@ -196,8 +196,8 @@ def _tls(ctx: Context) -> Analysis | None:
     where = _where(ctx.message)
     return Analysis(
         classification="INFRA ERROR",
-        userImpact=f"Browsers and clients refuse the secure connection{where}; users see a certificate "
-        "warning or cannot reach the site at all.",
+        userImpact=f"Browsers and clients, like {ctx.check}, refuse the secure connection{where}; users "
+        "see a certificate warning or cannot reach the site at all.",
         rootCause=f"The TLS handshake{_at(ctx.message)} failed ({code}): the server's certificate is "
         "expired, not yet valid, self-signed, issued for another host name, or its intermediate chain "
         "is missing.",
@@ -228,7 +228,8 @@ def _dns(ctx: Context) -> Analysis | None:
     name = f"the host name {host}" if host else "the host name"
     return Analysis(
         classification="INFRA ERROR",
-        userImpact=f"{name[0].upper()}{name[1:]} cannot be resolved, so users cannot reach it at all.",
+        userImpact=f"{name[0].upper()}{name[1:]} cannot be resolved, so neither {ctx.check} nor users "
+        "can reach it at all.",
         rootCause=f"DNS resolution of {name} failed ({match.group(1)}): the record is missing or was "
         "changed, the name is misspelled in the check or the configuration of the build, or the "
         "resolver was temporarily unavailable (EAI_AGAIN).",
