@@ -195,7 +195,7 @@ def _json_error(status: int, attributes: dict[str, Any] | None = None) -> bytes:
     body: dict[str, Any] = {"statusCode": status, "error": REASONS[status], "message": REASONS[status]}
     if attributes is not None:
         body["attributes"] = attributes
-    return json.dumps(body).encode()
+    return json.dumps(body, separators=(",", ":")).encode()
 
 
 async def _answer(
