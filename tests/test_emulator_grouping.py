@@ -26,8 +26,7 @@ def group(message: str) -> str:
     [
         "expected status 201 but received 500 from https://shop.example.com/api/cart?id=9&u=x#top "
         "at 2025-01-02T03:04:05.123+02:00",
-        "expected status 200 but received 503 from https://SHOP.example.com/api/cart "
-        "at 2026-11-22 23:59:59",
+        "expected status 200 but received 503 from https://SHOP.example.com/api/cart at 2026-11-22 23:59:59",
         "expected   status 200\tbut received 503\nfrom https://shop.example.com/api/cart?id=1 at 2026-11-21",
     ],
 )
