@@ -68,7 +68,12 @@ PROVIDERS = {
             "CIRCLE_USERNAME": "jdoe",
             "CIRCLE_REPOSITORY_URL": "git@github.com:acme/shop.git",
         },
-        {"commitId": SHA, "branchName": "main", "commitOwner": "jdoe", "repoUrl": "git@github.com:acme/shop.git"},
+        {
+            "commitId": SHA,
+            "branchName": "main",
+            "commitOwner": "jdoe",
+            "repoUrl": "git@github.com:acme/shop.git",  # scp-like: the user is not a secret
+        },
     ),
     "jenkins": (
         {
@@ -207,7 +212,8 @@ def test_github_pull_request_uses_the_head_sha_of_the_event(tmp_path: Path) -> N
 def test_github_push_message_from_the_event_and_spec_github_wins(tmp_path: Path) -> None:
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"head_commit": {"message": "Add totals\n\nDetails"}}))
-    environ = {"GITHUB_ACTIONS": "true", "GITHUB_SHA": SHA, "GITHUB_EVENT_PATH": str(event), "GITHUB_JOB": "j"}
+    environ = {"GITHUB_ACTIONS": "true", "GITHUB_SHA": SHA, "GITHUB_EVENT_PATH": str(event)}
+    environ["GITHUB_JOB"] = "j"
     own = SessionMetadata(github=GithubMetadata(reporting=False))
     metadata = resolve_metadata(own, environ, tmp_path, lambda _: None)
     assert metadata.commitMessage == "Add totals"
@@ -258,6 +264,7 @@ def test_credentials_are_stripped_and_long_values_cut(tmp_path: Path) -> None:
 
 def test_a_commit_that_is_not_a_sha_is_left_to_git(tmp_path: Path) -> None:
     logs: list[str] = []
-    metadata = resolve_metadata(None, {"BUILDKITE": "true", "BUILDKITE_COMMIT": "HEAD"}, tmp_path, logs.append)
+    environ = {"BUILDKITE": "true", "BUILDKITE_COMMIT": "HEAD"}
+    metadata = resolve_metadata(None, environ, tmp_path, logs.append)
     assert metadata.commitId is None
     assert "metadata: commitId: BUILDKITE_COMMIT is not a commit sha; using git" in logs

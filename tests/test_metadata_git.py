@@ -100,7 +100,7 @@ def test_shallow_clone(tmp_path: Path) -> None:
     git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", "shallow")
     shallow = tmp_path / "shallow"
     assert (shallow / ".git" / "shallow").exists()
-    metadata, logs = resolve(shallow)
+    metadata, _ = resolve(shallow)
     assert metadata.commitId == git(origin, "rev-parse", "HEAD")
     assert (metadata.branchName, metadata.commitMessage) == ("feature/checkout", "Second commit")
     assert metadata.repoUrl == f"file://{origin}"
@@ -156,7 +156,8 @@ def test_git_not_on_path(tmp_path: Path) -> None:
         "m = resolve_metadata(None, {}, sys.argv[1], logs.append)\n"
         "print(json.dumps({'metadata': m.model_dump(exclude_none=True), 'logs': logs}))\n"
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_PYTHON_REFRESH", "GIT_PYTHON_GIT_EXECUTABLE")}
+    drop = ("GIT_PYTHON_REFRESH", "GIT_PYTHON_GIT_EXECUTABLE")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(PATH=str(nothing), PYTHONPATH=str(ROOT))
     done = subprocess.run(
         [sys.executable, "-c", script, str(repo)], capture_output=True, text=True, env=env, timeout=60
