@@ -113,9 +113,8 @@ def test_action_against_the_emulator_sets_every_output_summary_and_annotation(tm
     assert f"::add-mask::{SECRET}" in first_lines
     masked_stdout = stdout.replace(f"::add-mask::{SECRET}", "").replace(f"::add-mask::{emulator.api_key}", "")
     reports = tmp_path / "testsession-reports"
-    for text in (masked_stdout, proc.stderr, output.read_text(), summary.read_text()) + tuple(
-        p.read_text() for p in reports.iterdir()
-    ):
+    texts = [masked_stdout, proc.stderr, output.read_text(), summary.read_text()]
+    for text in texts + [p.read_text() for p in reports.iterdir()]:
         assert SECRET not in text
         assert emulator.api_key not in text
 
@@ -298,4 +297,5 @@ def test_publish_problems_are_one_line_on_stderr_never_an_exception(tmp_path, ca
     publish(sample_outcome(), {}, environ, console, Redactor())
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2
-    assert all(re.match(r"testsession: error: could not write (step outputs|the step summary)", e) for e in err)
+    pattern = r"testsession: error: could not write (step outputs|the step summary)"
+    assert all(re.match(pattern, e) for e in err)
