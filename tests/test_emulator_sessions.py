@@ -121,8 +121,11 @@ def test_target_filters(api: Any) -> None:
     groups = trigger(api, target={"matchTags": [["smoke", "api"], ["checkout"]]})
     assert len(groups["results"]) == 3
     assert len(trigger(api)["results"]) == 8  # everything active, the hanging check included
-    response = api("POST", "/v1/test-sessions/trigger", json={"name": "x", "runLocation": "eu-west-1",
-                                                              "target": {"checkId": [LEGACY]}})  # fmt: skip
+    response = api(
+        "POST",
+        "/v1/test-sessions/trigger",
+        json={"name": "x", "runLocation": "eu-west-1", "target": {"checkId": [LEGACY]}},
+    )
     assert response.status_code == 404 and response.json()["message"] == "No checks matched the target"
     allowed = trigger(api, target={"checkId": [LEGACY], "allowDeactivated": True})
     assert [r["checkId"] for r in allowed["results"]] == [LEGACY]
@@ -131,8 +134,11 @@ def test_target_filters(api: Any) -> None:
 def test_trigger_errors(api: Any) -> None:
     response = api("POST", "/v1/test-sessions/trigger", json={"name": "x", "runLocation": "mars-1"})
     assert response.status_code == 400 and "runLocation" in response.json()["message"]
-    response = api("POST", "/v1/test-sessions/trigger",
-                   json={"name": "x", "runLocation": "eu-west-1", "target": {"matchTags": [["nope"]]}})  # fmt: skip
+    response = api(
+        "POST",
+        "/v1/test-sessions/trigger",
+        json={"name": "x", "runLocation": "eu-west-1", "target": {"matchTags": [["nope"]]}},
+    )
     assert response.status_code == 404
     assert response.json() == {
         "statusCode": 404,
@@ -148,8 +154,11 @@ def test_validation_errors_are_400_with_field_and_rule(api: Any) -> None:
     assert "name:" in body["message"] and "runLocation: required field is missing" in body["message"]
     assert "detail" not in body
     too_many = [{"key": f"K{i}", "value": "v"} for i in range(51)]
-    response = api("POST", "/v1/test-sessions/trigger",
-                   json={"name": "x", "runLocation": "eu-west-1", "environmentVariables": too_many})  # fmt: skip
+    response = api(
+        "POST",
+        "/v1/test-sessions/trigger",
+        json={"name": "x", "runLocation": "eu-west-1", "environmentVariables": too_many},
+    )
     assert response.status_code == 400 and "environmentVariables" in response.json()["message"]
     response = api(
         "POST", "/v1/test-sessions/trigger", data="{not json", headers={"Content-Type": "application/json"}
@@ -168,6 +177,7 @@ def test_long_poll_answers_408_then_200_promptly_after_the_end(world_factory: An
     session = requests.post(
         f"{emu.url}/v1/test-sessions/trigger", json=body, headers=headers, timeout=5
     ).json()
+    triggered = time.monotonic()
     url = f"{emu.url}/v1/test-sessions/{session['testSessionId']}/completion?maxWaitSeconds=1"
     response = requests.get(url, headers=headers, timeout=5)
     assert response.status_code == 408
@@ -177,9 +187,10 @@ def test_long_poll_answers_408_then_200_promptly_after_the_end(world_factory: An
         "message": STILL_RUNNING_MESSAGE,
     }
     response = requests.get(url, headers=headers, timeout=5)
-    elapsed = time.monotonic() - started
+    answered = time.monotonic()
     assert response.status_code == 200 and response.json()["status"] == "PASSED"
-    assert 1.49 < elapsed < 1.56  # the answer follows the session's end within milliseconds
+    # The session ends 1.5 s after the trigger was handled; the answer follows within milliseconds.
+    assert answered - started > 1.49 and answered - triggered < 1.54
 
 
 def test_hanging_session_408s_until_cancelled_and_cancel_wakes_the_poll(api: Any) -> None:

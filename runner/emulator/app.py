@@ -275,11 +275,7 @@ def build_v1(backend: Backend) -> APIRouter:
 
 def create_app(backend: Backend) -> FastAPI:
     from runner.emulator import control, pages
-
-    try:
-        from runner.emulator.faults import FaultMiddleware
-    except ImportError:
-        from runner.emulator._fallback import FaultMiddleware  # type: ignore[assignment]
+    from runner.emulator.faults import FaultMiddleware
 
     app = FastAPI(
         title="Monitoring service API (testsession emulator)",

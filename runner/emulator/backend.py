@@ -138,10 +138,7 @@ class Backend:
     """The emulated service. Thread-safe; every public method takes the lock."""
 
     def __init__(self, world: World | None = None, speed: float | None = None) -> None:
-        try:
-            from runner.emulator.faults import FaultInjector
-        except ImportError:
-            from runner.emulator._fallback import FaultInjector  # type: ignore[assignment]
+        from runner.emulator.faults import FaultInjector
 
         self._lock = threading.RLock()
         self.world = world or load_world()
@@ -155,10 +152,7 @@ class Backend:
 
     def load(self, world: World) -> None:
         """Replaces all state with a fresh copy of `world` (the clock keeps running)."""
-        try:
-            from runner.emulator.faults import FaultSpec
-        except ImportError:
-            from runner.emulator._fallback import FaultSpec  # type: ignore[assignment]
+        from runner.emulator.faults import FaultSpec
 
         with self._lock:
             self.world = world

@@ -9,12 +9,8 @@ from fastapi import APIRouter, Body, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from runner.emulator.backend import ApiFailure, Backend
+from runner.emulator.faults import FaultSpec
 from runner.emulator.world import WorldError, parse_world_text
-
-try:
-    from runner.emulator.faults import FaultSpec
-except ImportError:
-    from runner.emulator._fallback import FaultSpec  # type: ignore[assignment]
 
 
 class Advance(BaseModel):

@@ -182,6 +182,18 @@ def _consistency_problems(world: World) -> list[str]:
     return problems
 
 
+def _fault_problems(world: World) -> list[str]:
+    from runner.emulator.faults import FaultSpec
+
+    problems: list[str] = []
+    for index, spec in enumerate(world.settings.faults):
+        try:
+            FaultSpec.model_validate(spec)
+        except ValidationError as exc:
+            problems += describe_validation_error(exc, f"settings.faults[{index}]")
+    return problems
+
+
 def parse_world(data: Any, source: str = "world") -> World:
     """Validates a parsed world document (after ${VAR} expansion)."""
     if not isinstance(data, dict):
@@ -192,6 +204,7 @@ def parse_world(data: Any, source: str = "world") -> World:
     except ValidationError as exc:
         raise WorldError(f"{source}: " + "; ".join(describe_validation_error(exc))) from None
     problems = _consistency_problems(world)
+    problems += _fault_problems(world)
     if problems:
         raise WorldError(f"{source}: " + "; ".join(problems))
     return world
