@@ -116,7 +116,7 @@ def result(
             )
             for i in (1, 2)
         ]
-    if error is None and verdict in FAILING:
+    if error is None and verdict in ("failed", "error"):
         error = STACK if verdict == "failed" else "Check run crashed: browser process exited (code 137)"
     if error is None and verdict == "degraded":
         error = "Response time 4200 ms is above the degraded threshold of 3000 ms"

@@ -34,7 +34,7 @@ def _read(path: str) -> str:
     from runner.errors import UsageError
 
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:  # a BOM from an editor is fine
             return handle.read()
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None

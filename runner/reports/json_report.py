@@ -26,17 +26,17 @@ def _without_surrogates(value: Any) -> Any:
 
 
 def render_json(outcome: Outcome) -> str:
-    """`outcome.model_dump_json(indent=2)` plus a final newline.
+    """`outcome.model_dump_json(indent=2)`.
 
     A lone surrogate (from a `\\udXXX` escape in a service answer) cannot be written as UTF-8; only
     then the strings are copied with each one replaced by U+FFFD, so one bad character never costs
     the file.
     """
     try:
-        return outcome.model_dump_json(indent=2) + "\n"
+        return outcome.model_dump_json(indent=2)
     except ValueError:  # PydanticSerializationError: surrogates not allowed
         fixed = Outcome.model_validate(_without_surrogates(outcome.model_dump()))
-        return fixed.model_dump_json(indent=2) + "\n"
+        return fixed.model_dump_json(indent=2)
 
 
 def load_outcome(text: str, source: str) -> Outcome:

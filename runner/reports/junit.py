@@ -107,9 +107,16 @@ class _Renderer:
             texts.append(text)
         return texts
 
-    def body(self, result: ResultOutcome, groups: dict[str, ErrorGroupOutcome], lead: str) -> str:
+    def body(
+        self,
+        result: ResultOutcome,
+        groups: dict[str, ErrorGroupOutcome],
+        lead: str,
+        always_lead: bool = False,
+    ) -> str:
         """Error first (readers show the start), then the analyses, then the result's link."""
-        parts = [clean(result.error, self.limit) or lead]
+        error = clean(result.error, self.limit)
+        parts = [lead, error] if always_lead and error else [error or lead]
         parts.extend(self.group_texts(result, groups))
         if result.link:
             parts.append(f"Result: {clean(result.link, MAX_NAME)}")
@@ -178,7 +185,7 @@ class _Renderer:
                 kind = "ERROR"
                 lead = f"The check could not run to a verdict (status {status})."
             ET.SubElement(case, "error", {"message": message, "type": kind}).text = self.body(
-                result, groups, lead
+                result, groups, lead, always_lead=verdict == "running"
             )
             return "error"
         if verdict == "cancelled":

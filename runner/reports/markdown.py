@@ -266,12 +266,12 @@ def _details(
     if result.link and safe_url(result.link):
         facts.append(link(result.link, "result"))
     parts = [f"<details><summary>{summary}</summary>", " · ".join(facts)]
-    if result.error:
-        parts.append(fenced(result.error))
-    elif result.verdict == "running":
+    if result.verdict == "running":
         why = one_line(outcome.message)
         parts.append("The run ended before this check finished" + (f": {escape_text(why)}" if why else "."))
-    else:
+    if result.error:
+        parts.append(fenced(result.error))
+    elif result.verdict != "running":
         parts.append("No error message was reported.")
     if not result.errorGroupIds:
         parts.append("No error group, so no root cause analysis.")

@@ -1,0 +1,66 @@
+"""results.json: documented JSON that loads back into the same Outcome; bad files are one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from outcome_factory import big_outcome, outcome, result, sample_outcome, session
+
+from runner.errors import UsageError
+from runner.outcome import SCHEMA_VERSION
+from runner.reports import load_outcome, render_json
+
+
+def test_round_trip_is_equal() -> None:
+    original = sample_outcome()
+    text = render_json(original)
+    assert text == original.model_dump_json(indent=2)
+    assert json.loads(text)["schemaVersion"] == SCHEMA_VERSION
+    assert load_outcome(text, "results.json") == original
+
+
+def test_round_trip_of_many_results() -> None:
+    original = big_outcome(2_000)
+    assert load_outcome(render_json(original), "results.json") == original
+
+
+def test_lone_surrogates_do_not_cost_the_file() -> None:
+    original = outcome([session([result("failed", "bad \ud800 name", error="x\udfffy\x01")])])
+    text = render_json(original)
+    text.encode("utf-8")
+    loaded = load_outcome(text, "results.json")
+    assert loaded.sessions[0].results[0].name == "bad \ufffd name"
+    assert loaded.sessions[0].results[0].error == "x\ufffdy\x01"  # JSON carries controls escaped
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "out/results.json: not valid JSON"),
+        ("{not json", "out/results.json: not valid JSON"),
+        ("[1, 2]", "out/results.json: not a testsession results file: (body): Input should be an object"),
+        ("{}", "out/results.json: not a testsession results file: schemaVersion: required field is missing"),
+        (
+            '{"schemaVersion": 1, "sessions": 5}',
+            "out/results.json: not a testsession results file: sessions:",
+        ),
+        ('{"schemaVersion": 7}', "out/results.json: schemaVersion 7 was written by a newer testsession"),
+        ('{"schemaVersion": 9, "sessions": 5}', "out/results.json: schemaVersion 9 was written by a newer"),
+        ('{"schemaVersion": 0}', "out/results.json: schemaVersion 0 is not valid"),
+    ],
+)
+def test_bad_files_are_one_line_usage_errors(text: str, expected: str) -> None:
+    with pytest.raises(UsageError) as info:
+        load_outcome(text, "out/results.json")
+    message = str(info.value)
+    assert message.startswith(expected)
+    assert "\n" not in message
+
+
+def test_validation_errors_never_echo_values() -> None:
+    text = render_json(sample_outcome()).replace('"exitCode": 1', '"exitCode": "sk-secret-value"', 1)
+    with pytest.raises(UsageError) as info:
+        load_outcome(text, "r.json")
+    assert "exitCode" in str(info.value)
+    assert "sk-secret-value" not in str(info.value)

@@ -1,0 +1,281 @@
+"""JUnit report: valid against junit-10.xsd and read right by the consumers of consumers.md."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+from outcome_factory import (
+    big_outcome,
+    error_group,
+    outcome,
+    result,
+    sample_outcome,
+    session,
+    unavailable_analysis,
+)
+
+from runner.outcome import Outcome
+from runner.reports import render_junit
+from runner.reports.junit import MIN_TEXT
+
+XSD = Path(__file__).resolve().parent.parent.parent / "shared" / "junit" / "junit-10.xsd"
+VERDICTS = ("passed", "failed", "degraded", "flaky", "error", "cancelled", "running")
+TIME = re.compile(r"^\d+\.\d{3}$")
+
+
+@pytest.fixture(scope="module")
+def schema() -> Any:
+    if not XSD.exists():
+        pytest.skip(f"JUnit schema not found at {XSD}")
+    import xmlschema
+
+    return xmlschema.XMLSchema(str(XSD))
+
+
+def valid(schema: Any, xml: str) -> ET.Element:
+    errors = [str(e.reason) for e in schema.iter_errors(xml)]
+    assert errors == []
+    return ET.fromstring(xml.encode("utf-8"))
+
+
+def one_case(schema: Any, verdict: str, **kwargs: Any) -> ET.Element:
+    out = outcome([session([result(verdict, group_ids=["eg-1"])], [error_group("eg-1")])], **kwargs)
+    root = valid(schema, render_junit(out))
+    cases = root.findall("./testsuite/testcase")
+    assert len(cases) == 1
+    return cases[0]
+
+
+def test_sample_validates_with_totals(schema: Any) -> None:
+    root = valid(schema, render_junit(sample_outcome()))
+    assert root.tag == "testsuites"
+    assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("time")) == (
+        "14",
+        "2",
+        "2",
+        "61.250",
+    )
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == ["Deploy checks [us-east-1]", "Deploy checks [eu-west-1]"]
+    assert [s.get("skipped") for s in suites] == ["1", "1"]
+    assert suites[0].get("timestamp") == "2024-05-17T12:00:00+00:00"
+
+
+@pytest.mark.parametrize("verdict", VERDICTS)
+@pytest.mark.parametrize("fail_on_degraded", [False, True])
+def test_every_verdict_validates(schema: Any, verdict: str, fail_on_degraded: bool) -> None:
+    case = one_case(schema, verdict, fail_on_degraded=fail_on_degraded)
+    children = [child.tag for child in case]
+    expected = {
+        "passed": [],
+        "failed": ["failure"],
+        "error": ["error"],
+        "running": ["error"],
+        "cancelled": ["skipped"],
+        "flaky": ["flakyFailure", "flakyFailure", "system-out"],
+        "degraded": ["failure"] if fail_on_degraded else ["system-out"],
+    }[verdict]
+    assert children == expected
+
+
+def test_failure_carries_error_analysis_and_link(schema: Any) -> None:
+    failure = one_case(schema, "failed").find("failure")
+    assert failure is not None
+    assert failure.get("type") == "BACKEND_ERROR"  # the analysis' classification
+    assert failure.get("message") == "Error: expect(received).toBe(expected)"
+    text = failure.text or ""
+    assert text.startswith("Error: expect(received)")  # dorny shows the start of the first text
+    for part in (
+        "Classification: BACKEND_ERROR",
+        "Root cause: The payment service returns 503",
+        "User impact: Customers cannot finish checkout",
+        "Code fix:\nRaise `maxPoolSize`",
+        "- The HAR shows POST /api/pay",
+        "network.har (HAR)",
+        "- Connection pools: https://app.example.test/docs/pools",
+        "Result: https://app.example.test/results/",
+    ):
+        assert part in text
+
+
+def test_failure_without_analysis_or_classification_is_typed_failed(schema: Any) -> None:
+    out = outcome([session([result("failed", error="boom")])])
+    failure = valid(schema, render_junit(out)).find("./testsuite/testcase/failure")
+    assert failure is not None
+    assert failure.get("type") == "FAILED"
+    assert failure.get("message") == "boom"
+
+
+@pytest.mark.parametrize(
+    ("state", "words"),
+    [
+        ("unavailable", "Root cause analysis unavailable: 402 Payment Required"),
+        ("pending", "Root cause analysis pending: the analysis had not finished"),
+        ("timeout", "Root cause analysis timed out: no result within 120 s"),
+        ("error", "Root cause analysis failed: 500 Internal Server Error"),
+        ("skipped", "Root cause analysis skipped: --no-analysis"),
+        ("disabled", "Root cause analysis disabled: analyses are turned off"),
+    ],
+)
+def test_analysis_states_are_named(schema: Any, state: str, words: str) -> None:
+    group = error_group("eg-9", analysis=unavailable_analysis(state))
+    out = outcome([session([result("failed", group_ids=["eg-9"])], [group])])
+    failure = valid(schema, render_junit(out)).find("./testsuite/testcase/failure")
+    assert failure is not None
+    assert words in (failure.text or "")
+
+
+def test_error_and_running_are_errors(schema: Any) -> None:
+    error = one_case(schema, "error").find("error")
+    assert error is not None and error.get("type") == "ERROR"
+    assert "browser process exited" in (error.text or "")
+    out = outcome(
+        [session([result("running")])], partial=True, message="deadline of 600 s passed; session cancelled"
+    )
+    running = valid(schema, render_junit(out)).find("./testsuite/testcase/error")
+    assert running is not None
+    assert running.get("type") == "DID_NOT_FINISH"
+    assert running.get("message") == "did not finish (status RUNNING)"
+
+
+def test_cancelled_is_skipped(schema: Any) -> None:
+    skipped = one_case(schema, "cancelled").find("skipped")
+    assert skipped is not None and skipped.get("message") == "cancelled"
+
+
+def test_flaky_passes_with_one_flaky_failure_per_attempt(schema: Any) -> None:
+    case = one_case(schema, "flaky")
+    flaky = case.findall("flakyFailure")
+    assert len(flaky) == 2
+    for index, element in enumerate(flaky, start=1):
+        assert element.get("type") == "FAILED"
+        assert element.get("message", "").startswith(f"attempt {index}: TimeoutError")
+        assert "Timeout 30000ms exceeded" in (element.findtext("stackTrace") or "")
+    assert case.find("failure") is None and case.find("error") is None
+    assert "flaky: passed on attempt 3 after 2 failed attempt(s)" in (case.findtext("system-out") or "")
+
+
+def test_flaky_without_attempt_details_still_counts_as_flaky(schema: Any) -> None:
+    out = outcome([session([result("flaky", failedAttempts=[], attempts=2)])])
+    flaky = valid(schema, render_junit(out)).findall("./testsuite/testcase/flakyFailure")
+    assert [(f.get("type"), f.get("message")) for f in flaky] == [("FAILED", "1 earlier attempt(s) failed")]
+
+
+def test_degraded_passes_with_note_unless_fail_on_degraded(schema: Any) -> None:
+    case = one_case(schema, "degraded")
+    assert (case.findtext("system-out") or "").startswith("degraded: Response time 4200 ms")
+    failing = one_case(schema, "degraded", fail_on_degraded=True)
+    failure = failing.find("failure")
+    assert failure is not None and failure.get("type") == "DEGRADED"
+    root = valid(schema, render_junit(sample_outcome(fail_on_degraded=True)))
+    assert root.get("failures") == "4"
+
+
+def test_properties_only_non_empty(schema: Any) -> None:
+    root = valid(schema, render_junit(sample_outcome()))
+    props = {p.get("name"): p.get("value") for p in root.findall("./testsuite[1]/properties/property")}
+    assert props == {
+        "testSessionId": "ts-us-east-1",
+        "link": "https://app.example.test/test-sessions/ts-us-east-1",
+        "runLocation": "us-east-1",
+        "environment": "staging",
+        "commitId": "3f2a9c1d4e5b6a7f8091a2b3c4d5e6f708192a3b",
+        "branchName": "feature/checkout",
+    }
+    bare = outcome([session([result("passed")], testSessionId=None, link=None, environment=None)])
+    bare.commit.commitId = bare.commit.branchName = bare.commit.environment = None
+    names = [p.get("name") for p in valid(schema, render_junit(bare)).iter("property")]
+    assert names == ["runLocation"]
+
+
+def test_names_distinct_per_location_and_deduplicated(schema: Any) -> None:
+    root = valid(schema, render_junit(sample_outcome()))
+    keys = [(c.get("classname"), c.get("name")) for c in root.iter("testcase")]
+    assert len(keys) == len(set(keys)) == 14
+    assert ("Deploy checks", "Checkout API [us-east-1]") in keys
+    assert ("Deploy checks", "Checkout API [eu-west-1]") in keys
+    twins = [result("passed", "Same", result_id=f"abcdef12-{n}") for n in range(3)]
+    names = [c.get("name") for c in valid(schema, render_junit(outcome([session(twins)]))).iter("testcase")]
+    assert names == ["Same [us-east-1]", "Same [us-east-1] #abcdef12", "Same [us-east-1] #abcdef12-2"]
+
+
+def test_classname_falls_back_to_location(schema: Any) -> None:
+    out = outcome([session([result("passed")], name="")])
+    case = valid(schema, render_junit(out)).find("./testsuite/testcase")
+    assert case is not None and case.get("classname") == "testsession.us-east-1"
+
+
+def test_time_on_every_suite_and_case(schema: Any) -> None:
+    results = [
+        result("passed", "a", duration=None),
+        result("passed", "b", duration=1.23456),
+        result("passed", "c", duration=float("nan")),
+        result("passed", "d", duration=-3),
+        result("passed", "e", duration=float("inf")),
+    ]
+    out = outcome([session(results, durationSeconds=None)], startedAt=None)
+    root = valid(schema, render_junit(out))
+    times = [e.get("time") for e in root.iter() if e.tag in ("testsuites", "testsuite", "testcase")]
+    assert all(t is not None and TIME.match(t) for t in times), times
+    assert [c.get("time") for c in root.iter("testcase")] == ["0.000", "1.235", "0.000", "0.000", "0.000"]
+
+
+def test_bad_characters_and_ansi_removed(schema: Any) -> None:
+    nasty = "red \x1b[31mERROR\x1b[0m nul\x00 bell\x07 \ud800lone \ufffe\uffff end \x1b]8;;http://x\x07link"
+    out = outcome(
+        [session([result("failed", "check\x01 \ud83d name", error=nasty)], name="s\x0bess")],
+    )
+    xml = render_junit(out)
+    xml.encode("utf-8")  # would raise on a lone surrogate
+    case = valid(schema, xml).find("./testsuite/testcase")
+    assert case is not None
+    assert case.get("name") == "check  name [us-east-1]"
+    assert case.get("classname") == "sess"
+    text = case.findtext("failure") or ""
+    assert text.startswith("red ERROR nul bell lone  end link")
+
+
+def test_huge_texts_are_capped_with_notice(schema: Any) -> None:
+    out = outcome([session([result("failed", error="x" * 1_000_000)])])
+    xml = render_junit(out)
+    assert len(xml) < 100_000
+    text = valid(schema, xml).findtext("./testsuite/testcase/failure") or ""
+    assert re.search(r"\[\.\.\. truncated \d+ characters\]", text)
+
+
+def test_many_failures_share_a_size_budget(schema: Any) -> None:
+    big = big_outcome(2_000)
+    for s in big.sessions:
+        for r in s.results:
+            if r.verdict == "failed":
+                r.error = "y" * 200_000
+    xml = render_junit(big)
+    root = ET.fromstring(xml.encode("utf-8"))
+    failures = root.findall(".//failure")
+    assert failures
+    assert all(len(f.text or "") < 70 * 1024 for f in failures)
+    assert len(xml) < 30 * 1024 * 1024  # GitLab's limit per report
+    assert MIN_TEXT <= 64 * 1024
+
+
+def test_session_problem_becomes_an_error_case(schema: Any) -> None:
+    broken = session(
+        [], name="Deploy checks", location="eu-west-1", status=None, exitCode=4, problem="503 from trigger"
+    )
+    out = outcome([session([result("passed")]), broken], verdict="service-error", exitCode=4)
+    root = valid(schema, render_junit(out))
+    suite = root.findall("testsuite")[1]
+    assert suite.get("errors") == "1" and suite.get("tests") == "1"
+    error = suite.find("./testcase/error")
+    assert error is not None and error.get("type") == "SESSION"
+    assert error.get("message") == "503 from trigger"
+    assert suite.findtext("system-err") == "503 from trigger"
+
+
+def test_empty_outcome_validates(schema: Any) -> None:
+    root = valid(schema, render_junit(Outcome()))
+    assert (root.get("tests"), root.get("time")) == ("0", "0.000")
