@@ -98,6 +98,4 @@ def publish(
         console.line(f"dotenv: {path}")
         for line in text.splitlines():
             console.line(f"  {line}")
-        for kind, report in written.items():
-            console.line(f"{kind} report: {report}")
     return []
