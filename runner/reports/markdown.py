@@ -220,7 +220,7 @@ def _analysis(group: ErrorGroupOutcome, seen: dict[str, str]) -> str:
     if state != "completed" or analysis is None:
         reason = group.analysis.reason if group.analysis else None
         line = analysis_state_line("unavailable" if state == "completed" else state, reason)
-        seen[group.id] = "no analysis"
+        seen[group.id] = f"no analysis: {state or 'none'}"
         return f"**Error group {gid}** — {escape_text(line)}"
     seen[group.id] = escape_cell(analysis.classification, 80)
     parts = [
