@@ -291,4 +291,23 @@ def create_app(backend: Backend) -> FastAPI:
     app.add_middleware(FaultMiddleware, injector=backend.faults)
     app.add_middleware(StatsMiddleware, backend=backend, router=v1)
     app.state.backend = backend
+    _drop_422_from_openapi(app)
     return app
+
+
+def _drop_422_from_openapi(app: FastAPI) -> None:
+    """Validation failures answer 400 with an ErrorBody (documented per route), never FastAPI's 422."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            for item in schema.get("paths", {}).values():
+                for operation in item.values():
+                    operation.get("responses", {}).pop("422", None)
+            for name in ("HTTPValidationError", "ValidationError"):
+                schema.get("components", {}).get("schemas", {}).pop(name, None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
