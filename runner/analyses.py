@@ -79,7 +79,7 @@ class AnalysisCollector:
         try:
             while not self.stop.is_set():
                 remaining = deadline - time.monotonic()
-                done, pending = wait_futures(futures, timeout=max(0.0, min(remaining, 0.2)))
+                _done, pending = wait_futures(futures, timeout=max(0.0, min(remaining, 0.2)))
                 if not pending or remaining <= 0:
                     break
         finally:

@@ -221,7 +221,8 @@ class Runner:
         if not run.session.errorGroupIds and not any(r.errorGroupIds for r in run.session.results):
             return
         collector = AnalysisCollector(self.client, self.settings.analyses, self.stop, self.console.verbose)
-        with self.console.section("testsession_rca", f"Root cause analyses for '{run.name}'"):
+        title = "Root cause analyses" if self.settings.analyses.enabled else "Error groups"
+        with self.console.section("testsession_rca", f"{title} for '{run.name}'"):
             run.groups = collector.collect(run.session)
             for group in run.groups:
                 if group.analysis and group.analysis.state == "completed" and group.analysis.analysis:

@@ -27,15 +27,6 @@ from runner.run import Runner, RunSettings
 from runner.spec import RunSpec
 
 
-def _merge(base: SessionMetadata, own: SessionMetadata | None) -> SessionMetadata:
-    if own is None:
-        return base
-    updates = {k: v for k, v in own.model_dump(exclude_none=True).items() if v not in ("", None)}
-    if own.github is not None:
-        updates["github"] = own.github
-    return base.model_copy(update=updates)
-
-
 class Job:
     def __init__(self, args: argparse.Namespace, spec: RunSpec) -> None:
         self.args = args
@@ -77,12 +68,12 @@ class Job:
         )
 
     def _requests(self) -> tuple[list[TriggerRequest], SessionMetadata]:
-        base = resolve_metadata(None, self.environ, Path.cwd(), self.console.verbose)
         requests = []
         for session in self.spec.sessions:
-            metadata = _merge(base, session.metadata)
+            # The spec's own fields win over CI variables, which win over the local repository.
+            metadata = resolve_metadata(session.metadata, self.environ, Path.cwd(), self.console.verbose)
             requests.append(session.to_trigger(metadata))
-        commit = requests[0].metadata if requests and requests[0].metadata else base
+        commit = requests[0].metadata if requests and requests[0].metadata else SessionMetadata()
         return requests, commit
 
     @contextmanager

@@ -1,0 +1,246 @@
+"""`testsession run` and `testsession wait` end to end: CLI -> client -> HTTP -> emulator."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from runner.cli.main import main
+from runner.emulator import Emulator
+from runner.reports import load_outcome
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+XSD = Path(__file__).resolve().parent.parent.parent / "shared" / "junit" / "junit-10.xsd"
+
+
+@pytest.fixture
+def env(emulator: Emulator, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Emulator:
+    for name in list(__import__("os").environ):
+        if name.startswith(("GITHUB_", "GITLAB", "CI_", "CIRCLE", "BUILDKITE", "JENKINS", "BITBUCKET")):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("TESTSESSION_API_KEY", emulator.api_key)
+    monkeypatch.setenv("TESTSESSION_ACCOUNT_ID", emulator.account_id)
+    monkeypatch.setenv("TESTSESSION_BASE_URL", emulator.url)
+    monkeypatch.chdir(tmp_path)
+    return emulator
+
+
+def run(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    reports = tmp_path / "out"
+    code = main(
+        [
+            *args,
+            "--json", str(reports / "results.json"),
+            "--junit", str(reports / "junit.xml"),
+            "--markdown", str(reports / "summary.md"),
+        ]
+    )  # fmt: skip
+    data = json.loads((reports / "results.json").read_text()) if (reports / "results.json").exists() else {}
+    return code, data
+
+
+def sessions_created(emu: Emulator) -> int:
+    return int(emu.backend.stats()["sessionsTotal"])
+
+
+def assert_valid_junit(path: Path) -> None:
+    if not XSD.exists():
+        pytest.skip("../shared/junit/junit-10.xsd is absent (a user's clone)")
+    import xmlschema
+
+    xmlschema.XMLSchema(str(XSD)).validate(str(path))
+
+
+def test_demo_spec_reports_every_outcome_with_analyses(env: Emulator, tmp_path: Path) -> None:
+    code, data = run(tmp_path, "run", str(EXAMPLES / "testsession.yml"))
+    assert code == 1
+    counts = data["counts"]
+    assert (counts["passed"], counts["failed"], counts["degraded"], counts["flaky"], counts["error"]) == (
+        1, 1, 1, 1, 1,
+    )  # fmt: skip
+    assert data["verdict"] == "failed" and data["exitCode"] == 1
+    session = data["sessions"][0]
+    assert session["testSessionId"] and session["link"].startswith(env.url)
+    failed = next(r for r in session["results"] if r["verdict"] == "failed")
+    assert "503" in failed["error"]
+    completed = [g for g in session["errorGroups"] if g["analysis"]["state"] == "completed"]
+    assert completed and all(g["analysis"]["analysis"]["rootCause"] for g in completed)
+    flaky = next(r for r in session["results"] if r["verdict"] == "flaky")
+    assert flaky["attempts"] == 2 and flaky["failedAttempts"][0]["error"]
+    assert_valid_junit(tmp_path / "out" / "junit.xml")
+    markdown = (tmp_path / "out" / "summary.md").read_text()
+    assert "Checkout flow" in markdown and "Root cause" in markdown
+    assert sessions_created(env) == 1
+
+
+def test_passing_checks_exit_0(env: Emulator, tmp_path: Path) -> None:
+    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "smoke")
+    assert code == 0
+    assert data["verdict"] == "passed"
+    names = {r["name"] for r in data["sessions"][0]["results"]}
+    assert "Homepage loads" in names and not any("deactivated" in n for n in names)
+
+
+def test_degraded_passes_unless_fail_on_degraded(env: Emulator, tmp_path: Path) -> None:
+    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "search")
+    assert (code, data["counts"]["degraded"]) == (0, 1)
+    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "search", "--fail-on-degraded")
+    assert code == 1
+
+
+def test_no_matching_checks_exit_5_or_0_when_allowed(env: Emulator, tmp_path: Path) -> None:
+    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "no-such-tag")
+    assert code == 5 and data["verdict"] == "no-match"
+    spec = tmp_path / "spec.yml"
+    spec.write_text(
+        "runLocation: eu-west-1\ntarget: {matchTags: [[no-such-tag]]}\n"
+        "gate: {failOnNoMatchingChecks: false}\n"
+    )
+    code, data = run(tmp_path, "run", str(spec))
+    assert code == 0 and data["verdict"] == "no-match"
+
+
+def test_bad_spec_exit_2_before_anything_is_triggered(
+    env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "bad.yml"
+    spec.write_text("runLocation: eu-west-1\ntimeout: 5\nretryStrategy: {maxRetries: 11}\n")
+    code, _ = run(tmp_path, "run", str(spec))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "bad.yml:2" in err and "timeout" in err and "maxRetries" in err
+    assert "Traceback" not in err
+    assert sessions_created(env) == 0
+
+
+def test_unknown_location_is_a_usage_error(env: Emulator, tmp_path: Path) -> None:
+    code, data = run(tmp_path, "run", "--location", "mars-north-1", "--tag", "smoke")
+    assert code == 2
+    assert "location" in data["message"]
+
+
+def test_deadline_cancels_the_session_exit_3(env: Emulator, tmp_path: Path) -> None:
+    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "hang", "--timeout", "1")
+    assert code == 3 and data["partial"] is True
+    session_id = data["sessions"][0]["testSessionId"]
+    answer = requests.get(
+        f"{env.url}/v1/test-sessions/{session_id}",
+        headers={"Authorization": f"Bearer {env.api_key}", "X-Service-Account": env.account_id},
+        timeout=5,
+    ).json()
+    assert answer["status"] == "CANCELLED"
+    assert data["counts"]["cancelled"] == 1
+    assert_valid_junit(tmp_path / "out" / "junit.xml")
+
+
+def test_bad_key_exit_4_with_reports(
+    env: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TESTSESSION_API_KEY", "tsk_wrong_key_value")
+    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "smoke")
+    out = capsys.readouterr()
+    assert code == 4 and data["verdict"] == "service-error"
+    assert "401" in data["message"]
+    assert "tsk_wrong_key_value" not in out.out + out.err + json.dumps(data)
+
+
+def test_unreachable_service_exit_4_never_0(
+    env: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("TESTSESSION_BASE_URL", f"http://127.0.0.1:{port}")
+    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "smoke")
+    assert code == 4 and data["partial"] is True
+    assert (tmp_path / "out" / "junit.xml").exists()
+
+
+def test_several_sessions_run_concurrently_most_severe_code_wins(env: Emulator, tmp_path: Path) -> None:
+    spec = tmp_path / "multi.yml"
+    spec.write_text(
+        "sessions:\n"
+        "  - {name: ok, runLocation: eu-west-1, target: {matchTags: [[smoke]]}}\n"
+        "  - {name: broken, runLocation: us-east-1, target: {matchTags: [[checkout]]}}\n"
+        "  - {name: none, runLocation: eu-central-1, target: {matchTags: [[nothing-here]]}}\n"
+    )
+    code, data = run(tmp_path, "run", str(spec))
+    by_name = {s["name"]: s for s in data["sessions"]}
+    codes = tuple(by_name[name]["exitCode"] for name in ("ok", "broken", "none"))
+    assert codes == (0, 1, 5)
+    assert code == 1  # a failed check outranks "no match"
+    assert sessions_created(env) == 2
+
+
+def test_detach_then_wait(env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "--location", "eu-west-1", "--tag", "checkout", "--detach"])
+    out = capsys.readouterr().out
+    assert code == 0
+    session_id = next(
+        line.split()[0] for line in out.splitlines() if line and not line.startswith(("Test", "verdict"))
+    )
+    code, data = run(tmp_path, "wait", session_id)
+    assert code == 1
+    assert data["sessions"][0]["testSessionId"] == session_id
+    assert data["counts"]["failed"] == 1
+    assert sessions_created(env) == 1
+
+
+def test_no_rca_fetches_no_analyses(env: Emulator, tmp_path: Path) -> None:
+    before = env.backend.stats()["analysesCreated"]
+    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "checkout", "--no-rca")
+    assert code == 1
+    groups = data["sessions"][0]["errorGroups"]
+    assert groups and all(g["analysis"]["state"] == "disabled" for g in groups)
+    assert groups[0]["message"]  # the error text is still reported
+    assert env.backend.stats()["analysesCreated"] == before
+
+
+def test_report_command_renders_again(env: Emulator, tmp_path: Path) -> None:
+    run(tmp_path, "run", "--location", "eu-west-1", "--tag", "checkout")
+    again = tmp_path / "again"
+    code = main(
+        [
+            "report", str(tmp_path / "out" / "results.json"),
+            "--junit", str(again / "junit.xml"), "--markdown", str(again / "summary.md"),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    assert (again / "junit.xml").read_text() == (tmp_path / "out" / "junit.xml").read_text()
+    outcome = load_outcome((tmp_path / "out" / "results.json").read_text(), "results.json")
+    assert outcome.exitCode == 1
+
+
+def test_github_metadata_reaches_the_service(
+    env: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    for key, value in {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_SHA": sha,
+        "GITHUB_REF_NAME": "feature/login",
+        "GITHUB_REF": "refs/heads/feature/login",
+        "GITHUB_ACTOR": "octocat",
+        "GITHUB_REPOSITORY": "acme/shop",
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_RUN_ID": "42",
+    }.items():
+        monkeypatch.setenv(key, value)
+    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "smoke")
+    assert code == 0
+    session_id = data["sessions"][0]["testSessionId"]
+    answer = requests.get(
+        f"{env.url}/v1/test-sessions/{session_id}",
+        headers={"Authorization": f"Bearer {env.api_key}", "X-Service-Account": env.account_id},
+        timeout=5,
+    ).json()
+    metadata = answer["metadata"]
+    assert metadata["commitId"] == sha and metadata["branchName"] == "feature/login"
+    assert metadata["github"]["repository"] == "acme/shop" and metadata["github"]["runId"] == "42"
+    assert data["commit"]["commitId"] == sha
