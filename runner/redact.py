@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import json
 import re
 import threading
 from urllib.parse import urlsplit, urlunsplit
@@ -23,10 +25,14 @@ class Redactor:
     def add(self, value: str | None) -> None:
         if not value or len(value) < _MIN_SECRET:
             return
+        # A report may carry the value escaped (JSON, XML), so those spellings are secrets too.
+        variants = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+        variants.add(html.escape(value, quote=True))
+        variants.add(html.escape(value, quote=False))
         with self._lock:
-            if value in self._secrets:
+            if variants <= self._secrets:
                 return
-            self._secrets.add(value)
+            self._secrets.update(variants)
             # Longest first, so a secret containing another is masked whole.
             ordered = sorted(self._secrets, key=len, reverse=True)
             self._pattern = re.compile("|".join(re.escape(s) for s in ordered))

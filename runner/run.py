@@ -174,6 +174,9 @@ class Runner:
             return False
         link = run.session.testSessionLink or run.session.testSessionId
         self.console.line(f"Test session '{run.name}' ({run.location}): {link}")
+        if self.stop.is_set():  # interrupted while the trigger was in flight: leave nothing running
+            self._cancel(run)
+            return False
         return True
 
     def _no_match(self, run: SessionRun, message: str) -> None:

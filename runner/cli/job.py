@@ -9,6 +9,7 @@ import argparse
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -51,6 +52,12 @@ class Job:
                     raise UsageError(f"reports.{kind}: {value} is a directory; give a file path")
                 paths[kind] = path
         return paths
+
+    def _retry_deadline(self) -> float:
+        """No retry starts after the run's own deadlines (plus a margin for cancel and reads)."""
+        rca = self.spec.rca.timeoutSeconds if self.spec.rca.enabled else 0.0
+        budget = self.spec.wait.timeoutSeconds + rca
+        return time.monotonic() + budget + 30.0
 
     def _settings(self) -> RunSettings:
         rca = self.spec.rca
@@ -118,6 +125,7 @@ class Job:
     def run(self, detach: bool) -> int:
         requests, commit = self._requests()
         with self._service() as credentials, make_client(self.args, **credentials) as client:
+            client.deadline = self._retry_deadline()
             runner = Runner(client, self._settings(), self.console, commit)
             with self._signals(runner):
                 outcome = runner.run(requests, detach=detach)
@@ -131,6 +139,7 @@ class Job:
 
     def wait(self, session_id: str) -> int:
         with make_client(self.args) as client:
+            client.deadline = self._retry_deadline()
             runner = Runner(client, self._settings(), self.console, SessionMetadata())
             with self._signals(runner):
                 outcome = runner.wait_for(session_id)

@@ -75,16 +75,23 @@ class _Loader(yaml.SafeLoader):
 
 def parse_yaml(text: str, source: str) -> Document:
     """Parses one YAML document; syntax errors become one `FILE:LINE:` line."""
-    loader = _Loader(text)
+    try:
+        # The reader refuses control characters while it is built, before any parsing.
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as exc:
+        line = text[: max(0, exc.position)].count("\n") + 1
+        raise SpecError(
+            [f"{source}:{line}: YAML syntax error: character #x{exc.character:04x} is not allowed in YAML"]
+        ) from None
     loader.duplicates = []
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = f":{mark.line + 1}" if mark else ""
+        at_line = f":{mark.line + 1}" if mark else ""
         what = " ".join(p for p in (exc.context, exc.problem) if p)
-        raise SpecError([f"{source}{line}: YAML syntax error: {what}"]) from None
+        raise SpecError([f"{source}{at_line}: YAML syntax error: {what}"]) from None
     except (yaml.YAMLError, RecursionError) as exc:
         raise SpecError([f"{source}: YAML error: {type(exc).__name__}"]) from None
     finally:
