@@ -1,0 +1,60 @@
+"""`testsession run` under every emulator fault in every phase: the documented exit code, valid reports,
+at most one session, and an end within the run's deadline plus what the fault may add.
+
+The cells and their expected outcomes are in fault_cells.py (bench/fault_table.py renders the same
+cells as docs/fault-table.md). JUnit is validated against ../shared/junit/junit-10.xsd when present,
+else only parsed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fault_cells import FAULTS, PHASES, SERVICE, Cell, cells, run_cell
+
+from runner.emulator import Emulator
+from runner.exitcodes import ExitCode
+
+CELLS = cells()
+
+
+def _param(cell: Cell) -> object:
+    marks = [pytest.mark.heavy] if cell.heavy else []
+    return pytest.param(cell, id=cell.id, marks=marks)
+
+
+@pytest.mark.parametrize("cell", [_param(c) for c in CELLS])
+def test_fault_cell(cell: Cell, emulator: Emulator, tmp_path: Path) -> None:
+    result = run_cell(cell, emulator.url, emulator.api_key, emulator.account_id, tmp_path)
+    detail = "\n".join(
+        [*result.problems, f"wall {result.wall:.2f} s", "stdout:", result.stdout, "stderr:", result.stderr]
+    )
+    assert result.ok, detail
+    if result.exit_code == SERVICE:
+        # One line naming what failed, never a traceback.
+        assert "Traceback" not in result.stderr
+        assert "verdict: SERVICE-ERROR" in result.stdout
+
+
+def test_the_matrix_covers_every_fault_in_every_phase() -> None:
+    assert {(c.fault.id, c.phase) for c in CELLS} == {(f.id, p) for f in FAULTS for p in PHASES}
+    assert len(CELLS) == len(FAULTS) * len(PHASES)
+
+
+def test_the_documented_cells() -> None:
+    """The rules of the matrix, stated once so that a change of fault_cells.py shows up here."""
+    by_id = {c.id: c for c in CELLS}
+    # A 500 after the trigger handler ran: never resent, so exactly one session and exit 4.
+    assert (by_id["500-trigger"].exit_code, by_id["500-trigger"].sessions) == (ExitCode.SERVICE, 1)
+    # The service said it did nothing (503, 429): resent, the run goes on to its normal verdict.
+    assert by_id["503-trigger"].exit_code == ExitCode.CHECKS_FAILED
+    assert by_id["429-trigger"].exit_code == ExitCode.CHECKS_FAILED
+    # A persistent 503 on the trigger: no session at all.
+    assert (by_id["503-persistent-trigger"].exit_code, by_id["503-persistent-trigger"].sessions) == (4, 0)
+    assert by_id["503-persistent-wait"].exit_code == ExitCode.SERVICE
+    assert by_id["revoked-wait"].exit_code == ExitCode.SERVICE
+    # Nothing in the analyses phase changes the exit code.
+    for cell in CELLS:
+        if cell.phase in ("groups", "create", "get"):
+            assert cell.exit_code == ExitCode.CHECKS_FAILED, cell.id
