@@ -103,7 +103,9 @@ def render(results: list[CellResult], seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", default=str(REPO_ROOT / "docs" / "fault-table.md"), help="'-' for stdout")
     parser.add_argument("--skip-heavy", action="store_true", help="leave out the slow cells")
     args = parser.parse_args(argv)
@@ -116,9 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")
     failed = sum(not r.ok for r in results)
-    kinds = len({r.cell.fault.id for r in results})
+    kinds, phases = len({r.cell.fault.id for r in results}), len({r.cell.phase for r in results})
     print(
-        f"faults tried: {kinds} kinds x {len({r.cell.phase for r in results})} phases = {len(results)} cells; "
+        f"faults tried: {kinds} kinds x {phases} phases = {len(results)} cells; "
         f"{len(results) - failed} as documented, {failed} not",
         file=sys.stderr,
     )

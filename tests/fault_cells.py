@@ -160,8 +160,15 @@ def _cell(fault: Fault, phase: str) -> Cell:
             return Cell(fault, phase, SERVICE, 0, "none", margin=margin)
         absorbed = fault.retried_create and not fault.persistent
         sessions = 1 if (absorbed or fault.handler_ran) else 0
-        return Cell(fault, phase, NORMAL if absorbed else SERVICE, sessions, "completed" if absorbed else "none",
-                    margin=margin, heavy=heavy)  # fmt: skip
+        return Cell(
+            fault,
+            phase,
+            NORMAL if absorbed else SERVICE,
+            sessions,
+            "completed" if absorbed else "none",
+            margin=margin,
+            heavy=heavy,
+        )
     if phase == "wait":
         if fault.id == "read-timeout":
             # The long poll's read timeout is maxWaitSeconds + 10 s: one answer must outlast that.
@@ -170,16 +177,32 @@ def _cell(fault: Fault, phase: str) -> Cell:
             margin = 2 * (1.0 + LONG_POLL_MARGIN + 0.5) + SLACK
             heavy = True
         absorbed = fault.retried_read and not fault.persistent and not fault.revoke
-        return Cell(fault, phase, NORMAL if absorbed else SERVICE, 1, "completed" if absorbed else "none",
-                    wait_timeout=wait_timeout, margin=margin, heavy=heavy)  # fmt: skip
+        return Cell(
+            fault,
+            phase,
+            NORMAL if absorbed else SERVICE,
+            1,
+            "completed" if absorbed else "none",
+            wait_timeout=wait_timeout,
+            margin=margin,
+            heavy=heavy,
+        )
     # Analyses: whatever happens, the exit code is the checks' verdict.
     retried = fault.retried_create if phase == "create" else fault.retried_read
     absorbed = retried and not fault.persistent and not fault.revoke
     if fault.persistent:
         rca_timeout = 1.0  # the analyses' own deadline ends the retries
         margin = SLACK + 1.0
-    return Cell(fault, phase, NORMAL, 1, "completed" if absorbed else "not-all", rca_timeout=rca_timeout,
-                margin=margin, heavy=heavy)  # fmt: skip
+    return Cell(
+        fault,
+        phase,
+        NORMAL,
+        1,
+        "completed" if absorbed else "not-all",
+        rca_timeout=rca_timeout,
+        margin=margin,
+        heavy=heavy,
+    )
 
 
 def cells() -> list[Cell]:
@@ -253,7 +276,11 @@ _CI_VARIABLES = ("GITHUB_ACTIONS", "GITLAB_CI", "GITHUB_OUTPUT", "GITHUB_STEP_SU
 @contextlib.contextmanager
 def service_env(url: str, api_key: str, account_id: str) -> Iterator[None]:
     """TESTSESSION_* pointing at the emulator for the duration of an in-process run; restored after."""
-    values = {"TESTSESSION_BASE_URL": url, "TESTSESSION_API_KEY": api_key, "TESTSESSION_ACCOUNT_ID": account_id}
+    values = {
+        "TESTSESSION_BASE_URL": url,
+        "TESTSESSION_API_KEY": api_key,
+        "TESTSESSION_ACCOUNT_ID": account_id,
+    }
     saved = {name: os.environ.get(name) for name in (*values, *_CI_VARIABLES)}
     os.environ.update(values)
     for name in _CI_VARIABLES:
@@ -374,8 +401,11 @@ def run_cell(cell: Cell, url: str, api_key: str, account_id: str, workdir: Path)
     out, err = io.StringIO(), io.StringIO()
     started = time.monotonic()
     try:
-        with service_env(url, api_key, account_id), contextlib.redirect_stdout(out), \
-                contextlib.redirect_stderr(err):  # fmt: skip
+        with (
+            service_env(url, api_key, account_id),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+        ):
             result.exit_code = main(["run", str(spec), "--request-timeout", f"{REQUEST_TIMEOUT:g}"])
     finally:
         result.wall = time.monotonic() - started
