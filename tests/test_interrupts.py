@@ -1,0 +1,267 @@
+"""SIGINT and SIGTERM sent to a `testsession run` subprocess in each phase of a run.
+
+Documented (runner/exitcodes.py): 130 for SIGINT, 143 for SIGTERM; the session is cancelled and partial
+reports are written. The phase is read from the subprocess's own stdout (the link line after the
+trigger, "Root cause analyses for" when analyses start) or, for a trigger still in flight, from the
+emulator's fault counter; every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from conftest import REPO_ROOT, auth_headers
+
+from runner.emulator import Emulator
+from runner.reports import load_outcome
+
+XSD = REPO_ROOT.parent / "shared" / "junit" / "junit-10.xsd"
+PHASE_LIMIT = 30.0  # seconds to reach a phase (a cold interpreter on a loaded machine included)
+EXIT_LIMIT = 10.0  # seconds from the signal to the exit: the 5 s cancel grace plus slack
+SIGNALS = [
+    pytest.param(signal.SIGINT, 130, id="SIGINT"),
+    pytest.param(signal.SIGTERM, 143, id="SIGTERM"),
+]
+
+
+class RunProcess:
+    """`python -m runner run SPEC` against the emulator; stdout lines collected by a reader thread."""
+
+    def __init__(self, emulator: Emulator, spec: Path, workdir: Path) -> None:
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GITLAB_", "TESTSESSION_"))
+        }
+        env.update(
+            TESTSESSION_BASE_URL=emulator.url,
+            TESTSESSION_API_KEY=emulator.api_key,
+            TESTSESSION_ACCOUNT_ID=emulator.account_id,
+            PYTHONPATH=str(REPO_ROOT),
+        )
+        self.stderr_path = workdir / "stderr.txt"
+        self._stderr = self.stderr_path.open("w", encoding="utf-8")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "runner", "run", str(spec), "--request-timeout", "5"],
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            env=env,
+            cwd=workdir,
+        )
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._changed:
+                self.lines.append(line.rstrip("\n"))
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    def wait_for_line(self, text: str, timeout: float = PHASE_LIMIT) -> str:
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                found = next((line for line in self.lines if text in line), None)
+                if found is not None:
+                    return found
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self.proc.poll() is not None:
+                    raise AssertionError(f"no line with {text!r} within {timeout:g} s: {self.output()}")
+                self._changed.wait(min(remaining, 0.2))
+
+    def finish(self, timeout: float = EXIT_LIMIT) -> int:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"still running {timeout:g} s after the signal: {self.output()}") from None
+        finally:
+            self._reader.join(2)
+
+    def output(self) -> str:
+        self._stderr.flush()
+        stderr = self.stderr_path.read_text(encoding="utf-8", errors="replace")
+        return "\nstdout:\n" + "\n".join(self.lines) + "\nstderr:\n" + stderr
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()  # only this process, started by this test
+            self.proc.wait(5)
+        self._stderr.close()
+
+
+@pytest.fixture
+def start_run(emulator: Emulator, tmp_path: Path) -> Iterator[Callable[[str], RunProcess]]:
+    started: list[RunProcess] = []
+
+    def start(spec_text: str) -> RunProcess:
+        spec = tmp_path / "testsession.yml"
+        spec.write_text(spec_text + REPORTS.format(dir=tmp_path / "reports"), encoding="utf-8")
+        run = RunProcess(emulator, spec, tmp_path)
+        started.append(run)
+        return run
+
+    yield start
+    for run in started:
+        run.close()
+
+
+REPORTS = """
+reports:
+  junit: {dir}/junit.xml
+  markdown: {dir}/summary.md
+  json: {dir}/results.json
+"""
+METADATA = """
+metadata:
+  environment: interrupts
+  commitId: 0123456789abcdef0123456789abcdef01234567
+  branchName: main
+"""
+HANG_SPEC = (
+    """
+name: interrupted while waiting
+runLocation: eu-west-1
+target:
+  matchTags: [[hang]]
+wait:
+  timeoutSeconds: 120
+"""
+    + METADATA
+)
+ANALYSES_SPEC = (
+    """
+name: interrupted during analyses
+runLocation: eu-west-1
+target:
+  matchTags: [[all-outcomes]]
+wait:
+  timeoutSeconds: 120
+rca:
+  timeoutSeconds: 120
+"""
+    + METADATA
+)
+
+
+def session_status(emulator: Emulator, session_id: str) -> str:
+    answer = requests.get(
+        f"{emulator.url}/v1/test-sessions/{session_id}", headers=auth_headers(emulator), timeout=5
+    )
+    answer.raise_for_status()
+    status: str = answer.json()["status"]
+    return status
+
+
+def stats(emulator: Emulator) -> dict[str, Any]:
+    data: dict[str, Any] = requests.get(f"{emulator.url}/_emulator/stats", timeout=5).json()
+    return data
+
+
+def partial_reports(tmp_path: Path, code: int, signal_name: str) -> Any:
+    """The three reports of an interrupted run, checked; the outcome of results.json."""
+    reports = tmp_path / "reports"
+    outcome = load_outcome((reports / "results.json").read_text(encoding="utf-8"), "results.json")
+    assert outcome.partial is True
+    assert outcome.exitCode == code
+    assert outcome.verdict == "interrupted"
+    assert outcome.message == f"interrupted by {signal_name}"
+    ET.parse(reports / "junit.xml")
+    if XSD.exists():
+        import xmlschema
+
+        errors = [
+            str(e.reason) for e in xmlschema.XMLSchema(str(XSD)).iter_errors(str(reports / "junit.xml"))
+        ]
+        assert errors == []
+    markdown = reports / "summary.md"
+    assert 0 < markdown.stat().st_size < 1024 * 1024
+    return outcome
+
+
+@pytest.mark.parametrize(("sig", "code"), SIGNALS)
+def test_signal_while_waiting_cancels_the_session(
+    sig: signal.Signals, code: int, start_run: Callable[[str], RunProcess], emulator: Emulator, tmp_path: Path
+) -> None:
+    run = start_run(HANG_SPEC)
+    link = run.wait_for_line("Test session 'interrupted while waiting' (eu-west-1): ")
+    session_id = link.rsplit("/", 1)[-1]
+    assert session_status(emulator, session_id) == "RUNNING"
+    sent = time.monotonic()
+    run.proc.send_signal(sig)
+    assert run.finish() == code, run.output()
+    assert time.monotonic() - sent < EXIT_LIMIT
+    assert session_status(emulator, session_id) == "CANCELLED"
+    assert stats(emulator)["sessionsTotal"] == 1
+    outcome = partial_reports(tmp_path, code, sig.name)
+    assert outcome.sessions[0].testSessionId == session_id
+    assert outcome.sessions[0].status == "CANCELLED"
+    assert [r.verdict for r in outcome.sessions[0].results] == ["cancelled"]
+    assert f"exit code {code}" in "\n".join(run.lines)
+    assert "Traceback" not in run.output()
+
+
+@pytest.mark.parametrize(("sig", "code"), SIGNALS)
+def test_signal_during_analyses_reports_them_interrupted(
+    sig: signal.Signals, code: int, start_run: Callable[[str], RunProcess], emulator: Emulator, tmp_path: Path
+) -> None:
+    # Analyses stay pending for the whole test (1e6 simulated seconds).
+    requests.patch(
+        f"{emulator.url}/_emulator/settings", json={"analysisDelaySeconds": 1e6}, timeout=5
+    ).raise_for_status()
+    run = start_run(ANALYSES_SPEC)
+    link = run.wait_for_line("Test session 'interrupted during analyses' (eu-west-1): ")
+    session_id = link.rsplit("/", 1)[-1]
+    run.wait_for_line("Root cause analyses for 'interrupted during analyses'")
+    sent = time.monotonic()
+    run.proc.send_signal(sig)
+    assert run.finish() == code, run.output()
+    assert time.monotonic() - sent < EXIT_LIMIT
+    # The session had already ended: cancelling changes nothing, its verdicts stay in the reports.
+    assert session_status(emulator, session_id) == "FAILED"
+    assert stats(emulator)["sessionsTotal"] == 1
+    outcome = partial_reports(tmp_path, code, sig.name)
+    session = outcome.sessions[0]
+    assert session.status == "FAILED"
+    assert "failed" in {r.verdict for r in session.results}
+    states = {(g.analysis.state, g.analysis.reason) for g in session.errorGroups if g.analysis}
+    assert states == {("timeout", "interrupted")}
+    assert "Traceback" not in run.output()
+
+
+@pytest.mark.parametrize(("sig", "code"), SIGNALS)
+def test_signal_while_the_trigger_is_in_flight_cancels_the_late_session(
+    sig: signal.Signals, code: int, start_run: Callable[[str], RunProcess], emulator: Emulator, tmp_path: Path
+) -> None:
+    # The trigger answers 1.5 s after it arrives; the signal comes while it is held.
+    requests.post(
+        f"{emulator.url}/_emulator/faults",
+        json=[{"route": "trigger", "kind": "slow", "delaySeconds": 1.5, "count": 1}],
+        timeout=5,
+    ).raise_for_status()
+    run = start_run(HANG_SPEC)
+    deadline = time.monotonic() + PHASE_LIMIT
+    while not emulator.backend.faults.stats.get("trigger"):
+        assert time.monotonic() < deadline and run.proc.poll() is None, run.output()
+        time.sleep(0.02)
+    run.proc.send_signal(sig)
+    assert run.finish() == code, run.output()
+    assert stats(emulator)["sessionsTotal"] == 1
+    outcome = partial_reports(tmp_path, code, sig.name)
+    session_id = outcome.sessions[0].testSessionId
+    assert session_id, "the session the trigger started is in the reports"
+    assert session_status(emulator, session_id) == "CANCELLED"
