@@ -6,6 +6,7 @@ import html
 import json
 import re
 import threading
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 MASK = "***"
@@ -46,6 +47,17 @@ class Redactor:
         if pattern is None or not text:
             return text
         return pattern.sub(MASK, text)
+
+
+def redact_data(data: Any, redact: Redactor) -> Any:
+    """A copy of JSON-like data (dicts, lists, keys too) with every string passed through `redact`."""
+    if isinstance(data, str):
+        return redact(data)
+    if isinstance(data, dict):
+        return {redact_data(k, redact): redact_data(v, redact) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [redact_data(v, redact) for v in data]
+    return data
 
 
 def strip_url_credentials(url: str | None) -> str | None:

@@ -24,6 +24,7 @@ from runner.exitcodes import ExitCode
 from runner.metadata import resolve_metadata
 from runner.models import SessionMetadata, TriggerRequest
 from runner.outcome import Outcome
+from runner.redact import redact_data
 from runner.run import Runner, RunSettings
 from runner.spec import RunSpec
 
@@ -146,8 +147,11 @@ class Job:
         return self._finish(outcome)
 
     def _finish(self, outcome: Outcome, write_reports: bool = True) -> int:
-        written = self.write_reports(outcome) if write_reports else {}
-        self._publish(outcome, written)
+        # Masked field by field before rendering: once a report escapes (XML, markdown) or cuts a text,
+        # a secret no longer matches its mask in the rendered file.
+        shown = Outcome.model_validate(redact_data(outcome.model_dump(), self.redact))
+        written = self.write_reports(shown) if write_reports else {}
+        self._publish(shown, written)
         self.console.line(_verdict_line(outcome))
         return outcome.exitCode
 
