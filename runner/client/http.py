@@ -162,6 +162,7 @@ class ApiClient:
         self._rng = rng or random.Random()
         self._count_lock = threading.Lock()
         self._request_count = 0
+        self._api_key = api_key  # only for masking it, should a proxy ever echo it in an error page
         self._session = requests.Session()
         # No retries inside urllib3: every resend is decided by our policy.
         adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
@@ -378,20 +379,20 @@ class ApiClient:
         json_body: dict[str, Any] | None,
         read_timeout: float | None,
     ) -> requests.Response:
-        self.rate_limiter.acquire()
-        with self._count_lock:
-            self._request_count += 1
-        try:
-            return self._session.request(
-                method,
-                self.base_url + path,
-                params=params,
-                json=json_body,
-                timeout=(self.connect_timeout, read_timeout or self.read_timeout),
-                allow_redirects=False,
-            )
-        except requests.RequestException as exc:
-            raise self._transport_error(exc, method, path) from None
+        with self.rate_limiter.slot():
+            with self._count_lock:
+                self._request_count += 1
+            try:
+                return self._session.request(
+                    method,
+                    self.base_url + path,
+                    params=params,
+                    json=json_body,
+                    timeout=(self.connect_timeout, read_timeout or self.read_timeout),
+                    allow_redirects=False,
+                )
+            except requests.RequestException as exc:
+                raise self._transport_error(exc, method, path) from None
 
     def _transport_error(self, exc: requests.RequestException, method: str, path: str) -> ApiError:
         cls: type[ApiError]
@@ -431,6 +432,8 @@ class ApiClient:
             text = response.text.strip().replace("\n", " ")
             if text and status >= 400:
                 message = text[:MAX_ERROR_TEXT]
+        if self._api_key and len(self._api_key) >= 3:
+            message = message.replace(self._api_key, "***")
         retry_after = parse_retry_after(response.headers.get("Retry-After"))
         if retry_after is not None:
             # The header is authoritative; the retry policy reads it from here.

@@ -5,7 +5,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 
 DEFAULT_LIMIT = 600  # the service's limit: 600 requests per 60 seconds per key
 DEFAULT_PERIOD = 60.0
@@ -45,24 +46,51 @@ class RateLimiter:
 
     def try_acquire(self) -> float:
         """Takes a slot and returns 0.0, or returns how long to wait before one may be free."""
+        return self._try_take()[0]
+
+    def _try_take(self) -> tuple[float, float | None]:
+        """(0.0, the slot's stamp) or (seconds to wait, None)."""
         with self._lock:
             now = self._clock()
             self._forget_old(now)
             if len(self._stamps) < self.limit:
                 self._stamps.append(now)
-                return 0.0
-            return max(self._stamps[0] + self.period - now, 1e-4)
+                return 0.0, now
+            return max(self._stamps[0] + self.period - now, 1e-4), None
 
-    def acquire(self) -> float:
-        """Blocks until a slot is free and takes it; returns the seconds spent waiting."""
+    def _take(self) -> tuple[float, float]:
         waited = 0.0
         while True:
-            wait = self.try_acquire()
-            if wait == 0.0:
-                return waited
+            wait, stamp = self._try_take()
+            if stamp is not None:
+                return waited, stamp
             # Sleep outside the lock so other threads can check (and time can pass for them too).
             self._sleep(wait)
             waited += wait
+
+    def acquire(self) -> float:
+        """Blocks until a slot is free and takes it; returns the seconds spent waiting."""
+        return self._take()[0]
+
+    @contextmanager
+    def slot(self) -> Iterator[float]:
+        """acquire() for one request sent inside the block; when the block ends (the answer is in),
+        the slot is stamped again with that moment.
+
+        Why: the service counts a request when it arrives, which is after we took the slot and
+        before its answer is complete. Counted from the answer's end, our window never ends before
+        the service's, so a delay between taking the slot and the request's arrival (thread
+        scheduling, connection set-up, network jitter) cannot turn into a 429 at the limit.
+        """
+        waited, stamp = self._take()
+        try:
+            yield waited
+        finally:
+            with self._lock:
+                # Still sorted: every stamp is read from the clock under the lock.
+                with suppress(ValueError):  # already forgotten: the request took over a period
+                    self._stamps.remove(stamp)
+                self._stamps.append(self._clock())
 
     @property
     def in_window(self) -> int:
