@@ -173,11 +173,11 @@ def test_action_against_the_emulator_sets_every_output_summary_and_annotation(tm
 
 
 def test_secret_env_is_sent_marked_secret():
-    from runner.ci.action import with_secret_env
-    from runner.spec import load_spec
+    from runner.spec import Overrides, apply_overrides, load_spec
 
     spec = load_spec(str(REPO / "examples" / "testsession.yml"), {})
-    spec = with_secret_env(spec, [("DB_PASSWORD", SECRET), ("API_TOKEN", "other-secret")])
+    secrets = [("DB_PASSWORD", SECRET), ("API_TOKEN", "other-secret")]
+    spec = apply_overrides(spec, Overrides(secret_env=secrets))
     variables = {v.key: v for v in spec.sessions[0].environmentVariables}
     assert variables["DB_PASSWORD"].secret and variables["DB_PASSWORD"].value == SECRET
     assert variables["API_TOKEN"].secret and variables["API_TOKEN"].value == "other-secret"

@@ -244,3 +244,31 @@ def test_github_metadata_reaches_the_service(
     assert metadata["commitId"] == sha and metadata["branchName"] == "feature/login"
     assert metadata["github"]["repository"] == "acme/shop" and metadata["github"]["runId"] == "42"
     assert data["commit"]["commitId"] == sha
+
+
+def test_secret_env_flag_reads_the_value_from_the_environment_and_masks_it(
+    world_factory: Any,
+    default_world: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    secret = "s3cr3t-Value-From-Env-9731"
+    checks = default_world["accounts"][0]["checks"]
+    checkout = next(c for c in checks if c["name"] == "Checkout flow")
+    # The check passes only when the secret arrived with the trigger.
+    checkout["when"] = [{"env": {"DB_PASSWORD": secret}, "behaviour": "pass"}]
+    emu = world_factory(default_world)
+    monkeypatch.setenv("TESTSESSION_API_KEY", emu.api_key)
+    monkeypatch.setenv("TESTSESSION_ACCOUNT_ID", emu.account_id)
+    monkeypatch.setenv("TESTSESSION_BASE_URL", emu.url)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DB_PASSWORD", secret)
+    argv = ["run", "--location", "eu-west-1", "--tag", "checkout", "--secret-env", "DB_PASSWORD", "-v"]
+    code, data = run(tmp_path, *argv)
+    assert code == 0 and data["counts"]["passed"] == 1
+    out = capsys.readouterr()
+    reports = "".join(p.read_text() for p in (tmp_path / "out").iterdir())
+    assert secret not in out.out + out.err + reports
+    monkeypatch.delenv("DB_PASSWORD")
+    assert main(argv) == 2

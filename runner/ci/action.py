@@ -15,17 +15,13 @@ Input formats:
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Mapping, MutableMapping, Sequence
+from typing import TextIO
 
 from runner.exitcodes import ExitCode
-
-if TYPE_CHECKING:
-    from runner.spec.model import RunSpec
 
 # Inputs that become the environment variables the CLI reads itself (when not empty).
 CREDENTIALS = {
@@ -136,34 +132,6 @@ def mask(values: Sequence[str], stream: TextIO | None = None) -> None:
     out.flush()
 
 
-def _secret_env_handler(secrets: list[tuple[str, str]]) -> Callable[[argparse.Namespace], int]:
-    """`run`'s handler, with the secret-env variables added to every session as `secret: true`."""
-
-    def handle(args: argparse.Namespace) -> int:
-        from runner.cli import run_command
-        from runner.cli.job import Job
-
-        spec = run_command._load(args.spec, run_command._overrides(args), required=True)
-        if secrets:
-            spec = with_secret_env(spec, secrets)
-        return Job(args, spec).run(detach=False)
-
-    return handle
-
-
-def with_secret_env(spec: RunSpec, secrets: list[tuple[str, str]]) -> RunSpec:
-    """Each session gets the variables, marked secret (replacing a spec variable of the same key)."""
-    from runner.spec.model import RunSpec
-
-    keys = {key for key, _ in secrets}
-    data = spec.model_dump()
-    for session in data["sessions"]:
-        variables = [v for v in session.get("environmentVariables") or [] if v["key"] not in keys]
-        variables += [{"key": key, "value": value, "secret": True} for key, value in secrets]
-        session["environmentVariables"] = variables
-    return RunSpec.model_validate(data)
-
-
 def fallback_outputs(code: int, environ: Mapping[str, str]) -> None:
     """When the run ended before publishing (bad input or spec): still set status and exit-code."""
     path = environ.get("GITHUB_OUTPUT")
@@ -195,10 +163,11 @@ def main(environ: MutableMapping[str, str] | None = None) -> int:
     from runner.cli.common import redactor, run_handler
     from runner.cli.main import build_parser
 
-    for _, value in secrets:
+    for key, value in secrets:
         redactor().add(value)
+        env[key] = value  # `run --secret-env KEY` reads the value from the environment, not argv
     try:
-        argv = build_argv(env)
+        argv = build_argv(env) + [arg for key, _ in secrets for arg in ("--secret-env", key)]
     except InputError as exc:
         print(f"testsession: error: {redactor()(str(exc))}", file=sys.stderr)
         fallback_outputs(int(ExitCode.USAGE), env)
@@ -213,7 +182,6 @@ def main(environ: MutableMapping[str, str] | None = None) -> int:
         code = exc.code if isinstance(exc.code, int) else int(ExitCode.USAGE)
         fallback_outputs(code, env)
         return code
-    args.func = _secret_env_handler(secrets)
     code = run_handler(args)
     if not ci.published:
         fallback_outputs(code, env)

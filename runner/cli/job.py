@@ -35,6 +35,8 @@ class Job:
         self.spec = spec
         self.environ = os.environ
         self.redact = redactor()
+        for key in getattr(args, "secret_env", None) or []:
+            self.redact.add(self.environ.get(key))
         for session in spec.sessions:
             for value in session.secret_values():
                 self.redact.add(value)

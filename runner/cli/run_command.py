@@ -38,6 +38,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     target.add_argument("--check-id", action="append", metavar="ID", help="a check id; repeatable")
     target.add_argument("--env", action="append", metavar="KEY=VALUE", help="an environment variable")
+    target.add_argument(
+        "--secret-env",
+        action="append",
+        metavar="KEY",
+        help="a secret environment variable whose value is read from this process's variable KEY "
+        "(never from the command line); masked everywhere and sent with secret: true",
+    )
     target.add_argument("--name", help="the test session's name")
     target.add_argument("--environment", help="metadata.environment, e.g. preview or staging")
     _add_gate_options(run)
@@ -92,6 +99,11 @@ def _overrides(args: argparse.Namespace) -> Overrides:
         if not sep or not key:
             raise UsageError(f"--env {key or item!r}: expected KEY=VALUE")
         env.append((key, value))
+    secret_env: list[tuple[str, str]] = []
+    for key in getattr(args, "secret_env", None) or []:
+        if key not in os.environ:
+            raise UsageError(f"--secret-env {key}: the environment variable {key} is not set")
+        secret_env.append((key, os.environ[key]))
     tags = None
     if getattr(args, "tag", None):
         tags = [[t.strip() for t in group.split(",") if t.strip()] for group in args.tag]
@@ -102,6 +114,7 @@ def _overrides(args: argparse.Namespace) -> Overrides:
         tags=tags,
         check_ids=getattr(args, "check_id", None),
         env=env or None,
+        secret_env=secret_env or None,
         name=getattr(args, "name", None),
         environment=getattr(args, "environment", None),
         timeout=args.timeout,

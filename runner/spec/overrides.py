@@ -28,6 +28,7 @@ class Overrides:
     tags: list[list[str]] | None = None
     check_ids: list[str] | None = None
     env: list[tuple[str, str]] | None = None
+    secret_env: list[tuple[str, str]] | None = None  # sent with secret: true, replacing the spec's key
     name: str | None = None
     environment: str | None = None
     timeout: float | None = None
@@ -59,6 +60,11 @@ def _session(session: dict[str, Any], o: Overrides) -> dict[str, Any]:
                 found["value"] = value
             else:
                 variables.append({"key": key, "value": value})
+        session["environmentVariables"] = variables
+    if o.secret_env:
+        keys = {key for key, _ in o.secret_env}
+        variables = [v for v in session.get("environmentVariables") or [] if v["key"] not in keys]
+        variables += [{"key": key, "value": value, "secret": True} for key, value in o.secret_env]
         session["environmentVariables"] = variables
     if o.environment is not None:
         session["metadata"] = {**(session.get("metadata") or {}), "environment": o.environment}
