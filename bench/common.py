@@ -1,0 +1,139 @@
+"""What every benchmark shares: child processes timed with their peak memory, medians, table rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+MIB = 1024 * 1024
+
+# CI variables the runner reads (metadata, step summaries): a benchmark run inside CI must not
+# publish to the real pipeline or take a different path than on a laptop.
+CI_PREFIXES = ("GITHUB_", "GITLAB_", "CI_", "CIRCLE", "JENKINS", "BUILDKITE", "BITBUCKET", "SYSTEM_")
+CI_NAMES = frozenset({"CI", "TF_BUILD", "BUILD_ID", "BUILD_NUMBER"})
+
+
+@dataclass
+class Row:
+    figure: str
+    measured: str
+    target: str = "-"
+    ok: bool | None = None  # None: no target, shown for context
+    note: str = ""
+
+    @property
+    def verdict(self) -> str:
+        return {True: "ok", False: "MISS", None: ""}[self.ok]
+
+
+@dataclass
+class Child:
+    wall: float  # seconds from spawn to the reaped exit
+    maxrss_kib: int  # the child's peak resident set (Linux: KiB)
+    code: int
+    stdout: str
+    stderr: str
+    exited_at: float  # time.monotonic() right after the exit was reaped
+
+
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values))
+
+
+def console_script(name: str = "testsession") -> str:
+    """The installed entry point of this interpreter, not a version-manager shim in front of it
+    (a pyenv shim is a bash script that costs ~50 ms before Python even starts)."""
+    candidate = Path(sysconfig.get_path("scripts")) / name
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which(name)
+    if not found:
+        raise SystemExit(f"bench: the {name} command is not installed (pip install -e .)")
+    return found
+
+
+def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in CI_NAMES and not k.startswith(CI_PREFIXES) and not k.startswith("TESTSESSION_")
+    }
+    env.pop("PYTHONPROFILEIMPORTTIME", None)
+    env.update(extra or {})
+    return env
+
+
+class Spawner:
+    """The small process of spawner.py that starts our children (see there why)."""
+
+    def __init__(self) -> None:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-S", str(Path(__file__).with_name("spawner.py"))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def run(
+        self,
+        argv: Sequence[str],
+        env: dict[str, str] | None = None,
+        cwd: str | Path | None = None,
+        timeout: float = 120,
+    ) -> Child:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        request = {"argv": list(argv), "env": env, "cwd": str(cwd) if cwd else None, "timeout": timeout}
+        self._proc.stdin.write(json.dumps(request) + "\n")
+        self._proc.stdin.flush()
+        answer = json.loads(self._proc.stdout.readline() or '{"failure": "the spawner is gone"}')
+        if "failure" in answer:
+            raise RuntimeError(f"bench: could not run {argv[0]}: {answer['failure']}")
+        return Child(
+            wall=answer["exited"] - answer["started"],
+            maxrss_kib=answer["maxrss_kib"],
+            code=answer["code"],
+            stdout=answer["stdout"],
+            stderr=answer["stderr"],
+            exited_at=answer["exited"],
+        )
+
+    def close(self) -> None:
+        if self._proc.stdin:
+            self._proc.stdin.close()
+        self._proc.wait(10)
+
+
+_spawner: Spawner | None = None
+
+
+def run_child(
+    argv: Sequence[str],
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+    timeout: float = 120,
+) -> Child:
+    """Runs argv to its end: wall time, peak memory of exactly this child, output."""
+    global _spawner
+    if _spawner is None:
+        _spawner = Spawner()
+    return _spawner.run(argv, env, cwd, timeout)
+
+
+def close_spawner() -> None:
+    global _spawner
+    if _spawner is not None:
+        _spawner.close()
+        _spawner = None
+
+
+def python() -> str:
+    return sys.executable
