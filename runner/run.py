@@ -80,6 +80,7 @@ class Runner:
         self.console = console
         self.commit = commit or SessionMetadata()
         self.stop = threading.Event()
+        self.wake = threading.Event()  # set when a session is done or a signal arrives
         self.stop_code: ExitCode | None = None
         self.stop_reason: str | None = None
         self.started_at = datetime.now(timezone.utc)
@@ -93,6 +94,7 @@ class Runner:
             self.stop_code = code
             self.stop_reason = f"interrupted by {signal_name}"
         self.stop.set()
+        self.wake.set()
 
     # --- entry points -------------------------------------------------------------------------
 
@@ -128,13 +130,16 @@ class Runner:
             thread = threading.Thread(target=self._guarded, args=(target, run), daemon=True)
             thread.start()
             threads.append(thread)
+        # Woken by each finished session, so the verdict is not delayed by a polling interval.
         while not all(run.done.is_set() for run in self.runs):
-            if self.stop.wait(0.05):
+            if self.stop.is_set():
                 self._cancel_all()
                 grace = time.monotonic() + CANCEL_GRACE_SECONDS
                 for run in self.runs:
                     run.done.wait(max(0.0, grace - time.monotonic()))
                 return
+            self.wake.wait(0.5)
+            self.wake.clear()
 
     def _guarded(self, target: object, run: SessionRun) -> None:
         try:
@@ -146,6 +151,7 @@ class Runner:
             run.fail(ExitCode.SERVICE, f"unexpected error: {exc!r}")
         finally:
             run.done.set()
+            self.wake.set()
 
     def _full(self, run: SessionRun) -> None:
         if self._trigger(run):
