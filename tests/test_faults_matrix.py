@@ -8,15 +8,40 @@ else only parsed.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fault_cells import FAULTS, PHASES, SERVICE, Cell, cells, run_cell
+from fault_cells import FAULTS, PHASES, SERVICE, SPEED, Cell, cells, run_cell
 
 from runner.emulator import Emulator
 from runner.exitcodes import ExitCode
 
 CELLS = cells()
+
+
+@pytest.fixture(scope="module")
+def stoppers() -> Iterator[list[threading.Thread]]:
+    threads: list[threading.Thread] = []
+    yield threads
+    for thread in threads:
+        thread.join(10)
+
+
+@pytest.fixture
+def fresh_emulator(stoppers: list[threading.Thread], monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
+    """A fresh emulator per cell (a broken or late answer of one cell must not reach the next one).
+
+    Stopped in the background: uvicorn takes ~0.2 s to stop, 12 s over the matrix.
+    """
+    for name in ("TESTSESSION_API_KEY", "TESTSESSION_ACCOUNT_ID"):
+        monkeypatch.delenv(name, raising=False)  # the world's demo credentials, not a developer's
+    emu = Emulator(speed=SPEED).start()
+    yield emu
+    stopper = threading.Thread(target=emu.stop, daemon=True)
+    stopper.start()
+    stoppers.append(stopper)
 
 
 def _param(cell: Cell) -> object:
@@ -25,8 +50,9 @@ def _param(cell: Cell) -> object:
 
 
 @pytest.mark.parametrize("cell", [_param(c) for c in CELLS])
-def test_fault_cell(cell: Cell, emulator: Emulator, tmp_path: Path) -> None:
-    result = run_cell(cell, emulator.url, emulator.api_key, emulator.account_id, tmp_path)
+def test_fault_cell(cell: Cell, fresh_emulator: Emulator, tmp_path: Path) -> None:
+    emu = fresh_emulator
+    result = run_cell(cell, emu.url, emu.api_key, emu.account_id, tmp_path)
     detail = "\n".join(
         [*result.problems, f"wall {result.wall:.2f} s", "stdout:", result.stdout, "stderr:", result.stderr]
     )
