@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 MASK = "***"
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
 _MIN_SECRET = 3  # masking one- or two-character values would shred ordinary text
 
 
@@ -66,8 +67,8 @@ def strip_url_credentials(url: str | None) -> str | None:
         return url
     try:
         parts = urlsplit(url)
-    except ValueError:
-        return url
+    except ValueError:  # e.g. an unclosed "[" in the host: still no credentials past this point
+        return _USERINFO.sub(r"\1", url)
     if not parts.scheme or "@" not in parts.netloc:
         return url
     host = parts.netloc.rsplit("@", 1)[1]
