@@ -59,8 +59,10 @@ class AnalysisCollector:
     ) -> None:
         self.client = client
         self.plan = plan
-        self.stop = stop
         self.log = log
+        # Set on an interrupt, and when collect() returns, so that no worker polls on after it.
+        self.stop = threading.Event()
+        self._outer_stop = stop
 
     def collect(self, session: TestSession) -> list[ErrorGroupOutcome]:
         ranked = groups_by_frequency(session)[:MAX_GROUPS_READ]
@@ -77,17 +79,18 @@ class AnalysisCollector:
             for i, (gid, _count) in enumerate(ranked)
         ]
         try:
-            while not self.stop.is_set():
+            while not self._outer_stop.is_set():
                 remaining = deadline - time.monotonic()
                 _done, pending = wait_futures(futures, timeout=max(0.0, min(remaining, 0.2)))
                 if not pending or remaining <= 0:
                     break
         finally:
+            self.stop.set()
             pool.shutdown(wait=False, cancel_futures=True)
         for outcome in outcomes.values():
             analysis = outcome.analysis
             if analysis is not None and analysis.state == "pending":
-                reason = "interrupted" if self.stop.is_set() else (
+                reason = "interrupted" if self._outer_stop.is_set() else (
                     f"not ready within rca.timeoutSeconds ({self.plan.timeout_seconds:g} s)"
                 )
                 outcome.analysis = analysis.model_copy(update={"state": "timeout", "reason": reason})

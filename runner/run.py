@@ -147,8 +147,10 @@ class Runner:
             target(run)
         except ApiError as exc:
             run.fail(exit_code_for(exc), str(exc))
+            self._cancel(run)  # best effort: leave nothing running on the service
         except Exception as exc:  # a bug must not cost the reports of the other sessions
             run.fail(ExitCode.SERVICE, f"unexpected error: {exc!r}")
+            self._cancel(run)
         finally:
             run.done.set()
             self.wake.set()
