@@ -41,6 +41,13 @@ def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
         emu.stop()
 
 
+@pytest.fixture(scope="module")
+def module_emulator() -> Iterator[Emulator]:
+    """One emulator for a whole test module (fast); tests reset it with `emulator.backend.reset()`."""
+    with Emulator(speed=TEST_SPEED) as emu:
+        yield emu
+
+
 def default_world_dict() -> dict[str, Any]:
     """The default world as a dict (environment variables not expanded), for tests to modify."""
     import yaml

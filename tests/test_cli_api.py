@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,30 +25,14 @@ CHECK_ERROR_GROUP = "7d1e2f3a-2222-4b5c-9d6e-000000000001"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[Emulator]:
-    with Emulator(speed=25.0) as emu:
-        yield emu
-
-
-def quiet_reset(server: Emulator) -> None:
-    """Resets once the previous test's last requests are counted (the emulator counts just after
-    answering), so they cannot land in this test's stats."""
-    last = -1
-    while (total := server.backend.stats()["requestsTotal"]) != last:
-        last = total
-        time.sleep(0.03)
-    server.backend.reset()
-
-
 @pytest.fixture
-def emulator(server: Emulator, monkeypatch: pytest.MonkeyPatch) -> Emulator:
+def emulator(module_emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Emulator:
     """Overrides conftest's: one server per module, reset per test, credentials in the environment."""
-    quiet_reset(server)
-    monkeypatch.setenv("TESTSESSION_BASE_URL", server.url)
-    monkeypatch.setenv("TESTSESSION_API_KEY", server.api_key)
-    monkeypatch.setenv("TESTSESSION_ACCOUNT_ID", server.account_id)
-    return server
+    module_emulator.backend.reset()
+    monkeypatch.setenv("TESTSESSION_BASE_URL", module_emulator.url)
+    monkeypatch.setenv("TESTSESSION_API_KEY", module_emulator.api_key)
+    monkeypatch.setenv("TESTSESSION_ACCOUNT_ID", module_emulator.account_id)
+    return module_emulator
 
 
 Run = Callable[..., tuple[int, str, str]]

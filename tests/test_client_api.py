@@ -51,27 +51,11 @@ def client(emulator: Emulator) -> Iterator[ApiClient]:
         yield api_client
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[Emulator]:
-    with Emulator(speed=25.0) as emu:
-        yield emu
-
-
-def quiet_reset(server: Emulator) -> None:
-    """Resets once the previous test's last requests are counted (the emulator counts just after
-    answering), so they cannot land in this test's stats."""
-    last = -1
-    while (total := server.backend.stats()["requestsTotal"]) != last:
-        last = total
-        time.sleep(0.03)
-    server.backend.reset()
-
-
 @pytest.fixture
-def emulator(server: Emulator) -> Emulator:
+def emulator(module_emulator: Emulator) -> Emulator:
     """Overrides conftest's: one server for the module (fast), fresh state for each test."""
-    quiet_reset(server)
-    return server
+    module_emulator.backend.reset()
+    return module_emulator
 
 
 def sessions_created(emulator: Emulator) -> int:

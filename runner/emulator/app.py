@@ -48,18 +48,22 @@ class StatsMiddleware:
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
             await self.app(scope, receive, send)
             return
-        status = 500
+        recorded = False
 
         async def record(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
+            nonlocal recorded
+            # Counted before the answer leaves, so a client that reads the stats after its answer
+            # always finds its own request there.
+            if message["type"] == "http.response.start" and not recorded:
+                recorded = True
+                self.backend.record_request(self._route(scope), message["status"])
             await send(message)
 
         try:
             await self.app(scope, receive, record)
         finally:
-            self.backend.record_request(self._route(scope), status)
+            if not recorded:  # no answer at all: a reset fault or a crash
+                self.backend.record_request(self._route(scope), 500)
 
 
 async def wait_for_completion(
