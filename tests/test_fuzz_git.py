@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gitrepo import git, isolate_git
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,21 +25,7 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="the git CLI
 
 @pytest.fixture(autouse=True)
 def isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    config = tmp_path / "gitconfig"
-    config.write_text("")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    for name in ("GIT_DIR", "GIT_WORK_TREE", "GITHUB_ACTIONS", "GITLAB_CI", "CI"):
-        monkeypatch.delenv(name, raising=False)
-    for who in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{who}_NAME", "Jane Doe")
-        monkeypatch.setenv(f"GIT_{who}_EMAIL", "jane@example.com")
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=30)
-    return done.stdout.strip()
+    isolate_git(tmp_path, monkeypatch)
 
 
 def commit(repo: Path, message: str = "change", name: str = "a.txt") -> None:

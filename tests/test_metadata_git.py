@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from gitrepo import git, isolate_git
 
 from runner.metadata import resolve_metadata
 from runner.models import SessionMetadata
@@ -21,22 +22,7 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="the git CLI
 
 @pytest.fixture(autouse=True)
 def isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No user or system git config (no safe.directory = *), a fixed identity, no repo above tmp_path."""
-    config = tmp_path / "gitconfig"
-    config.write_text("")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_TEST_ASSUME_DIFFERENT_OWNER"):
-        monkeypatch.delenv(name, raising=False)
-    for who in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{who}_NAME", "Jane Doe")
-        monkeypatch.setenv(f"GIT_{who}_EMAIL", "jane@example.com")
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=30)
-    return done.stdout.strip()
+    isolate_git(tmp_path, monkeypatch)
 
 
 def make_repo(path: Path, message: str = "Add checkout flow\n\nWith a body.") -> Path:
