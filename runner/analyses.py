@@ -87,14 +87,16 @@ class AnalysisCollector:
         finally:
             self.stop.set()
             pool.shutdown(wait=False, cancel_futures=True)
-        for outcome in outcomes.values():
+        # A snapshot: workers still running past the deadline must not change what is reported.
+        snapshot = [outcomes[gid].model_copy(deep=True) for gid, _count in ranked]
+        reason = "interrupted" if self._outer_stop.is_set() else (
+            f"not ready within rca.timeoutSeconds ({self.plan.timeout_seconds:g} s)"
+        )
+        for outcome in snapshot:
             analysis = outcome.analysis
             if analysis is not None and analysis.state == "pending":
-                reason = "interrupted" if self._outer_stop.is_set() else (
-                    f"not ready within rca.timeoutSeconds ({self.plan.timeout_seconds:g} s)"
-                )
                 outcome.analysis = analysis.model_copy(update={"state": "timeout", "reason": reason})
-        return [outcomes[gid] for gid, _count in ranked]
+        return snapshot
 
     def _analysed_count(self) -> int:
         return self.plan.max_groups if self.plan.enabled else 0
