@@ -1,6 +1,6 @@
 """Figure 5: root cause analyses of 1,000 error groups under a scaled-down rate limit.
 
-What is measured: runner.analyses.AnalysisCollector.collect(), the code `testsession run` uses for
+What is measured: runner.job.analyses.AnalysisCollector.collect(), the code `testsession run` uses for
 its analyses phase, over a real session of the emulator with N failing checks (each its own error
 group), through an ApiClient whose RateLimiter has the emulator's limit. Two bench-side settings
 differ from a `testsession run`: MAX_GROUPS_READ (200 in the runner) and rca.max are raised to N,
@@ -28,7 +28,7 @@ WINDOW = 1.0
 
 
 def measure(groups: int) -> list[Row]:
-    import runner.analyses as analyses
+    import runner.job.analyses as analyses
     from runner.client import ApiClient, RateLimiter
     from runner.emulator import Emulator
     from runner.models import Target, TriggerRequest

@@ -44,7 +44,7 @@ def main() -> None:
     sys.path.insert(0, str(REPO / "tests"))
     from outcome_factory import big_outcome
 
-    from runner.redact import Redactor
+    from runner.core.redact import Redactor
     from runner.reports import render_json, render_junit, render_markdown, write_atomic
 
     started = time.perf_counter()

@@ -340,7 +340,7 @@ def junit_schema() -> Any:
 
 def check_reports(workdir: Path, exit_code: int) -> tuple[list[str], list[str], bool | None]:
     """(problems, analysis states, partial) of the three reports of a finished run."""
-    from runner.errors import UsageError
+    from runner.core.errors import UsageError
     from runner.reports import load_outcome
 
     reports = workdir / "reports"

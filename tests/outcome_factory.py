@@ -9,8 +9,7 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta, timezone
 
-from runner.models.analyses import Analysis, Artifact, Evidence, ReferenceLink
-from runner.outcome import (
+from runner.job.outcome import (
     AnalysisOutcome,
     AttemptOutcome,
     CommitInfo,
@@ -20,6 +19,7 @@ from runner.outcome import (
     SessionOutcome,
     count_results,
 )
+from runner.models.analyses import Analysis, Artifact, Evidence, ReferenceLink
 
 BASE_URL = "https://app.example.test"
 STARTED = datetime(2024, 5, 17, 12, 0, 0, tzinfo=timezone.utc)

@@ -15,10 +15,10 @@ import yaml
 from outcome_factory import big_outcome, sample_outcome
 
 from runner.ci import github
-from runner.ci.action import InputError, build_argv, parse_env, parse_tags
 from runner.ci.common import failed_checks
-from runner.console import Console
-from runner.redact import Redactor
+from runner.ci.console import Console
+from runner.cli.action import InputError, build_argv, parse_env, parse_tags
+from runner.core.redact import Redactor
 
 REPO = Path(__file__).resolve().parent.parent
 SECRET = "s3cr3t-value-for-the-checks"
@@ -80,7 +80,7 @@ def run_action(tmp_path: Path, inputs: dict[str, str]) -> tuple[subprocess.Compl
     )
     env.update({f"INPUT_{name.upper().replace('-', '_')}": value for name, value in inputs.items()})
     proc = subprocess.run(
-        [sys.executable, "-m", "runner.ci.action"],
+        [sys.executable, "-m", "runner.cli.action"],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -150,8 +150,8 @@ def test_dotenv_values_are_single_line_without_comment_or_quote_characters():
 
 def test_dotenv_path_from_environment(tmp_path):
     from runner.ci import publish
-    from runner.console import Console
-    from runner.redact import Redactor
+    from runner.ci.console import Console
+    from runner.core.redact import Redactor
 
     target = tmp_path / "nested" / "out.env"
     environ = {"GITLAB_CI": "true", gitlab.ENV_DOTENV: str(target)}

@@ -11,8 +11,7 @@ import pytest
 import requests
 
 from runner.client import ApiClient
-from runner.emulator import Emulator
-from runner.errors import (
+from runner.core.errors import (
     ApiError,
     AuthenticationError,
     BadRequestError,
@@ -24,7 +23,8 @@ from runner.errors import (
     RateLimitedError,
     exit_code_for,
 )
-from runner.exitcodes import ExitCode
+from runner.core.exitcodes import ExitCode
+from runner.emulator import Emulator
 from runner.models import (
     CheckUpdate,
     DashboardRequest,

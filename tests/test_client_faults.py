@@ -12,8 +12,7 @@ import pytest
 import requests
 
 from runner.client import ApiClient, RateLimiter
-from runner.emulator import Emulator
-from runner.errors import (
+from runner.core.errors import (
     BadResponseError,
     ConnectionFailedError,
     ConnectionRefusedByPeerError,
@@ -22,7 +21,8 @@ from runner.errors import (
     ServerError,
     exit_code_for,
 )
-from runner.exitcodes import ExitCode
+from runner.core.exitcodes import ExitCode
+from runner.emulator import Emulator
 
 CHECKOUT = "0b9a3c4d-1111-4a5b-8c6d-000000000003"
 TRIGGER = {"name": "faulty", "runLocation": "eu-west-1", "target": {"checkId": [CHECKOUT]}}

@@ -10,7 +10,7 @@ import pytest
 
 from runner.client import ApiClient, CallKind, RateLimiter, RetryPolicy, default_user_agent, validate_request
 from runner.client.retry import parse_retry_after
-from runner.errors import (
+from runner.core.errors import (
     AuthenticationError,
     BadRequestError,
     BadResponseError,

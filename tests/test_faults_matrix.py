@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from fault_cells import FAULTS, PHASES, SERVICE, SPEED, Cell, cells, run_cell
 
+from runner.core.exitcodes import ExitCode
 from runner.emulator import Emulator
-from runner.exitcodes import ExitCode
 
 CELLS = cells()
 

@@ -1,6 +1,6 @@
 """SIGINT and SIGTERM sent to a `testsession run` subprocess in each phase of a run.
 
-Documented (runner/exitcodes.py): 130 for SIGINT, 143 for SIGTERM; the session is cancelled and partial
+Documented (runner/core/exitcodes.py): 130 for SIGINT, 143 for SIGTERM; the session is cancelled and partial
 reports are written. The phase is read from the subprocess's own stdout (the link line after the
 trigger, "Root cause analyses for" when analyses start) or, for a trigger still in flight, from the
 emulator's fault counter; every wait is bounded.

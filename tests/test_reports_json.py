@@ -7,8 +7,8 @@ import json
 import pytest
 from outcome_factory import big_outcome, outcome, result, sample_outcome, session
 
-from runner.errors import UsageError
-from runner.outcome import SCHEMA_VERSION
+from runner.core.errors import UsageError
+from runner.job.outcome import SCHEMA_VERSION
 from runner.reports import load_outcome, render_json
 
 

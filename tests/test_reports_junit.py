@@ -18,7 +18,7 @@ from outcome_factory import (
     unavailable_analysis,
 )
 
-from runner.outcome import Outcome
+from runner.job.outcome import Outcome
 from runner.reports import render_junit
 from runner.reports.junit import MIN_TEXT
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from outcome_factory import error_group, outcome, result, session, unavailable_analysis
 
-from runner.outcome import Outcome
+from runner.job.outcome import Outcome
 from runner.reports import load_outcome, render_json, render_junit, render_markdown
 
 XSD = Path(__file__).resolve().parent.parent.parent / "shared" / "junit" / "junit-10.xsd"

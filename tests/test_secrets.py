@@ -3,7 +3,7 @@ values, in GitHub and GitLab mode, with --verbose, in passing and failing runs, 
 them back in check names, error messages and analyses. Credentials in the repository's URL never reach
 the service or a report.
 
-Each run is a fresh process (as in CI): `python -m runner.ci.action` for GitHub, `python -m runner run`
+Each run is a fresh process (as in CI): `python -m runner.cli.action` for GitHub, `python -m runner run`
 for GitLab, against an emulator whose world echoes every secret.
 """
 
@@ -236,7 +236,7 @@ def test_github_mode_leaks_nothing(tmp_path: Path, world_factory: Any, tag: str,
             "INPUT_SECRET_ENV": f"ACTION_SECRET={ACTION_SECRET}",
         }
     )
-    proc = run(["-m", "runner.ci.action"], env, work)
+    proc = run(["-m", "runner.cli.action"], env, work)
     assert proc.returncode == expected, proc.stdout + proc.stderr
     found = check_stdout_github(proc.stdout)
     found += leaks("stderr", proc.stderr)
@@ -302,7 +302,7 @@ def test_usage_error_with_secret_env_leaks_nothing(tmp_path: Path) -> None:
             "INPUT_SECRET_ENV": f"ACTION_SECRET={ACTION_SECRET}\nBROKEN LINE {ACTION_SECRET}",
         }
     )
-    proc = run(["-m", "runner.ci.action"], env, tmp_path)
+    proc = run(["-m", "runner.cli.action"], env, tmp_path)
     assert proc.returncode == 2
     assert leaks("stdout", proc.stdout.replace(f"::add-mask::{ACTION_SECRET}", "")) == []
     assert leaks("stderr", proc.stderr) == []

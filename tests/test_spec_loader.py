@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.errors import SpecError
+from runner.core.errors import SpecError
 from runner.models import SessionMetadata
 from runner.spec import RunSpec, load_spec, parse_spec
 

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 import yaml
 
-from runner.errors import SpecError, UsageError
+from runner.core.errors import SpecError, UsageError
 from runner.spec import Overrides, apply_overrides, default_spec, parse_spec, spec_json_schema
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

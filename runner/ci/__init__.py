@@ -10,9 +10,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from runner.console import Console
-from runner.outcome import Outcome
-from runner.redact import Redactor
+from runner.ci.console import Console
+from runner.core.redact import Redactor
+from runner.job.outcome import Outcome
 
 # The last outcome published in this process: the GitHub Action's entry point reads it to know
 # whether the outputs were written (a usage error ends the run before anything is published).

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runner.outcome import Outcome, ResultOutcome, SessionOutcome
+from runner.job.outcome import Outcome, ResultOutcome, SessionOutcome
+from runner.job.verdicts import FAILING_VERDICTS
 from runner.reports.text import clean
-from runner.verdicts import FAILING_VERDICTS
 
 MAX_ERROR = 1000  # characters of an error or root cause in an output or annotation
 

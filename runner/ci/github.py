@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from runner.ci.common import FailedCheck, failed_checks, session_ids, session_links
-from runner.console import Console
-from runner.outcome import Outcome
-from runner.redact import Redactor
+from runner.ci.console import Console
+from runner.core.redact import Redactor
+from runner.job.outcome import Outcome
 
 SUMMARY_MAX_BYTES = 1_000_000  # GitHub refuses more than 1 MiB per step: stay clearly below
 FAILED_CHECKS_MAX_BYTES = 256 * 1024  # of the 1 MB all outputs of a job share

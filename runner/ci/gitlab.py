@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from runner.ci.common import session_ids, session_links
-from runner.console import Console
-from runner.outcome import Outcome
-from runner.redact import Redactor
+from runner.ci.console import Console
+from runner.core.redact import Redactor
+from runner.job.outcome import Outcome
 
 ENV_DOTENV = "TESTSESSION_DOTENV"
 DEFAULT_DOTENV = "testsession-reports/testsession.env"

@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from runner.cli.common import add_connection_options, make_client
-from runner.exitcodes import ExitCode
+from runner.core.exitcodes import ExitCode
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -40,7 +40,7 @@ def load_body_file(path: str) -> dict[str, Any]:
     """A request body from a YAML or JSON file ("-" = stdin); UsageError naming the file otherwise."""
     import yaml
 
-    from runner.errors import UsageError
+    from runner.core.errors import UsageError
 
     name = "stdin" if path == "-" else path
     try:
@@ -72,7 +72,7 @@ def load_body_file(path: str) -> dict[str, Any]:
 def _body(model: type[RequestModel], data: dict[str, Any], what: str) -> Any:
     """Validates a body before anything is sent; every problem on one line, naming field and rule."""
     from runner.client import validate_request
-    from runner.errors import InvalidRequestError
+    from runner.core.errors import InvalidRequestError
 
     try:
         return validate_request(model, data, what)
@@ -120,7 +120,7 @@ def sessions_wait(args: argparse.Namespace) -> int:
     import math
     import time
 
-    from runner.errors import DeadlineExceeded
+    from runner.core.errors import DeadlineExceeded
 
     deadline = time.monotonic() + args.timeout
     with _client(args) as client:
@@ -157,7 +157,7 @@ def test_session_error_groups_get(args: argparse.Namespace) -> int:
 def rca_get(args: argparse.Namespace) -> int:
     import time
 
-    from runner.errors import DeadlineExceeded
+    from runner.core.errors import DeadlineExceeded
 
     with _client(args) as client:
         analysis = client.get_analysis(args.id)

@@ -8,11 +8,11 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from runner.exitcodes import ExitCode
+from runner.core.exitcodes import ExitCode
 
 if TYPE_CHECKING:
     from runner.client import ApiClient
-    from runner.redact import Redactor
+    from runner.core.redact import Redactor
 
 ENV_API_KEY = "TESTSESSION_API_KEY"
 ENV_ACCOUNT_ID = "TESTSESSION_ACCOUNT_ID"
@@ -27,7 +27,7 @@ def redactor() -> Redactor:
     """The process's redactor: the API key and every secret value of a run are added to it."""
     global _redactor
     if _redactor is None:
-        from runner.redact import Redactor
+        from runner.core.redact import Redactor
 
         _redactor = Redactor()
         _redactor.add(os.environ.get(ENV_API_KEY))
@@ -59,7 +59,7 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
 
 def make_client(args: argparse.Namespace, **overrides: Any) -> ApiClient:
     from runner.client import ApiClient
-    from runner.errors import UsageError
+    from runner.core.errors import UsageError
 
     api_key: str = overrides.pop("api_key", None) or os.environ.get(ENV_API_KEY) or ""
     base_url = overrides.pop("base_url", None) or args.base_url
@@ -92,7 +92,7 @@ def error_line(message: str) -> None:
 
 def run_handler(args: argparse.Namespace) -> int:
     """Runs a command's handler; expected errors become one line on stderr and an exit code."""
-    from runner.errors import SpecError, TestSessionError, exit_code_for
+    from runner.core.errors import SpecError, TestSessionError, exit_code_for
 
     handler: Handler = args.func
     try:

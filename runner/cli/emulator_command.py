@@ -32,8 +32,8 @@ def handle(args: argparse.Namespace) -> int:
     import signal
     import threading
 
+    from runner.core.errors import UsageError
     from runner.emulator.server import Emulator
-    from runner.errors import UsageError
 
     if args.speed is not None and args.speed <= 0:
         raise UsageError("--speed: must be greater than 0")

@@ -16,16 +16,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from runner.analyses import AnalysisPlan
+from runner.ci.console import Console
 from runner.cli.common import ENV_ACCOUNT_ID, ENV_API_KEY, make_client, redactor
-from runner.console import Console
-from runner.errors import UsageError
-from runner.exitcodes import ExitCode
+from runner.core.errors import UsageError
+from runner.core.exitcodes import ExitCode
+from runner.core.redact import redact_data
+from runner.job.analyses import AnalysisPlan
+from runner.job.outcome import Outcome
+from runner.job.run import Runner, RunSettings
 from runner.metadata import resolve_metadata
 from runner.models import SessionMetadata, TriggerRequest
-from runner.outcome import Outcome
-from runner.redact import redact_data
-from runner.run import Runner, RunSettings
 from runner.spec import RunSpec
 
 

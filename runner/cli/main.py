@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from runner import __version__
-from runner.exitcodes import ExitCode, describe
+from runner.core.exitcodes import ExitCode, describe
 
 # Each module defines register(subparsers); handlers import their heavy dependencies lazily.
 COMMAND_MODULES = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from runner.exitcodes import ExitCode
+from runner.core.exitcodes import ExitCode
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _read(path: str) -> str:
-    from runner.errors import UsageError
+    from runner.core.errors import UsageError
 
     try:
         with open(path, encoding="utf-8-sig") as handle:  # a BOM from an editor is fine
@@ -47,7 +47,7 @@ def _read(path: str) -> str:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from runner.errors import UsageError
+    from runner.core.errors import UsageError
     from runner.reports import load_outcome, render_junit, render_markdown, write_atomic
 
     source: str = args.results

@@ -7,7 +7,7 @@ import os
 from typing import TYPE_CHECKING
 
 from runner.cli.common import add_connection_options
-from runner.exitcodes import describe
+from runner.core.exitcodes import describe
 
 if TYPE_CHECKING:
     from runner.spec import Overrides, RunSpec
@@ -90,7 +90,7 @@ def _add_gate_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _overrides(args: argparse.Namespace) -> Overrides:
-    from runner.errors import UsageError
+    from runner.core.errors import UsageError
     from runner.spec import Overrides
 
     env: list[tuple[str, str]] = []

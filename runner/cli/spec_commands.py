@@ -7,7 +7,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from runner.exitcodes import ExitCode
+from runner.core.exitcodes import ExitCode
 
 if TYPE_CHECKING:
     from runner.spec import RunSpec, SessionSpec
@@ -61,7 +61,7 @@ def summary(spec: RunSpec) -> str:
 
 def handle_validate(args: argparse.Namespace) -> int:
     from runner.cli.common import redactor
-    from runner.errors import SpecError
+    from runner.core.errors import SpecError
     from runner.spec import load_spec
 
     code = ExitCode.OK

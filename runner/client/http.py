@@ -1,7 +1,7 @@
 """ApiClient: every call to the service goes through here.
 
 JSON is parsed once, at this boundary, into the shared models; every failure becomes one of the
-runner.errors classes (carrying status, the service's error and message, method and path). The API
+runner.core.errors classes (carrying status, the service's error and message, method and path). The API
 key is only ever put in the Authorization header, never in a message.
 """
 
@@ -24,7 +24,7 @@ from requests.adapters import HTTPAdapter
 from runner import TOOL_NAME, __version__
 from runner.client.ratelimit import RateLimiter
 from runner.client.retry import CallKind, RetryPolicy, parse_retry_after
-from runner.errors import (
+from runner.core.errors import (
     ApiError,
     BadResponseError,
     ConnectionFailedError,

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from enum import Enum
 
-from runner.errors import (
+from runner.core.errors import (
     ApiError,
     BadResponseError,
     ConnectionFailedError,

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from runner.errors import UsageError
+from runner.core.errors import UsageError
 from runner.models import describe_validation_error
 from runner.models.resources import CHECK_LOCATIONS
 

@@ -10,10 +10,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from runner.core.redact import strip_url_credentials
 from runner.metadata.ci import from_ci
 from runner.metadata.git import from_git
 from runner.models import GithubMetadata, SessionMetadata
-from runner.redact import strip_url_credentials
 
 COMMIT_FIELDS = ("commitId", "branchName", "commitOwner", "commitMessage", "repoUrl")
 # Beyond these, a value is a mistake (or an attack on whoever renders it), not metadata.

@@ -1,4 +1,4 @@
-"""results.json: the Outcome as documented, stable JSON (see runner/outcome.py, schemaVersion)."""
+"""results.json: the Outcome as documented, stable JSON (see runner/job/outcome.py, schemaVersion)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runner.errors import UsageError
+from runner.core.errors import UsageError
+from runner.job.outcome import SCHEMA_VERSION, Outcome
 from runner.models.base import describe_validation_error
-from runner.outcome import SCHEMA_VERSION, Outcome
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

@@ -17,7 +17,7 @@ import math
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
-from runner.outcome import ErrorGroupOutcome, Outcome, ResultOutcome, SessionOutcome
+from runner.job.outcome import ErrorGroupOutcome, Outcome, ResultOutcome, SessionOutcome
 from runner.reports.text import (
     MAX_TEXT,
     analysis_state_line,

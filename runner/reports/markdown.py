@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
-from runner.outcome import ErrorGroupOutcome, Outcome, ResultOutcome, SessionOutcome, count_results
+from runner.job.outcome import ErrorGroupOutcome, Outcome, ResultOutcome, SessionOutcome, count_results
 from runner.reports.text import analysis_state_line, clean, human_duration, one_line
 
 MAX_BYTES = 1_000_000

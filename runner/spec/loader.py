@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runner.errors import SpecError
+from runner.core.errors import SpecError
 from runner.spec.expand import Expansion, expand
 from runner.spec.model import SESSION_KEYS, SETTINGS_KEYS, RunSpec, env_items
 from runner.spec.problems import Loc, format_loc, kind_of, unknown_key_message, validation_problems

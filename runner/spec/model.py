@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from runner.errors import InvalidRequestError
+from runner.core.errors import InvalidRequestError
 from runner.models import (
     EnvironmentVariable,
     RetryStrategy,

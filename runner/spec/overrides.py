@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runner.errors import SpecError, UsageError
+from runner.core.errors import SpecError, UsageError
 from runner.spec.model import RunSpec
 from runner.spec.problems import validation_problems
 

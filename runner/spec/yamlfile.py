@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from runner.errors import SpecError
+from runner.core.errors import SpecError
 
 Loc = tuple[str | int, ...]
 

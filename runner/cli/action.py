@@ -1,4 +1,4 @@
-"""The GitHub Action's entry point: `python -m runner.ci.action`.
+"""The GitHub Action's entry point: `python -m runner.cli.action`.
 
 action.yml hands every input over as an environment variable (INPUT_SPEC, INPUT_TAGS, ...), never
 interpolated into a script. This module turns them into the argument list of `testsession run`,
@@ -21,7 +21,7 @@ import sys
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import TextIO
 
-from runner.exitcodes import ExitCode
+from runner.core.exitcodes import ExitCode
 
 # Inputs that become the environment variables the CLI reads itself (when not empty).
 CREDENTIALS = {
@@ -137,7 +137,7 @@ def fallback_outputs(code: int, environ: Mapping[str, str]) -> None:
     path = environ.get("GITHUB_OUTPUT")
     if not path:
         return
-    from runner.run import VERDICTS
+    from runner.job.run import VERDICTS
 
     status = VERDICTS.get(ExitCode(code), "usage-error") if code in set(ExitCode) else "usage-error"
     try:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from runner.exitcodes import ExitCode
+from runner.core.exitcodes import ExitCode
+from runner.job.outcome import AttemptOutcome, ResultOutcome, ResultVerdict
 from runner.models import SessionResult, TestSession
-from runner.outcome import AttemptOutcome, ResultOutcome, ResultVerdict
 
 FAILING_VERDICTS = frozenset({"failed", "error", "running", "cancelled"})
 

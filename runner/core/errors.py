@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.exitcodes import ExitCode
+from runner.core.exitcodes import ExitCode
 
 
 class TestSessionError(Exception):

@@ -16,9 +16,9 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 
 from runner.client import ApiClient
-from runner.errors import ApiError, PaymentRequiredError
+from runner.core.errors import ApiError, PaymentRequiredError
+from runner.job.outcome import AnalysisOutcome, ErrorGroupOutcome
 from runner.models import ErrorGroup, RootCauseAnalysis, TestSession
-from runner.outcome import AnalysisOutcome, ErrorGroupOutcome
 
 MAX_WORKERS = 8
 MAX_GROUPS_READ = 200  # error messages for the reports; beyond this a report names the group id only

@@ -14,14 +14,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from runner import __version__
-from runner.analyses import AnalysisCollector, AnalysisPlan
+from runner.ci.console import Console
 from runner.client import ApiClient
-from runner.console import Console
-from runner.errors import ApiError, BadRequestError, NotFoundError, exit_code_for
-from runner.exitcodes import ExitCode, most_severe
+from runner.core.errors import ApiError, BadRequestError, NotFoundError, exit_code_for
+from runner.core.exitcodes import ExitCode, most_severe
+from runner.job.analyses import AnalysisCollector, AnalysisPlan
+from runner.job.outcome import (
+    CommitInfo,
+    ErrorGroupOutcome,
+    Outcome,
+    RunVerdict,
+    SessionOutcome,
+    count_results,
+)
+from runner.job.verdicts import build_results, checks_exit_code
 from runner.models import SessionMetadata, TestSession, TriggerRequest
-from runner.outcome import CommitInfo, ErrorGroupOutcome, Outcome, RunVerdict, SessionOutcome, count_results
-from runner.verdicts import build_results, checks_exit_code
 
 LONG_POLL_MAX = 30
 CANCEL_GRACE_SECONDS = 5.0

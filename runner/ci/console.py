@@ -14,8 +14,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TextIO
 
-from runner.outcome import ResultOutcome
-from runner.redact import Redactor
+from runner.core.redact import Redactor
+from runner.job.outcome import ResultOutcome
 
 _COLORS = {
     "passed": "32",

@@ -1,0 +1,1 @@
+"""The base every layer may import: exit codes, errors, secret redaction."""

@@ -1,0 +1,1 @@
+"""The job: trigger, wait, analyses, and the verdict policy every output reads."""
