@@ -19,6 +19,7 @@ from runner.ci.common import failed_checks
 from runner.ci.console import Console
 from runner.cli.action import InputError, build_argv, parse_env, parse_tags
 from runner.core.redact import Redactor
+from runner.job.digest import digest
 
 REPO = Path(__file__).resolve().parent.parent
 SECRET = "s3cr3t-value-for-the-checks"
@@ -253,7 +254,7 @@ def test_outputs_file_uses_heredocs_for_multiline_values_only():
 
 def test_at_most_ten_annotations_then_a_notice():
     outcome = big_outcome(200)
-    checks = failed_checks(outcome)
+    checks = failed_checks(digest(outcome))
     assert len(checks) > 10
     lines = github.annotation_lines(checks, Redactor())
     assert len(lines) == 11
@@ -263,14 +264,14 @@ def test_at_most_ten_annotations_then_a_notice():
 
 def test_annotations_are_redacted_before_escaping():
     outcome = sample_outcome()
-    check = failed_checks(outcome)[0]
+    check = failed_checks(digest(outcome))[0]
     secret = check.error[:12]
     line = github.annotation_lines([check], Redactor([secret]))[0]
     assert secret not in line and "***" in line
 
 
 def test_failed_checks_output_fits_its_byte_budget():
-    checks = failed_checks(big_outcome(10_000))
+    checks = failed_checks(digest(big_outcome(10_000)))
     text = github.failed_checks_json(checks, max_bytes=64 * 1024)
     assert len(text.encode()) <= 64 * 1024
     items = json.loads(text)
@@ -281,12 +282,13 @@ def test_failed_checks_output_fits_its_byte_budget():
 def test_summary_is_rendered_under_1_mib_when_the_report_was_not_written(tmp_path):
     outcome = big_outcome(10_000)
     written = {"markdown": tmp_path / "absent.md"}
-    text = github.summary(outcome, written)
+    text = github.summary(digest(outcome), written)
     assert 0 < len(text.encode("utf-8")) <= github.SUMMARY_MAX_BYTES
 
 
 def test_publish_problems_are_one_line_on_stderr_never_an_exception(tmp_path, capsys):
-    from runner.ci import publish
+    from runner.ci import CiPublisher
+    from runner.job.events import Finished
 
     environ = {
         "GITHUB_ACTIONS": "true",
@@ -294,7 +296,7 @@ def test_publish_problems_are_one_line_on_stderr_never_an_exception(tmp_path, ca
         "GITHUB_STEP_SUMMARY": str(tmp_path),  # a directory: cannot be appended to
     }
     console = Console(stream=sys.stdout, environ=environ)
-    publish(sample_outcome(), {}, environ, console, Redactor())
+    CiPublisher(environ, console, Redactor()).notify(Finished(digest(sample_outcome()), {}))
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2
     pattern = r"testsession: error: could not write (step outputs|the step summary)"

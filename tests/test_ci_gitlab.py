@@ -14,6 +14,7 @@ import yaml
 from outcome_factory import big_outcome, sample_outcome
 
 from runner.ci import gitlab
+from runner.job.digest import digest
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = REPO / "examples" / "gitlab-ci.yml"
@@ -103,7 +104,8 @@ def test_template_job_writes_reports_dotenv_and_sections(tmp_path, emulator):
     starts = [m.group("name") for m in SECTION_START.finditer(out)]
     ends = [m.group("name") for m in SECTION_END.finditer(out)]
     assert starts == ends
-    assert "testsession_rca" in starts and "testsession_outputs" in starts
+    # Each failure's details in a section of its own, collapsed; the outputs in theirs.
+    assert "testsession_failure_1" in starts and "testsession_outputs" in starts
     outputs_section = out[out.index("section_start:", out.index("testsession_outputs") - 40) :]
     assert "TESTSESSION_STATUS=failed" in outputs_section
     assert "::group::" not in out and "::error" not in out  # no GitHub commands in GitLab
@@ -134,7 +136,7 @@ def test_dotenv_stays_under_5_kb_with_many_sessions():
     outcome = big_outcome(50)
     many = [outcome.sessions[0].model_copy(update={"testSessionId": f"id-{i:04d}"}) for i in range(500)]
     outcome = outcome.model_copy(update={"sessions": many})
-    text = gitlab.format_dotenv(gitlab.dotenv_values(outcome))
+    text = gitlab.format_dotenv(gitlab.dotenv_values(digest(outcome)))
     assert len(text.encode()) <= gitlab.MAX_BYTES < 5120
     values = dict(line.split("=", 1) for line in text.splitlines())
     ids = values["TESTSESSION_SESSION_IDS"].split(" ")
@@ -149,12 +151,14 @@ def test_dotenv_values_are_single_line_without_comment_or_quote_characters():
 
 
 def test_dotenv_path_from_environment(tmp_path):
-    from runner.ci import publish
+    from runner.ci import CiPublisher
     from runner.ci.console import Console
     from runner.core.redact import Redactor
+    from runner.job.events import Finished
 
     target = tmp_path / "nested" / "out.env"
     environ = {"GITLAB_CI": "true", gitlab.ENV_DOTENV: str(target)}
     with open(os.devnull, "w") as sink:
-        publish(sample_outcome(), {}, environ, Console(stream=sink, environ=environ), Redactor())
+        console = Console(stream=sink, environ=environ)
+        CiPublisher(environ, console, Redactor()).notify(Finished(digest(sample_outcome()), {}))
     assert read_dotenv(target)["TESTSESSION_STATUS"] == sample_outcome().verdict

@@ -2,8 +2,8 @@
 
 Documented (runner/core/exitcodes.py): 130 for SIGINT, 143 for SIGTERM; the session is cancelled and partial
 reports are written. The phase is read from the subprocess's own stdout (the link line after the
-trigger, "Root cause analyses for" when analyses start) or, for a trigger still in flight, from the
-emulator's fault counter; every wait is bounded.
+trigger, "Waiting for N root cause analyses" when the wait for analyses starts) or, for a trigger
+still in flight, from the emulator's fault counter; every wait is bounded.
 """
 
 from __future__ import annotations
@@ -226,7 +226,7 @@ def test_signal_during_analyses_reports_them_interrupted(
     run = start_run(ANALYSES_SPEC)
     link = run.wait_for_line("Test session 'interrupted during analyses' (eu-west-1): ")
     session_id = link.rsplit("/", 1)[-1]
-    run.wait_for_line("Root cause analyses for 'interrupted during analyses'")
+    run.wait_for_line("Waiting for 3 root cause analyses of 'interrupted during analyses'")
     sent = time.monotonic()
     run.proc.send_signal(sig)
     assert run.finish() == code, run.output()

@@ -7,8 +7,9 @@ import re
 import pytest
 from outcome_factory import big_outcome, error_group, outcome, result, sample_outcome, session
 
+from runner.job.digest import ORDER
 from runner.reports import render_markdown
-from runner.reports.markdown import MAX_ROWS, ORDER, escape_cell, fenced
+from runner.reports.markdown import MAX_ROWS, escape_cell, fenced
 
 MIB = 1024 * 1024
 STATUS_WORDS = {
@@ -39,7 +40,7 @@ def row_verdict(row: str) -> str:
 def test_verdict_line_counts_exit_code_and_links_come_first() -> None:
     md = render_markdown(sample_outcome())
     lines = md.splitlines()
-    assert lines[0] == "## ❌ Failed — 4 of 14 checks failed"
+    assert lines[0] == "## ❌ Failed — 6 of 14 checks failed the gate (2 failed, 2 error, 2 cancelled)"
     assert lines[2] == (
         "**Exit code 1** · 4 passed · 2 failed · 2 degraded · 2 flaky · 2 error · 2 cancelled"
     )
@@ -51,7 +52,7 @@ def test_verdict_line_counts_exit_code_and_links_come_first() -> None:
 def test_passed_run() -> None:
     out = outcome([session([result("passed"), result("degraded", "Slow API")])])
     md = render_markdown(out)
-    assert md.startswith("## ✅ Passed — all 2 checks passed\n")
+    assert md.startswith("## ✅ Passed — all 2 checks passed (1 degraded)\n")
     assert "<details>" not in md  # degraded passes unless failOnDegraded
 
 
@@ -64,7 +65,7 @@ def test_partial_run_and_message_are_stated() -> None:
         message="deadline of 600 s passed; the session was cancelled",
     )
     md = render_markdown(out)
-    assert md.startswith("## ⏱️ Timed out — 1 of 2 checks failed or did not finish")
+    assert md.startswith("## ⏱️ Timed out — 1 of 2 checks failed the gate (1 did not finish)")
     assert "**Partial results:**" in md
     assert "deadline of 600 s passed; the session was cancelled" in md
     assert "**Exit code 3**" in md
@@ -111,7 +112,7 @@ def test_non_http_links_are_not_linked() -> None:
 def test_details_hold_error_and_analysis_or_why_not() -> None:
     md = render_markdown(sample_outcome())
     blocks = re.findall(r"<details>.*?</details>", md, re.DOTALL)
-    assert len(blocks) == 4  # 2 failed + 2 error; degraded/flaky/cancelled pass
+    assert len(blocks) == 6  # 2 failed + 2 error + 2 cancelled fail the gate; degraded/flaky pass
     first = blocks[0]
     assert "<summary>❌ failed <b>Checkout API [us-east-1]</b> — Error: expect" in first
     assert "```text\nError: expect(received).toBe(expected)" in first

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -135,8 +136,13 @@ def test_deadline_cancels_the_session_exit_3(env: Emulator, tmp_path: Path) -> N
         timeout=5,
     ).json()
     assert answer["status"] == "CANCELLED"
-    assert data["counts"]["cancelled"] == 1
+    # Cancelled by the run's own deadline: the check did not finish, it was not cancelled by someone.
+    assert data["counts"]["running"] == 1 and data["counts"]["cancelled"] == 0
     assert_valid_junit(tmp_path / "out" / "junit.xml")
+    junit = ET.parse(tmp_path / "out" / "junit.xml").getroot()
+    error = junit.find("./testsuite/testcase/error")
+    assert error is not None and error.get("type") == "DID_NOT_FINISH"
+    assert "did not finish within the 1 s deadline" in (error.get("message") or "")
 
 
 def test_bad_key_exit_4_with_reports(

@@ -1,41 +1,48 @@
-"""The CI systems a run reports to: GitHub Actions (GITHUB_ACTIONS=true) and GitLab CI (GITLAB_CI=true).
+"""The CI front ends: the console, GitHub Actions (GITHUB_ACTIONS=true) and GitLab CI (GITLAB_CI=true).
 
-`publish()` is called after the reports are written. It never raises for I/O problems: a CI file that
-cannot be written costs one error line on stderr, never the run's exit code or its other outputs.
+Each is an observer of the run's events. The CI one acts on `Finished`: it never raises for I/O
+problems: a CI file that cannot be written costs one error line on stderr, never the run's exit code
+or its other outputs.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from pathlib import Path
+from typing import TextIO
 
 from runner.ci.console import Console
 from runner.core.redact import Redactor
-from runner.job.outcome import Outcome
-
-# The last outcome published in this process: the GitHub Action's entry point reads it to know
-# whether the outputs were written (a usage error ends the run before anything is published).
-published: list[Outcome] = []
+from runner.job.events import Event, Finished
 
 
-def publish(
-    outcome: Outcome,
-    written: Mapping[str, Path],
-    environ: Mapping[str, str],
-    console: Console,
-    redact: Redactor,
-) -> None:
-    if environ.get("GITHUB_ACTIONS") == "true":
-        from runner.ci import github
+class CiPublisher:
+    """Hands the digest to the CI system the job runs in: outputs, summaries, annotations."""
 
-        problems = github.publish(outcome, written, environ, console, redact)
-    elif environ.get("GITLAB_CI") == "true":
-        from runner.ci import gitlab
+    def __init__(
+        self,
+        environ: Mapping[str, str],
+        console: Console,
+        redact: Redactor,
+        errors: TextIO | None = None,
+    ) -> None:
+        self.environ = environ
+        self.console = console
+        self.redact = redact
+        self.errors = errors or sys.stderr
 
-        problems = gitlab.publish(outcome, written, environ, console, redact)
-    else:
-        return
-    published.append(outcome)
-    for problem in problems:
-        print(f"testsession: error: {redact(problem)}", file=sys.stderr)
+    def notify(self, event: Event) -> None:
+        if not isinstance(event, Finished):
+            return
+        if self.environ.get("GITHUB_ACTIONS") == "true":
+            from runner.ci import github
+
+            problems = github.publish(event.digest, event.written, self.environ, self.console, self.redact)
+        elif self.environ.get("GITLAB_CI") == "true":
+            from runner.ci import gitlab
+
+            problems = gitlab.publish(event.digest, event.written, self.environ, self.console, self.redact)
+        else:
+            return
+        for problem in problems:
+            print(f"testsession: error: {self.redact(problem)}", file=self.errors)

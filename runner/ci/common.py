@@ -1,11 +1,11 @@
-"""What the GitHub and GitLab publishers share: which results fail the gate, and their root causes."""
+"""What the GitHub and GitLab front ends share: the failing checks of the digest as flat values."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runner.job.outcome import Outcome, ResultOutcome, SessionOutcome
-from runner.job.verdicts import FAILING_VERDICTS
+from runner.job.digest import Digest
+from runner.job.outcome import Outcome
 from runner.reports.text import clean
 
 MAX_ERROR = 1000  # characters of an error or root cause in an output or annotation
@@ -23,8 +23,9 @@ class FailedCheck:
     check_id: str
     session: str
     test_session_id: str
+    known: bool | None = None
 
-    def as_json(self) -> dict[str, str]:
+    def as_json(self) -> dict[str, str | bool | None]:
         return {
             "name": self.name,
             "location": self.location,
@@ -36,6 +37,7 @@ class FailedCheck:
             "checkId": self.check_id,
             "session": self.session,
             "testSessionId": self.test_session_id,
+            "known": self.known,
         }
 
 
@@ -45,43 +47,24 @@ def flat(text: str | None, limit: int = MAX_ERROR) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def fails_gate(outcome: Outcome, result: ResultOutcome) -> bool:
-    return result.verdict in FAILING_VERDICTS or (result.verdict == "degraded" and outcome.failOnDegraded)
-
-
-def root_cause(session: SessionOutcome, result: ResultOutcome) -> str:
-    """The root cause of the result's first error group that has a completed analysis, or ''."""
-    groups = {group.id: group for group in session.errorGroups}
-    for group_id in result.errorGroupIds:
-        group = groups.get(group_id)
-        analysis = group.analysis if group else None
-        if analysis and analysis.state == "completed" and analysis.analysis:
-            return flat(analysis.analysis.rootCause)
-    return ""
-
-
-def failed_checks(outcome: Outcome) -> list[FailedCheck]:
-    """Every result that fails the gate, in report order (sessions, then results)."""
-    failed = []
-    for session in outcome.sessions:
-        for result in session.results:
-            if not fails_gate(outcome, result):
-                continue
-            failed.append(
-                FailedCheck(
-                    name=result.name,
-                    location=result.runLocation or session.runLocation,
-                    verdict=result.verdict,
-                    status=result.status,
-                    error=flat(result.error),
-                    root_cause=root_cause(session, result),
-                    link=result.link or "",
-                    check_id=result.checkId or "",
-                    session=session.name,
-                    test_session_id=session.testSessionId or "",
-                )
-            )
-    return failed
+def failed_checks(digest: Digest) -> list[FailedCheck]:
+    """Every result that fails the gate, in the digest's reading order."""
+    return [
+        FailedCheck(
+            name=item.result.name,
+            location=item.location,
+            verdict=item.result.verdict,
+            status=item.result.status,
+            error=flat(item.result.error),
+            root_cause=flat(item.root_cause),
+            link=item.result.link or "",
+            check_id=item.result.checkId or "",
+            session=item.session.name,
+            test_session_id=item.session.testSessionId or "",
+            known=item.result.known,
+        )
+        for item in digest.failing
+    ]
 
 
 def session_ids(outcome: Outcome) -> list[str]:

@@ -1,21 +1,52 @@
-"""What a run prints while it works: plain lines in CI logs, an updating line only on a terminal.
+"""The console front end: renders the run's events as they happen, in a terminal or a CI log.
 
-Every line passes through the run's Redactor. NO_COLOR is honoured; GitHub and GitLab get their own
-log sections.
+- A terminal gets plain lines plus one live status line below them, redrawn in place.
+- A pipe (CI log) gets plain lines only, each flushed at once, and a heartbeat naming what still runs
+  whenever nothing was printed for HEARTBEAT_SECONDS.
+- GitHub gets each failure's details in a `::group::`, GitLab in a collapsible section.
+- Every text from outside passes `for_line` (no escapes, controls or line breaks: no workflow
+  commands) and then the run's Redactor. NO_COLOR and TERM=dumb turn colour off.
+- A console that cannot be written (stdout closed) goes quiet; it never changes the verdict.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
-import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from typing import TextIO
 
 from runner.core.redact import Redactor
+from runner.core.text import for_line
+from runner.job.digest import Digest, Item
+from runner.job.events import (
+    AnalysesWaiting,
+    AnalysisReady,
+    Cancelled,
+    DeadlinePassed,
+    Event,
+    Finished,
+    NoMatch,
+    Note,
+    Progress,
+    ResultFinished,
+    Retrying,
+    SessionFailed,
+    SessionFinished,
+    Stopping,
+    Tick,
+    Triggered,
+    Where,
+)
 from runner.job.outcome import ResultOutcome
+from runner.job.policy import LABELS, Gate, result_fails
+
+HEARTBEAT_SECONDS = 25.0  # a CI log is never silent for 30 s while the run waits
+QUIET, NORMAL, VERBOSE = -1, 0, 1
 
 _COLORS = {
     "passed": "32",
@@ -26,10 +57,37 @@ _COLORS = {
     "running": "35",
     "cancelled": "90",
 }
+_RUN_COLORS = {"passed": "32", "detached": "36", "no-match": "33"}
 
 
-def _clean(text: str) -> str:
-    return "".join(ch if ch.isprintable() else " " for ch in text)
+def _s(text: object, limit: int = 1000) -> str:
+    return for_line(text, limit)
+
+
+def _place(where: Where) -> str:
+    return f"'{_s(where.name, 200)}' ({_s(where.location, 100)})"
+
+
+def age(since: datetime, now: datetime | None = None) -> str:
+    """'3 days', '5 hours', '12 minutes': how long ago, in the largest whole unit."""
+    current = now or datetime.now(timezone.utc)
+    try:
+        seconds = max(0.0, (current - since).total_seconds())
+    except TypeError:  # a naive timestamp: read it as UTC
+        seconds = max(0.0, (current - since.replace(tzinfo=timezone.utc)).total_seconds())
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{int(seconds)} seconds"
+
+
+def known_note(result: ResultOutcome) -> str:
+    if result.known is True:
+        return f"known since {age(result.firstSeen)}" if result.firstSeen else "known"
+    if result.known is False:
+        return "new"
+    return ""
 
 
 class Console:
@@ -38,84 +96,291 @@ class Console:
         stream: TextIO | None = None,
         environ: Mapping[str, str] | None = None,
         redactor: Redactor | None = None,
-        verbose: bool = False,
+        verbosity: int = NORMAL,
+        gate: Gate | None = None,
+        errors: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         env = os.environ if environ is None else environ
         self.stream = stream or sys.stdout
+        self.errors = errors or sys.stderr  # -v lines go here, as the help says
         self.redact = redactor or Redactor()
-        self.verbose_enabled = verbose
+        self.verbosity = verbosity
+        self.gate = gate or Gate()
+        self.clock = clock
         self.github = env.get("GITHUB_ACTIONS") == "true"
         self.gitlab = env.get("GITLAB_CI") == "true"
-        is_tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.interactive = is_tty and not env.get("CI")
+        is_tty = _isatty(self.stream)
+        self.interactive = is_tty and not env.get("CI") and env.get("TERM") != "dumb"
         self.color = is_tty and "NO_COLOR" not in env and env.get("TERM") != "dumb"
-        self._lock = threading.Lock()
-        self._status_shown = False
+        self.broken = False
+        self._status = ""  # the live line shown, "" when none
+        self._last_line = clock()
+        self._progress: dict[Where, Progress] = {}
+        self._elapsed = 0.0
 
-    def _write(self, text: str) -> None:
-        with self._lock:
-            if self._status_shown:
-                self.stream.write("\r\033[K")
-                self._status_shown = False
-            self.stream.write(self.redact(text) + "\n")
-            self.stream.flush()
+    # --- writing ------------------------------------------------------------------------------
+
+    def _emit(self, text: str, stream: TextIO | None = None) -> None:
+        if self.broken:
+            return
+        out = stream or self.stream
+        try:
+            if self._status and out is self.stream:
+                out.write("\r\033[K")
+            out.write(self.redact(text) + "\n")
+            if self._status and out is self.stream:
+                out.write(self._status)
+            out.flush()
+        except (OSError, ValueError):  # closed or broken: say nothing more, change nothing else
+            self.broken = True
+        self._last_line = self.clock()
 
     def line(self, text: str) -> None:
-        self._write(text)
+        """A line of our own wording; every piece from outside was passed through `_s` already."""
+        if self.verbosity > QUIET:
+            self._emit(text)
+
+    def always(self, text: str) -> None:
+        self._emit(text)
 
     def verbose(self, text: str) -> None:
-        if self.verbose_enabled:
-            self._write(f"  · {text}")
+        if self.verbosity >= VERBOSE:
+            self._emit(f"  · {text}", self.errors)
 
-    def status(self, text: str) -> None:
-        """An updating line: only on an interactive terminal; CI logs get no carriage returns."""
-        if not self.interactive:
+    def _draw(self, text: str) -> None:
+        if not self.interactive or self.broken:
             return
-        with self._lock:
-            self.stream.write("\r\033[K" + self.redact(_clean(text)))
+        width = max(20, shutil.get_terminal_size((100, 20)).columns - 1)
+        shown = text if len(text) <= width else text[: width - 1] + "…"
+        try:
+            self.stream.write("\r\033[K" + self.redact(shown))
             self.stream.flush()
-            self._status_shown = True
+        except (OSError, ValueError):
+            self.broken = True
+        self._status = "\r\033[K" + self.redact(shown) if shown else ""
 
-    def paint(self, verdict: str, text: str) -> str:
-        if not self.color or verdict not in _COLORS:
+    def clear_status(self) -> None:
+        if self._status:
+            self._draw("")
+            self._status = ""
+
+    def paint(self, verdict: str, text: str, colors: Mapping[str, str] = _COLORS) -> str:
+        if not self.color or verdict not in colors:
             return text
-        return f"\033[{_COLORS[verdict]}m{text}\033[0m"
-
-    def result(self, result: ResultOutcome) -> None:
-        duration = f"{result.durationSeconds:.1f}s" if result.durationSeconds is not None else "-"
-        attempts = f", {result.attempts} attempts" if result.attempts > 1 else ""
-        label = self.paint(result.verdict, f"{result.verdict.upper():<9}")
-        kind = f"{result.checkType}, " if result.checkType else ""
-        self._write(
-            f"  {label} {_clean(result.name)} ({kind}{result.runLocation or '?'}) {duration}{attempts}"
-        )
+        return f"\033[{colors[verdict]}m{text}\033[0m"
 
     def mask(self, values: list[str]) -> None:
         """GitHub hides a value in its logs only once told, before the value is ever printed."""
-        if self.github:
+        if not self.github or self.broken:
+            return
+        try:
             for value in values:
                 for part in value.splitlines():
                     if part.strip():
                         self.stream.write(f"::add-mask::{part}\n")
             self.stream.flush()
+        except (OSError, ValueError):
+            self.broken = True
 
     @contextmanager
-    def section(self, name: str, title: str) -> Iterator[None]:
+    def section(self, name: str, title: str, collapsed: bool = False) -> Iterator[None]:
         if self.github:
-            self._write(f"::group::{title}")
+            self._emit(f"::group::{title}")
         elif self.gitlab:
-            with self._lock:
-                self.stream.write(
-                    f"\033[0Ksection_start:{int(time.time())}:{name}[collapsed=false]\r\033[0K{title}\n"
-                )
+            flag = "true" if collapsed else "false"
+            self._emit(f"\033[0Ksection_start:{int(time.time())}:{name}[collapsed={flag}]\r\033[0K{title}")
         else:
-            self._write(title)
+            self._emit(title)
         try:
             yield
         finally:
             if self.github:
-                self._write("::endgroup::")
+                self._emit("::endgroup::")
             elif self.gitlab:
-                with self._lock:
-                    self.stream.write(f"\033[0Ksection_end:{int(time.time())}:{name}\r\033[0K\n")
-                    self.stream.flush()
+                self._emit(f"\033[0Ksection_end:{int(time.time())}:{name}\r\033[0K")
+
+    # --- results ------------------------------------------------------------------------------
+
+    def result_line(self, result: ResultOutcome, tail: str = "") -> str:
+        duration = f"{result.durationSeconds:.1f}s" if result.durationSeconds is not None else "-"
+        attempts = f", {result.attempts} attempts" if result.attempts > 1 else ""
+        label = self.paint(result.verdict, f"{LABELS.get(result.verdict, result.verdict).upper():<14}")
+        kind = f"{_s(result.checkType, 40)}, " if result.checkType else ""
+        where = f"{kind}{_s(result.runLocation, 100) or '?'}"
+        text = f"  {label} {_s(result.name, 300)} ({where}) {duration}{attempts}"
+        if tail:
+            return f"{text} {tail}"
+        if result.verdict in ("failed", "error", "degraded", "cancelled"):
+            note = known_note(result)
+            if result.error:
+                text += f" — {_s(result.error, 300)}"
+            if note:
+                text += f" [{note}]"
+        return text
+
+    def _result(self, result: ResultOutcome) -> None:
+        if result_fails(result, self.gate):
+            self.always(self.result_line(result))
+        else:
+            self.line(self.result_line(result))
+
+    # --- events -------------------------------------------------------------------------------
+
+    def notify(self, event: Event) -> None:
+        if isinstance(event, Triggered):
+            verb = "Following test session" if event.followed else "Test session"
+            self.always(f"{verb} {_place(event.where)}: {_s(event.link or event.session_id)}")
+        elif isinstance(event, NoMatch):
+            self.always(
+                f"Test session {_place(event.where)}: no check matched the target ({_s(event.message)})"
+            )
+        elif isinstance(event, ResultFinished):
+            self._result(event.result)
+        elif isinstance(event, Progress):
+            self._progress[event.where] = event
+            self._draw_status()
+        elif isinstance(event, Tick):
+            self._elapsed = event.elapsed
+            self._draw_status()
+            self._heartbeat()
+        elif isinstance(event, SessionFinished):
+            self._progress.pop(event.where, None)
+            self.clear_status()
+            self.line(
+                f"Test session {_place(event.where)} finished: {_s(event.status, 40)} after "
+                f"{event.elapsed:.1f} s"
+            )
+        elif isinstance(event, DeadlinePassed):
+            self._deadline(event)
+        elif isinstance(event, SessionFailed):
+            self._progress.pop(event.where, None)
+            self.always(f"Test session {_place(event.where)}: {_s(event.problem)}")
+        elif isinstance(event, Stopping):
+            self.clear_status()
+            if event.hurry:
+                self.always("stopping now: writing what is known")
+            else:
+                self.always(f"cancelling ... ({_s(event.reason)}; press Ctrl-C again to stop at once)")
+        elif isinstance(event, Cancelled):
+            if event.problem:
+                self.always(f"could not cancel test session {_s(event.session_id)}: {_s(event.problem)}")
+            else:
+                self.line(f"Test session {_place(event.where)} cancelled")
+        elif isinstance(event, AnalysesWaiting):
+            n = event.count
+            self.line(
+                f"Waiting for {n} root cause analys{'es' if n != 1 else 'is'} of {_place(event.where)} "
+                f"(up to {event.timeout:g} s)"
+            )
+        elif isinstance(event, AnalysisReady):
+            self._analysis(event)
+        elif isinstance(event, Retrying):
+            self.line(
+                f"the service answered {_s(event.answer, 200)} to {event.method} {_s(event.path, 200)}; "
+                f"retry {event.attempt} in {event.delay:.1f} s"
+            )
+        elif isinstance(event, Note):
+            if event.verbose:
+                self.verbose(_s(event.text))
+            else:
+                self.line(_s(event.text))
+        elif isinstance(event, Finished):
+            self.finish(event.digest, event.written)
+
+    def _analysis(self, event: AnalysisReady) -> None:
+        analysis = event.group.analysis.analysis if event.group.analysis else None
+        if analysis is None:
+            return
+        checks = ", ".join(_s(c, 200) for c in event.checks[:5]) or f"error group {_s(event.group.id)}"
+        self.line(
+            f"  analysis for {checks}: {_s(analysis.classification, 100)}: {_s(analysis.rootCause, 600)}"
+        )
+
+    def _deadline(self, event: DeadlinePassed) -> None:
+        self._progress.pop(event.where, None)
+        self.clear_status()
+        n, total = len(event.unfinished), len(event.unfinished) + len(event.finished)
+        self.always(
+            f"Test session {_place(event.where)}: the {event.timeout:g} s deadline passed with {n} of "
+            f"{total} checks unfinished; cancelling the session"
+        )
+        for result in event.finished:
+            self.line(self.result_line(result))
+        for result in event.unfinished:
+            self.always(self.result_line(result, f"still running after {event.timeout:g} s"))
+
+    def _draw_status(self) -> None:
+        if not self.interactive or not self._progress:
+            return
+        done = sum(p.done for p in self._progress.values())
+        total = sum(p.total for p in self._progress.values())
+        running = [_s(name, 60) for p in self._progress.values() for name in p.running]
+        names = ", ".join(running[:4]) + (f" and {len(running) - 4} more" if len(running) > 4 else "")
+        self._draw(
+            f"… {self._elapsed:.0f} s · {done}/{total} done" + (f" · running: {names}" if names else "")
+        )
+
+    def _heartbeat(self) -> None:
+        if self.interactive or not self._progress or (self.verbosity <= QUIET and not self._progress):
+            return
+        if self.clock() - self._last_line < HEARTBEAT_SECONDS:
+            return
+        for progress in self._progress.values():
+            running = [_s(name, 100) for name in progress.running]
+            names = ", ".join(running[:10]) + (f" and {len(running) - 10} more" if len(running) > 10 else "")
+            self.always(
+                f"… {_place(progress.where)}: {self._elapsed:.0f} s, {progress.done}/{progress.total} done"
+                + (f"; still running: {names}" if names else "")
+            )
+
+    # --- the end ------------------------------------------------------------------------------
+
+    def finish(self, digest: Digest, written: Mapping[str, object]) -> None:
+        self.clear_status()
+        self._progress.clear()
+        if digest.failing and self.verbosity > QUIET:
+            self.line("")
+            for number, item in enumerate(digest.failing, 1):
+                self._details(number, item)
+        for kind, path in written.items():
+            self.line(f"{kind} report: {_s(path)}")
+        self.always(self.verdict_line(digest))
+
+    def _details(self, number: int, item: Item) -> None:
+        result = item.result
+        title = f"{item.label.upper()}: {_s(result.name, 200)} ({_s(item.location, 100)})"
+        with self.section(f"testsession_failure_{number}", title, collapsed=True):
+            if result.error:
+                self.line(f"  error: {_s(result.error, 2000)}")
+            note = known_note(result)
+            if note:
+                self.line(f"  {note}")
+            if item.classification or item.root_cause:
+                self.line(f"  root cause ({_s(item.classification, 100)}): {_s(item.root_cause, 2000)}")
+            if result.link:
+                self.line(f"  {_s(result.link, 500)}")
+
+    def verdict_line(self, digest: Digest) -> str:
+        outcome = digest.outcome
+        detail = f" — {_s(outcome.message, 1000)}" if outcome.message else ""
+        head = self.paint(
+            outcome.verdict,
+            f"verdict: {outcome.verdict.upper()}",
+            _RUN_COLORS
+            | {
+                "failed": "31",
+                "timeout": "31",
+                "service-error": "31",
+                "usage-error": "31",
+                "interrupted": "31",
+            },
+        )
+        return f"{head} — {digest.summary} · {digest.count_line()} · exit code {outcome.exitCode}{detail}"
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False

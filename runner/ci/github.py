@@ -9,15 +9,18 @@ Facts this follows (docs.github.com, "Workflow commands for GitHub Actions"):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from runner.ci.common import FailedCheck, failed_checks, session_ids, session_links
 from runner.ci.console import Console
 from runner.core.redact import Redactor
-from runner.job.outcome import Outcome
+from runner.job.digest import Digest
+from runner.reports import render_markdown
 
 SUMMARY_MAX_BYTES = 1_000_000  # GitHub refuses more than 1 MiB per step: stay clearly below
 FAILED_CHECKS_MAX_BYTES = 256 * 1024  # of the 1 MB all outputs of a job share
@@ -61,9 +64,10 @@ def failed_checks_json(checks: list[FailedCheck], max_bytes: int = FAILED_CHECKS
     return text
 
 
-def outputs(outcome: Outcome, written: Mapping[str, Path]) -> dict[str, str]:
+def outputs(digest: Digest, written: Mapping[str, Path]) -> dict[str, str]:
     """Every output the action declares; a report not written has an empty path."""
-    counts = outcome.counts
+    outcome = digest.outcome
+    counts = digest.counts
     return {
         "status": outcome.verdict,
         "exit-code": str(outcome.exitCode),
@@ -73,7 +77,7 @@ def outputs(outcome: Outcome, written: Mapping[str, Path]) -> dict[str, str]:
         "failed": str(counts.failed),
         "degraded": str(counts.degraded),
         "flaky": str(counts.flaky),
-        "failed-checks": failed_checks_json(failed_checks(outcome)),
+        "failed-checks": failed_checks_json(failed_checks(digest)),
         "junit-path": str(written["junit"]) if "junit" in written else "",
         "markdown-path": str(written["markdown"]) if "markdown" in written else "",
         "json-path": str(written["json"]) if "json" in written else "",
@@ -120,10 +124,11 @@ def annotation_lines(checks: list[FailedCheck], redact: Redactor) -> list[str]:
 
 
 def _redacted(check: FailedCheck, redact: Redactor) -> FailedCheck:
-    return FailedCheck(**{key: redact(value) for key, value in vars(check).items()})
+    changes: dict[str, Any] = {k: redact(v) for k, v in vars(check).items() if isinstance(v, str)}
+    return dataclasses.replace(check, **changes)
 
 
-def summary(outcome: Outcome, written: Mapping[str, Path]) -> str:
+def summary(digest: Digest, written: Mapping[str, Path]) -> str:
     """The markdown report as written, or rendered anew when it was not written or is too big."""
     path = written.get("markdown")
     if path is not None:
@@ -133,9 +138,7 @@ def summary(outcome: Outcome, written: Mapping[str, Path]) -> str:
             data = b""
         if data and len(data) <= SUMMARY_MAX_BYTES:
             return data.decode("utf-8", errors="replace")
-    from runner.reports import render_markdown
-
-    return render_markdown(outcome, max_bytes=SUMMARY_MAX_BYTES - 2)
+    return render_markdown(digest.outcome, max_bytes=SUMMARY_MAX_BYTES - 2)
 
 
 def append(path: str, text: str) -> None:
@@ -144,7 +147,7 @@ def append(path: str, text: str) -> None:
 
 
 def publish(
-    outcome: Outcome,
+    digest: Digest,
     written: Mapping[str, Path],
     environ: Mapping[str, str],
     console: Console,
@@ -155,17 +158,17 @@ def publish(
     output_file = environ.get("GITHUB_OUTPUT")
     if output_file:
         try:
-            values = {name: redact(value) for name, value in outputs(outcome, written).items()}
+            values = {name: redact(value) for name, value in outputs(digest, written).items()}
             append(output_file, format_outputs(values))
         except OSError as exc:
             problems.append(f"could not write step outputs to {output_file}: {exc.strerror or exc}")
     summary_file = environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
         try:
-            text = redact(summary(outcome, written))
+            text = redact(summary(digest, written))
             append(summary_file, text if text.endswith("\n") else text + "\n")
         except OSError as exc:
             problems.append(f"could not write the step summary to {summary_file}: {exc.strerror or exc}")
-    for line in annotation_lines(failed_checks(outcome), redact):
-        console.line(line)
+    for line in annotation_lines(failed_checks(digest), redact):
+        console.always(line)
     return problems

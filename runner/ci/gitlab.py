@@ -15,7 +15,7 @@ from pathlib import Path
 from runner.ci.common import session_ids, session_links
 from runner.ci.console import Console
 from runner.core.redact import Redactor
-from runner.job.outcome import Outcome
+from runner.job.digest import Digest
 
 ENV_DOTENV = "TESTSESSION_DOTENV"
 DEFAULT_DOTENV = "testsession-reports/testsession.env"
@@ -41,8 +41,9 @@ def _join_fitting(items: list[str], budget: int) -> str:
     return " ".join(kept)
 
 
-def dotenv_values(outcome: Outcome, max_bytes: int = MAX_BYTES) -> dict[str, str]:
-    counts = outcome.counts
+def dotenv_values(digest: Digest, max_bytes: int = MAX_BYTES) -> dict[str, str]:
+    outcome = digest.outcome
+    counts = digest.counts
     values = {
         "TESTSESSION_STATUS": outcome.verdict,
         "TESTSESSION_EXIT_CODE": str(outcome.exitCode),
@@ -80,7 +81,7 @@ def dotenv_path(environ: Mapping[str, str]) -> Path:
 
 
 def publish(
-    outcome: Outcome,
+    digest: Digest,
     written: Mapping[str, Path],
     environ: Mapping[str, str],
     console: Console,
@@ -88,7 +89,7 @@ def publish(
 ) -> list[str]:
     """Writes the dotenv file and lists it in a collapsible section; returns error lines."""
     path = dotenv_path(environ)
-    text = format_dotenv({key: redact(value) for key, value in dotenv_values(outcome).items()})
+    text = format_dotenv({key: redact(value) for key, value in dotenv_values(digest).items()})
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")

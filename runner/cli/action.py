@@ -132,19 +132,37 @@ def mask(values: Sequence[str], stream: TextIO | None = None) -> None:
     out.flush()
 
 
-def fallback_outputs(code: int, environ: Mapping[str, str]) -> None:
-    """When the run ended before publishing (bad input or spec): still set status and exit-code."""
+def fallback_outputs(code: int, environ: Mapping[str, str], before: int = 0) -> None:
+    """When the run ended before publishing (bad input or spec): still set status and exit-code.
+
+    `before`: the size of $GITHUB_OUTPUT when the run started; outputs written since then are the
+    run's own, and nothing is added.
+    """
     path = environ.get("GITHUB_OUTPUT")
     if not path:
         return
-    from runner.job.run import VERDICTS
+    from runner.job.policy import RUN_VERDICTS
 
-    status = VERDICTS.get(ExitCode(code), "usage-error") if code in set(ExitCode) else "usage-error"
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(before)
+            if b"exit-code=" in handle.read():
+                return
+    except OSError:
+        pass
+    status = RUN_VERDICTS.get(ExitCode(code), "usage-error") if code in set(ExitCode) else "usage-error"
     try:
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(f"status={status}\nexit-code={code}\n")
     except OSError as exc:
         print(f"testsession: error: could not write step outputs to {path}: {exc.strerror}", file=sys.stderr)
+
+
+def _size(path: str | None) -> int:
+    try:
+        return os.path.getsize(path) if path else 0
+    except OSError:
+        return 0
 
 
 def main(environ: MutableMapping[str, str] | None = None) -> int:
@@ -160,31 +178,29 @@ def main(environ: MutableMapping[str, str] | None = None) -> int:
         return int(ExitCode.USAGE)
     mask([env.get("TESTSESSION_API_KEY", "")] + [value for _, value in secrets])
 
-    from runner.cli.common import redactor, run_handler
+    from runner.cli.common import new_context, run_handler
     from runner.cli.main import build_parser
 
+    ctx = new_context(env)
     for key, value in secrets:
-        redactor().add(value)
+        ctx.redact.add(value)
         env[key] = value  # `run --secret-env KEY` reads the value from the environment, not argv
     try:
         argv = build_argv(env) + [arg for key, _ in secrets for arg in ("--secret-env", key)]
     except InputError as exc:
-        print(f"testsession: error: {redactor()(str(exc))}", file=sys.stderr)
+        print(f"testsession: error: {ctx.redact(str(exc))}", file=sys.stderr)
         fallback_outputs(int(ExitCode.USAGE), env)
         return int(ExitCode.USAGE)
-    print(redactor()("testsession " + " ".join(argv)), flush=True)
-
-    from runner import ci
-
+    print(ctx.redact("testsession " + " ".join(argv)), flush=True)
+    before = _size(env.get("GITHUB_OUTPUT"))
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse has printed its one-line error
         code = exc.code if isinstance(exc.code, int) else int(ExitCode.USAGE)
         fallback_outputs(code, env)
         return code
-    code = run_handler(args)
-    if not ci.published:
-        fallback_outputs(code, env)
+    code = run_handler(args, ctx)
+    fallback_outputs(code, env, before)
     return code
 
 

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from runner.cli.common import add_connection_options, make_client
+from runner.cli.common import Connection, Context, add_connection_options
 from runner.core.exitcodes import ExitCode
 
 if TYPE_CHECKING:
@@ -80,12 +80,12 @@ def _body(model: type[RequestModel], data: dict[str, Any], what: str) -> Any:
         raise InvalidRequestError(str(exc).replace("\n", "; ")) from None
 
 
-def _client(args: argparse.Namespace) -> ApiClient:
-    if getattr(args, "verbose", False):
+def _client(args: argparse.Namespace, ctx: Context) -> ApiClient:
+    if args.verbose:
         import logging
 
         logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="testsession: %(message)s")
-    return make_client(args)
+    return Connection.from_args(args).client(ctx.redact)
 
 
 def _positive(value: str) -> float:
@@ -101,29 +101,29 @@ def _positive(value: str) -> float:
 # --- handlers -----------------------------------------------------------------------------------
 
 
-def sessions_trigger(args: argparse.Namespace) -> int:
+def sessions_trigger(args: argparse.Namespace, ctx: Context) -> int:
     from runner.models import TriggerRequest
 
     body = _body(TriggerRequest, load_body_file(args.file), "stdin" if args.file == "-" else args.file)
-    with _client(args) as client:
+    with _client(args, ctx) as client:
         _print_json(client.trigger(body))
     return int(ExitCode.OK)
 
 
-def sessions_get(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+def sessions_get(args: argparse.Namespace, ctx: Context) -> int:
+    with _client(args, ctx) as client:
         _print_json(client.get_session(args.id))
     return int(ExitCode.OK)
 
 
-def sessions_wait(args: argparse.Namespace) -> int:
+def sessions_wait(args: argparse.Namespace, ctx: Context) -> int:
     import math
     import time
 
     from runner.core.errors import DeadlineExceeded
 
     deadline = time.monotonic() + args.timeout
-    with _client(args) as client:
+    with _client(args, ctx) as client:
         client.deadline = deadline
         while True:
             remaining = deadline - time.monotonic()
@@ -136,30 +136,30 @@ def sessions_wait(args: argparse.Namespace) -> int:
                 return int(ExitCode.OK)
 
 
-def sessions_cancel(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+def sessions_cancel(args: argparse.Namespace, ctx: Context) -> int:
+    with _client(args, ctx) as client:
         client.cancel(args.id)
     return int(ExitCode.OK)
 
 
-def error_groups_get(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+def error_groups_get(args: argparse.Namespace, ctx: Context) -> int:
+    with _client(args, ctx) as client:
         _print_json(client.get_error_group(args.id))
     return int(ExitCode.OK)
 
 
-def test_session_error_groups_get(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+def test_session_error_groups_get(args: argparse.Namespace, ctx: Context) -> int:
+    with _client(args, ctx) as client:
         _print_json(client.get_test_session_error_group(args.id))
     return int(ExitCode.OK)
 
 
-def rca_get(args: argparse.Namespace) -> int:
+def rca_get(args: argparse.Namespace, ctx: Context) -> int:
     import time
 
     from runner.core.errors import DeadlineExceeded
 
-    with _client(args) as client:
+    with _client(args, ctx) as client:
         analysis = client.get_analysis(args.id)
         if args.wait:
             deadline = time.monotonic() + args.timeout
@@ -178,12 +178,12 @@ def rca_get(args: argparse.Namespace) -> int:
     return int(ExitCode.OK)
 
 
-def rca_create(args: argparse.Namespace) -> int:
+def rca_create(args: argparse.Namespace, ctx: Context) -> int:
     from runner.models import CreateAnalysisRequest
 
     # Validate the context before anything is sent (at most 256 characters).
     _body(CreateAnalysisRequest, {"userContext": args.context}, "--context")
-    with _client(args) as client:
+    with _client(args, ctx) as client:
         if args.error_group:
             answer = client.create_error_group_analysis(args.error_group, args.context)
         else:
@@ -194,52 +194,52 @@ def rca_create(args: argparse.Namespace) -> int:
     return int(ExitCode.OK)
 
 
-def incidents_add_update(args: argparse.Namespace) -> int:
+def incidents_add_update(args: argparse.Namespace, ctx: Context) -> int:
     from runner.models import IncidentUpdateRequest
 
     data: dict[str, Any] = {"description": args.description, "notifySubscribers": args.notify}
     if args.status is not None:
         data["status"] = args.status
     body = _body(IncidentUpdateRequest, data, "incident update")
-    with _client(args) as client:
+    with _client(args, ctx) as client:
         _print_json(client.add_incident_update(args.incident_id, body))
     return int(ExitCode.OK)
 
 
-def maintenance_windows_delete(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+def maintenance_windows_delete(args: argparse.Namespace, ctx: Context) -> int:
+    with _client(args, ctx) as client:
         client.delete_maintenance_window(args.id)
     return int(ExitCode.OK)
 
 
-def maintenance_windows_delete_maintenance(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+def maintenance_windows_delete_maintenance(args: argparse.Namespace, ctx: Context) -> int:
+    with _client(args, ctx) as client:
         client.delete_maintenance(args.id, args.maintenance_id)
     return int(ExitCode.OK)
 
 
-def client_certificates_delete(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+def client_certificates_delete(args: argparse.Namespace, ctx: Context) -> int:
+    with _client(args, ctx) as client:
         client.delete_client_certificate(args.id)
     return int(ExitCode.OK)
 
 
-def dashboards_create(args: argparse.Namespace) -> int:
+def dashboards_create(args: argparse.Namespace, ctx: Context) -> int:
     from runner.models import DashboardRequest
 
     body = _body(DashboardRequest, load_body_file(args.file), "stdin" if args.file == "-" else args.file)
-    with _client(args) as client:
+    with _client(args, ctx) as client:
         _print_json(client.create_dashboard(body))
     return int(ExitCode.OK)
 
 
-def checks_update(args: argparse.Namespace) -> int:
+def checks_update(args: argparse.Namespace, ctx: Context) -> int:
     import warnings
 
     from runner.models import CheckUpdate
 
     body = _body(CheckUpdate, load_body_file(args.file), "stdin" if args.file == "-" else args.file)
-    with _client(args) as client, warnings.catch_warnings(record=True) as caught:
+    with _client(args, ctx) as client, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DeprecationWarning)
         check = client.update_check(args.id, body, auto_assign_alerts=not args.no_auto_assign_alerts)
     for warning in caught:
@@ -260,7 +260,7 @@ def _leaf(group: Any, name: str, handler: Any, help_text: str) -> argparse.Argum
 def _group(subparsers: Any, name: str, help_text: str) -> Any:
     parser: argparse.ArgumentParser = subparsers.add_parser(name, help=help_text, description=help_text)
 
-    def usage(args: argparse.Namespace) -> int:
+    def usage(args: argparse.Namespace, ctx: Context) -> int:
         # `testsession sessions` alone: show what the group offers.
         parser.print_help(sys.stderr)
         return int(ExitCode.USAGE)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from runner.core.exitcodes import ExitCode
 
@@ -18,20 +20,70 @@ ENV_API_KEY = "TESTSESSION_API_KEY"
 ENV_ACCOUNT_ID = "TESTSESSION_ACCOUNT_ID"
 ENV_BASE_URL = "TESTSESSION_BASE_URL"
 
-Handler = Callable[[argparse.Namespace], int]
 
-_redactor: Redactor | None = None
+@dataclass(frozen=True)
+class Context:
+    """What a command gets beside its arguments: the process's redactor (the API key and every
+    secret of the run are added to it, and every line printed passes through it)."""
+
+    redact: Redactor
 
 
-def redactor() -> Redactor:
-    """The process's redactor: the API key and every secret value of a run are added to it."""
-    global _redactor
-    if _redactor is None:
-        from runner.core.redact import Redactor
+Handler = Callable[[argparse.Namespace, Context], int]
 
-        _redactor = Redactor()
-        _redactor.add(os.environ.get(ENV_API_KEY))
-    return _redactor
+
+def new_context(environ: Mapping[str, str] | None = None) -> Context:
+    from runner.core.redact import Redactor
+
+    env = os.environ if environ is None else environ
+    return Context(Redactor([env.get(ENV_API_KEY) or ""]))
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where and how to reach the service; the API key only ever from the environment."""
+
+    base_url: str | None
+    account_id: str | None
+    api_key: str | None = field(default=None, repr=False)
+    request_timeout: float = 30.0
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Connection:
+        env = os.environ if environ is None else environ
+        return cls(
+            base_url=args.base_url,
+            account_id=args.account_id,
+            api_key=env.get(ENV_API_KEY),
+            request_timeout=args.request_timeout,
+        )
+
+    def client(self, redact: Redactor, retry_budget: float | None = None) -> ApiClient:
+        """A client; UsageError naming what is missing. No retry starts after `retry_budget` s."""
+        from runner.client import ApiClient
+        from runner.core.errors import UsageError
+
+        missing = [
+            name
+            for name, value in (
+                (f"{ENV_BASE_URL} (or --base-url)", self.base_url),
+                (ENV_API_KEY, self.api_key),
+                (f"{ENV_ACCOUNT_ID} (or --account-id)", self.account_id),
+            )
+            if not value
+        ]
+        if missing:
+            raise UsageError("missing credentials: set " + ", ".join(missing) + " (or use `run --emulator`)")
+        assert self.base_url and self.api_key and self.account_id
+        redact.add(self.api_key)
+        deadline = time.monotonic() + retry_budget if retry_budget is not None else None
+        return ApiClient(
+            base_url=self.base_url,
+            api_key=self.api_key,
+            account_id=self.account_id,
+            read_timeout=self.request_timeout,
+            deadline=deadline,
+        )
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
@@ -54,58 +106,43 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="read timeout of one HTTP request (default 30)",
     )
-    group.add_argument("-v", "--verbose", action="store_true", help="say more on stderr")
-
-
-def make_client(args: argparse.Namespace, **overrides: Any) -> ApiClient:
-    from runner.client import ApiClient
-    from runner.core.errors import UsageError
-
-    api_key: str = overrides.pop("api_key", None) or os.environ.get(ENV_API_KEY) or ""
-    base_url = overrides.pop("base_url", None) or args.base_url
-    account_id = overrides.pop("account_id", None) or args.account_id
-    missing = [
-        name
-        for name, value in (
-            (f"{ENV_BASE_URL} (or --base-url)", base_url),
-            (ENV_API_KEY, api_key),
-            (f"{ENV_ACCOUNT_ID} (or --account-id)", account_id),
-        )
-        if not value
-    ]
-    if missing:
-        raise UsageError("missing credentials: set " + ", ".join(missing) + " (or use `run --emulator`)")
-    redactor().add(api_key)
-    return ApiClient(
-        base_url=base_url,
-        api_key=api_key,
-        account_id=account_id,
-        read_timeout=args.request_timeout,
-        **overrides,
+    loudness = group.add_mutually_exclusive_group()
+    loudness.add_argument("-v", "--verbose", action="store_true", help="say more, on stderr")
+    loudness.add_argument(
+        "-q", "--quiet", action="store_true", help="print only failures, problems and the verdict"
     )
 
 
-def error_line(message: str) -> None:
-    text = redactor()(message).replace("\n", " ")
+def exit_help() -> str:
+    """The exit codes, with the gate rule read from the verdict policy."""
+    from runner.core.exitcodes import describe
+    from runner.job.policy import describe_gate
+
+    return describe() + "\n\n" + "gate: " + describe_gate()
+
+
+def error_line(ctx: Context, message: str) -> None:
+    text = ctx.redact(message).replace("\n", " ")
     print(f"testsession: error: {text}", file=sys.stderr)
 
 
-def run_handler(args: argparse.Namespace) -> int:
+def run_handler(args: argparse.Namespace, ctx: Context | None = None) -> int:
     """Runs a command's handler; expected errors become one line on stderr and an exit code."""
     from runner.core.errors import SpecError, TestSessionError, exit_code_for
 
+    ctx = ctx or new_context()
     handler: Handler = args.func
     try:
-        return int(handler(args))
+        return int(handler(args, ctx))
     except SpecError as exc:
         for problem in exc.problems:
-            print(redactor()(problem), file=sys.stderr)
+            print(ctx.redact(problem), file=sys.stderr)
         return int(exit_code_for(exc))
     except TestSessionError as exc:
-        error_line(str(exc))
+        error_line(ctx, str(exc))
         return int(exit_code_for(exc))
     except KeyboardInterrupt:
-        error_line("interrupted")
+        error_line(ctx, "interrupted")
         return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
         return int(ExitCode.OK)

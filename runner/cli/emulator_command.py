@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runner.cli.common import Context
+
 import argparse
 import os
 import sys
@@ -28,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.set_defaults(func=handle)
 
 
-def handle(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace, ctx: Context) -> int:
     import signal
     import threading
 

@@ -1,6 +1,7 @@
-"""The glue of `run` and `wait`: credentials, emulator, signals, the Runner, then files and streams.
+"""The glue of `run` and `wait`: settings, emulator, signals, the Runner, then reports and front ends.
 
-Imported only when one of those commands runs.
+Imported only when one of those commands runs. `JobSettings` is built once from argparse, the spec
+and the environment; everything after gets what it needs at construction.
 """
 
 from __future__ import annotations
@@ -9,102 +10,201 @@ import argparse
 import os
 import signal
 import sys
-import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TextIO
 
-from runner.ci.console import Console
-from runner.cli.common import ENV_ACCOUNT_ID, ENV_API_KEY, make_client, redactor
+from runner.ci import CiPublisher
+from runner.ci.console import NORMAL, QUIET, VERBOSE, Console
+from runner.cli.common import ENV_ACCOUNT_ID, ENV_API_KEY, Connection
+from runner.client import ApiClient
 from runner.core.errors import UsageError
 from runner.core.exitcodes import ExitCode
-from runner.core.redact import redact_data
+from runner.core.redact import Redactor, redact_data
 from runner.job.analyses import AnalysisPlan
+from runner.job.digest import digest
+from runner.job.events import Finished, Note, Observers
 from runner.job.outcome import Outcome
-from runner.job.run import Runner, RunSettings
+from runner.job.policy import Gate
+from runner.job.run import Runner
+from runner.job.session import SessionPlan
 from runner.metadata import resolve_metadata
 from runner.models import SessionMetadata, TriggerRequest
 from runner.spec import RunSpec
 
+STDOUT = "-"  # a report path that means standard output
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """Everything `run` and `wait` need, decided once."""
+
+    spec: RunSpec
+    plan: SessionPlan
+    connection: Connection
+    report_paths: Mapping[str, Path | str] = field(default_factory=dict)
+    detach: bool = False
+    emulator: bool = False
+    world: str | None = None
+    verbosity: int = NORMAL
+    secret_keys: tuple[str, ...] = ()
+
+    @classmethod
+    def build(cls, args: argparse.Namespace, spec: RunSpec) -> JobSettings:
+        rca = spec.rca
+        emulator = bool(getattr(args, "emulator", False))
+        world = getattr(args, "world", None)
+        if world and not emulator:
+            raise UsageError("--world needs --emulator")
+        verbosity = VERBOSE if args.verbose else QUIET if getattr(args, "quiet", False) else NORMAL
+        return cls(
+            spec=spec,
+            plan=SessionPlan(
+                timeout_seconds=spec.wait.timeoutSeconds,
+                analyses=AnalysisPlan(
+                    enabled=rca.enabled,
+                    generate=rca.generate,
+                    timeout_seconds=rca.timeoutSeconds,
+                    max_groups=rca.max,
+                    context=rca.context,
+                ),
+                gate=Gate(
+                    fail_on_degraded=spec.gate.failOnDegraded,
+                    fail_on_no_match=spec.gate.failOnNoMatchingChecks,
+                    fail_on=getattr(spec.gate, "failOn", "any"),
+                ),
+            ),
+            connection=Connection.from_args(args),
+            report_paths=_report_paths(spec),
+            detach=bool(getattr(args, "detach", False)),
+            emulator=emulator,
+            world=world,
+            verbosity=verbosity,
+            secret_keys=tuple(getattr(args, "secret_env", None) or ()),
+        )
+
+    def retry_budget(self) -> float:
+        """Seconds after the start past which no retry begins: the run's deadlines plus a margin."""
+        analyses = self.plan.analyses.timeout_seconds if self.plan.analyses.enabled else 0.0
+        return self.plan.timeout_seconds + analyses + 30.0
+
+
+def _report_paths(spec: RunSpec) -> dict[str, Path | str]:
+    paths: dict[str, Path | str] = {}
+    for kind in ("json", "junit", "markdown"):
+        value = getattr(spec.reports, kind)
+        if not value:
+            continue
+        if value == STDOUT:
+            paths[kind] = STDOUT
+            continue
+        path = Path(value)
+        if path.is_dir():
+            raise UsageError(f"reports.{kind}: {value} is a directory; give a file path")
+        paths[kind] = path
+    if sum(1 for p in paths.values() if p == STDOUT) > 1:
+        raise UsageError("only one report can go to standard output ('-')")
+    return paths
+
 
 class Job:
-    def __init__(self, args: argparse.Namespace, spec: RunSpec) -> None:
-        self.args = args
-        self.spec = spec
-        self.environ = os.environ
-        self.redact = redactor()
-        for key in getattr(args, "secret_env", None) or []:
-            self.redact.add(self.environ.get(key))
-        for session in spec.sessions:
+    def __init__(
+        self,
+        settings: JobSettings,
+        redact: Redactor,
+        environ: Mapping[str, str] | None = None,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+    ) -> None:
+        self.settings = settings
+        self.environ = os.environ if environ is None else environ
+        self.redact = redact
+        self.stdout = stdout or sys.stdout
+        self.stderr = stderr or sys.stderr
+        for key in settings.secret_keys:
+            redact.add(self.environ.get(key))
+        for session in settings.spec.sessions:
             for value in session.secret_values():
-                self.redact.add(value)
-        self.console = Console(environ=self.environ, redactor=self.redact, verbose=args.verbose)
-        # GitHub must learn the secrets before anything else is printed.
-        self.console.mask(sorted(self.redact.secrets))
-        self.report_paths = self._report_paths()
-
-    def _report_paths(self) -> dict[str, Path]:
-        paths = {}
-        for kind in ("json", "junit", "markdown"):
-            value = getattr(self.spec.reports, kind)
-            if value:
-                path = Path(value)
-                if path.exists() and path.is_dir():
-                    raise UsageError(f"reports.{kind}: {value} is a directory; give a file path")
-                paths[kind] = path
-        return paths
-
-    def _retry_deadline(self) -> float:
-        """No retry starts after the run's own deadlines (plus a margin for cancel and reads)."""
-        rca = self.spec.rca.timeoutSeconds if self.spec.rca.enabled else 0.0
-        budget = self.spec.wait.timeoutSeconds + rca
-        return time.monotonic() + budget + 30.0
-
-    def _settings(self) -> RunSettings:
-        rca = self.spec.rca
-        return RunSettings(
-            timeout_seconds=self.spec.wait.timeoutSeconds,
-            analyses=AnalysisPlan(
-                enabled=rca.enabled,
-                generate=rca.generate,
-                timeout_seconds=rca.timeoutSeconds,
-                max_groups=rca.max,
-                context=getattr(rca, "context", None),
-            ),
-            fail_on_degraded=self.spec.gate.failOnDegraded,
-            fail_on_no_match=self.spec.gate.failOnNoMatchingChecks,
+                redact.add(value)
+        # stdout belongs to the machine-readable answer when there is one: `--detach` prints
+        # `ID LINK` lines, `--json -` the results; the console then writes to stderr.
+        to_stdout = settings.detach or STDOUT in settings.report_paths.values()
+        self.console = Console(
+            stream=self.stderr if to_stdout else self.stdout,
+            environ=self.environ,
+            redactor=redact,
+            verbosity=settings.verbosity,
+            gate=settings.plan.gate,
+            errors=self.stderr,
         )
+        # GitHub must learn the secrets before anything else is printed.
+        self.console.mask(sorted(redact.secrets))
+        self.observer = Observers(
+            [CiPublisher(self.environ, self.console, redact, self.stderr), self.console]
+        )
+
+    # --- the commands -------------------------------------------------------------------------
+
+    def run(self) -> int:
+        requests, commit = self._requests()
+        with self._client() as client:
+            runner = Runner(client, self.settings.plan, self.observer, commit)
+            with self._signals(runner):
+                outcome = runner.run(requests, detach=self.settings.detach)
+        if self.settings.detach:
+            for session in outcome.sessions:
+                if session.testSessionId:
+                    self._print_stdout(f"{session.testSessionId} {session.link or ''}".strip())
+            return self._finish(outcome, write_reports=False)
+        return self._finish(outcome)
+
+    def wait(self, session_id: str) -> int:
+        with self._client(use_emulator=False) as client:
+            runner = Runner(client, self.settings.plan, self.observer, SessionMetadata())
+            with self._signals(runner):
+                outcome = runner.wait_for(session_id)
+        return self._finish(outcome)
+
+    # --- parts --------------------------------------------------------------------------------
 
     def _requests(self) -> tuple[list[TriggerRequest], SessionMetadata]:
         requests = []
-        for session in self.spec.sessions:
+        for session in self.settings.spec.sessions:
             # The spec's own fields win over CI variables, which win over the local repository.
-            metadata = resolve_metadata(session.metadata, self.environ, Path.cwd(), self.console.verbose)
+            metadata = resolve_metadata(session.metadata, self.environ, Path.cwd(), self._note)
             requests.append(session.to_trigger(metadata))
         commit = requests[0].metadata if requests and requests[0].metadata else SessionMetadata()
         return requests, commit
 
+    def _note(self, text: str) -> None:
+        self.observer.notify(Note(text, verbose=True))
+
     @contextmanager
-    def _service(self) -> Iterator[dict[str, Any]]:
-        """Credentials for the client; with --emulator, an in-process emulator for the job's life."""
-        if not getattr(self.args, "emulator", False):
-            if getattr(self.args, "world", None):
-                raise UsageError("--world needs --emulator")
-            yield {}
+    def _client(self, use_emulator: bool = True) -> Iterator[ApiClient]:
+        """The client; with --emulator, an in-process emulator for the job's life."""
+        connection = self.settings.connection
+        budget = self.settings.retry_budget()
+        if not (use_emulator and self.settings.emulator):
+            with connection.client(self.redact, budget) as client:
+                yield client
             return
         from runner.emulator import Emulator
 
-        emulator = Emulator(world=self.args.world).start()
+        emulator = Emulator(world=self.settings.world).start()
         try:
             self.redact.add(emulator.api_key)
             self.console.verbose(f"emulator serving at {emulator.url}")
-            yield {
-                "base_url": emulator.url,
-                "api_key": self.environ.get(ENV_API_KEY) or emulator.api_key,
-                "account_id": self.environ.get(ENV_ACCOUNT_ID) or emulator.account_id,
-            }
+            local = Connection(
+                base_url=emulator.url,
+                account_id=self.environ.get(ENV_ACCOUNT_ID) or emulator.account_id,
+                api_key=self.environ.get(ENV_API_KEY) or emulator.api_key,
+                request_timeout=connection.request_timeout,
+            )
+            with local.client(self.redact, budget) as client:
+                yield client
         finally:
             emulator.stop()
 
@@ -125,36 +225,12 @@ class Job:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
-    def run(self, detach: bool) -> int:
-        requests, commit = self._requests()
-        with self._service() as credentials, make_client(self.args, **credentials) as client:
-            client.deadline = self._retry_deadline()
-            runner = Runner(client, self._settings(), self.console, commit)
-            with self._signals(runner):
-                outcome = runner.run(requests, detach=detach)
-        if detach:
-            for session in outcome.sessions:
-                if session.testSessionId:
-                    print(f"{session.testSessionId} {session.link or ''}".strip())
-            self._finish(outcome, write_reports=False)
-            return outcome.exitCode
-        return self._finish(outcome)
-
-    def wait(self, session_id: str) -> int:
-        with make_client(self.args) as client:
-            client.deadline = self._retry_deadline()
-            runner = Runner(client, self._settings(), self.console, SessionMetadata())
-            with self._signals(runner):
-                outcome = runner.wait_for(session_id)
-        return self._finish(outcome)
-
     def _finish(self, outcome: Outcome, write_reports: bool = True) -> int:
         # Masked field by field before rendering: once a report escapes (XML, markdown) or cuts a text,
         # a secret no longer matches its mask in the rendered file.
         shown = Outcome.model_validate(redact_data(outcome.model_dump(), self.redact))
         written = self.write_reports(shown) if write_reports else {}
-        self._publish(shown, written)
-        self.console.line(_verdict_line(outcome))
+        self.observer.notify(Finished(digest(shown), written))
         return outcome.exitCode
 
     def write_reports(self, outcome: Outcome) -> dict[str, Path]:
@@ -162,30 +238,21 @@ class Job:
         from runner.reports import render_json, render_junit, render_markdown, write_atomic
 
         renderers = {"json": render_json, "junit": render_junit, "markdown": render_markdown}
-        written = {}
-        for kind, path in self.report_paths.items():
+        written: dict[str, Path] = {}
+        for kind, path in self.settings.report_paths.items():
             try:
-                write_atomic(path, self.redact(renderers[kind](outcome)))
+                text = self.redact(renderers[kind](outcome))
+                if path == STDOUT:
+                    self._print_stdout(text.rstrip("\n"))
+                    continue
+                assert isinstance(path, Path)
+                write_atomic(path, text)
                 written[kind] = path
-                self.console.line(f"{kind} report: {path}")
             except (OSError, ValueError) as exc:
-                print(f"testsession: error: could not write {kind} report {path}: {exc}", file=sys.stderr)
+                print(f"testsession: error: could not write {kind} report {path}: {exc}", file=self.stderr)
         return written
 
-    def _publish(self, outcome: Outcome, written: dict[str, Path]) -> None:
-        """Hands the outcome to the CI system the job runs in (outputs, summaries, annotations)."""
-        try:
-            from runner.ci import publish
-        except ImportError:
-            return
-        publish(outcome, written, self.environ, self.console, self.redact)
-
-
-def _verdict_line(outcome: Outcome) -> str:
-    c = outcome.counts
-    counts = (
-        f"{c.passed} passed, {c.failed} failed, {c.degraded} degraded, {c.flaky} flaky, "
-        f"{c.error} error, {c.cancelled} cancelled"
-    )
-    detail = f" — {outcome.message}" if outcome.message else ""
-    return f"verdict: {outcome.verdict.upper()} ({counts}); exit code {outcome.exitCode}{detail}"
+    def _print_stdout(self, text: str) -> None:
+        # stdout closed: the reports on disk and the exit code stand.
+        with suppress(OSError, ValueError):
+            print(text, file=self.stdout, flush=True)

@@ -8,7 +8,8 @@ import sys
 from collections.abc import Sequence
 
 from runner import __version__
-from runner.core.exitcodes import ExitCode, describe
+from runner.cli.common import exit_help
+from runner.core.exitcodes import ExitCode
 
 # Each module defines register(subparsers); handlers import their heavy dependencies lazily.
 COMMAND_MODULES = (
@@ -28,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
             "root cause analyses, write JUnit and markdown reports, and exit with a code a "
             "pipeline can gate on."
         ),
-        epilog=describe(),
+        epilog=exit_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"testsession {__version__}")
@@ -41,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
+    if args.command is None:
         parser.print_help(sys.stderr)
         return int(ExitCode.USAGE)
     from runner.cli.common import run_handler

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runner.cli.common import Context
+
 import argparse
 import os
 
@@ -46,7 +51,7 @@ def _read(path: str) -> str:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def handle(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace, ctx: Context) -> int:
     from runner.core.errors import UsageError
     from runner.reports import load_outcome, render_junit, render_markdown, write_atomic
 

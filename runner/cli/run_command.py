@@ -6,10 +6,10 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from runner.cli.common import add_connection_options
-from runner.core.exitcodes import describe
+from runner.cli.common import add_connection_options, exit_help
 
 if TYPE_CHECKING:
+    from runner.cli.common import Context
     from runner.spec import Overrides, RunSpec
 
 DEFAULT_SPEC = "testsession.yml"
@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
             "failures, write JUnit, markdown and JSON reports, and exit with a gate code. "
             "Flags override the spec."
         ),
-        epilog=describe(),
+        epilog=exit_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("spec", nargs="?", help=f"the target spec (YAML; default {DEFAULT_SPEC})")
@@ -64,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     wait = subparsers.add_parser(
         "wait",
         help="wait for a session triggered earlier (run --detach), analyse, report, gate",
-        epilog=describe(),
+        epilog=exit_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     wait.add_argument("session_id", metavar="ID", help="the test session id")
@@ -138,16 +138,16 @@ def _load(path: str | None, overrides: Overrides, required: bool) -> RunSpec:
     return apply_overrides(spec, overrides)
 
 
-def handle_run(args: argparse.Namespace) -> int:
-    from runner.cli.job import Job
+def handle_run(args: argparse.Namespace, ctx: Context) -> int:
+    from runner.cli.job import Job, JobSettings
 
     overrides = _overrides(args)
     spec = _load(args.spec, overrides, required=True)
-    return Job(args, spec).run(detach=args.detach)
+    return Job(JobSettings.build(args, spec), ctx.redact).run()
 
 
-def handle_wait(args: argparse.Namespace) -> int:
-    from runner.cli.job import Job
+def handle_wait(args: argparse.Namespace, ctx: Context) -> int:
+    from runner.cli.job import Job, JobSettings
 
     spec = _load(args.spec, _overrides(args), required=False)
-    return Job(args, spec).wait(args.session_id)
+    return Job(JobSettings.build(args, spec), ctx.redact).wait(args.session_id)

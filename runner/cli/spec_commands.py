@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from runner.core.exitcodes import ExitCode
 
 if TYPE_CHECKING:
+    from runner.cli.common import Context
     from runner.spec import RunSpec, SessionSpec
 
 
@@ -59,8 +60,7 @@ def summary(spec: RunSpec) -> str:
     return f"{count} session{'s' if count != 1 else ''}: {sessions}"
 
 
-def handle_validate(args: argparse.Namespace) -> int:
-    from runner.cli.common import redactor
+def handle_validate(args: argparse.Namespace, ctx: Context) -> int:
     from runner.core.errors import SpecError
     from runner.spec import load_spec
 
@@ -71,18 +71,18 @@ def handle_validate(args: argparse.Namespace) -> int:
         except SpecError as exc:
             code = ExitCode.USAGE
             for problem in exc.problems:
-                print(redactor()(problem), file=sys.stderr)
+                print(ctx.redact(problem), file=sys.stderr)
             count = len(exc.problems)
             print(f"{path}: {count} problem{'s' if count != 1 else ''}", file=sys.stderr)
             continue
         for session in spec.sessions:
             for secret in session.secret_values():
-                redactor().add(secret)
-        print(redactor()(f"{path}: ok ({summary(spec)})"))
+                ctx.redact.add(secret)
+        print(ctx.redact(f"{path}: ok ({summary(spec)})"))
     return int(code)
 
 
-def handle_schema(args: argparse.Namespace) -> int:
+def handle_schema(args: argparse.Namespace, ctx: Context) -> int:
     import json
 
     from runner.spec import spec_json_schema

@@ -136,6 +136,7 @@ class ApiClient:
         deadline: float | None = None,
         rng: random.Random | None = None,
         pool_size: int = 32,
+        on_retry: Callable[[str, str, str, int, float], None] | None = None,
     ) -> None:
         if not base_url:
             raise InvalidRequestError("base URL: must not be empty")
@@ -158,6 +159,8 @@ class ApiClient:
         # Monotonic time (of `clock`) after which no retry is started; the runner sets it.
         self.deadline = deadline
         self._sleep = sleep
+        # Told before each retry (method, path, what the service answered, retry number, delay).
+        self.on_retry = on_retry
         self._clock = clock
         self._rng = rng or random.Random()
         self._count_lock = threading.Lock()
@@ -235,10 +238,14 @@ class ApiClient:
             read_timeout=max(self.read_timeout, wait + LONG_POLL_MARGIN),
         )
 
-    def cancel(self, test_session_id: str) -> None:
+    def cancel(self, test_session_id: str, *, within: float | None = None) -> None:
+        """Cancels the session. With `within`: one attempt that waits at most that long for an
+        answer (a run shutting down on a signal has seconds, not minutes)."""
         path = f"/v1/test-sessions/{_segment(test_session_id, 'test session id')}/cancel"
         # Cancelling twice does no harm, so it is retried like a read.
-        self._request("POST", path, CallKind.READ, self._no_content)
+        self._request(
+            "POST", path, CallKind.READ, self._no_content, read_timeout=within, retry=within is None
+        )
 
     # --- error groups and analyses --------------------------------------------------------------
 
@@ -352,6 +359,7 @@ class ApiClient:
         params: dict[str, Any] | None = None,
         body: BaseModel | None = None,
         read_timeout: float | None = None,
+        retry: bool = True,
     ) -> T:
         json_body = body.to_body() if isinstance(body, RequestModel) else None
         attempt = 0
@@ -360,7 +368,7 @@ class ApiClient:
                 response = self._send(method, path, params, json_body, read_timeout)
                 return parse(response)
             except ApiError as exc:
-                delay = self.retry_policy.next_delay(exc, attempt, kind, self._rng)
+                delay = self.retry_policy.next_delay(exc, attempt, kind, self._rng) if retry else None
                 if delay is not None and self.deadline is not None and self._clock() + delay >= self.deadline:
                     delay = None
                 if delay is None:
@@ -368,6 +376,8 @@ class ApiClient:
                         exc.message = f"{exc.message} (gave up after {attempt + 1} attempts)"
                     raise
                 log.info("%s %s: %s; retry %d in %.2fs", method, path, _short(exc), attempt + 1, delay)
+                if self.on_retry is not None:
+                    self.on_retry(method, path, _short(exc), attempt + 1, delay)
                 self._sleep(delay)
                 attempt += 1
 
@@ -388,7 +398,10 @@ class ApiClient:
                     self.base_url + path,
                     params=params,
                     json=json_body,
-                    timeout=(self.connect_timeout, read_timeout or self.read_timeout),
+                    timeout=(
+                        min(self.connect_timeout, read_timeout or self.connect_timeout),
+                        read_timeout or self.read_timeout,
+                    ),
                     allow_redirects=False,
                 )
             except requests.RequestException as exc:

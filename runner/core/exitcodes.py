@@ -9,7 +9,7 @@ class ExitCode(IntEnum):
     """Exit codes of every `testsession` command.
 
     0 OK                every check passed (degraded checks pass unless gate.failOnDegraded)
-    1 CHECKS_FAILED     a check failed, errored, or was degraded with gate.failOnDegraded
+    1 CHECKS_FAILED     a check failed the gate (the rule: see 'gate' below)
     2 USAGE             bad arguments, spec or request body; nothing was triggered
     3 TIMEOUT           the deadline passed before the session finished; the session was cancelled
     4 SERVICE           the service could not be used: auth, permission, network or server errors

@@ -1,8 +1,12 @@
-"""Error groups of a finished session and their root cause analyses, fetched concurrently.
+"""A session's error groups and their root cause analyses, read as soon as failures appear.
 
-The flow per group follows gaps-filled.md: read the group; take its newest analysis if it has one;
-else create one when allowed; poll it until it completes or the RCA deadline passes. An analysis that
-cannot be had is reported with its reason and never changes the exit code.
+Per group (gaps-filled.md): read the group, for the failure's message whether or not analyses are on;
+then, when analyses are on and the group is among the first `rca.max`, take its newest analysis or
+create one, and poll it until it completes or the run stops waiting. An analysis that cannot be had
+is reported with its reason and never changes the exit code.
+
+The reader belongs to one session's worker thread. Its pool's tasks hand back values (futures); the
+only thing they share is the event queue they report to.
 """
 
 from __future__ import annotations
@@ -10,20 +14,22 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 
 from runner.client import ApiClient
+from runner.client.polling import wait_for_analysis
 from runner.core.errors import ApiError, PaymentRequiredError
+from runner.job.events import AnalysisReady, Event, Where
 from runner.job.outcome import AnalysisOutcome, ErrorGroupOutcome
-from runner.models import ErrorGroup, RootCauseAnalysis, TestSession
+from runner.models import ErrorGroup, TestSession
+from runner.models.analyses import Analysis
 
 MAX_WORKERS = 8
 MAX_GROUPS_READ = 200  # error messages for the reports; beyond this a report names the group id only
-POLL_FIRST = 0.25
-POLL_MAX = 2.0
+READS_WAIT = 15.0  # seconds to wait for group reads after the session ended (each read is one GET)
 
 
 @dataclass(frozen=True)
@@ -49,118 +55,204 @@ def groups_by_frequency(session: TestSession) -> list[tuple[str, int]]:
     return [(g, counts[g]) for g in ranked]
 
 
-class AnalysisCollector:
+def checks_by_group(session: TestSession) -> dict[str, tuple[str, ...]]:
+    names: dict[str, list[str]] = {}
+    for result in session.results:
+        for group_id in result.errorGroupIds:
+            name = result.name or result.checkId or result.testSessionResultId
+            if name not in names.setdefault(group_id, []):
+                names[group_id].append(name)
+    return {group_id: tuple(found) for group_id, found in names.items()}
+
+
+def _completed(
+    analysis_id: str, provider: str | None, model: str | None, content: Analysis | None
+) -> AnalysisOutcome:
+    return AnalysisOutcome(
+        state="completed", id=analysis_id, provider=provider, model=model, analysis=content
+    )
+
+
+class GroupReader:
     def __init__(
         self,
         client: ApiClient,
         plan: AnalysisPlan,
+        where: Where,
+        emit: Callable[[Event], None],
         stop: threading.Event,
-        log: Callable[[str], None] = lambda _m: None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
         self.plan = plan
-        self.log = log
-        # Set on an interrupt, and when collect() returns, so that no worker polls on after it.
-        self.stop = threading.Event()
+        self.where = where
+        self.emit = emit
+        self.clock = clock
         self._outer_stop = stop
+        self._stop = threading.Event()  # set when the reader is done: no task polls on after that
+        self._pool = ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="groups")
+        self._reads: dict[str, Future[ErrorGroup | str]] = {}  # a str is why the group is unreadable
+        self._analyses: dict[str, Future[AnalysisOutcome]] = {}
+        # Analyses poll until the reader finishes; this caps them should it never be asked to.
+        self._cap = clock() + 3600.0
 
-    def collect(self, session: TestSession) -> list[ErrorGroupOutcome]:
-        ranked = groups_by_frequency(session)[:MAX_GROUPS_READ]
-        if not ranked:
-            return []
-        deadline = time.monotonic() + self.plan.timeout_seconds
-        outcomes = {
-            gid: ErrorGroupOutcome(id=gid, count=count, analysis=self._initial_state(i))
-            for i, (gid, count) in enumerate(ranked)
-        }
-        pool = ThreadPoolExecutor(max_workers=min(MAX_WORKERS, len(ranked)), thread_name_prefix="rca")
-        futures: list[Future[None]] = [
-            pool.submit(self._one, outcomes[gid], deadline, i < self._analysed_count())
-            for i, (gid, _count) in enumerate(ranked)
-        ]
+    # --- while the session runs ----------------------------------------------------------------
+
+    def read(self, group_ids: Iterable[str]) -> None:
+        for group_id in group_ids:
+            if group_id not in self._reads and len(self._reads) < MAX_GROUPS_READ:
+                self._reads[group_id] = self._pool.submit(self._read, group_id)
+
+    def groups(self, group_ids: Iterable[str], timeout: float) -> dict[str, ErrorGroupOutcome]:
+        """The groups read so far (message, first and last seen), waiting at most `timeout` for
+        the reads of `group_ids` under way. Analyses are not included."""
+        wanted = [self._reads[g] for g in group_ids if g in self._reads]
+        if wanted:
+            wait_futures(wanted, timeout=max(0.0, timeout))
+        return {gid: _read_outcome(gid, future) for gid, future in self._reads.items() if future.done()}
+
+    def analyse(self, ranked: list[str], checks: Mapping[str, tuple[str, ...]]) -> None:
+        """Starts the analyses of groups read so far, in `ranked` order, up to rca.max in all."""
+        if not self.plan.enabled or self._stop.is_set():
+            return
+        for group_id in ranked:
+            if len(self._analyses) >= self.plan.max_groups:
+                return
+            read = self._reads.get(group_id)
+            if group_id in self._analyses or read is None or not read.done():
+                continue
+            group = read.result()
+            if isinstance(group, str):
+                self._analyses[group_id] = _done(AnalysisOutcome(state="error", reason=group))
+            else:
+                self._analyses[group_id] = self._pool.submit(self._analysis, group, checks.get(group_id, ()))
+
+    def analyses_to_wait_for(self, session: TestSession) -> int:
+        """Analyses under way, and those of the session's groups still to start (within rca.max)."""
+        if not self.plan.enabled:
+            return 0
+        running = sum(1 for future in self._analyses.values() if not future.done())
+        unstarted = [g for g, _count in groups_by_frequency(session) if g not in self._analyses]
+        room = max(0, self.plan.max_groups - len(self._analyses))
+        return running + min(room, len(unstarted))
+
+    # --- when the session ended ----------------------------------------------------------------
+
+    def finish(self, session: TestSession | None, wait: bool) -> list[ErrorGroupOutcome]:
+        """Every group of the session with what is known of it; with `wait`, reads and analyses
+        under way get until their deadlines. The reader stops after this."""
+        ranked = groups_by_frequency(session) if session is not None else []
+        ranked = ranked[:MAX_GROUPS_READ]
         try:
-            while not self._outer_stop.is_set():
-                remaining = deadline - time.monotonic()
-                _done, pending = wait_futures(futures, timeout=max(0.0, min(remaining, 0.2)))
-                if not pending or remaining <= 0:
-                    break
+            if wait and ranked:
+                self.read(gid for gid, _count in ranked)
+                self.groups([gid for gid, _count in ranked], READS_WAIT)
+                self.analyse([gid for gid, _count in ranked], checks_by_group(session) if session else {})
+                if self.plan.enabled:
+                    self._wait_analyses(self.clock() + self.plan.timeout_seconds)
         finally:
-            self.stop.set()
-            pool.shutdown(wait=False, cancel_futures=True)
-        # A snapshot: workers still running past the deadline must not change what is reported.
-        snapshot = [outcomes[gid].model_copy(deep=True) for gid, _count in ranked]
-        reason = "interrupted" if self._outer_stop.is_set() else (
-            f"not ready within rca.timeoutSeconds ({self.plan.timeout_seconds:g} s)"
-        )
-        for outcome in snapshot:
-            analysis = outcome.analysis
-            if analysis is not None and analysis.state == "pending":
-                outcome.analysis = analysis.model_copy(update={"state": "timeout", "reason": reason})
-        return snapshot
+            self._stop.set()
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        return [self._snapshot(gid, count, rank) for rank, (gid, count) in enumerate(ranked)]
 
-    def _analysed_count(self) -> int:
-        return self.plan.max_groups if self.plan.enabled else 0
+    def _wait_analyses(self, deadline: float) -> None:
+        while not self._outer_stop.is_set():
+            pending = [f for f in self._analyses.values() if not f.done()]
+            remaining = deadline - self.clock()
+            if not pending or remaining <= 0:
+                return
+            wait_futures(pending, timeout=min(remaining, 0.2))
 
-    def _initial_state(self, rank: int) -> AnalysisOutcome:
+    def _snapshot(self, group_id: str, count: int, rank: int) -> ErrorGroupOutcome:
+        read = self._reads.get(group_id)
+        if read is not None and read.done():
+            outcome, group = _read_outcome(group_id, read), read.result()
+        else:
+            outcome, group = ErrorGroupOutcome(id=group_id), None
+        state = self._analysis_state(group_id, group, rank)
+        return outcome.model_copy(update={"count": count, "analysis": state})
+
+    def _analysis_state(self, group_id: str, group: ErrorGroup | str | None, rank: int) -> AnalysisOutcome:
         if not self.plan.enabled:
             return AnalysisOutcome(state="disabled", reason="analyses are off (rca.enabled: false)")
-        if rank >= self.plan.max_groups:
+        future = self._analyses.get(group_id)
+        if future is not None:
+            value = future.result() if future.done() else None
+            if value is not None and value.state != "pending":
+                return value
+            reason = (
+                "interrupted"
+                if self._outer_stop.is_set()
+                else (f"not ready within rca.timeoutSeconds ({self.plan.timeout_seconds:g} s)")
+            )
+            return AnalysisOutcome(state="timeout", id=value.id if value else None, reason=reason)
+        if isinstance(group, str):
+            return AnalysisOutcome(state="error", reason=group)
+        if len(self._analyses) >= self.plan.max_groups or rank >= self.plan.max_groups:
             return AnalysisOutcome(state="skipped", reason=f"beyond rca.max ({self.plan.max_groups})")
-        return AnalysisOutcome(state="pending", reason="not fetched yet")
+        reason = "interrupted" if self._outer_stop.is_set() else "the error group could not be read in time"
+        return AnalysisOutcome(state="timeout", reason=reason)
 
-    def _one(self, outcome: ErrorGroupOutcome, deadline: float, analyse: bool) -> None:
+    # --- the pool's tasks ------------------------------------------------------------------------
+
+    def _read(self, group_id: str) -> ErrorGroup | str:
         try:
-            group = self.client.get_test_session_error_group(outcome.id)
+            return self.client.get_test_session_error_group(group_id)
         except ApiError as exc:
-            self.log(f"error group {outcome.id}: {exc}")
-            if analyse:
-                outcome.analysis = AnalysisOutcome(state="error", reason=f"error group unreadable: {exc}")
-            return
-        outcome.errorHash = group.errorHash
-        outcome.message = group.rawErrorMessage
-        outcome.cleanedMessage = group.cleanedErrorMessage
-        if analyse:
-            outcome.analysis = self._analysis_for(group, deadline)
+            return f"error group unreadable: {exc}"
 
-    def _analysis_for(self, group: ErrorGroup, deadline: float) -> AnalysisOutcome:
+    def _analysis(self, group: ErrorGroup, checks: tuple[str, ...]) -> AnalysisOutcome:
+        result = self._analysis_of(group)
+        if result.state == "completed":
+            done = ErrorGroupOutcome(
+                id=group.id,
+                errorHash=group.errorHash,
+                message=group.rawErrorMessage,
+                cleanedMessage=group.cleanedErrorMessage,
+                analysis=result,
+            )
+            self.emit(AnalysisReady(self.where, checks, done))
+        return result
+
+    def _analysis_of(self, group: ErrorGroup) -> AnalysisOutcome:
         try:
             newest = group.rootCauseAnalyses[0] if group.rootCauseAnalyses else None
             if newest is not None and newest.analysis is not None:
-                return AnalysisOutcome(
-                    state="completed",
-                    id=newest.id,
-                    provider=newest.provider,
-                    model=newest.model,
-                    analysis=newest.analysis,
-                )
+                return _completed(newest.id, newest.provider, newest.model, newest.analysis)
             if newest is not None:
-                return self._poll(newest.id, deadline)
-            if not self.plan.generate:
+                analysis_id = newest.id
+            elif not self.plan.generate:
                 return AnalysisOutcome(state="unavailable", reason="none exists and rca.generate is false")
-            created = self.client.create_test_session_error_group_analysis(
-                group.id, user_context=self.plan.context
-            )
-            return self._poll(created.id, deadline)
+            else:
+                created = self.client.create_test_session_error_group_analysis(
+                    group.id, user_context=self.plan.context
+                )
+                analysis_id = created.id
+            rca = wait_for_analysis(self.client, analysis_id, self._cap, stop=self._stop)
+            if rca.is_completed:
+                return _completed(rca.id, rca.provider, rca.model, rca.analysis)
+            return AnalysisOutcome(state="pending", id=analysis_id, reason="still being generated")
         except PaymentRequiredError as exc:
             return AnalysisOutcome(state="unavailable", reason=f"not available on this plan ({exc.message})")
         except ApiError as exc:
             return AnalysisOutcome(state="error", reason=str(exc))
 
-    def _poll(self, analysis_id: str, deadline: float) -> AnalysisOutcome:
-        interval = POLL_FIRST
-        while True:
-            rca: RootCauseAnalysis = self.client.get_analysis(analysis_id)
-            if rca.is_completed:
-                return AnalysisOutcome(
-                    state="completed",
-                    id=rca.id,
-                    provider=rca.provider,
-                    model=rca.model,
-                    analysis=rca.analysis,
-                )
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or self.stop.is_set():
-                return AnalysisOutcome(state="pending", id=analysis_id, reason="still being generated")
-            if self.stop.wait(min(interval, remaining)):
-                return AnalysisOutcome(state="pending", id=analysis_id, reason="interrupted")
-            interval = min(POLL_MAX, interval * 1.6)
+
+def _read_outcome(group_id: str, future: Future[ErrorGroup | str]) -> ErrorGroupOutcome:
+    group = future.result()
+    if not isinstance(group, ErrorGroup):
+        return ErrorGroupOutcome(id=group_id)
+    return ErrorGroupOutcome(
+        id=group.id,
+        errorHash=group.errorHash,
+        message=group.rawErrorMessage,
+        cleanedMessage=group.cleanedErrorMessage,
+        firstSeen=group.firstSeen,
+        lastSeen=group.lastSeen,
+    )
+
+
+def _done(value: AnalysisOutcome) -> Future[AnalysisOutcome]:
+    future: Future[AnalysisOutcome] = Future()
+    future.set_result(value)
+    return future

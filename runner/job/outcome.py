@@ -17,6 +17,7 @@ SCHEMA_VERSION = 1
 # How one check result is judged, derived from the service's result fields.
 ResultVerdict = Literal["passed", "failed", "degraded", "flaky", "error", "cancelled", "running"]
 AnalysisState = Literal["completed", "pending", "unavailable", "error", "timeout", "skipped", "disabled"]
+BaselineMark = Literal["newly-failing", "still-failing", "fixed", "still-passing", "new-check"]
 RunVerdict = Literal[
     "passed", "failed", "no-match", "timeout", "service-error", "usage-error", "interrupted", "detached"
 ]
@@ -40,6 +41,8 @@ class ErrorGroupOutcome(OutcomeModel):
     errorHash: str | None = None
     message: str | None = None  # rawErrorMessage
     cleanedMessage: str | None = None
+    firstSeen: datetime | None = None
+    lastSeen: datetime | None = None
     count: int = 0  # results of this session in the group
     analysis: AnalysisOutcome | None = None
 
@@ -68,6 +71,12 @@ class ResultOutcome(OutcomeModel):
     failedAttempts: list[AttemptOutcome] = Field(default_factory=list)
     errorGroupIds: list[str] = Field(default_factory=list)
     error: str | None = None  # the error message of its first error group
+    # A failing result: whether its failure was seen before this session (None when passing or
+    # unknown), and since when.
+    known: bool | None = None
+    firstSeen: datetime | None = None
+    lastSeenBefore: datetime | None = None
+    baseline: BaselineMark | None = None  # compared with --baseline results.json
 
 
 class SessionOutcome(OutcomeModel):
@@ -82,6 +91,7 @@ class SessionOutcome(OutcomeModel):
     durationSeconds: float | None = None
     exitCode: int = 0
     problem: str | None = None  # one line when the session could not run to the end
+    noMatch: bool = False  # no check matched its target
     results: list[ResultOutcome] = Field(default_factory=list)
     errorGroups: list[ErrorGroupOutcome] = Field(default_factory=list)
 
@@ -115,14 +125,12 @@ class Outcome(OutcomeModel):
     verdict: RunVerdict = "passed"
     exitCode: int = 0
     failOnDegraded: bool = False
+    failOn: Literal["any", "new"] = "any"
     partial: bool = False  # written after a timeout, interrupt or service error: what was known
     message: str | None = None  # one line explaining a non-zero exit code
     commit: CommitInfo = Field(default_factory=CommitInfo)
     counts: Counts = Field(default_factory=Counts)
     sessions: list[SessionOutcome] = Field(default_factory=list)
-
-    def all_results(self) -> list[ResultOutcome]:
-        return [r for s in self.sessions for r in s.results]
 
 
 def count_results(results: list[ResultOutcome]) -> Counts:

@@ -1,14 +1,14 @@
-"""From the service's results to verdicts and exit codes. Pure functions, no I/O."""
+"""From the service's results to one verdict per check. Pure functions, no I/O.
+
+Which verdicts fail the gate is not decided here: see runner/job/policy.py."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 
-from runner.core.exitcodes import ExitCode
-from runner.job.outcome import AttemptOutcome, ResultOutcome, ResultVerdict
+from runner.job.outcome import AttemptOutcome, ErrorGroupOutcome, ResultOutcome, ResultVerdict
 from runner.models import SessionResult, TestSession
-
-FAILING_VERDICTS = frozenset({"failed", "error", "running", "cancelled"})
 
 
 def _duration(result: SessionResult) -> float | None:
@@ -37,16 +37,41 @@ def result_verdict(result: SessionResult, retried: bool) -> ResultVerdict:
     return "error"
 
 
-def _first_message(group_ids: list[str], messages: Mapping[str, str | None]) -> str | None:
+def _first_message(group_ids: list[str], groups: Mapping[str, ErrorGroupOutcome]) -> str | None:
     for group_id in group_ids:
-        message = messages.get(group_id)
-        if message:
-            return message
+        group = groups.get(group_id)
+        if group is not None and group.message:
+            return group.message
     return None
 
 
-def build_results(session: TestSession, messages: Mapping[str, str | None]) -> list[ResultOutcome]:
-    """One outcome per check and location; ATTEMPT results fold into their FINAL result."""
+def _seen_before(
+    group_ids: list[str], groups: Mapping[str, ErrorGroupOutcome], started: datetime | None
+) -> tuple[bool | None, datetime | None]:
+    """Whether a failure's error group was first seen before this session started, and since when.
+
+    None when no group of the result could be read, or the session has no start time to compare.
+    """
+    firsts = [groups[g].firstSeen for g in group_ids if g in groups and groups[g].firstSeen is not None]
+    if not firsts or started is None:
+        return None, None
+    first = min(f for f in firsts if f is not None)
+    try:
+        return first < started, first
+    except TypeError:  # one naive and one aware timestamp: cannot tell
+        return None, first
+
+
+def build_results(
+    session: TestSession,
+    groups: Mapping[str, ErrorGroupOutcome],
+    ended_by_us: bool = False,
+) -> list[ResultOutcome]:
+    """One outcome per check and location; ATTEMPT results fold into their FINAL result.
+
+    `ended_by_us`: the run cancelled the session (deadline, signal), so a check it shows as
+    cancelled or running did not finish in time; it was not cancelled by someone else.
+    """
     attempts: dict[tuple[str | None, str | None, str], list[SessionResult]] = {}
     finals: list[SessionResult] = []
     for result in session.results:
@@ -60,19 +85,29 @@ def build_results(session: TestSession, messages: Mapping[str, str | None]) -> l
     for result in finals:
         key = (result.checkId, result.runLocation, result.name)
         seen.add(key)
-        outcomes.append(_outcome(result, attempts.get(key, []), messages))
+        outcomes.append(_outcome(session, result, attempts.get(key, []), groups, ended_by_us))
     for key, tries in attempts.items():
         if key not in seen:  # still retrying: no FINAL result yet
             last = tries[-1]
             pending = last.model_copy(update={"status": "RUNNING", "resultType": "PENDING"})
-            outcomes.append(_outcome(pending, tries, messages))
+            outcomes.append(_outcome(session, pending, tries, groups, ended_by_us))
     return outcomes
 
 
 def _outcome(
-    result: SessionResult, tries: list[SessionResult], messages: Mapping[str, str | None]
+    session: TestSession,
+    result: SessionResult,
+    tries: list[SessionResult],
+    groups: Mapping[str, ErrorGroupOutcome],
+    ended_by_us: bool,
 ) -> ResultOutcome:
     failed_tries = [t for t in tries if t.status != "PASSED"]
+    verdict = result_verdict(result, retried=bool(failed_tries))
+    if ended_by_us and verdict == "cancelled":
+        verdict = "running"
+    known, first_seen = (None, None)
+    if verdict in ("failed", "error", "degraded"):
+        known, first_seen = _seen_before(result.errorGroupIds, groups, session.startedAt)
     return ResultOutcome(
         id=result.testSessionResultId,
         link=result.testSessionResultLink,
@@ -81,7 +116,7 @@ def _outcome(
         checkType=result.checkType,
         runLocation=result.runLocation,
         status=result.status,
-        verdict=result_verdict(result, retried=bool(failed_tries)),
+        verdict=verdict,
         durationSeconds=_duration(result),
         attempts=1 + len(tries),
         failedAttempts=[
@@ -90,17 +125,13 @@ def _outcome(
                 link=t.testSessionResultLink,
                 status=t.status,
                 durationSeconds=_duration(t),
-                error=_first_message(t.errorGroupIds, messages),
+                error=_first_message(t.errorGroupIds, groups),
             )
             for t in failed_tries
         ],
         errorGroupIds=list(result.errorGroupIds),
-        error=_first_message(result.errorGroupIds, messages),
+        error=_first_message(result.errorGroupIds, groups),
+        known=known,
+        firstSeen=first_seen if known else None,
     )
 
-
-def checks_exit_code(results: list[ResultOutcome], fail_on_degraded: bool) -> ExitCode:
-    for result in results:
-        if result.verdict in FAILING_VERDICTS or (fail_on_degraded and result.verdict == "degraded"):
-            return ExitCode.CHECKS_FAILED
-    return ExitCode.OK

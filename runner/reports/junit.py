@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
 from runner.job.outcome import ErrorGroupOutcome, Outcome, ResultOutcome, SessionOutcome
+from runner.job.policy import Gate, JunitKind, junit_kind
 from runner.reports.text import (
     MAX_TEXT,
     analysis_state_line,
@@ -85,9 +86,40 @@ def _analysis_text(group: ErrorGroupOutcome, limit: int) -> str:
     return cap("\n".join(lines), limit)
 
 
+# The `type` of a failure or error: a fixed vocabulary, never text from the service.
+TYPES = {
+    "failed": "FAILED",
+    "error": "ERROR",
+    "running": "DID_NOT_FINISH",
+    "cancelled": "CANCELLED",
+    "degraded": "DEGRADED",
+    "flaky": "FLAKY",
+    "passed": "PASSED",
+}
+
+
+def _name(check: str, location: str) -> str:
+    """'<check> [<location>]': a long check name is cut, never the location that tells two apart."""
+    suffix = f" [{_attr(location, 200)}]"
+    return _attr(check, MAX_NAME - len(suffix)) + suffix
+
+
+def known_line(result: ResultOutcome) -> str:
+    """The first line of a failure's text: new in this build, or there before it."""
+    if result.known is True:
+        since = f" (first seen {result.firstSeen.isoformat(timespec='seconds')})" if result.firstSeen else ""
+        return f"Known failure: seen before this session{since}."
+    if result.baseline == "still-failing":
+        return "Known failure: already failing in the baseline."
+    if result.known is False:
+        return "New failure: first seen in this session."
+    return ""
+
+
 class _Renderer:
     def __init__(self, outcome: Outcome) -> None:
         self.outcome = outcome
+        self.gate = Gate.of(outcome)
         self.limit = _text_limit(outcome)
         self.used_names: set[tuple[str, str]] = set()
         self.analysis_cache: dict[str, str] = {}
@@ -122,13 +154,6 @@ class _Renderer:
             parts.append(f"Result: {clean(result.link, MAX_NAME)}")
         return cap("\n\n".join(parts), self.limit)
 
-    def classification(self, result: ResultOutcome, groups: dict[str, ErrorGroupOutcome]) -> str | None:
-        for group_id in result.errorGroupIds:
-            group = groups.get(group_id)
-            if group and group.analysis and group.analysis.analysis:
-                return _attr(group.analysis.analysis.classification, 200) or None
-        return None
-
     # -- elements -----------------------------------------------------------------------------
 
     def unique_name(self, classname: str, name: str, result_id: str) -> str:
@@ -151,62 +176,57 @@ class _Renderer:
         classname: str,
         result: ResultOutcome,
         groups: dict[str, ErrorGroupOutcome],
-    ) -> str:
-        """Adds the result's testcase; returns what it counts as: passed, failure, error, skipped."""
+    ) -> JunitKind:
+        """Adds the result's testcase; returns what it counts as, which the verdict policy decides:
+        a result that fails the gate is a failure or an error, never a skip."""
         location = result.runLocation or session.runLocation
         check = result.name or result.checkId or result.id
-        name = self.unique_name(classname, _attr(f"{check} [{location}]"), _attr(result.id, 100))
+        name = self.unique_name(classname, _name(check, location), _attr(result.id, 100))
         case = ET.SubElement(
             suite,
             "testcase",
             {"name": name, "classname": classname, "time": format_seconds(result.durationSeconds)},
         )
-        verdict = result.verdict
-        status = _attr(result.status, 100)
-        if verdict == "failed":
-            lead = f"The check failed (status {status}) without an error message."
-            ET.SubElement(
-                case,
-                "failure",
-                {
-                    "message": one_line(result.error) or f"check failed (status {status})",
-                    "type": self.classification(result, groups) or "FAILED",
-                },
-            ).text = self.body(result, groups, lead)
-            return "failure"
-        if verdict in ("error", "running"):
-            if verdict == "running":
-                message = f"did not finish (status {status})"
-                kind = "DID_NOT_FINISH"
-                why = one_line(self.outcome.message)
-                lead = "The run ended before this check finished" + (f": {why}" if why else ".")
-            else:
-                message = one_line(result.error) or f"check errored (status {status})"
-                kind = "ERROR"
-                lead = f"The check could not run to a verdict (status {status})."
-            ET.SubElement(case, "error", {"message": message, "type": kind}).text = self.body(
-                result, groups, lead, always_lead=verdict == "running"
+        kind = junit_kind(result, self.gate)
+        lead, message = self.wording(result, session)
+        note = known_line(result)
+        if kind in ("failure", "error"):
+            # `type` is a fixed word: GitLab's parser reads it as a type conversion, so no
+            # service text goes there (the classification is in the body).
+            body = self.body(result, groups, lead, always_lead=result.verdict in ("running", "degraded"))
+            ET.SubElement(case, kind, {"message": message, "type": TYPES[result.verdict]}).text = (
+                f"{note}\n\n{body}" if note else body
             )
-            return "error"
-        if verdict == "cancelled":
-            ET.SubElement(case, "skipped", {"message": "cancelled"})
-            return "skipped"
-        if verdict == "degraded":
-            note = "degraded: " + (one_line(result.error) or "the check passed with degraded performance")
-            if self.outcome.failOnDegraded:
-                ET.SubElement(case, "failure", {"message": note, "type": "DEGRADED"}).text = self.body(
-                    result, groups, note
-                )
-                return "failure"
-            out = [note]
-            if result.link:
-                out.append(f"Result: {clean(result.link, MAX_NAME)}")
-            ET.SubElement(case, "system-out").text = "\n".join(out)
-            return "passed"
-        if verdict == "flaky":
+        elif kind == "skipped":
+            ET.SubElement(case, "skipped", {"message": one_line(f"{note}: {message}")})
+        elif result.verdict == "flaky":
             self.flaky(case, result)
-            return "passed"
-        return "passed"
+        elif result.verdict == "degraded":
+            out = [lead] + ([f"Result: {clean(result.link, MAX_NAME)}"] if result.link else [])
+            ET.SubElement(case, "system-out").text = "\n".join(out)
+        return kind
+
+    def wording(self, result: ResultOutcome, session: SessionOutcome) -> tuple[str, str]:
+        """The lead sentence of a result's body, and its one-line message."""
+        status = _attr(result.status, 100)
+        error = one_line(result.error)
+        if result.verdict == "running":
+            why = one_line(session.problem or self.outcome.message)
+            lead = "The run ended before this check finished" + (f": {why}" if why else ".")
+            return lead, f"did not finish (status {status})" + (f": {why}" if why else "")
+        if result.verdict == "cancelled":
+            lead = "The session was cancelled before this check finished (not by this run)."
+            return lead, f"cancelled (status {status})"
+        if result.verdict == "degraded":
+            note = "degraded: " + (error or "the check passed with degraded performance")
+            return note, note
+        if result.verdict == "error":
+            return f"The check could not run to a verdict (status {status}).", error or (
+                f"check errored (status {status})"
+            )
+        return f"The check failed (status {status}) without an error message.", error or (
+            f"check failed (status {status})"
+        )
 
     def flaky(self, case: ET.Element, result: ResultOutcome) -> None:
         # surefire's rerun format: one flakyFailure per failed attempt, the test itself passed.
@@ -274,7 +294,7 @@ class _Renderer:
             suite.remove(properties)
 
         groups = {group.id: group for group in session.errorGroups}
-        counts = {"passed": 0, "failure": 0, "error": 0, "skipped": 0}
+        counts: dict[JunitKind, int] = {"passed": 0, "failure": 0, "error": 0, "skipped": 0}
         for result in session.results:
             counts[self.testcase(suite, session, classname, result, groups)] += 1
         if self.session_problem(suite, session, classname):

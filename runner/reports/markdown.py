@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
-from runner.job.outcome import ErrorGroupOutcome, Outcome, ResultOutcome, SessionOutcome, count_results
+from runner.job.digest import Digest, digest
+from runner.job.outcome import ErrorGroupOutcome, Outcome, ResultOutcome, SessionOutcome
 from runner.reports.text import analysis_state_line, clean, human_duration, one_line
 
 MAX_BYTES = 1_000_000
@@ -23,7 +24,6 @@ MAX_ERROR = 8 * 1024  # characters of an error in a details block
 MAX_FIELD = 4 * 1024  # characters of one analysis field
 TABLE_SHARE = 0.6  # of the bytes left after the header, when details follow
 
-ORDER = ("failed", "error", "running", "degraded", "flaky", "cancelled", "passed")
 STATUS = {
     "failed": "❌ failed",
     "error": "❗ error",
@@ -33,15 +33,15 @@ STATUS = {
     "cancelled": "⏹️ cancelled",
     "passed": "✅ passed",
 }
-HEADLINE = {
-    "passed": "✅ Passed",
-    "failed": "❌ Failed",
-    "no-match": "⚠️ No matching checks",
-    "timeout": "⏱️ Timed out",
-    "service-error": "⚠️ Service error",
-    "usage-error": "⚠️ Usage error",
-    "interrupted": "⏹️ Interrupted",
-    "detached": "⏳ Detached",
+ICONS = {
+    "passed": "✅",
+    "failed": "❌",
+    "no-match": "⚠️",
+    "timeout": "⏱️",
+    "service-error": "⚠️",
+    "usage-error": "⚠️",
+    "interrupted": "⏹️",
+    "detached": "⏳",
 }
 
 # HTML-significant characters become entities (valid in markdown and inside raw HTML blocks);
@@ -64,7 +64,7 @@ _MARKDOWN = str.maketrans(
         "!": "\\!",
     }
 )
-_NEWLINES = re.compile(r"\s*[\r\n]+\s*")
+_NEWLINES = re.compile(r"\s*[\r\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]+\s*")  # as str.splitlines
 _BACKTICKS = re.compile(r"`{3,}")
 
 
@@ -126,31 +126,18 @@ class _Out:
         return True
 
 
-def _failing(outcome: Outcome, result: ResultOutcome) -> bool:
-    return result.verdict in ("failed", "error", "running") or (
-        result.verdict == "degraded" and outcome.failOnDegraded
-    )
-
-
-def _header(outcome: Outcome, results: list[ResultOutcome]) -> list[str]:
-    counts = count_results(results)
-    bad = sum(1 for r in results if _failing(outcome, r))
-    total = counts.total
-    title = HEADLINE.get(outcome.verdict, escape_cell(outcome.verdict))
-    if total == 0:
-        tail = "no check results"
-    elif bad:
-        tail = f"{bad} of {total} checks failed" + (" or did not finish" if counts.running else "")
-    else:
-        tail = f"all {total} checks passed"
-    lines = [f"## {title} — {tail}", ""]
+def _header(d: Digest) -> list[str]:
+    outcome = d.outcome
+    counts = d.counts
+    title = f"{ICONS.get(outcome.verdict, '')} {escape_cell(d.title, 100)}".strip()
+    lines = [f"## {title} — {escape_cell(d.summary, 500)}", ""]
     numbers = [f"{counts.passed} passed", f"{counts.failed} failed"]
     numbers += [f"{counts.degraded} degraded", f"{counts.flaky} flaky", f"{counts.error} error"]
     numbers.append(f"{counts.cancelled} cancelled")
     if counts.running:
         numbers.append(f"{counts.running} did not finish")
     lines.append(f"**Exit code {outcome.exitCode}** · " + " · ".join(numbers))
-    if outcome.failOnDegraded and counts.degraded:
+    if d.gate.fail_on_degraded and counts.degraded:
         lines.append("")
         lines.append("Degraded checks fail this run (failOnDegraded).")
     if outcome.partial:
@@ -302,14 +289,13 @@ def render_markdown(outcome: Outcome, max_bytes: int = MAX_BYTES) -> str:
     max_bytes = max(0, max_bytes)
     reserve = min(4096, max_bytes // 4)  # for the notices at the end
     budget = max_bytes - reserve
-    pairs = [(result, session) for session in outcome.sessions for result in session.results]
-    results = [result for result, _ in pairs]
-    rank = {verdict: index for index, verdict in enumerate(ORDER)}
-    pairs.sort(key=lambda pair: rank.get(pair[0].verdict, 0))
-    failing = [pair for pair in pairs if _failing(outcome, pair[0])]
+    d = digest(outcome)
+    pairs = [(item.result, item.session) for item in d.items]
+    failing = [(item.result, item.session) for item in d.failing]
+    failing_ids = {id(result) for result, _session in failing}
 
     out = _Out()
-    out.add("\n".join(_header(outcome, results)) + "\n")
+    out.add("\n".join(_header(d)) + "\n")
     notices: list[str] = []
 
     if pairs:
@@ -326,7 +312,7 @@ def render_markdown(outcome: Outcome, max_bytes: int = MAX_BYTES) -> str:
         out.add("\n")
         if shown < len(pairs):
             left = pairs[shown:]
-            failing_left = sum(1 for r, _ in left if _failing(outcome, r))
+            failing_left = sum(1 for r, _ in left if id(r) in failing_ids)
             notices.append(
                 f"_Table shows {shown} of {len(pairs)} results; {len(left)} left out "
                 f"({failing_left} of them failing). Every result is in junit.xml and results.json._"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import re
 
+from runner.core.text import strip_ansi
+
 # A default cap per text (an error message, an analysis, a failure body): big enough for a stack
 # trace, small enough that one runaway message cannot blow a report past the readers' limits.
 MAX_TEXT = 64 * 1024
@@ -16,20 +18,6 @@ MAX_TEXT = 64 * 1024
 # XML 1.0 Char excludes C0 controls other than tab, LF, CR; surrogates (a lone one is not even
 # encodable as UTF-8); and U+FFFE/U+FFFF.
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-# ANSI/VT100 escape sequences: CSI (colours, cursor moves), OSC (titles, hyperlinks; ended by BEL or
-# ST), and the remaining two-character escapes. The 8-bit CSI (U+009B) is included.
-_ANSI = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI ... final byte
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC ... BEL or ST (unterminated: to the end)
-    r"|\x1b[ -/]*[0-~]"  # two-character and nF escapes (ESC ( B, ESC 7, ...)
-)
-
-
-def strip_ansi(text: str) -> str:
-    if "\x1b" not in text and "\x9b" not in text:
-        return text
-    return _ANSI.sub("", text)
 
 
 def remove_xml_illegal(text: str) -> str:

@@ -1,0 +1,120 @@
+"""The verdict policy: the one place that decides which results fail the gate and the run's exit code.
+
+Every output reads it: the exit code, the console's verdict line, the markdown headline and counts,
+the JUnit (a result that fails the gate is a failure or an error there, never a skip), results.json,
+the GitHub and GitLab outputs, and the exit-code text of `--help`. Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from runner.core.exitcodes import ExitCode, most_severe
+from runner.job.outcome import Outcome, ResultOutcome, ResultVerdict, RunVerdict
+
+FailOn = Literal["any", "new"]
+JunitKind = Literal["passed", "failure", "error", "skipped"]
+
+# Verdicts that fail the gate whatever the options: the check failed, could not run to a verdict,
+# did not finish before the run ended, or was cancelled (from outside: nobody saw it pass).
+ALWAYS_FAILING: frozenset[ResultVerdict] = frozenset({"failed", "error", "running", "cancelled"})
+
+# What each verdict is called where people read it.
+LABELS: dict[str, str] = {
+    "passed": "passed",
+    "failed": "failed",
+    "degraded": "degraded",
+    "flaky": "flaky",
+    "error": "error",
+    "cancelled": "cancelled",
+    "running": "did not finish",
+}
+
+# The run's verdict for each exit code (results.json `verdict`, GitHub `status`, GitLab dotenv).
+RUN_VERDICTS: dict[ExitCode, RunVerdict] = {
+    ExitCode.OK: "passed",
+    ExitCode.CHECKS_FAILED: "failed",
+    ExitCode.USAGE: "usage-error",
+    ExitCode.TIMEOUT: "timeout",
+    ExitCode.SERVICE: "service-error",
+    ExitCode.NO_MATCH: "no-match",
+    ExitCode.INTERRUPTED: "interrupted",
+    ExitCode.TERMINATED: "interrupted",
+}
+
+# Exit codes after which the reports show only what was known when the run ended.
+PARTIAL_CODES = frozenset({ExitCode.TIMEOUT, ExitCode.SERVICE, ExitCode.INTERRUPTED, ExitCode.TERMINATED})
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The gate options of a run (spec `gate`, flags), as results.json records them."""
+
+    fail_on_degraded: bool = False
+    fail_on_no_match: bool = True
+    fail_on: FailOn = "any"
+
+    @classmethod
+    def of(cls, outcome: Outcome) -> Gate:
+        return cls(fail_on_degraded=outcome.failOnDegraded, fail_on=outcome.failOn)
+
+
+def is_known(result: ResultOutcome) -> bool:
+    """A failure that was there before this build: its error group was seen before this session,
+    or it was already failing in the baseline."""
+    return bool(result.known) or result.baseline == "still-failing"
+
+
+def forgiven(result: ResultOutcome, gate: Gate) -> bool:
+    """With `failOn: new`, a failed check whose failure is known does not fail the gate. Errors,
+    unfinished and cancelled checks are never forgiven: nobody knows what they would have shown."""
+    return gate.fail_on == "new" and result.verdict == "failed" and is_known(result)
+
+
+def result_fails(result: ResultOutcome, gate: Gate) -> bool:
+    if result.verdict == "degraded":
+        return gate.fail_on_degraded
+    return result.verdict in ALWAYS_FAILING and not forgiven(result, gate)
+
+
+def junit_kind(result: ResultOutcome, gate: Gate) -> JunitKind:
+    """How a JUnit reader must count the result, so that it agrees with the gate."""
+    if not result_fails(result, gate):
+        return "skipped" if forgiven(result, gate) else "passed"
+    return "failure" if result.verdict in ("failed", "degraded") else "error"
+
+
+def checks_exit_code(results: list[ResultOutcome], gate: Gate) -> ExitCode:
+    return ExitCode.CHECKS_FAILED if any(result_fails(r, gate) for r in results) else ExitCode.OK
+
+
+def no_match_exit_code(gate: Gate) -> ExitCode:
+    return ExitCode.NO_MATCH if gate.fail_on_no_match else ExitCode.OK
+
+
+def run_exit_code(session_codes: list[ExitCode], stop_code: ExitCode | None) -> ExitCode:
+    """A signal decides the code; else the most severe code of the sessions."""
+    return stop_code if stop_code is not None else most_severe(session_codes)
+
+
+def run_verdict(code: ExitCode, *, detached: bool, all_no_match: bool) -> RunVerdict:
+    if detached and code == ExitCode.OK:
+        return "detached"
+    if code == ExitCode.OK and all_no_match:
+        return "no-match"
+    return RUN_VERDICTS[code]
+
+
+def is_partial(code: ExitCode) -> bool:
+    return code in PARTIAL_CODES
+
+
+def describe_gate() -> str:
+    """The gate rule in words, for `--help` and the README: derived from the policy above."""
+    always = [LABELS[v] for v in ("failed", "error", "cancelled", "running") if v in ALWAYS_FAILING]
+    return (
+        f"a check that {', '.join(always[:-1])} or {always[-1]} fails the gate; a degraded one only "
+        "with gate.failOnDegraded; with gate.failOn: new, a failed check whose failure is known "
+        "(seen before this session, or failing in the baseline) does not"
+    )

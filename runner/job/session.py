@@ -1,0 +1,284 @@
+"""One session of a run, on its own worker thread: trigger, watch, error groups and analyses.
+
+The worker reports what happens as events and hands back its SessionOutcome as a value; it changes
+nothing another thread reads. Results are reported as they become final: between completion long
+polls the session is read at a bounded pace, and a failure's error group is read (for its message)
+and analysed as soon as the failure appears, so analyses of early failures are ready at the end.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from runner.client import ApiClient
+from runner.client.polling import SESSION_READS, Pace, wait_for_session
+from runner.core.errors import ApiError, BadRequestError, NotFoundError, exit_code_for
+from runner.core.exitcodes import ExitCode
+from runner.job.analyses import AnalysisPlan, GroupReader, checks_by_group, groups_by_frequency
+from runner.job.events import (
+    AnalysesWaiting,
+    Cancelled,
+    DeadlinePassed,
+    Event,
+    NoMatch,
+    Progress,
+    ResultFinished,
+    SessionFailed,
+    SessionFinished,
+    Triggered,
+    Where,
+)
+from runner.job.outcome import ErrorGroupOutcome, ResultOutcome, SessionOutcome
+from runner.job.policy import Gate, checks_exit_code, no_match_exit_code
+from runner.job.verdicts import build_results
+from runner.models import TestSession, TriggerRequest
+
+MESSAGE_WAIT = 3.0  # seconds a failure's line waits for its error message before it is printed
+CANCEL_WITHIN = 3.0  # seconds a cancel may take when the run is ending
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """What a session worker needs to know of the run's options."""
+
+    timeout_seconds: float = 900.0
+    analyses: AnalysisPlan = field(default_factory=AnalysisPlan)
+    gate: Gate = field(default_factory=Gate)
+    pace: Pace = SESSION_READS
+
+
+def _duration(session: TestSession | None) -> float | None:
+    if session and session.startedAt and session.stoppedAt:
+        return round((session.stoppedAt - session.startedAt).total_seconds(), 3)
+    if session and session.timeElapsed is not None:
+        return round(session.timeElapsed / 1000.0, 3)
+    return None
+
+
+def session_outcome(
+    where: Where,
+    environment: str | None,
+    session: TestSession | None,
+    results: list[ResultOutcome],
+    groups: list[ErrorGroupOutcome],
+    code: ExitCode,
+    problem: str | None = None,
+    no_match: bool = False,
+) -> SessionOutcome:
+    return SessionOutcome(
+        name=where.name,
+        runLocation=where.location,
+        environment=environment,
+        testSessionId=session.testSessionId if session else None,
+        link=session.testSessionLink if session else None,
+        status=session.status if session else None,
+        startedAt=session.startedAt if session else None,
+        stoppedAt=session.stoppedAt if session else None,
+        durationSeconds=_duration(session),
+        exitCode=int(code),
+        problem=problem,
+        noMatch=no_match,
+        results=results,
+        errorGroups=groups,
+    )
+
+
+class SessionWorker:
+    def __init__(
+        self,
+        client: ApiClient,
+        plan: SessionPlan,
+        where: Where,
+        environment: str | None,
+        emit: Callable[[Event], None],
+        stop: threading.Event,
+        stop_code: Callable[[], ExitCode | None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.plan = plan
+        self.where = where
+        self.environment = environment
+        self.emit = emit
+        self.stop = stop
+        self.stop_code = stop_code
+        self.clock = clock
+
+    def _outcome(
+        self,
+        session: TestSession | None,
+        code: ExitCode,
+        problem: str | None = None,
+        results: list[ResultOutcome] | None = None,
+        groups: list[ErrorGroupOutcome] | None = None,
+        no_match: bool = False,
+    ) -> SessionOutcome:
+        return session_outcome(
+            self.where, self.environment, session, results or [], groups or [], code, problem, no_match
+        )
+
+    # --- entry points -------------------------------------------------------------------------
+
+    def trigger_and_follow(self, request: TriggerRequest) -> SessionOutcome:
+        session, ended = self._trigger(request)
+        return ended if ended is not None else self.follow(session)
+
+    def trigger_only(self, request: TriggerRequest) -> SessionOutcome:
+        session, ended = self._trigger(request)
+        return ended if ended is not None else self._outcome(session, ExitCode.OK)
+
+    def follow(self, session: TestSession | None, followed: bool = False) -> SessionOutcome:
+        assert session is not None
+        if followed:
+            self.emit(Triggered(self.where, session.testSessionId, session.testSessionLink, followed=True))
+        reader = GroupReader(self.client, self.plan.analyses, self.where, self.emit, self.stop, self.clock)
+        watch = _Watch(self, reader, session)
+        try:
+            return watch.run()
+        except ApiError as exc:
+            self.emit(SessionFailed(self.where, str(exc)))
+            last = watch.session
+            self._cancel(last)
+            groups = reader.finish(last, wait=False)
+            return self._outcome(last, exit_code_for(exc), str(exc), watch.results(last, groups), groups)
+        finally:
+            reader.finish(None, wait=False)
+
+    # --- phases -------------------------------------------------------------------------------
+
+    def _trigger(self, request: TriggerRequest) -> tuple[TestSession | None, SessionOutcome | None]:
+        try:
+            session = self.client.trigger(request)
+        except NotFoundError as exc:
+            self.emit(NoMatch(self.where, exc.message))
+            problem = f"no check matched the target: {exc.message}"
+            return None, self._outcome(None, no_match_exit_code(self.plan.gate), problem, no_match=True)
+        except BadRequestError as exc:
+            self.emit(SessionFailed(self.where, str(exc)))
+            return None, self._outcome(None, ExitCode.USAGE, str(exc))
+        except ApiError as exc:
+            self.emit(SessionFailed(self.where, str(exc)))
+            return None, self._outcome(None, exit_code_for(exc), str(exc))
+        self.emit(Triggered(self.where, session.testSessionId, session.testSessionLink))
+        if self.stop.is_set():  # interrupted while the trigger was in flight: leave nothing running
+            self._cancel(session)
+            return session, self._outcome(session, self.stop_code() or ExitCode.INTERRUPTED)
+        return session, None
+
+    def _cancel(self, session: TestSession | None) -> TestSession | None:
+        """Best effort, bounded: leave nothing running on the service. The session as it was left."""
+        if session is None or session.is_final:
+            return session
+        try:
+            self.client.cancel(session.testSessionId, within=CANCEL_WITHIN)
+        except ApiError as exc:
+            self.emit(Cancelled(self.where, session.testSessionId, problem=str(exc)))
+            return session
+        self.emit(Cancelled(self.where, session.testSessionId))
+        try:
+            return self.client.get_session(session.testSessionId)
+        except ApiError:
+            return session
+
+
+class _Watch:
+    """The wait of one session: its state lives on this worker's stack, never shared."""
+
+    def __init__(self, worker: SessionWorker, reader: GroupReader, session: TestSession) -> None:
+        self.worker = worker
+        self.reader = reader
+        self.session = session
+        self.started = worker.clock()
+        self.reported: set[str] = set()
+
+    def results(
+        self, session: TestSession | None, groups: list[ErrorGroupOutcome], ended_by_us: bool = False
+    ) -> list[ResultOutcome]:
+        if session is None:
+            return []
+        return build_results(session, {g.id: g for g in groups}, ended_by_us)
+
+    def _observe(self, session: TestSession) -> bool:
+        """Reports the results that became final since the last read; True when there were any."""
+        self.session = session
+        failing_groups = [g for r in session.results if r.status != "PASSED" for g in r.errorGroupIds]
+        self.reader.read(failing_groups)
+        self.reader.analyse([g for g, _n in groups_by_frequency(session)], checks_by_group(session))
+        current = build_results(session, {})
+        fresh = [r for r in current if r.verdict != "running" and r.id not in self.reported]
+        if fresh:
+            ids = [g for r in fresh for g in r.errorGroupIds]
+            by_id = {r.id: r for r in build_results(session, self.reader.groups(ids, MESSAGE_WAIT))}
+            for result in fresh:
+                self.reported.add(result.id)
+                self.worker.emit(ResultFinished(self.worker.where, by_id.get(result.id, result)))
+        elapsed = self.worker.clock() - self.started
+        self.worker.emit(Progress(self.worker.where, elapsed, tuple(current)))
+        return bool(fresh)
+
+    def run(self) -> SessionOutcome:
+        worker = self.worker
+        plan = worker.plan
+        deadline = self.started + plan.timeout_seconds
+        final = None
+        if not self.session.is_final:
+            self._observe(self.session)
+            final = wait_for_session(
+                worker.client,
+                self.session.testSessionId,
+                deadline,
+                stop=worker.stop,
+                watch=self._observe,
+                pace=plan.pace,
+                clock=worker.clock,
+            )
+        else:
+            final = self.session
+        if final is None:
+            return self._ended_early(deadline)
+        self._observe(final)
+        elapsed = worker.clock() - self.started
+        worker.emit(SessionFinished(worker.where, final.status, elapsed))
+        if not final.results and final.status != "CANCELLED":
+            worker.emit(NoMatch(worker.where, "the session finished without results"))
+            code = no_match_exit_code(plan.gate)
+            return worker._outcome(
+                final,
+                code,
+                "no check matched the target: the session finished without results",
+                no_match=True,
+            )
+        waiting = self.reader.analyses_to_wait_for(final)
+        if waiting:
+            worker.emit(AnalysesWaiting(worker.where, waiting, plan.analyses.timeout_seconds))
+        groups = self.reader.finish(final, wait=not worker.stop.is_set())
+        results = self.results(final, groups)
+        stop = worker.stop_code()
+        code = stop if stop is not None else checks_exit_code(results, plan.gate)
+        return worker._outcome(final, code, None, results, groups)
+
+    def _ended_early(self, deadline: float) -> SessionOutcome:
+        """The deadline passed, or a signal stopped the run: cancel, and report what did not finish."""
+        worker = self.worker
+        before = build_results(self.session, {})
+        if not worker.stop.is_set():
+            timeout = worker.plan.timeout_seconds
+            worker.emit(
+                DeadlinePassed(
+                    worker.where,
+                    timeout,
+                    tuple(r for r in before if r.verdict != "running"),
+                    tuple(r for r in before if r.verdict == "running"),
+                )
+            )
+            left = worker._cancel(self.session) or self.session
+            groups = self.reader.finish(left, wait=False)
+            problem = f"the session did not finish within the {timeout:g} s deadline; it was cancelled"
+            return worker._outcome(left, ExitCode.TIMEOUT, problem, self.results(left, groups, True), groups)
+        left = worker._cancel(self.session) or self.session
+        groups = self.reader.finish(left, wait=False)
+        code = worker.stop_code() or ExitCode.INTERRUPTED
+        return worker._outcome(left, code, None, self.results(left, groups, True), groups)
