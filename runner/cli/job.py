@@ -26,6 +26,7 @@ from runner.job.outcome import Outcome
 from runner.job.run import Runner, RunSettings
 from runner.metadata import resolve_metadata
 from runner.models import SessionMetadata, TriggerRequest
+from runner.reports.files import check_writable
 from runner.spec import RunSpec
 
 
@@ -44,6 +45,7 @@ class Job:
         # GitHub must learn the secrets before anything else is printed.
         self.console.mask(sorted(self.redact.secrets))
         self.report_paths = self._report_paths()
+        check_writable({} if getattr(args, "detach", False) else self.report_paths)
 
     def _report_paths(self) -> dict[str, Path]:
         paths = {}
