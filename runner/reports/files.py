@@ -1,4 +1,5 @@
-"""Atomic report files: a reader (a CI upload step, a tail) never sees half a report."""
+"""Report files: atomic writes (a reader, a CI upload step or a tail, never sees half a report) and the
+check, before a run starts, that every report path can be written."""
 
 from __future__ import annotations
 
