@@ -16,9 +16,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # directory is marked safe; --system so that it holds for any --user the container is started as.
 # Debian's git is not version-pinned: the base tag already fixes the release, and a pinned point
 # version disappears from the mirrors with the next security update.
+# apt-get clean: the downloaded packages stay in /var/cache/apt on a base without Debian's docker-clean
+# hook (138 MB measured on the stand-in base); a no-op on the official image.
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends git \
+    && apt-get clean \
     && rm -rf /var/lib/apt/lists/* \
     && git config --system --add safe.directory '*'
 

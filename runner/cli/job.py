@@ -33,6 +33,7 @@ from runner.job.run import Runner
 from runner.job.session import SessionPlan
 from runner.metadata import resolve_metadata
 from runner.models import SessionMetadata, TriggerRequest
+from runner.reports.files import check_writable
 from runner.spec import RunSpec
 
 STDOUT = "-"  # a report path that means standard output
@@ -142,6 +143,10 @@ class Job:
         )
         # GitHub must learn the secrets before anything else is printed.
         self.console.mask(sorted(redact.secrets))
+        # Before anything is triggered: a report that cannot be written must not cost the work.
+        if not settings.detach:
+            files = {kind: p for kind, p in settings.report_paths.items() if isinstance(p, Path)}
+            check_writable(files, self.environ)
         self.observer = Observers(
             [CiPublisher(self.environ, self.console, redact, self.stderr), self.console]
         )

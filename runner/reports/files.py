@@ -1,11 +1,19 @@
-"""Atomic report files: a reader (a CI upload step, a tail) never sees half a report."""
+"""Report files: atomic writes (a reader, a CI upload step or a tail, never sees half a report) and the
+check, before a run starts, that every report path can be written."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+
+from runner.core.errors import UsageError
+
+# Where a container runtime leaves its mark: Docker, Podman; Kubernetes sets the service host.
+_CONTAINER_MARKS = ("/.dockerenv", "/run/.containerenv")
 
 
 def write_atomic(path: str | Path, text: str) -> Path:
@@ -31,6 +39,49 @@ def write_atomic(path: str | Path, text: str) -> Path:
         raise
     _fsync_dir(target.parent)
     return target
+
+
+def check_writable(paths: Mapping[str, Path], environ: Mapping[str, str] | None = None) -> None:
+    """Raises UsageError, one line naming the path, the uid and the fix, unless every report can be
+    written: called before anything is triggered, so an unwritable workspace costs no session.
+
+    Parents are created (as write_atomic would) and a probe file with a unique name is made and removed
+    next to each report; an existing non-regular file (/dev/null, a FIFO) is only checked for access,
+    never replaced."""
+    env = os.environ if environ is None else environ
+    for kind, path in paths.items():
+        problem = _write_problem(path)
+        if problem:
+            uid = f"uid {os.getuid()}" if hasattr(os, "getuid") else "this user"
+            raise UsageError(f"reports.{kind}: cannot write {path} as {uid} ({problem}); {_fix(env)}")
+
+
+def _write_problem(path: Path) -> str | None:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        return None if os.access(path, os.W_OK) else "not writable"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc.strerror or exc)
+    return None
+
+
+def _fix(environ: Mapping[str, str]) -> str:
+    if "KUBERNETES_SERVICE_HOST" in environ:
+        return "mount a volume the pod's runAsUser can write (an emptyDir, or fsGroup) or choose another path"
+    if environ.get("container") or any(os.path.exists(mark) for mark in _CONTAINER_MARKS):
+        return (
+            'run the container as the owner of the mounted directory: --user "$(id -u):$(id -g)", '
+            "or choose another path"
+        )
+    return "make it writable or choose another path (--junit, --markdown, --json or reports: in the spec)"
 
 
 def _fsync_dir(directory: Path) -> None:
