@@ -119,6 +119,8 @@ class AnalysisCollector:
         outcome.errorHash = group.errorHash
         outcome.message = group.rawErrorMessage
         outcome.cleanedMessage = group.cleanedErrorMessage
+        outcome.firstSeen = group.firstSeen
+        outcome.lastSeen = group.lastSeen
         if analyse:
             outcome.analysis = self._analysis_for(group, deadline)
 
