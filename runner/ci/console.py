@@ -43,7 +43,7 @@ from runner.job.events import (
     Where,
 )
 from runner.job.outcome import ResultOutcome
-from runner.job.policy import LABELS, Gate, result_fails
+from runner.job.policy import LABELS, Gate, failing_verdict
 
 HEARTBEAT_SECONDS = 25.0  # a CI log is never silent for 30 s while the run waits
 QUIET, NORMAL, VERBOSE = -1, 0, 1
@@ -220,7 +220,8 @@ class Console:
         return text
 
     def _result(self, result: ResultOutcome) -> None:
-        if result_fails(result, self.gate):
+        # A known failure forgiven by `failOn: new` is still a failure: -q shows it too.
+        if failing_verdict(result, self.gate.fail_on_degraded):
             self.always(self.result_line(result))
         else:
             self.line(self.result_line(result))

@@ -25,6 +25,7 @@ from runner.core.errors import UsageError
 from runner.core.exitcodes import ExitCode
 from runner.core.redact import Redactor, redact_data
 from runner.job.analyses import AnalysisPlan
+from runner.job.baseline import Baseline, BaselineWarning, load_baseline
 from runner.job.digest import digest
 from runner.job.events import Finished, Note, Observers
 from runner.job.outcome import Outcome
@@ -75,7 +76,7 @@ class JobSettings:
                 gate=Gate(
                     fail_on_degraded=spec.gate.failOnDegraded,
                     fail_on_no_match=spec.gate.failOnNoMatchingChecks,
-                    fail_on=getattr(spec.gate, "failOn", "any"),
+                    fail_on=spec.gate.failOn,
                 ),
             ),
             connection=Connection.from_args(args),
@@ -153,10 +154,18 @@ class Job:
 
     # --- the commands -------------------------------------------------------------------------
 
+    def _baseline(self) -> Baseline | BaselineWarning | None:
+        path = self.settings.spec.baseline
+        loaded = load_baseline(path) if path else None
+        if isinstance(loaded, BaselineWarning) or (loaded is not None and loaded.warning):
+            self.observer.notify(Note(f"warning: {loaded.warning}"))
+        return loaded
+
     def run(self) -> int:
         requests, commit = self._requests()
+        baseline = None if self.settings.detach else self._baseline()
         with self._client() as client:
-            runner = Runner(client, self.settings.plan, self.observer, commit)
+            runner = Runner(client, self.settings.plan, self.observer, commit, baseline=baseline)
             with self._signals(runner):
                 outcome = runner.run(requests, detach=self.settings.detach)
         if self.settings.detach:
@@ -167,8 +176,9 @@ class Job:
         return self._finish(outcome)
 
     def wait(self, session_id: str) -> int:
+        baseline = self._baseline()
         with self._client(use_emulator=False) as client:
-            runner = Runner(client, self.settings.plan, self.observer, SessionMetadata())
+            runner = Runner(client, self.settings.plan, self.observer, SessionMetadata(), baseline=baseline)
             with self._signals(runner):
                 outcome = runner.wait_for(session_id)
         return self._finish(outcome)

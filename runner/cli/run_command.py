@@ -86,6 +86,18 @@ def _add_gate_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="degraded checks fail the gate (gate.failOnDegraded)",
     )
+    group.add_argument(
+        "--fail-on",
+        choices=("any", "new"),
+        help="any: every failed check fails the gate; new: failed checks already failing before this "
+        "run are forgiven, errors and unfinished checks still fail (gate.failOn; default any)",
+    )
+    group.add_argument(
+        "--baseline",
+        metavar="PATH",
+        help="results.json of an earlier run to compare with: newly failing, fixed, slower "
+        "(baseline; '' for none)",
+    )
     group.add_argument("--no-rca", action="store_true", help="do not fetch root cause analyses")
 
 
@@ -122,6 +134,8 @@ def _overrides(args: argparse.Namespace) -> Overrides:
         markdown=args.markdown,
         json=args.json,
         fail_on_degraded=args.fail_on_degraded,
+        fail_on=args.fail_on,
+        baseline=args.baseline,
         no_rca=args.no_rca,
     )
 

@@ -9,12 +9,13 @@ import uuid
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from runner.emulator.clock import SimClock
 from runner.emulator.grouping import clean_message, error_hash
 from runner.emulator.simulation import CheckRun, plan_run, render_run
-from runner.emulator.world import Account, World, WorldCheck, load_world
+from runner.emulator.world import Account, World, WorldCheck, WorldErrorGroup, load_world, seen_at
 from runner.models import (
     CheckUpdate,
     DashboardRequest,
@@ -196,24 +197,40 @@ class Backend:
         for spec in account.errorGroups:
             check = state.checks[spec.checkId]
             cleaned = clean_message(spec.rawErrorMessage)
+            first, last = self._seen(spec, now)
             group = Group(
                 spec.id,
                 account.id,
-                "check",
+                spec.kind,
                 check,
                 spec.rawErrorMessage,
                 cleaned,
                 error_hash(cleaned),
-                now - 86400,
-                now - 3600,
+                first,
+                last,
             )
             self.groups[group.id] = group
+            if spec.kind == "test-session":  # later sessions failing the same way land in it
+                self.group_index[(account.id, check.id, group.hash)] = group.id
             for existing in spec.analyses:
                 job = AnalysisJob(
                     existing.id, account.id, group.id, now - 3600, now - 3600, existing.userContext
                 )
                 self.analyses[job.id] = job
                 group.analyses.append(job.id)
+
+    def _seen(self, spec: WorldErrorGroup, now: float) -> tuple[float, float]:
+        """(firstSeen, lastSeen) in simulated time: relative ones from now, absolute ones as given."""
+
+        def sim(value: str) -> float:
+            moment = seen_at(value)
+            if isinstance(moment, timedelta):
+                return now + moment.total_seconds()
+            return self.clock.from_datetime(moment)
+
+        first = sim(spec.firstSeen) if spec.firstSeen else now - 86400
+        last = sim(spec.lastSeen) if spec.lastSeen else (first if spec.firstSeen else now - 3600)
+        return first, max(first, last)
 
     def reset(self) -> None:
         self.load(self.world)

@@ -50,5 +50,9 @@ class SimClock:
     def to_datetime(self, sim_time: float) -> datetime:
         return datetime.fromtimestamp(self._wall_origin + sim_time, tz=timezone.utc)
 
+    def from_datetime(self, moment: datetime) -> float:
+        """The simulated time of a wall-clock date (negative before the clock was created)."""
+        return moment.timestamp() - self._wall_origin
+
     def iso(self, sim_time: float) -> str:
         return self.to_datetime(sim_time).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import os
 import re
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from runner.core.errors import UsageError
 from runner.models import describe_validation_error
@@ -17,6 +18,8 @@ from runner.models.resources import CHECK_LOCATIONS
 DEFAULT_WORLD = Path(__file__).with_name("world.yml")
 Behaviour = Literal["pass", "fail", "degrade", "flaky", "error", "hang"]
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_AGO = re.compile(r"^-([0-9]+(?:\.[0-9]+)?)([smhd])$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 class WorldError(UsageError):
@@ -94,13 +97,48 @@ class ExistingAnalysis(_Strict):
     userContext: str | None = None
 
 
+def seen_at(value: str) -> timedelta | datetime:
+    """ "-3d" (also s, m, h; before the emulator started) or an ISO 8601 time (UTC when no zone)."""
+    ago = _AGO.match(value.strip())
+    if ago:
+        return -timedelta(seconds=float(ago.group(1)) * _UNIT_SECONDS[ago.group(2)])
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"expected a time ago like -3d, -12h, -30m, -45s or an ISO 8601 time, got {value!r}"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def _as_datetime(value: timedelta | datetime) -> datetime:
+    return datetime.now(timezone.utc) + value if isinstance(value, timedelta) else value
+
+
 class WorldErrorGroup(_Strict):
-    """A check error group that already exists, optionally with completed analyses."""
+    """An error group that already exists, optionally with completed analyses.
+
+    kind "check": a check error group (GET /v1/error-groups/{id}). kind "test-session": a group that
+    earlier test sessions hit; a session failing the same check with the same cleaned message lands in
+    it, so that failure is "known" (first seen before the session).
+    """
 
     id: str = Field(min_length=1)
+    kind: Literal["check", "test-session"] = "check"
     checkId: str = Field(min_length=1)
     rawErrorMessage: str = Field(min_length=1)
+    firstSeen: str | None = None  # default: a day ago
+    lastSeen: str | None = None  # default: firstSeen when given, else an hour ago
     analyses: list[ExistingAnalysis] = Field(default_factory=list)
+
+    @field_validator("firstSeen", "lastSeen")
+    @classmethod
+    def _a_time(cls, value: str | None) -> str | None:
+        if value is not None:
+            moment = _as_datetime(seen_at(value))
+            if moment > datetime.now(timezone.utc):
+                raise ValueError(f"must not be in the future, got {value!r}")
+        return value
 
 
 class WorldDashboard(_Strict):
@@ -170,15 +208,36 @@ def _consistency_problems(world: World) -> list[str]:
         check_ids = {check.id for check in account.checks}
         if len(check_ids) != len(account.checks):
             problems.append(f"accounts[{a}].checks: check ids must be unique")
-        for g, group in enumerate(account.errorGroups):
-            if group.checkId not in check_ids:
-                problems.append(f"accounts[{a}].errorGroups[{g}].checkId: no check of this account has it")
+        problems += _group_problems(a, account, check_ids)
         for c, check in enumerate(account.checks):
             for location in check.locations:
                 if location not in world.settings.locations:
                     problems.append(
                         f"accounts[{a}].checks[{c}].locations: {location!r} is not in settings.locations"
                     )
+    return problems
+
+
+def _group_problems(a: int, account: Account, check_ids: set[str]) -> list[str]:
+    from runner.emulator.grouping import clean_message
+
+    problems: list[str] = []
+    seen: dict[tuple[str, str], int] = {}
+    for g, group in enumerate(account.errorGroups):
+        at = f"accounts[{a}].errorGroups[{g}]"
+        if group.checkId not in check_ids:
+            problems.append(f"{at}.checkId: no check of this account has it")
+        if group.firstSeen and group.lastSeen:
+            first, last = _as_datetime(seen_at(group.firstSeen)), _as_datetime(seen_at(group.lastSeen))
+            if last < first:
+                problems.append(f"{at}.lastSeen: before firstSeen")
+        if group.kind == "test-session":
+            key = (group.checkId, clean_message(group.rawErrorMessage))
+            if key in seen:
+                problems.append(
+                    f"{at}: the same check and cleaned message as errorGroups[{seen[key]}]: one group"
+                )
+            seen.setdefault(key, g)
     return problems
 
 

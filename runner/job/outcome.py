@@ -17,7 +17,9 @@ SCHEMA_VERSION = 1
 # How one check result is judged, derived from the service's result fields.
 ResultVerdict = Literal["passed", "failed", "degraded", "flaky", "error", "cancelled", "running"]
 AnalysisState = Literal["completed", "pending", "unavailable", "error", "timeout", "skipped", "disabled"]
+# Where a result stands against the baseline run (--baseline): see runner/job/baseline.py.
 BaselineMark = Literal["newly-failing", "still-failing", "fixed", "still-passing", "new-check"]
+FailOn = Literal["any", "new"]
 RunVerdict = Literal[
     "passed", "failed", "no-match", "timeout", "service-error", "usage-error", "interrupted", "detached"
 ]
@@ -41,7 +43,7 @@ class ErrorGroupOutcome(OutcomeModel):
     errorHash: str | None = None
     message: str | None = None  # rawErrorMessage
     cleanedMessage: str | None = None
-    firstSeen: datetime | None = None
+    firstSeen: datetime | None = None  # the service's, across all sessions; None when unread
     lastSeen: datetime | None = None
     count: int = 0  # results of this session in the group
     analysis: AnalysisOutcome | None = None
@@ -71,12 +73,11 @@ class ResultOutcome(OutcomeModel):
     failedAttempts: list[AttemptOutcome] = Field(default_factory=list)
     errorGroupIds: list[str] = Field(default_factory=list)
     error: str | None = None  # the error message of its first error group
-    # A failing result: whether its failure was seen before this session (None when passing or
-    # unknown), and since when.
+    # Known or new (runner/job/known.py): None on passing results and where it cannot be told.
     known: bool | None = None
-    firstSeen: datetime | None = None
-    lastSeenBefore: datetime | None = None
-    baseline: BaselineMark | None = None  # compared with --baseline results.json
+    firstSeen: datetime | None = None  # of its error group(s), when known
+    lastSeenBefore: datetime | None = None  # last seen before this run; None when not knowable
+    baseline: BaselineMark | None = None  # None without a usable baseline
 
 
 class SessionOutcome(OutcomeModel):
@@ -107,6 +108,28 @@ class Counts(OutcomeModel):
     running: int = 0
 
 
+class CheckRef(OutcomeModel):
+    checkId: str | None = None
+    name: str
+    runLocation: str | None = None
+
+
+class SlowerCheck(CheckRef):
+    baselineSeconds: float
+    durationSeconds: float
+
+
+class BaselineOutcome(OutcomeModel):
+    """The comparison with an earlier run's results.json (--baseline)."""
+
+    path: str
+    used: bool = False  # False when the file could not be used: `warning` says why
+    warning: str | None = None
+    missing: list[CheckRef] = Field(default_factory=list)  # in the baseline, not in this run
+    fixed: list[CheckRef] = Field(default_factory=list)
+    slower: list[SlowerCheck] = Field(default_factory=list)
+
+
 class CommitInfo(OutcomeModel):
     commitId: str | None = None
     branchName: str | None = None
@@ -125,12 +148,17 @@ class Outcome(OutcomeModel):
     verdict: RunVerdict = "passed"
     exitCode: int = 0
     failOnDegraded: bool = False
-    failOn: Literal["any", "new"] = "any"
+    failOn: FailOn = "any"  # "new": known failed checks are forgiven (errors, unfinished still fail)
     partial: bool = False  # written after a timeout, interrupt or service error: what was known
     message: str | None = None  # one line explaining a non-zero exit code
     commit: CommitInfo = Field(default_factory=CommitInfo)
     counts: Counts = Field(default_factory=Counts)
     sessions: list[SessionOutcome] = Field(default_factory=list)
+    baseline: BaselineOutcome | None = None  # None when no baseline was asked for
+
+    def all_results(self) -> list[ResultOutcome]:
+        return [r for s in self.sessions for r in s.results]
+
 
 
 def count_results(results: list[ResultOutcome]) -> Counts:

@@ -72,10 +72,16 @@ def forgiven(result: ResultOutcome, gate: Gate) -> bool:
     return gate.fail_on == "new" and result.verdict == "failed" and is_known(result)
 
 
-def result_fails(result: ResultOutcome, gate: Gate) -> bool:
+def failing_verdict(result: ResultOutcome, fail_on_degraded: bool) -> bool:
+    """The result's verdict fails a gate that forgives nothing (failOn: any): what known/new and the
+    baseline compare."""
     if result.verdict == "degraded":
-        return gate.fail_on_degraded
-    return result.verdict in ALWAYS_FAILING and not forgiven(result, gate)
+        return fail_on_degraded
+    return result.verdict in ALWAYS_FAILING
+
+
+def result_fails(result: ResultOutcome, gate: Gate) -> bool:
+    return failing_verdict(result, gate.fail_on_degraded) and not forgiven(result, gate)
 
 
 def junit_kind(result: ResultOutcome, gate: Gate) -> JunitKind:

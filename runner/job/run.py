@@ -23,9 +23,11 @@ from runner.client import ApiClient
 from runner.core.errors import ApiError
 from runner.core.exitcodes import ExitCode
 from runner.job.analyses import READS_WAIT
+from runner.job.baseline import Baseline, BaselineWarning, mark_baseline
 from runner.job.events import Event, Observer, Progress, ResultFinished, Stopping, Tick, Triggered, Where
+from runner.job.known import mark_known
 from runner.job.outcome import CommitInfo, Outcome, ResultOutcome, SessionOutcome, count_results
-from runner.job.policy import is_partial, run_exit_code, run_verdict
+from runner.job.policy import checks_exit_code, is_partial, run_exit_code, run_verdict
 from runner.job.session import CANCEL_WITHIN, SessionPlan, SessionWorker, session_outcome
 from runner.models import SessionMetadata, TestSession, TriggerRequest
 
@@ -71,6 +73,7 @@ class Runner:
         observer: Observer,
         commit: SessionMetadata | None = None,
         *,
+        baseline: Baseline | BaselineWarning | None = None,
         shutdown_seconds: float = SHUTDOWN_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -78,6 +81,7 @@ class Runner:
         self.plan = plan
         self.observer = observer
         self.commit = commit or SessionMetadata()
+        self.baseline = baseline
         self.shutdown_seconds = shutdown_seconds
         self.clock = clock
         self.started_at = datetime.now(timezone.utc)
@@ -231,24 +235,13 @@ class Runner:
     # --- the outcome --------------------------------------------------------------------------
 
     def _outcome(self, sessions: list[SessionOutcome], detached: bool = False) -> Outcome:
-        code = run_exit_code([ExitCode(s.exitCode) for s in sessions], self.stop_code)
-        verdict = run_verdict(
-            code, detached=detached, all_no_match=bool(sessions) and all(s.noMatch for s in sessions)
-        )
-        results = [r for s in sessions for r in s.results]
-        problems = [f"{s.name} ({s.runLocation}): {s.problem}" for s in sessions if s.problem]
-        message = self.stop_reason or ("; ".join(problems) if problems and code != ExitCode.OK else None)
+        gate = self.plan.gate
         commit = self.commit
-        return Outcome(
+        draft = Outcome(
             toolVersion=__version__,
             startedAt=self.started_at,
-            finishedAt=datetime.now(timezone.utc),
-            verdict=verdict,
-            exitCode=int(code),
-            failOnDegraded=self.plan.gate.fail_on_degraded,
-            failOn=self.plan.gate.fail_on,
-            partial=is_partial(code),
-            message=message,
+            failOnDegraded=gate.fail_on_degraded,
+            failOn=gate.fail_on,
             commit=CommitInfo(
                 commitId=commit.commitId,
                 branchName=commit.branchName,
@@ -257,8 +250,31 @@ class Runner:
                 repoUrl=commit.repoUrl,
                 environment=commit.environment,
             ),
-            counts=count_results(results),
             sessions=sessions,
+        )
+        # Known or new, and the baseline, are judged over the whole run; a session whose code came
+        # from its checks is judged again with them (`failOn: new` forgives known failures).
+        marked = mark_baseline(mark_known(draft), self.baseline)
+        judged = [
+            s.model_copy(update={"exitCode": int(checks_exit_code(s.results, gate))})
+            if s.exitCode in (ExitCode.OK, ExitCode.CHECKS_FAILED) and not s.noMatch and not s.problem
+            else s
+            for s in marked.sessions
+        ]
+        code = run_exit_code([ExitCode(s.exitCode) for s in judged], self.stop_code)
+        all_no_match = bool(judged) and all(s.noMatch for s in judged)
+        problems = [f"{s.name} ({s.runLocation}): {s.problem}" for s in judged if s.problem]
+        return marked.model_copy(
+            update={
+                "finishedAt": datetime.now(timezone.utc),
+                "verdict": run_verdict(code, detached=detached, all_no_match=all_no_match),
+                "exitCode": int(code),
+                "partial": is_partial(code),
+                "message": self.stop_reason
+                or ("; ".join(problems) if problems and code != ExitCode.OK else None),
+                "counts": count_results([r for s in judged for r in s.results]),
+                "sessions": judged,
+            }
         )
 
 

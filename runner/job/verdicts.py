@@ -5,8 +5,8 @@ Which verdicts fail the gate is not decided here: see runner/job/policy.py."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 
+from runner.job.known import UNKNOWN, classify
 from runner.job.outcome import AttemptOutcome, ErrorGroupOutcome, ResultOutcome, ResultVerdict
 from runner.models import SessionResult, TestSession
 
@@ -43,23 +43,6 @@ def _first_message(group_ids: list[str], groups: Mapping[str, ErrorGroupOutcome]
         if group is not None and group.message:
             return group.message
     return None
-
-
-def _seen_before(
-    group_ids: list[str], groups: Mapping[str, ErrorGroupOutcome], started: datetime | None
-) -> tuple[bool | None, datetime | None]:
-    """Whether a failure's error group was first seen before this session started, and since when.
-
-    None when no group of the result could be read, or the session has no start time to compare.
-    """
-    firsts = [groups[g].firstSeen for g in group_ids if g in groups and groups[g].firstSeen is not None]
-    if not firsts or started is None:
-        return None, None
-    first = min(f for f in firsts if f is not None)
-    try:
-        return first < started, first
-    except TypeError:  # one naive and one aware timestamp: cannot tell
-        return None, first
 
 
 def build_results(
@@ -105,9 +88,11 @@ def _outcome(
     verdict = result_verdict(result, retried=bool(failed_tries))
     if ended_by_us and verdict == "cancelled":
         verdict = "running"
-    known, first_seen = (None, None)
+    knowledge = UNKNOWN
     if verdict in ("failed", "error", "degraded"):
-        known, first_seen = _seen_before(result.errorGroupIds, groups, session.startedAt)
+        read = [groups[g] for g in result.errorGroupIds if g in groups]
+        if len(read) == len(result.errorGroupIds):
+            knowledge = classify(read, session.startedAt)
     return ResultOutcome(
         id=result.testSessionResultId,
         link=result.testSessionResultLink,
@@ -131,7 +116,8 @@ def _outcome(
         ],
         errorGroupIds=list(result.errorGroupIds),
         error=_first_message(result.errorGroupIds, groups),
-        known=known,
-        firstSeen=first_seen if known else None,
+        known=knowledge.known,
+        firstSeen=knowledge.firstSeen,
+        lastSeenBefore=knowledge.lastSeenBefore,
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -182,6 +182,14 @@ with warnings.catch_warnings():
 
 
 class GateSettings(SpecModel):
+    failOn: Literal["any", "new"] = Field(
+        default="any",
+        description=(
+            "any: every failed check fails the gate (exit 1). new: failed checks that were already "
+            "failing before this run (their error was first seen earlier, or they failed in the "
+            "baseline too) are forgiven; errors, unfinished checks, timeouts and service errors still fail."
+        ),
+    )
     failOnDegraded: bool = Field(default=False, description="Degraded checks fail the gate (exit 1).")
     failOnNoMatchingChecks: bool = Field(
         default=True, description="No check matched the target: exit 5 (else 0)."
@@ -198,7 +206,20 @@ class RunSpec(SpecModel):
     rca: RcaSettings = Field(default_factory=RcaSettings, description="Root cause analyses of failures.")
     reports: ReportSettings = Field(default_factory=ReportSettings, description="Report files.")
     gate: GateSettings = Field(default_factory=GateSettings, description="What fails the run.")
+    baseline: str | None = Field(
+        default=None,
+        description=(
+            "The results.json of an earlier run (e.g. the last run on the default branch) to compare "
+            "with: newly failing, still failing, fixed, slower, missing checks. Missing or unusable: "
+            "a warning, and the run goes on without it. Null or an empty string: no baseline."
+        ),
+    )
+
+    @field_validator("baseline")
+    @classmethod
+    def _empty_is_no_baseline(cls, value: str | None) -> str | None:
+        return value or None
 
 
 SESSION_KEYS = tuple(SessionSpec.model_fields)
-SETTINGS_KEYS = ("wait", "rca", "reports", "gate")
+SETTINGS_KEYS = ("wait", "rca", "reports", "gate", "baseline")

@@ -19,6 +19,8 @@ _FLAGS = {
     "name": "--name",
     "metadata": "--environment",
     "wait": "--timeout",
+    "failOn": "--fail-on",
+    "baseline": "--baseline",
 }
 
 
@@ -36,6 +38,8 @@ class Overrides:
     markdown: str | None = None
     json: str | None = None
     fail_on_degraded: bool | None = None
+    fail_on: str | None = None  # "any" or "new"
+    baseline: str | None = None  # "" means no baseline
     no_rca: bool = False
 
 
@@ -84,6 +88,10 @@ def apply_overrides(spec: RunSpec, overrides: Overrides) -> RunSpec:
             data["reports"][kind] = value or None
     if o.fail_on_degraded is not None:
         data["gate"]["failOnDegraded"] = o.fail_on_degraded
+    if o.fail_on is not None:
+        data["gate"]["failOn"] = o.fail_on
+    if o.baseline is not None:
+        data["baseline"] = o.baseline or None
     if o.no_rca:
         data["rca"]["enabled"] = False
     try:

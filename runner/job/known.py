@@ -1,0 +1,96 @@
+"""Known or new: was a failure already there before this run? Pure functions, no I/O.
+
+The service keeps a test-session error group across sessions (same check, same cleaned message) with
+`firstSeen` and `lastSeen`. A group first seen before this run's sessions started was there before this
+build: the failure is `known`. Otherwise it is `new`.
+
+What can be known and what cannot:
+- `firstSeen` is exact and does not move: it answers "known or new".
+- `lastSeen` is when the group was seen last. Once a session of this run has hit the group, the service
+  moves it to now, and the time it was seen before this run is gone: no field keeps it. So
+  `lastSeenBefore` is the group's `lastSeen` only while it is still before this run started (the
+  service had not recorded this run's failure yet when the group was read); otherwise it is None.
+  It is never guessed from `firstSeen`.
+- Both times come from the service's clock, as do the sessions' `startedAt`: they are compared with
+  each other, never with the runner's clock, so a skewed CI machine cannot turn new into known.
+- "This run started" is the earliest `startedAt` of the run's sessions: a group first seen by a sibling
+  session of the same run (another location) is new too.
+- A group that was not read (beyond the groups read per session, or its read failed) has no times: a
+  result whose groups are all known but one unread cannot be told, `known` is None, and the gate must
+  never forgive it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from runner.job.outcome import ErrorGroupOutcome, Outcome
+from runner.job.policy import failing_verdict
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    known: bool | None  # None: cannot be told
+    firstSeen: datetime | None = None
+    lastSeenBefore: datetime | None = None
+
+
+UNKNOWN = Knowledge(known=None)
+
+
+def _utc(moment: datetime) -> datetime:
+    """The service writes UTC ("Z"); a time without a zone is taken as UTC, never as local time."""
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+
+
+def classify(groups: Sequence[ErrorGroupOutcome], since: datetime | None) -> Knowledge:
+    """Known or new for a failing result with these error groups, this run having started at `since`.
+
+    New when any group was first seen at or after `since` (the result carries an error this run
+    introduced); known when every group was first seen before it; unknown (None) without a start time,
+    without groups, or when a group was not read and none is new.
+    """
+    if since is None or not groups:
+        return UNKNOWN
+    start = _utc(since)
+    first_seen = [(_utc(g.firstSeen), g) for g in groups if g.firstSeen is not None]
+    new = [seen for seen, _g in first_seen if seen >= start]
+    if new:
+        return Knowledge(known=False, firstSeen=min(new))
+    if len(first_seen) < len(groups):
+        return UNKNOWN
+    before = [_utc(g.lastSeen) for _s, g in first_seen if g.lastSeen is not None and _utc(g.lastSeen) < start]
+    return Knowledge(
+        known=True,
+        firstSeen=min(seen for seen, _g in first_seen),
+        lastSeenBefore=max(before) if before else None,
+    )
+
+
+def run_start(outcome: Outcome) -> datetime | None:
+    """The earliest `startedAt` of the run's sessions (the service's clock); None when none started."""
+    starts = [_utc(s.startedAt) for s in outcome.sessions if s.startedAt is not None]
+    return min(starts) if starts else None
+
+
+def mark_known(outcome: Outcome) -> Outcome:
+    """A copy of `outcome` with known, firstSeen and lastSeenBefore set on every failing result.
+
+    Passing results keep `known: None`. Which results fail is the policy's `failing_verdict`.
+    """
+    marked = outcome.model_copy(deep=True)
+    since = run_start(marked)
+    for session in marked.sessions:
+        groups = {group.id: group for group in session.errorGroups}
+        for result in session.results:
+            if not failing_verdict(result, marked.failOnDegraded):
+                knowledge = Knowledge(known=None)
+            else:
+                read = [groups.get(gid) or ErrorGroupOutcome(id=gid) for gid in result.errorGroupIds]
+                knowledge = classify(read, since)
+            result.known = knowledge.known
+            result.firstSeen = knowledge.firstSeen
+            result.lastSeenBefore = knowledge.lastSeenBefore
+    return marked
