@@ -16,6 +16,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from runner.ci.comment import post_comment_if_asked
 from runner.ci.console import Console
 from runner.cli.common import ENV_ACCOUNT_ID, ENV_API_KEY, make_client, redactor
 from runner.core.errors import UsageError
@@ -154,6 +155,8 @@ class Job:
         shown = Outcome.model_validate(redact_data(outcome.model_dump(), self.redact))
         written = self.write_reports(shown) if write_reports else {}
         self._publish(shown, written)
+        if write_reports:
+            post_comment_if_asked(self.spec, self.args, shown, self.environ, self.console, self.redact)
         self.console.line(_verdict_line(outcome))
         return outcome.exitCode
 

@@ -47,6 +47,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     target.add_argument("--name", help="the test session's name")
     target.add_argument("--environment", help="metadata.environment, e.g. preview or staging")
+    target.add_argument(
+        "--rerun-failed",
+        metavar="RESULTS.json",
+        help="run again exactly the checks that failed, errored, were cancelled or did not finish in "
+        "that earlier run (by check id, one session per location); nothing to rerun exits 0",
+    )
     _add_gate_options(run)
     service = run.add_argument_group("service")
     service.add_argument(
@@ -87,6 +93,19 @@ def _add_gate_options(parser: argparse.ArgumentParser) -> None:
         help="degraded checks fail the gate (gate.failOnDegraded)",
     )
     group.add_argument("--no-rca", action="store_true", help="do not fetch root cause analyses")
+    group.add_argument(
+        "--comment",
+        action="store_true",
+        default=None,
+        help="post the summary as a pull-request comment / merge-request note, updated in place on "
+        "the next run (comment.enabled); a comment that cannot be posted is a warning, never the gate",
+    )
+    group.add_argument(
+        "--gitlab-token-env",
+        metavar="NAME",
+        help="the environment variable holding the GitLab token for the note "
+        "(comment.gitlabTokenVariable; default TESTSESSION_GITLAB_TOKEN)",
+    )
 
 
 def _overrides(args: argparse.Namespace) -> Overrides:
@@ -123,6 +142,8 @@ def _overrides(args: argparse.Namespace) -> Overrides:
         json=args.json,
         fail_on_degraded=args.fail_on_degraded,
         no_rca=args.no_rca,
+        comment=args.comment,
+        gitlab_token_env=args.gitlab_token_env,
     )
 
 
@@ -142,8 +163,42 @@ def handle_run(args: argparse.Namespace) -> int:
     from runner.cli.job import Job
 
     overrides = _overrides(args)
-    spec = _load(args.spec, overrides, required=True)
+    if args.rerun_failed is not None:
+        spec = _rerun_failed_spec(args.rerun_failed, _load(args.spec, overrides, required=False), overrides)
+        if spec is None:
+            return 0
+    else:
+        spec = _load(args.spec, overrides, required=True)
     return Job(args, spec).run(detach=args.detach)
+
+
+def _rerun_failed_spec(source: str, spec: RunSpec, overrides: Overrides) -> RunSpec | None:
+    """The spec narrowed to the checks that failed in `source`; None (after saying so) when none did."""
+    from runner.cli.common import redactor
+    from runner.cli.report_command import read_results
+    from runner.core.errors import UsageError
+    from runner.job.rerun import rerun_spec, select_rerun
+    from runner.reports import load_outcome
+    from runner.reports.text import one_line
+
+    if overrides.location is not None or overrides.tags is not None or overrides.check_ids is not None:
+        raise UsageError(
+            "--rerun-failed picks the checks and locations itself: drop --location, --tag, --check-id"
+        )
+    selection = select_rerun(load_outcome(read_results(source), source))
+    skipped = (
+        f" ({selection.without_id} failing results name no check id and cannot be rerun)"
+        if selection.without_id
+        else ""
+    )
+    if not selection.count:
+        print(redactor()(f"nothing to rerun: no check failed, errored or was cut short in {source}{skipped}"))
+        return None
+    shown = ", ".join(one_line(label, 120) for label in selection.labels[:10])
+    more = f" and {len(selection.labels) - 10} more" if len(selection.labels) > 10 else ""
+    noun = "check" if selection.count == 1 else "checks"
+    print(redactor()(f"rerunning {selection.count} {noun} that failed in {source}: {shown}{more}{skipped}"))
+    return rerun_spec(spec, selection)
 
 
 def handle_wait(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ _FLAGS = {
     "name": "--name",
     "metadata": "--environment",
     "wait": "--timeout",
+    "comment": "--comment/--gitlab-token-env",
 }
 
 
@@ -37,6 +38,8 @@ class Overrides:
     json: str | None = None
     fail_on_degraded: bool | None = None
     no_rca: bool = False
+    comment: bool | None = None
+    gitlab_token_env: str | None = None
 
 
 def _session(session: dict[str, Any], o: Overrides) -> dict[str, Any]:
@@ -86,6 +89,10 @@ def apply_overrides(spec: RunSpec, overrides: Overrides) -> RunSpec:
         data["gate"]["failOnDegraded"] = o.fail_on_degraded
     if o.no_rca:
         data["rca"]["enabled"] = False
+    if o.comment is not None:
+        data["comment"]["enabled"] = o.comment
+    if o.gitlab_token_env is not None:
+        data["comment"]["gitlabTokenVariable"] = o.gitlab_token_env
     try:
         return RunSpec.model_validate(data)
     except ValidationError as exc:
