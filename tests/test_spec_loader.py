@@ -269,7 +269,7 @@ def test_missing_required_field_points_at_its_session() -> None:
          "spec.yml:3: runLocation: a session field: with sessions: given, it goes inside a session"),
         ("sessions:\n  - runLocation: x\nsesions: []\n",
          "spec.yml:3: sesions: unknown field 'sesions': did you mean 'sessions'? allowed: sessions, wait, "
-         "rca, reports, gate"),
+         "rca, reports, gate, comment"),
         ("runLocation: x\nrunlocation: y\n",
          "spec.yml:2: runlocation: unknown field 'runlocation': did you mean 'runLocation'? allowed: name, "
          "runLocation, target, environmentVariables, retryStrategy, refreshCache, metadata, wait, rca, "
