@@ -57,6 +57,7 @@ MAX_KEY = 200
 _KEY_CHARS = re.compile(r"[^A-Za-z0-9._/@:+=-]")
 
 Sleep = Callable[[float], None]
+SLEEP: Sleep = time.sleep  # tests replace it to see the waits without waiting
 
 
 class CommentError(Exception):
@@ -254,9 +255,28 @@ def render_body(outcome: Outcome, key: str, destination: Destination) -> tuple[s
         f"\n\n> **Cut to fit {destination.platform}'s limit of {destination.max_chars:,} characters:** "
         f"the full summary (summary.md, results.json, junit.xml) is {where}."
     )
-    room = destination.max_chars - len(head) - len(footer) - len(note)
-    # UTF-8 bytes are never fewer than characters, so a summary of `room` bytes fits.
-    return head + render_markdown(outcome, max_bytes=max(0, room)) + note + footer, True
+    room = max(0, destination.max_chars - len(head) - len(footer) - len(note))
+    return head + _fit(outcome, room) + note + footer, True
+
+
+def _fit(outcome: Outcome, room: int) -> str:
+    """The longest summary of at most `room` characters the renderer's byte budget gives, in a few tries.
+
+    A summary of `room` UTF-8 bytes always fits (bytes are never fewer than characters); with
+    non-ASCII text a larger byte budget may still fit, so it is searched for (bounded: 8 renders).
+    """
+    best = render_markdown(outcome, max_bytes=room)
+    low, high = room, room * 4
+    for _ in range(8):
+        if high - low < max(1024, room // 100):
+            break
+        middle = (low + high) // 2
+        text = render_markdown(outcome, max_bytes=middle)
+        if len(text) <= room:
+            best, low = text, middle
+        else:
+            high = middle
+    return best
 
 
 # --- HTTP ---------------------------------------------------------------------------------------
@@ -375,14 +395,14 @@ def post_comment(
     key: str,
     redact: Redactor,
     gitlab_token_variable: str = DEFAULT_GITLAB_TOKEN_VARIABLE,
-    sleep: Sleep = time.sleep,
+    sleep: Sleep | None = None,
 ) -> Posted:
     """Creates or updates the comment; CommentError (one line, no secrets) when it cannot."""
     destination, token = destination_for(environ, gitlab_token_variable)
     redact.add(token)
     body, cut = render_body(outcome, key, destination)
     payload = {"body": redact(body)}
-    api = _Api(destination, redact, sleep)
+    api = _Api(destination, redact, sleep or SLEEP)
     try:
         comment_id = _find(api, marker(key))
         answer: Any = None
@@ -432,6 +452,11 @@ def post_comment_if_asked(
         warn(f"not posted: {type(exc).__name__}", redact)
         return
     console.line(posted.line())
+
+
+def comment_tokens(environ: Mapping[str, str], gitlab_token_variable: str) -> list[str]:
+    """The tokens a comment may use, for the run's Redactor before anything is printed or written."""
+    return [value for value in (environ.get("GITHUB_TOKEN"), environ.get(gitlab_token_variable)) if value]
 
 
 def warn(message: str, redact: Redactor) -> None:

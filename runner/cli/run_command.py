@@ -95,7 +95,7 @@ def _add_gate_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-rca", action="store_true", help="do not fetch root cause analyses")
     group.add_argument(
         "--comment",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
         help="post the summary as a pull-request comment / merge-request note, updated in place on "
         "the next run (comment.enabled); a comment that cannot be posted is a warning, never the gate",
@@ -156,7 +156,14 @@ def _load(path: str | None, overrides: Overrides, required: bool) -> RunSpec:
         spec = default_spec(overrides)
     else:
         spec = load_spec(path or DEFAULT_SPEC, os.environ)
-    return apply_overrides(spec, overrides)
+    spec = apply_overrides(spec, overrides)
+    if spec.comment.enabled:
+        from runner.ci.comment import comment_tokens
+        from runner.cli.common import redactor
+
+        for token in comment_tokens(os.environ, spec.comment.gitlabTokenVariable):
+            redactor().add(token)
+    return spec
 
 
 def handle_run(args: argparse.Namespace) -> int:
