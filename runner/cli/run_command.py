@@ -187,6 +187,7 @@ def _rerun_failed_spec(source: str, spec: RunSpec, overrides: Overrides) -> RunS
     from runner.job.rerun import rerun_spec, select_rerun
     from runner.reports import load_outcome
     from runner.reports.text import one_line
+    from runner.spec import apply_overrides
 
     if overrides.location is not None or overrides.tags is not None or overrides.check_ids is not None:
         raise UsageError(
@@ -205,7 +206,8 @@ def _rerun_failed_spec(source: str, spec: RunSpec, overrides: Overrides) -> RunS
     more = f" and {len(selection.labels) - 10} more" if len(selection.labels) > 10 else ""
     noun = "check" if selection.count == 1 else "checks"
     print(redactor()(f"rerunning {selection.count} {noun} that failed in {source}: {shown}{more}{skipped}"))
-    return rerun_spec(spec, selection)
+    # Again over the new sessions: without a spec file they come from the results, not the spec.
+    return apply_overrides(rerun_spec(spec, selection), overrides)
 
 
 def handle_wait(args: argparse.Namespace) -> int:
