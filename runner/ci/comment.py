@@ -247,7 +247,7 @@ def render_body(outcome: Outcome, key: str, destination: Destination) -> tuple[s
     run_url = safe_url(destination.run_url)
     footer = "\n\n<sub>Posted by testsession-runner; updated in place on the next run"
     footer += f" · [job log and reports]({run_url})</sub>\n" if run_url else ".</sub>\n"
-    summary = render_markdown(outcome)
+    summary = render_markdown(outcome).rstrip()
     if len(head) + len(summary) + len(footer) <= destination.max_chars:
         return head + summary + footer, False
     where = f"in the [job's reports]({run_url})" if run_url else "in the job's reports"
@@ -256,7 +256,7 @@ def render_body(outcome: Outcome, key: str, destination: Destination) -> tuple[s
         f"the full summary (summary.md, results.json, junit.xml) is {where}."
     )
     room = max(0, destination.max_chars - len(head) - len(footer) - len(note))
-    return head + _fit(outcome, room) + note + footer, True
+    return head + _fit(outcome, room).rstrip() + note + footer, True
 
 
 def _fit(outcome: Outcome, room: int) -> str:
