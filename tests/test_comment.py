@@ -396,3 +396,13 @@ def test_spec_comment_setting_schema_and_action_input(capsys: pytest.CaptureFixt
     assert "comment" in schema["properties"] and "CommentSettings" in schema["$defs"]
     assert "--comment" in build_argv({"INPUT_COMMENT": "true"})
     assert "--comment" not in build_argv({"INPUT_COMMENT": "false"})
+
+
+def test_the_whole_comment_has_a_time_limit(
+    clean_env: Path, fake: FakePlatform, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    github_env(monkeypatch, fake, clean_env)
+    monkeypatch.setattr(comment_module, "MAX_SECONDS", -1.0)
+    assert main(["comment", saved_results(clean_env)]) == 0
+    assert "gave up after -1 s" in capsys.readouterr().err
+    assert fake.platform.requests == []

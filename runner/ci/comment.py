@@ -51,6 +51,7 @@ MAX_EVENT_BYTES = 25 * 1024 * 1024
 TIMEOUT = (5.0, 20.0)  # connect, read
 MAX_RETRIES = 3
 RETRY_AFTER_MAX = 30.0
+MAX_SECONDS = 120.0  # the whole comment (list pages, retries, update): no retry starts after this
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 DID_NOTHING_STATUSES = frozenset({429, 503})  # the only ones after which a create is sent again
 MAX_KEY = 200
@@ -290,7 +291,7 @@ class _Api:
         self.session = requests.Session()
         self.session.headers.update(destination.headers)
         self.session.headers["User-Agent"] = "testsession-runner"
-        self.session.trust_env = True
+        self.deadline = time.monotonic() + MAX_SECONDS
 
     def close(self) -> None:
         self.session.close()
@@ -299,6 +300,8 @@ class _Api:
         """The JSON answer; retries 429/5xx (a create only on 429/503) honouring Retry-After."""
         creates = method == "POST"
         for attempt in range(MAX_RETRIES + 1):
+            if time.monotonic() > self.deadline:
+                raise CommentError(self._where(method, url) + f": gave up after {MAX_SECONDS:g} s")
             last = attempt == MAX_RETRIES
             try:
                 response = self.session.request(method, url, timeout=TIMEOUT, stream=True, **kwargs)
@@ -306,7 +309,7 @@ class _Api:
                 # A create that may have reached the platform is not sent again: no duplicate comment.
                 if creates or last:
                     raise CommentError(self._where(method, url) + f": {type(exc).__name__}") from None
-                self.sleep(min(2.0**attempt, RETRY_AFTER_MAX))
+                self._pause(2.0**attempt)
                 continue
             with response:
                 body = self._read(response, method, url)
@@ -319,8 +322,11 @@ class _Api:
                 if not retry or last:
                     raise CommentError(self._refused(method, url, response, body), status)
                 delay = parse_retry_after(response.headers.get("Retry-After"))
-                self.sleep(min(delay if delay is not None else 2.0**attempt, RETRY_AFTER_MAX))
+                self._pause(delay if delay is not None else 2.0**attempt)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _pause(self, seconds: float) -> None:
+        self.sleep(max(0.0, min(seconds, RETRY_AFTER_MAX, self.deadline - time.monotonic())))
 
     def _read(self, response: requests.Response, method: str, url: str) -> bytes:
         chunks = []
@@ -328,6 +334,8 @@ class _Api:
         try:
             for chunk in response.iter_content(64 * 1024):
                 size += len(chunk)
+                if time.monotonic() > self.deadline:  # a slow drip stays bounded too
+                    raise CommentError(self._where(method, url) + f": gave up after {MAX_SECONDS:g} s")
                 if size > MAX_ANSWER_BYTES:
                     too_large = f": answer larger than {MAX_ANSWER_BYTES} bytes"
                     raise CommentError(self._where(method, url) + too_large)
