@@ -155,8 +155,7 @@ class Job:
         shown = Outcome.model_validate(redact_data(outcome.model_dump(), self.redact))
         written = self.write_reports(shown) if write_reports else {}
         self._publish(shown, written)
-        if write_reports:
-            post_comment_if_asked(self.spec, self.args, shown, self.environ, self.console, self.redact)
+        post_comment_if_asked(self.spec, self.args, shown, self.environ, self.console, self.redact)
         self.console.line(_verdict_line(outcome))
         return outcome.exitCode
 
