@@ -10,7 +10,9 @@ Input formats:
 - env, secret-env: KEY=VALUE lines (blank lines and lines starting with # are skipped).
   secret-env values are masked (::add-mask::) before anything else is printed, masked in every
   output and report, and sent to the service with `secret: true`.
-- fail-on-degraded, rca, emulator: true or false; empty leaves the spec's setting.
+- fail-on-degraded, rca, comment, emulator: true or false; empty leaves the spec's setting.
+- comment: true posts the summary as a sticky pull-request comment with GITHUB_TOKEN (the
+  github-token input; the job needs `permissions: pull-requests: write`).
 """
 
 from __future__ import annotations
@@ -115,6 +117,9 @@ def build_argv(environ: Mapping[str, str]) -> list[str]:
         path = get(f"{kind.upper()}_PATH")
         if path:
             argv += [f"--{kind}", path]
+    comment = parse_bool("comment", get("COMMENT"))
+    if comment is not None:
+        argv.append("--comment" if comment else "--no-comment")
     if parse_bool("emulator", get("EMULATOR")):
         argv.append("--emulator")
     if parse_bool("verbose", get("VERBOSE")):

@@ -18,6 +18,7 @@ from types import FrameType
 from typing import TextIO
 
 from runner.ci import CiPublisher
+from runner.ci.comment import CommentPublisher, comment_key
 from runner.ci.console import NORMAL, QUIET, VERBOSE, Console
 from runner.cli.common import ENV_ACCOUNT_ID, ENV_API_KEY, Connection
 from runner.client import ApiClient
@@ -27,7 +28,7 @@ from runner.core.redact import Redactor, redact_data
 from runner.job.analyses import AnalysisPlan
 from runner.job.baseline import Baseline, BaselineWarning, load_baseline
 from runner.job.digest import digest
-from runner.job.events import Finished, Note, Observers
+from runner.job.events import Finished, Note, Observer, Observers
 from runner.job.outcome import Outcome
 from runner.job.policy import Gate
 from runner.job.run import Runner
@@ -53,6 +54,7 @@ class JobSettings:
     world: str | None = None
     verbosity: int = NORMAL
     secret_keys: tuple[str, ...] = ()
+    spec_path: str | None = None  # names the sticky comment of this spec
 
     @classmethod
     def build(cls, args: argparse.Namespace, spec: RunSpec) -> JobSettings:
@@ -86,6 +88,7 @@ class JobSettings:
             world=world,
             verbosity=verbosity,
             secret_keys=tuple(getattr(args, "secret_env", None) or ()),
+            spec_path=getattr(args, "spec", None),
         )
 
     def retry_budget(self) -> float:
@@ -148,9 +151,15 @@ class Job:
         if not settings.detach:
             files = {kind: p for kind, p in settings.report_paths.items() if isinstance(p, Path)}
             check_writable(files, self.environ)
-        self.observer = Observers(
-            [CiPublisher(self.environ, self.console, redact, self.stderr), self.console]
-        )
+        front_ends: list[Observer] = [CiPublisher(self.environ, self.console, redact, self.stderr)]
+        comment = settings.spec.comment
+        if comment.enabled:
+            key = comment.key or comment_key(settings.spec_path, self.environ)
+            front_ends.append(
+                CommentPublisher(key, comment.gitlabTokenVariable, self.environ, self.console, redact)
+            )
+        # The console last: its verdict line ends the log.
+        self.observer = Observers([*front_ends, self.console])
 
     # --- the commands -------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.set_defaults(func=handle)
 
 
-def _read(path: str) -> str:
+def read_results(path: str) -> str:
     from runner.core.errors import UsageError
 
     try:
@@ -56,7 +56,7 @@ def handle(args: argparse.Namespace, ctx: Context) -> int:
     from runner.reports import load_outcome, render_junit, render_markdown, write_atomic
 
     source: str = args.results
-    outcome = load_outcome(_read(source), source)
+    outcome = load_outcome(read_results(source), source)
     directory = os.path.dirname(source)
     targets = (
         (args.junit or os.path.join(directory, "junit.xml"), render_junit),

@@ -47,6 +47,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     target.add_argument("--name", help="the test session's name")
     target.add_argument("--environment", help="metadata.environment, e.g. preview or staging")
+    target.add_argument(
+        "--rerun-failed",
+        metavar="RESULTS.json",
+        help="run again exactly the checks that failed, errored, were cancelled or did not finish in "
+        "that earlier run (by check id, one session per location); nothing to rerun exits 0",
+    )
     _add_gate_options(run)
     service = run.add_argument_group("service")
     service.add_argument(
@@ -99,6 +105,19 @@ def _add_gate_options(parser: argparse.ArgumentParser) -> None:
         "(baseline; '' for none)",
     )
     group.add_argument("--no-rca", action="store_true", help="do not fetch root cause analyses")
+    group.add_argument(
+        "--comment",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="post the summary as a pull-request comment / merge-request note, updated in place on "
+        "the next run (comment.enabled); a comment that cannot be posted is a warning, never the gate",
+    )
+    group.add_argument(
+        "--gitlab-token-env",
+        metavar="NAME",
+        help="the environment variable holding the GitLab token for the note "
+        "(comment.gitlabTokenVariable; default TESTSESSION_GITLAB_TOKEN)",
+    )
 
 
 def _overrides(args: argparse.Namespace) -> Overrides:
@@ -137,10 +156,12 @@ def _overrides(args: argparse.Namespace) -> Overrides:
         fail_on=args.fail_on,
         baseline=args.baseline,
         no_rca=args.no_rca,
+        comment=args.comment,
+        gitlab_token_env=args.gitlab_token_env,
     )
 
 
-def _load(path: str | None, overrides: Overrides, required: bool) -> RunSpec:
+def _load(path: str | None, overrides: Overrides, required: bool, ctx: Context) -> RunSpec:
     from pathlib import Path
 
     from runner.spec import apply_overrides, default_spec, load_spec
@@ -149,19 +170,61 @@ def _load(path: str | None, overrides: Overrides, required: bool) -> RunSpec:
         spec = default_spec(overrides)
     else:
         spec = load_spec(path or DEFAULT_SPEC, os.environ)
-    return apply_overrides(spec, overrides)
+    spec = apply_overrides(spec, overrides)
+    if spec.comment.enabled:
+        from runner.ci.comment import comment_tokens
+
+        for token in comment_tokens(os.environ, spec.comment.gitlabTokenVariable):
+            ctx.redact.add(token)
+    return spec
 
 
 def handle_run(args: argparse.Namespace, ctx: Context) -> int:
     from runner.cli.job import Job, JobSettings
 
     overrides = _overrides(args)
-    spec = _load(args.spec, overrides, required=True)
+    if args.rerun_failed is not None:
+        loaded = _load(args.spec, overrides, required=False, ctx=ctx)
+        spec = _rerun_failed_spec(args.rerun_failed, loaded, overrides, ctx)
+        if spec is None:
+            return 0
+    else:
+        spec = _load(args.spec, overrides, required=True, ctx=ctx)
     return Job(JobSettings.build(args, spec), ctx.redact).run()
+
+
+def _rerun_failed_spec(source: str, spec: RunSpec, overrides: Overrides, ctx: Context) -> RunSpec | None:
+    """The spec narrowed to the checks that failed in `source`; None (after saying so) when none did."""
+    from runner.cli.report_command import read_results
+    from runner.core.errors import UsageError
+    from runner.job.rerun import rerun_spec, select_rerun
+    from runner.reports import load_outcome
+    from runner.reports.text import one_line
+    from runner.spec import apply_overrides
+
+    if overrides.location is not None or overrides.tags is not None or overrides.check_ids is not None:
+        raise UsageError(
+            "--rerun-failed picks the checks and locations itself: drop --location, --tag, --check-id"
+        )
+    selection = select_rerun(load_outcome(read_results(source), source))
+    skipped = (
+        f" ({selection.without_id} failing results name no check id and cannot be rerun)"
+        if selection.without_id
+        else ""
+    )
+    if not selection.count:
+        print(ctx.redact(f"nothing to rerun: no check failed, errored or was cut short in {source}{skipped}"))
+        return None
+    shown = ", ".join(one_line(label, 120) for label in selection.labels[:10])
+    more = f" and {len(selection.labels) - 10} more" if len(selection.labels) > 10 else ""
+    noun = "check" if selection.count == 1 else "checks"
+    print(ctx.redact(f"rerunning {selection.count} {noun} that failed in {source}: {shown}{more}{skipped}"))
+    # Again over the new sessions: without a spec file they come from the results, not the spec.
+    return apply_overrides(rerun_spec(spec, selection), overrides)
 
 
 def handle_wait(args: argparse.Namespace, ctx: Context) -> int:
     from runner.cli.job import Job, JobSettings
 
-    spec = _load(args.spec, _overrides(args), required=False)
+    spec = _load(args.spec, _overrides(args), required=False, ctx=ctx)
     return Job(JobSettings.build(args, spec), ctx.redact).wait(args.session_id)

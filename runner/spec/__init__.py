@@ -6,6 +6,7 @@ lines), loader (load_spec/parse_spec), overrides (flags), schema (JSON Schema).
 
 from runner.spec.loader import load_spec, parse_spec
 from runner.spec.model import (
+    CommentSettings,
     GateSettings,
     RcaSettings,
     ReportSettings,
@@ -17,6 +18,7 @@ from runner.spec.overrides import Overrides, apply_overrides, default_spec
 from runner.spec.schema import spec_json_schema
 
 __all__ = [
+    "CommentSettings",
     "GateSettings",
     "Overrides",
     "RcaSettings",

@@ -196,6 +196,33 @@ class GateSettings(SpecModel):
     )
 
 
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+COMMENT_KEY_PATTERN = r"^[A-Za-z0-9._/@:+=-]+$"
+DEFAULT_GITLAB_TOKEN_VARIABLE = "TESTSESSION_GITLAB_TOKEN"
+
+
+class CommentSettings(SpecModel):
+    enabled: bool = Field(
+        default=False,
+        description="Post the markdown summary as a pull-request comment (GitHub) or merge-request note "
+        "(GitLab) at the end of the run, updated in place on the next run. `comment: true` is short for "
+        "`comment: {enabled: true}`.",
+    )
+    key: str | None = Field(
+        default=None,
+        max_length=200,
+        pattern=COMMENT_KEY_PATTERN,
+        description="What makes a comment the same one on the next run (letters, digits, . _ / @ : + = -). "
+        "Default: the spec's path and the branch, so each spec gets one comment per pull request.",
+    )
+    gitlabTokenVariable: str = Field(
+        default=DEFAULT_GITLAB_TOKEN_VARIABLE,
+        pattern=ENV_NAME_PATTERN,
+        description="Name of the environment variable holding the GitLab token that writes the note "
+        "(a project access token with the api scope; the job token cannot write notes).",
+    )
+
+
 class RunSpec(SpecModel):
     """A whole run: one or more sessions and the settings of the runner."""
 
@@ -215,11 +242,24 @@ class RunSpec(SpecModel):
         ),
     )
 
+    comment: CommentSettings = Field(
+        default_factory=CommentSettings,
+        description="The pull-request comment / merge-request note: true, false or {enabled, key, "
+        "gitlabTokenVariable}.",
+    )
+
     @field_validator("baseline")
     @classmethod
     def _empty_is_no_baseline(cls, value: str | None) -> str | None:
         return value or None
 
+    @field_validator("comment", mode="before")
+    @classmethod
+    def _comment_switch(cls, value: Any) -> Any:
+        if isinstance(value, (bool, str)):
+            return {"enabled": value}
+        return value
+
 
 SESSION_KEYS = tuple(SessionSpec.model_fields)
-SETTINGS_KEYS = ("wait", "rca", "reports", "gate", "baseline")
+SETTINGS_KEYS = ("wait", "rca", "reports", "gate", "baseline", "comment")

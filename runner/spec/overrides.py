@@ -21,6 +21,7 @@ _FLAGS = {
     "wait": "--timeout",
     "failOn": "--fail-on",
     "baseline": "--baseline",
+    "comment": "--comment/--gitlab-token-env",
 }
 
 
@@ -41,6 +42,8 @@ class Overrides:
     fail_on: str | None = None  # "any" or "new"
     baseline: str | None = None  # "" means no baseline
     no_rca: bool = False
+    comment: bool | None = None
+    gitlab_token_env: str | None = None
 
 
 def _session(session: dict[str, Any], o: Overrides) -> dict[str, Any]:
@@ -94,6 +97,10 @@ def apply_overrides(spec: RunSpec, overrides: Overrides) -> RunSpec:
         data["baseline"] = o.baseline or None
     if o.no_rca:
         data["rca"]["enabled"] = False
+    if o.comment is not None:
+        data["comment"]["enabled"] = o.comment
+    if o.gitlab_token_env is not None:
+        data["comment"]["gitlabTokenVariable"] = o.gitlab_token_env
     try:
         return RunSpec.model_validate(data)
     except ValidationError as exc:

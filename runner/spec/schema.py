@@ -96,6 +96,11 @@ def spec_json_schema() -> dict[str, Any]:
         session["properties"]["environmentVariables"]
     )
     schema["properties"]["sessions"]["minItems"] = 1
+    comment = schema["properties"]["comment"]
+    schema["properties"]["comment"] = {
+        "description": comment.pop("description", ""),
+        "anyOf": [{"type": "boolean"}, comment],
+    }
     # The single-session form: a session's fields at the top level, beside the settings.
     for key in SESSION_KEYS:
         schema["properties"][key] = copy.deepcopy(session["properties"][key])
@@ -114,7 +119,8 @@ def spec_json_schema() -> dict[str, Any]:
         "title": "testsession target spec",
         "description": (
             "The target spec of `testsession run SPEC`: one or more test sessions (under sessions:, or "
-            "a single session's fields at the top level) and the wait, rca, reports and gate settings. "
+            "a single session's fields at the top level) and the wait, rca, reports, gate and comment "
+            "settings. "
             "Any string value may use ${VAR} or ${VAR:-default}, expanded from the environment "
             "($${ is a literal ${); an unset variable without a default is an error."
         ),
