@@ -14,9 +14,13 @@ from typing import Any
 
 import pytest
 import requests
+from conftest import never_ending_world
 
 from runner.cli.main import main
 from runner.emulator import Emulator
+
+# A check that hangs must stay running until the test cancels or interrupts it (see conftest).
+EMULATOR_WORLD = never_ending_world()
 
 READ_ONLY_KEY = "tsk_demo_readonly_8e2c4a6f"
 HOMEPAGE = "0b9a3c4d-1111-4a5b-8c6d-000000000001"

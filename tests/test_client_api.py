@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import requests
+from conftest import never_ending_world
 
 from runner.client import ApiClient
 from runner.core.errors import (
@@ -33,6 +34,9 @@ from runner.models import (
     TestSession,
     TriggerRequest,
 )
+
+# A check that hangs must stay running until the test cancels or interrupts it (see conftest).
+EMULATOR_WORLD = never_ending_world()
 
 # Ids of the default world (runner/emulator/world.yml).
 READ_ONLY_KEY = "tsk_demo_readonly_8e2c4a6f"

@@ -8,9 +8,13 @@ from datetime import datetime
 from typing import Any
 
 import requests
+from conftest import never_ending_world
 from emulator_ids import ACCOUNT, BANNER, CHECKOUT, HOMEPAGE, LEGACY, PAYMENTS, PROFILE, SEARCH
 
 from runner.models import STILL_RUNNING_MESSAGE, TestSession
+
+# A check that hangs must stay running until the test cancels or interrupts it (see conftest).
+EMULATOR_WORLD = never_ending_world()
 
 
 def trigger(api: Any, **body: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import requests
+from conftest import never_ending_world
 from emulator_ids import (
     ACCOUNT,
     CHECK_ERROR_GROUP,
@@ -29,6 +30,9 @@ from emulator_ids import (
 
 from runner.cli.main import main
 from runner.emulator.faults import ROUTES, route_name
+
+# A check that hangs must stay running until the test cancels or interrupts it (see conftest).
+EMULATOR_WORLD = never_ending_world()
 
 TRIGGER = "/v1/test-sessions/trigger"
 

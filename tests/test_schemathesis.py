@@ -12,6 +12,7 @@ import requests
 from hypothesis import HealthCheck, settings
 
 schemathesis = pytest.importorskip("schemathesis")
+from conftest import never_ending_world  # noqa: E402
 from schemathesis.checks import not_a_server_error  # noqa: E402
 from schemathesis.specs.openapi.checks import (  # noqa: E402
     response_schema_conformance,
@@ -29,7 +30,7 @@ REQUEST_TIMEOUT = 10  # a long poll waits at most maxWaitSeconds (<= 30) only on
 def st_emulator() -> Iterator[Emulator]:
     """One emulator for the module; its rate limit raised so generated traffic never meets 429."""
     saved = {name: os.environ.pop(name, None) for name in ("TESTSESSION_API_KEY", "TESTSESSION_ACCOUNT_ID")}
-    emu = Emulator(speed=200.0).start()
+    emu = Emulator(world=never_ending_world(), speed=200.0).start()  # the hanging check stays running
     try:
         patch = requests.patch(
             f"{emu.url}/_emulator/settings", json={"rateLimit": {"limit": 1_000_000}}, timeout=5

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 ENV_API_KEY = "TESTSESSION_API_KEY"
 ENV_ACCOUNT_ID = "TESTSESSION_ACCOUNT_ID"
 ENV_BASE_URL = "TESTSESSION_BASE_URL"
+ENV_ACCOUNT_HEADER = "TESTSESSION_ACCOUNT_HEADER"
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -44,8 +45,15 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--account-id",
         default=os.environ.get(ENV_ACCOUNT_ID),
-        help=f"account id sent as X-Service-Account (env: {ENV_ACCOUNT_ID}); "
+        help=f"account id, sent in the account header (env: {ENV_ACCOUNT_ID}); "
         f"the API key is read from {ENV_API_KEY} only, never from a flag",
+    )
+    group.add_argument(
+        "--account-header",
+        default=os.environ.get(ENV_ACCOUNT_HEADER),
+        metavar="NAME",
+        help=f"name of the header that carries the account id (env: {ENV_ACCOUNT_HEADER}; default "
+        "X-Service-Account; the production service of this API family reads x-checkly-account)",
     )
     group.add_argument(
         "--request-timeout",
@@ -75,8 +83,16 @@ def make_client(args: argparse.Namespace, **overrides: Any) -> ApiClient:
     ]
     if missing:
         raise UsageError("missing credentials: set " + ", ".join(missing) + " (or use `run --emulator`)")
+    from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem
+
+    header = overrides.pop("account_header", None) or getattr(args, "account_header", None)
+    header = header or DEFAULT_ACCOUNT_HEADER
+    problem = account_header_problem(header)
+    if problem:
+        raise UsageError(f"--account-header ({ENV_ACCOUNT_HEADER}): {problem}")
     redactor().add(api_key)
     return ApiClient(
+        account_header=header,
         base_url=base_url,
         api_key=api_key,
         account_id=account_id,

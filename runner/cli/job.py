@@ -104,6 +104,7 @@ class Job:
                 "base_url": emulator.url,
                 "api_key": self.environ.get(ENV_API_KEY) or emulator.api_key,
                 "account_id": self.environ.get(ENV_ACCOUNT_ID) or emulator.account_id,
+                "account_header": emulator.account_header,
             }
         finally:
             emulator.stop()

@@ -34,6 +34,7 @@ from runner.core.errors import (
     error_class_for_status,
 )
 from runner.models import (
+    DEFAULT_ACCOUNT_HEADER,
     Check,
     CheckUpdate,
     CreateAnalysisRequest,
@@ -47,6 +48,7 @@ from runner.models import (
     RootCauseAnalysis,
     TestSession,
     TriggerRequest,
+    account_header_problem,
     describe_validation_error,
 )
 from runner.models.base import ApiModel
@@ -136,9 +138,14 @@ class ApiClient:
         deadline: float | None = None,
         rng: random.Random | None = None,
         pool_size: int = 32,
+        account_header: str = DEFAULT_ACCOUNT_HEADER,
     ) -> None:
         if not base_url:
             raise InvalidRequestError("base URL: must not be empty")
+        problem = account_header_problem(account_header)
+        if problem:
+            raise InvalidRequestError(f"account header: {problem}")
+        self.account_header = account_header
         self.base_url = base_url.rstrip("/")
         parts = urlsplit(self.base_url)
         # For messages: the host only, never credentials embedded in the URL.
@@ -171,7 +178,7 @@ class ApiClient:
         self._session.headers.update(
             {
                 "Authorization": f"Bearer {api_key}",
-                "X-Service-Account": account_id,
+                account_header: account_id,
                 "User-Agent": user_agent or default_user_agent(),
                 "Accept": "application/json",
             }

@@ -99,12 +99,20 @@ async def wait_for_completion(
 
 
 def build_v1(backend: Backend) -> APIRouter:
+    # The account header's name comes from the world (settings.accountHeader); the parameter below
+    # only documents it in the OpenAPI document, the value is read by name at request time.
     def auth(
         request: Request,
         _credentials: Any = Depends(_bearer),
-        x_service_account: str | None = Header(default=None, description="Account id (uuid)"),
+        _account: str | None = Header(
+            default=None, alias=backend.settings.accountHeader, description="Account id (uuid)"
+        ),
     ) -> str:
-        return backend.authenticate(request.headers.get("authorization"), x_service_account, request.method)
+        return backend.authenticate(
+            request.headers.get("authorization"),
+            request.headers.get(backend.settings.accountHeader),
+            request.method,
+        )
 
     v1 = APIRouter(prefix="/v1")
     common = (400, 401, 403, 404, 429)

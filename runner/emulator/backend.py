@@ -287,10 +287,11 @@ class Backend:
                 raise ApiFailure(401, "Bad Token", {"reason": reason})
             self._rate_limit(key)
             account_id, role = found
+        name = self.settings.accountHeader
         if not account_header:
-            raise ApiFailure(403, "Forbidden: the X-Service-Account header is missing")
+            raise ApiFailure(403, f"Forbidden: the {name} header is missing")
         if account_header.strip() != account_id:
-            raise ApiFailure(403, "Forbidden: the key does not belong to the account in X-Service-Account")
+            raise ApiFailure(403, f"Forbidden: the key does not belong to the account in {name}")
         if role == "read-only" and method.upper() in WRITE_METHODS:
             raise ApiFailure(403, "Forbidden: this key is read-only")
         return account_id
@@ -347,7 +348,10 @@ class Backend:
                 raise ApiFailure(404, "No checks matched the target")
             env = {v.key: v.value for v in request.environmentVariables or []}
             start = self.clock.now()
-            runs = [plan_run(check, start, env, request.retryStrategy) for check in checks]
+            runs = [
+                plan_run(check, start, env, request.retryStrategy, self.settings.max_run_seconds(check))
+                for check in checks
+            ]
             metadata = request.metadata.model_dump(mode="json") if request.metadata else None
             session = Session(
                 str(uuid.uuid4()), account_id, request.name, request.runLocation, metadata, start, runs
