@@ -118,9 +118,9 @@ def test_every_route_answers_its_success_schema(st_schema: Any, st_emulator: Emu
     call("PUT", "/v1/checks/{id}", 200, path_parameters={"id": HOMEPAGE}, body={"name": "Homepage v2"})
     call(
         "DELETE", "/v1/maintenance-windows/{id}/maintenances/{maintenanceId}", 204,
-        path_parameters={"id": "mw-2001", "maintenanceId": "m-1"},
+        path_parameters={"id": "2001", "maintenanceId": "m-1"},
     )  # fmt: skip
-    call("DELETE", "/v1/maintenance-windows/{id}", 204, path_parameters={"id": "mw-2001"})
+    call("DELETE", "/v1/maintenance-windows/{id}", 204, path_parameters={"id": "2001"})
     call("DELETE", "/v1/client-certificates/{id}", 204, path_parameters={"id": "cert-3001"})
     hanging = {**trigger, "target": {"matchTags": [["hang"]]}}  # never ends on its own: still running
     running = call("POST", "/v1/test-sessions/trigger", 201, body=hanging)

@@ -89,6 +89,14 @@ def _segment(value: str, what: str) -> str:
     return quote(value, safe="")
 
 
+def _window_id(value: str | int) -> str:
+    """A maintenance window id: production's ids are positive integers."""
+    text = str(value).strip()
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
+        raise InvalidRequestError("maintenance window id: must be a positive whole number (e.g. 2001)")
+    return str(int(text))
+
+
 def _causes(exc: BaseException) -> Iterator[BaseException]:
     """The exception and everything it wraps (requests wraps urllib3, which wraps socket errors)."""
     seen: set[int] = set()
@@ -299,13 +307,13 @@ class ApiClient:
             "POST", path, CallKind.CREATE, lambda r: self._model(r, IncidentUpdate, (200, 201)), body=body
         )
 
-    def delete_maintenance_window(self, window_id: str) -> None:
-        path = f"/v1/maintenance-windows/{_segment(window_id, 'maintenance window id')}"
+    def delete_maintenance_window(self, window_id: str | int) -> None:
+        path = f"/v1/maintenance-windows/{_window_id(window_id)}"
         self._request("DELETE", path, CallKind.READ, self._no_content)
 
-    def delete_maintenance(self, window_id: str, maintenance_id: str) -> None:
+    def delete_maintenance(self, window_id: str | int, maintenance_id: str) -> None:
         path = (
-            f"/v1/maintenance-windows/{_segment(window_id, 'maintenance window id')}"
+            f"/v1/maintenance-windows/{_window_id(window_id)}"
             f"/maintenances/{_segment(maintenance_id, 'maintenance id')}"
         )
         self._request("DELETE", path, CallKind.READ, self._no_content)
@@ -434,7 +442,8 @@ class ApiClient:
         try:
             data = response.json()
             parsed = ErrorBody.model_validate(data)
-            error, message, attributes = parsed.error, parsed.message, dict(parsed.attributes or {})
+            error, attributes = parsed.error or None, dict(parsed.attributes or {})
+            message = parsed.message or parsed.error or message
         except (ValueError, ValidationError):
             text = response.text.strip().replace("\n", " ")
             if text and status >= 400:

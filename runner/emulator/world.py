@@ -127,7 +127,7 @@ class Incident(_Strict):
 
 
 class MaintenanceWindow(_Strict):
-    id: str = Field(min_length=1)
+    id: int = Field(ge=1)  # production: a positive integer
     maintenances: list[str] = Field(default_factory=list)
 
 
