@@ -28,13 +28,36 @@ def shared_dir() -> Path:
     return REPO_ROOT.parent / "shared"
 
 
+HANG_CHECK = "0b9a3c4d-1111-4a5b-8c6d-000000000008"  # the default world's `hang` check
+
+
+def never_ending_world() -> dict[str, Any]:
+    """The default world, except that its hanging check never ends on its own (maxRunSeconds: never).
+
+    For tests that need a session still running when they act (timeouts, cancels, interrupts); in the
+    default world every check run ends at its maximum run time.
+    """
+    world = default_world_dict()
+    for check in world["accounts"][0]["checks"]:
+        if check["id"] == HANG_CHECK:
+            check["maxRunSeconds"] = "never"
+    return world
+
+
+def _module_world(request: pytest.FixtureRequest) -> dict[str, Any] | None:
+    """A test module says which world its emulator serves with `EMULATOR_WORLD = ...` (default: None)."""
+    world: dict[str, Any] | None = getattr(request.module, "EMULATOR_WORLD", None)
+    return copy.deepcopy(world) if world is not None else None
+
+
 @pytest.fixture
-def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
-    """A started emulator with the default world at TEST_SPEED; stopped after the test."""
+def emulator(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[Emulator]:
+    """A started emulator with the module's world (default world) at TEST_SPEED; stopped after the test."""
     # The default world reads credentials from these; a developer's real ones must not leak in.
     monkeypatch.delenv("TESTSESSION_API_KEY", raising=False)
     monkeypatch.delenv("TESTSESSION_ACCOUNT_ID", raising=False)
-    emu = Emulator(speed=TEST_SPEED).start()
+    monkeypatch.delenv("TESTSESSION_ACCOUNT_HEADER", raising=False)
+    emu = Emulator(world=_module_world(request), speed=TEST_SPEED).start()
     try:
         yield emu
     finally:
@@ -42,9 +65,9 @@ def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
 
 
 @pytest.fixture(scope="module")
-def module_emulator() -> Iterator[Emulator]:
+def module_emulator(request: pytest.FixtureRequest) -> Iterator[Emulator]:
     """One emulator for a whole test module (fast); tests reset it with `emulator.backend.reset()`."""
-    with Emulator(speed=TEST_SPEED) as emu:
+    with Emulator(world=_module_world(request), speed=TEST_SPEED) as emu:
         yield emu
 
 
@@ -66,6 +89,7 @@ def world_factory(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Emu
     """world_factory(world=None, speed=TEST_SPEED) -> a started Emulator (dict, path or None world)."""
     monkeypatch.delenv("TESTSESSION_API_KEY", raising=False)
     monkeypatch.delenv("TESTSESSION_ACCOUNT_ID", raising=False)
+    monkeypatch.delenv("TESTSESSION_ACCOUNT_HEADER", raising=False)
     started: list[Emulator] = []
 
     def start(world: dict[str, Any] | str | Path | None = None, speed: float | None = TEST_SPEED) -> Emulator:

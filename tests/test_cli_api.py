@@ -14,9 +14,13 @@ from typing import Any
 
 import pytest
 import requests
+from conftest import never_ending_world
 
 from runner.cli.main import main
 from runner.emulator import Emulator
+
+# A check that hangs must stay running until the test cancels or interrupts it (see conftest).
+EMULATOR_WORLD = never_ending_world()
 
 READ_ONLY_KEY = "tsk_demo_readonly_8e2c4a6f"
 HOMEPAGE = "0b9a3c4d-1111-4a5b-8c6d-000000000001"
@@ -191,10 +195,10 @@ def test_incident_bad_status_is_refused_before_sending(cli: Run, emulator: Emula
 
 
 def test_deletes_print_nothing(cli: Run) -> None:
-    assert cli("maintenance-windows", "delete-maintenance", "mw-2001", "m-1") == (0, "", "")
-    assert cli("maintenance-windows", "delete", "mw-2001") == (0, "", "")
+    assert cli("maintenance-windows", "delete-maintenance", "2001", "m-1") == (0, "", "")
+    assert cli("maintenance-windows", "delete", "2001") == (0, "", "")
     assert cli("client-certificates", "delete", "cert-3001") == (0, "", "")
-    code, out, err = cli("maintenance-windows", "delete", "mw-2001")
+    code, out, err = cli("maintenance-windows", "delete", "2001")
     assert (code, out) == (4, "")
     assert "404" in err and "Maintenance window" in err and len(err.strip().splitlines()) == 1
 
@@ -250,8 +254,8 @@ def test_checks_update(cli: Run, tmp_path: Path) -> None:
         ),
         (
             ["checks", "update", HOMEPAGE],
-            "description: " + "d" * 501 + "\n",
-            "description: String should have at most 500",
+            "description: " + "d" * 511 + "\n",
+            "description: String should have at most 510",
         ),
         (["sessions", "trigger", "--file"], "name: [unclosed\n", "expected ',' or ']'"),
         (["sessions", "trigger", "--file"], "- just\n- a list\n", "must be a mapping"),
@@ -261,7 +265,7 @@ def test_checks_update(cli: Run, tmp_path: Path) -> None:
         "51 env vars",
         "checksPerPage",
         "frequency 0 offset",
-        "description 501",
+        "description 511",
         "bad yaml",
         "list",
     ],

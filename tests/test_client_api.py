@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import requests
+from conftest import never_ending_world
 
 from runner.client import ApiClient
 from runner.core.errors import (
@@ -33,6 +34,9 @@ from runner.models import (
     TestSession,
     TriggerRequest,
 )
+
+# A check that hangs must stay running until the test cancels or interrupts it (see conftest).
+EMULATOR_WORLD = never_ending_world()
 
 # Ids of the default world (runner/emulator/world.yml).
 READ_ONLY_KEY = "tsk_demo_readonly_8e2c4a6f"
@@ -166,13 +170,13 @@ def test_incident_update(client: ApiClient) -> None:
 
 
 def test_deletes(client: ApiClient, emulator: Emulator) -> None:
-    assert client.delete_maintenance(window_id="mw-2001", maintenance_id="m-1") is None
-    assert client.delete_maintenance_window("mw-2002") is None
+    assert client.delete_maintenance(window_id="2001", maintenance_id="m-1") is None
+    assert client.delete_maintenance_window("2002") is None
     assert client.delete_client_certificate("cert-3001") is None
     with pytest.raises(NotFoundError):
-        client.delete_maintenance_window("mw-2002")
+        client.delete_maintenance_window("2002")
     with pytest.raises(NotFoundError):
-        client.delete_maintenance("mw-2001", "m-1")
+        client.delete_maintenance("2001", "m-1")
     statuses = stats(emulator, client.request_count)["requests"]
     assert statuses["delete_maintenance"] == {"204": 1, "404": 1}
     assert statuses["delete_client_certificate"] == {"204": 1}
@@ -381,12 +385,12 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
         "check update: locations[1]: Input should be",
     ),
     ("check", "runtimeId", {"runtimeId": "2021.01"}, "check update: runtimeId: Input should be '2026.04'"),
-    ("check", "checkType", {"checkType": "SSL"}, "check update: checkType: Input should be 'AGENTIC'"),
+    ("check", "checkType", {"checkType": "SOAP"}, "check update: checkType: Input should be 'AGENTIC'"),
     (
         "check",
-        "description 501",
-        {"description": "d" * 501},
-        "check update: description: String should have at most 500 characters",
+        "description 511",
+        {"description": "d" * 511},
+        "check update: description: String should have at most 510 characters",
     ),
     (
         "check",

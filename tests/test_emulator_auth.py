@@ -69,8 +69,8 @@ def test_resources_of_another_account_are_404(api: Any) -> None:
         ("GET", f"/v1/error-groups/{OTHER_ERROR_GROUP}"),
         ("POST", f"/v1/root-cause-analyses/error-groups/{OTHER_ERROR_GROUP}"),
         ("GET", f"/v1/root-cause-analyses/{OTHER_ANALYSIS}"),
-        ("DELETE", "/v1/maintenance-windows/mw-9001"),
-        ("DELETE", "/v1/maintenance-windows/mw-9001/maintenances/m-9"),
+        ("DELETE", "/v1/maintenance-windows/9001"),
+        ("DELETE", "/v1/maintenance-windows/9001/maintenances/m-9"),
         ("DELETE", "/v1/client-certificates/cert-9001"),
         ("PUT", f"/v1/checks/{OTHER_CHECK}"),
     ):

@@ -8,9 +8,13 @@ from datetime import datetime
 from typing import Any
 
 import requests
+from conftest import never_ending_world
 from emulator_ids import ACCOUNT, BANNER, CHECKOUT, HOMEPAGE, LEGACY, PAYMENTS, PROFILE, SEARCH
 
 from runner.models import STILL_RUNNING_MESSAGE, TestSession
+
+# A check that hangs must stay running until the test cancels or interrupts it (see conftest).
+EMULATOR_WORLD = never_ending_world()
 
 
 def trigger(api: Any, **body: Any) -> dict[str, Any]:
@@ -65,7 +69,7 @@ def test_passing_session_and_metadata(api: Any) -> None:
 
 
 def test_flaky_check_passes_on_retry_only_for_listed_error_classes(api: Any) -> None:
-    retry = {"baseBackoffSeconds": 1, "onlyOn": ["NETWORK_ERROR"], "maxRetries": 3}
+    retry = {"type": "FIXED", "baseBackoffSeconds": 1, "onlyOn": ["NETWORK_ERROR"], "maxRetries": 3}
     done = complete(
         api, trigger(api, target={"matchTags": [["all-outcomes"]]}, retryStrategy=retry)["testSessionId"]
     )
@@ -85,12 +89,15 @@ def test_retries_are_bounded_by_max_retries_single_retry_and_duration(api: Any, 
         session = trigger(api, target={"checkId": [CHECKOUT]}, retryStrategy=retry)
         return complete(api, session["testSessionId"])["results"]
 
-    results = attempts({"baseBackoffSeconds": 0, "maxRetries": 2})
+    results = attempts({"type": "FIXED", "baseBackoffSeconds": 0, "maxRetries": 2})
     assert [r["resultType"] for r in results] == ["ATTEMPT", "ATTEMPT", "FINAL"]
     assert all(r["status"] == "FAILED" for r in results)
     assert len(attempts({"type": "SINGLE_RETRY", "baseBackoffSeconds": 0, "maxRetries": 5})) == 2
     # Checkout takes 4 s: a retry would end after 8 s, beyond maxDurationSeconds.
-    assert len(attempts({"baseBackoffSeconds": 0, "maxRetries": 5, "maxDurationSeconds": 7})) == 1
+    assert (
+        len(attempts({"type": "FIXED", "baseBackoffSeconds": 0, "maxRetries": 5, "maxDurationSeconds": 7}))
+        == 1
+    )
 
 
 def test_exponential_backoff_spaces_attempts(api: Any, emulator: Any) -> None:

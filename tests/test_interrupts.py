@@ -21,10 +21,13 @@ from typing import Any
 
 import pytest
 import requests
-from conftest import REPO_ROOT, auth_headers
+from conftest import REPO_ROOT, auth_headers, never_ending_world
 
 from runner.emulator import Emulator
 from runner.reports import load_outcome
+
+# A check that hangs must stay running until the test cancels or interrupts it (see conftest).
+EMULATOR_WORLD = never_ending_world()
 
 XSD = REPO_ROOT.parent / "shared" / "junit" / "junit-10.xsd"
 PHASE_LIMIT = 30.0  # seconds to reach a phase (a cold interpreter on a loaded machine included)

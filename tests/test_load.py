@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import requests
+from conftest import never_ending_world
 from emulator_ids import (
     ACCOUNT,
     CHECK_ERROR_GROUP,
@@ -29,6 +30,9 @@ from emulator_ids import (
 
 from runner.cli.main import main
 from runner.emulator.faults import ROUTES, route_name
+
+# A check that hangs must stay running until the test cancels or interrupts it (see conftest).
+EMULATOR_WORLD = never_ending_world()
 
 TRIGGER = "/v1/test-sessions/trigger"
 
@@ -85,8 +89,8 @@ def cross_account_calls(ids: dict[str, str]) -> dict[str, list[tuple[str, str, A
         "incident_update": [
             ("POST", "/v1/status-pages/incidents/inc-9001/incident-updates", {"description": "x"})
         ],
-        "delete_maintenance_window": [("DELETE", "/v1/maintenance-windows/mw-9001", None)],
-        "delete_maintenance": [("DELETE", "/v1/maintenance-windows/mw-9001/maintenances/m-9", None)],
+        "delete_maintenance_window": [("DELETE", "/v1/maintenance-windows/9001", None)],
+        "delete_maintenance": [("DELETE", "/v1/maintenance-windows/9001/maintenances/m-9", None)],
         "delete_client_certificate": [("DELETE", "/v1/client-certificates/cert-9001", None)],
         "update_check": [("PUT", f"/v1/checks/{OTHER_CHECK}", {"name": "taken over"})],
     }
@@ -114,7 +118,7 @@ def test_every_route_refuses_the_other_accounts_ids(api: Any, emulator: Any) -> 
     # Nothing of the other account changed: its running session is not cancelled, its resources remain.
     other = {"key": OTHER_KEY, "account": OTHER_ACCOUNT}
     assert api("GET", f"/v1/test-sessions/{ids['running']}", **other).json()["status"] != "CANCELLED"
-    assert api("DELETE", "/v1/maintenance-windows/mw-9001/maintenances/m-9", **other).status_code == 204
+    assert api("DELETE", "/v1/maintenance-windows/9001/maintenances/m-9", **other).status_code == 204
     assert api("DELETE", "/v1/client-certificates/cert-9001", **other).status_code == 204
     assert emulator.backend.incident_updates == []
     check = emulator.backend.accounts[OTHER_ACCOUNT].checks[OTHER_CHECK]
@@ -134,8 +138,8 @@ def test_read_only_key_is_refused_on_every_write_route(api: Any, emulator: Any) 
         "incident_update": [
             ("POST", "/v1/status-pages/incidents/inc-1001/incident-updates", {"description": "x"})
         ],
-        "delete_maintenance_window": [("DELETE", "/v1/maintenance-windows/mw-2002", None)],
-        "delete_maintenance": [("DELETE", "/v1/maintenance-windows/mw-2001/maintenances/m-1", None)],
+        "delete_maintenance_window": [("DELETE", "/v1/maintenance-windows/2002", None)],
+        "delete_maintenance": [("DELETE", "/v1/maintenance-windows/2001/maintenances/m-1", None)],
         "delete_client_certificate": [("DELETE", "/v1/client-certificates/cert-3001", None)],
         "create_dashboard": [("POST", "/v1/dashboards", {"header": "ro", "customUrl": "ro-dash"})],
         "update_check": [("PUT", f"/v1/checks/{HOMEPAGE}", {"name": "renamed"})],
@@ -157,7 +161,7 @@ def test_read_only_key_is_refused_on_every_write_route(api: Any, emulator: Any) 
     assert emulator.backend.incident_updates == [] and emulator.backend.dashboards == {}
     assert api("GET", f"/v1/test-sessions/{own['testSessionId']}").json()["status"] == "RUNNING"
     # The same writes with the read-write key succeed: the 403s were the role, not missing resources.
-    assert api("DELETE", "/v1/maintenance-windows/mw-2001/maintenances/m-1").status_code == 204
+    assert api("DELETE", "/v1/maintenance-windows/2001/maintenances/m-1").status_code == 204
     assert api("DELETE", "/v1/client-certificates/cert-3001").status_code == 204
     assert api("POST", f"/v1/test-sessions/{own['testSessionId']}/cancel").status_code == 204
 

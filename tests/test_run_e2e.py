@@ -10,10 +10,14 @@ from typing import Any
 
 import pytest
 import requests
+from conftest import never_ending_world
 
 from runner.cli.main import main
 from runner.emulator import Emulator
 from runner.reports import load_outcome
+
+# A check that hangs must stay running until the test cancels or interrupts it (see conftest).
+EMULATOR_WORLD = never_ending_world()
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 XSD = Path(__file__).resolve().parent.parent.parent / "shared" / "junit" / "junit-10.xsd"

@@ -12,6 +12,7 @@ import requests
 from hypothesis import HealthCheck, settings
 
 schemathesis = pytest.importorskip("schemathesis")
+from conftest import never_ending_world  # noqa: E402
 from schemathesis.checks import not_a_server_error  # noqa: E402
 from schemathesis.specs.openapi.checks import (  # noqa: E402
     response_schema_conformance,
@@ -29,7 +30,7 @@ REQUEST_TIMEOUT = 10  # a long poll waits at most maxWaitSeconds (<= 30) only on
 def st_emulator() -> Iterator[Emulator]:
     """One emulator for the module; its rate limit raised so generated traffic never meets 429."""
     saved = {name: os.environ.pop(name, None) for name in ("TESTSESSION_API_KEY", "TESTSESSION_ACCOUNT_ID")}
-    emu = Emulator(speed=200.0).start()
+    emu = Emulator(world=never_ending_world(), speed=200.0).start()  # the hanging check stays running
     try:
         patch = requests.patch(
             f"{emu.url}/_emulator/settings", json={"rateLimit": {"limit": 1_000_000}}, timeout=5
@@ -117,9 +118,9 @@ def test_every_route_answers_its_success_schema(st_schema: Any, st_emulator: Emu
     call("PUT", "/v1/checks/{id}", 200, path_parameters={"id": HOMEPAGE}, body={"name": "Homepage v2"})
     call(
         "DELETE", "/v1/maintenance-windows/{id}/maintenances/{maintenanceId}", 204,
-        path_parameters={"id": "mw-2001", "maintenanceId": "m-1"},
+        path_parameters={"id": "2001", "maintenanceId": "m-1"},
     )  # fmt: skip
-    call("DELETE", "/v1/maintenance-windows/{id}", 204, path_parameters={"id": "mw-2001"})
+    call("DELETE", "/v1/maintenance-windows/{id}", 204, path_parameters={"id": "2001"})
     call("DELETE", "/v1/client-certificates/{id}", 204, path_parameters={"id": "cert-3001"})
     hanging = {**trigger, "target": {"matchTags": [["hang"]]}}  # never ends on its own: still running
     running = call("POST", "/v1/test-sessions/trigger", 201, body=hanging)

@@ -32,7 +32,10 @@ def test_validate_reports_every_problem_and_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     good = tmp_path / "good.yml"
-    good.write_text("runLocation: eu-west-1\ntarget: {checkId: [a, b]}\n")
+    good.write_text(
+        "runLocation: eu-west-1\ntarget: {checkId: [0b9a3c4d-1111-4a5b-8c6d-00000000000a, "
+        "0b9a3c4d-1111-4a5b-8c6d-00000000000b]}\n"
+    )
     bad = tmp_path / "bad.yml"
     bad.write_text("runLocation: eu-west-1\nwait: {timeoutSecs: 5}\ngate: {failOnDegraded: sometimes}\n")
     code = main(["validate", str(good), str(bad), str(tmp_path / "missing.yml")])

@@ -80,7 +80,7 @@ def test_to_trigger_builds_the_api_body() -> None:
         """
         name: smoke
         runLocation: eu-west-1
-        target: {matchTags: [[smoke]], checkId: [c1]}
+        target: {matchTags: [[smoke]], checkId: [0b9a3c4d-1111-4a5b-8c6d-0000000000c1]}
         environmentVariables: {URL: https://x.example.com}
         refreshCache: true
         """
@@ -89,7 +89,11 @@ def test_to_trigger_builds_the_api_body() -> None:
     assert body == {
         "name": "smoke",
         "runLocation": "eu-west-1",
-        "target": {"matchTags": [["smoke"]], "checkId": ["c1"], "allowDeactivated": False},
+        "target": {
+            "matchTags": [["smoke"]],
+            "checkId": ["0b9a3c4d-1111-4a5b-8c6d-0000000000c1"],
+            "allowDeactivated": False,
+        },
         "environmentVariables": [
             {"key": "URL", "value": "https://x.example.com", "secret": False, "locked": False}
         ],
@@ -108,7 +112,6 @@ def test_variables_as_mapping_keep_their_text_as_written() -> None:
           PORT: 0123
           DEBUG: no
           RATIO: 1.50
-          EMPTY:
           TOKEN: {value: abc-123, secret: true, locked: true}
         """
     )
@@ -117,7 +120,6 @@ def test_variables_as_mapping_keep_their_text_as_written() -> None:
         "PORT": "0123",
         "DEBUG": "no",
         "RATIO": "1.50",
-        "EMPTY": None,
         "TOKEN": "abc-123",
     }
     assert variables["TOKEN"].secret and variables["TOKEN"].locked
@@ -263,7 +265,7 @@ def test_missing_required_field_points_at_its_session() -> None:
          "spec.yml:2: rca.context: at most 256 characters (got 300)"),
         ("runLocation: x\nrca: {max: -1}\n",
          "spec.yml:2: rca.max: must be greater than or equal to 0 (got -1)"),
-        ("runLocation: x\nretryStrategy: {maxDurationSeconds: 601}\n",
+        ("runLocation: x\nretryStrategy: {type: FIXED, maxDurationSeconds: 601}\n",
          "spec.yml:2: retryStrategy.maxDurationSeconds: must be less than or equal to 600 (got 601)"),
         ("sessions:\n  - runLocation: x\nrunLocation: y\n",
          "spec.yml:3: runLocation: a session field: with sessions: given, it goes inside a session"),

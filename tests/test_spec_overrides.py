@@ -17,7 +17,7 @@ SPEC = """
 sessions:
   - name: eu
     runLocation: eu-west-1
-    target: {matchTags: [[smoke]], checkId: [c1], allowDeactivated: true}
+    target: {matchTags: [[smoke]], checkId: [0b9a3c4d-1111-4a5b-8c6d-0000000000c1], allowDeactivated: true}
     environmentVariables:
       - {key: TOKEN, value: from-spec, secret: true}
       - {key: URL, value: https://spec.example.com}
@@ -78,8 +78,15 @@ def test_no_flags_change_nothing() -> None:
 
 def test_check_ids_flag_alone_replaces_the_tags() -> None:
     spec = parse_spec(SPEC, "spec.yml", {})
-    target = apply_overrides(spec, Overrides(check_ids=["c9"])).sessions[0].target
-    assert target is not None and (target.matchTags, target.checkId) == (None, ["c9"])
+    target = (
+        apply_overrides(spec, Overrides(check_ids=["0b9a3c4d-1111-4a5b-8c6d-0000000000c9"]))
+        .sessions[0]
+        .target
+    )
+    assert target is not None and (target.matchTags, target.checkId) == (
+        None,
+        ["0b9a3c4d-1111-4a5b-8c6d-0000000000c9"],
+    )
 
 
 def test_bad_flag_values_name_the_flag() -> None:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 ENV_API_KEY = "TESTSESSION_API_KEY"
 ENV_ACCOUNT_ID = "TESTSESSION_ACCOUNT_ID"
 ENV_BASE_URL = "TESTSESSION_BASE_URL"
+ENV_ACCOUNT_HEADER = "TESTSESSION_ACCOUNT_HEADER"
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class Connection:
     account_id: str | None
     api_key: str | None = field(default=None, repr=False)
     request_timeout: float = 30.0
+    account_header: str | None = None  # None: the document's X-Service-Account
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Connection:
@@ -56,6 +58,7 @@ class Connection:
             account_id=args.account_id,
             api_key=env.get(ENV_API_KEY),
             request_timeout=args.request_timeout,
+            account_header=getattr(args, "account_header", None),
         )
 
     def client(self, redact: Redactor, retry_budget: float | None = None) -> ApiClient:
@@ -75,9 +78,16 @@ class Connection:
         if missing:
             raise UsageError("missing credentials: set " + ", ".join(missing) + " (or use `run --emulator`)")
         assert self.base_url and self.api_key and self.account_id
+        from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem
+
+        header = self.account_header or DEFAULT_ACCOUNT_HEADER
+        problem = account_header_problem(header)
+        if problem:
+            raise UsageError(f"--account-header ({ENV_ACCOUNT_HEADER}): {problem}")
         redact.add(self.api_key)
         deadline = time.monotonic() + retry_budget if retry_budget is not None else None
         return ApiClient(
+            account_header=header,
             base_url=self.base_url,
             api_key=self.api_key,
             account_id=self.account_id,
@@ -96,8 +106,15 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--account-id",
         default=os.environ.get(ENV_ACCOUNT_ID),
-        help=f"account id sent as X-Service-Account (env: {ENV_ACCOUNT_ID}); "
+        help=f"account id, sent in the account header (env: {ENV_ACCOUNT_ID}); "
         f"the API key is read from {ENV_API_KEY} only, never from a flag",
+    )
+    group.add_argument(
+        "--account-header",
+        default=os.environ.get(ENV_ACCOUNT_HEADER),
+        metavar="NAME",
+        help=f"name of the header that carries the account id (env: {ENV_ACCOUNT_HEADER}; default "
+        "X-Service-Account; the production service of this API family reads x-checkly-account)",
     )
     group.add_argument(
         "--request-timeout",

@@ -226,6 +226,7 @@ class Job:
                 account_id=self.environ.get(ENV_ACCOUNT_ID) or emulator.account_id,
                 api_key=self.environ.get(ENV_API_KEY) or emulator.api_key,
                 request_timeout=connection.request_timeout,
+                account_header=emulator.account_header,
             )
             with local.client(self.redact, budget) as client:
                 yield client

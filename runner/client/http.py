@@ -34,6 +34,7 @@ from runner.core.errors import (
     error_class_for_status,
 )
 from runner.models import (
+    DEFAULT_ACCOUNT_HEADER,
     Check,
     CheckUpdate,
     CreateAnalysisRequest,
@@ -47,6 +48,7 @@ from runner.models import (
     RootCauseAnalysis,
     TestSession,
     TriggerRequest,
+    account_header_problem,
     describe_validation_error,
 )
 from runner.models.base import ApiModel
@@ -85,6 +87,14 @@ def _segment(value: str, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidRequestError(f"{what}: must be a non-empty string")
     return quote(value, safe="")
+
+
+def _window_id(value: str | int) -> str:
+    """A maintenance window id: production's ids are positive integers."""
+    text = str(value).strip()
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
+        raise InvalidRequestError("maintenance window id: must be a positive whole number (e.g. 2001)")
+    return str(int(text))
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:
@@ -137,9 +147,14 @@ class ApiClient:
         rng: random.Random | None = None,
         pool_size: int = 32,
         on_retry: Callable[[str, str, str, int, float], None] | None = None,
+        account_header: str = DEFAULT_ACCOUNT_HEADER,
     ) -> None:
         if not base_url:
             raise InvalidRequestError("base URL: must not be empty")
+        problem = account_header_problem(account_header)
+        if problem:
+            raise InvalidRequestError(f"account header: {problem}")
+        self.account_header = account_header
         self.base_url = base_url.rstrip("/")
         parts = urlsplit(self.base_url)
         # For messages: the host only, never credentials embedded in the URL.
@@ -174,7 +189,7 @@ class ApiClient:
         self._session.headers.update(
             {
                 "Authorization": f"Bearer {api_key}",
-                "X-Service-Account": account_id,
+                account_header: account_id,
                 "User-Agent": user_agent or default_user_agent(),
                 "Accept": "application/json",
             }
@@ -299,13 +314,13 @@ class ApiClient:
             "POST", path, CallKind.CREATE, lambda r: self._model(r, IncidentUpdate, (200, 201)), body=body
         )
 
-    def delete_maintenance_window(self, window_id: str) -> None:
-        path = f"/v1/maintenance-windows/{_segment(window_id, 'maintenance window id')}"
+    def delete_maintenance_window(self, window_id: str | int) -> None:
+        path = f"/v1/maintenance-windows/{_window_id(window_id)}"
         self._request("DELETE", path, CallKind.READ, self._no_content)
 
-    def delete_maintenance(self, window_id: str, maintenance_id: str) -> None:
+    def delete_maintenance(self, window_id: str | int, maintenance_id: str) -> None:
         path = (
-            f"/v1/maintenance-windows/{_segment(window_id, 'maintenance window id')}"
+            f"/v1/maintenance-windows/{_window_id(window_id)}"
             f"/maintenances/{_segment(maintenance_id, 'maintenance id')}"
         )
         self._request("DELETE", path, CallKind.READ, self._no_content)
@@ -440,7 +455,8 @@ class ApiClient:
         try:
             data = response.json()
             parsed = ErrorBody.model_validate(data)
-            error, message, attributes = parsed.error, parsed.message, dict(parsed.attributes or {})
+            error, attributes = parsed.error or None, dict(parsed.attributes or {})
+            message = parsed.message or parsed.error or message
         except (ValueError, ValidationError):
             text = response.text.strip().replace("\n", " ")
             if text and status >= 400:

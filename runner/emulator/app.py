@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, Response
 from fastapi.security import HTTPBearer
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -28,6 +28,8 @@ from runner.models import (
     TriggerRequest,
 )
 
+# Production's maintenance window ids are positive integers (docs/production-contract.md).
+WindowId = Annotated[int, Path(ge=1, description="maintenance window id (a positive integer)")]
 _bearer = HTTPBearer(auto_error=False, description="API key: `Authorization: Bearer <API_KEY>`")
 
 
@@ -99,12 +101,20 @@ async def wait_for_completion(
 
 
 def build_v1(backend: Backend) -> APIRouter:
+    # The account header's name comes from the world (settings.accountHeader); the parameter below
+    # only documents it in the OpenAPI document, the value is read by name at request time.
     def auth(
         request: Request,
         _credentials: Any = Depends(_bearer),
-        x_service_account: str | None = Header(default=None, description="Account id (uuid)"),
+        _account: str | None = Header(
+            default=None, alias=backend.settings.accountHeader, description="Account id (uuid)"
+        ),
     ) -> str:
-        return backend.authenticate(request.headers.get("authorization"), x_service_account, request.method)
+        return backend.authenticate(
+            request.headers.get("authorization"),
+            request.headers.get(backend.settings.accountHeader),
+            request.method,
+        )
 
     v1 = APIRouter(prefix="/v1")
     common = (400, 401, 403, 404, 429)
@@ -114,6 +124,7 @@ def build_v1(backend: Backend) -> APIRouter:
         name="trigger",
         status_code=201,
         response_model=TestSession,
+        response_model_exclude_unset=True,  # no `metadata: null` when the trigger sent none
         responses=documented(400, 401, 402, 403, 404, 429),
     )
     async def trigger(body: TriggerRequest, account: str = Depends(auth)) -> Any:
@@ -123,6 +134,7 @@ def build_v1(backend: Backend) -> APIRouter:
         "/test-sessions/{testSessionId}",
         name="get_session",
         response_model=TestSession,
+        response_model_exclude_unset=True,  # no `metadata: null` when the trigger sent none
         responses=documented(*common),
     )
     async def get_session(testSessionId: str, account: str = Depends(auth)) -> Any:
@@ -132,6 +144,7 @@ def build_v1(backend: Backend) -> APIRouter:
         "/test-sessions/{testSessionId}/completion",
         name="completion",
         response_model=TestSession,
+        response_model_exclude_unset=True,  # no `metadata: null` when the trigger sent none
         responses=documented(400, 401, 403, 404, 408, 429),
     )
     async def completion(
@@ -223,8 +236,8 @@ def build_v1(backend: Backend) -> APIRouter:
         status_code=204,
         responses=documented(*common),
     )
-    async def delete_maintenance_window(id: str, account: str = Depends(auth)) -> Response:
-        backend.delete_maintenance_window(account, id)
+    async def delete_maintenance_window(id: WindowId, account: str = Depends(auth)) -> Response:
+        backend.delete_maintenance_window(account, str(id))
         return Response(status_code=204)
 
     @v1.delete(
@@ -233,8 +246,8 @@ def build_v1(backend: Backend) -> APIRouter:
         status_code=204,
         responses=documented(*common),
     )
-    async def delete_maintenance(id: str, maintenanceId: str, account: str = Depends(auth)) -> Response:
-        backend.delete_maintenance(account, id, maintenanceId)
+    async def delete_maintenance(id: WindowId, maintenanceId: str, account: str = Depends(auth)) -> Response:
+        backend.delete_maintenance(account, str(id), maintenanceId)
         return Response(status_code=204)
 
     @v1.delete(

@@ -18,7 +18,9 @@ from runner.emulator.simulation import CheckRun, plan_run, render_run
 from runner.emulator.world import Account, World, WorldCheck, WorldErrorGroup, load_world, seen_at
 from runner.models import (
     CheckUpdate,
+    Dashboard,
     DashboardRequest,
+    IncidentUpdate,
     IncidentUpdateRequest,
     TriggerRequest,
     frequency_offset_problem,
@@ -185,7 +187,7 @@ class Backend:
             checks={c.id: c.model_copy(deep=True) for c in account.checks},
             check_extras={},
             incidents={i.id for i in account.incidents},
-            windows={w.id: set(w.maintenances) for w in account.maintenanceWindows},
+            windows={str(w.id): set(w.maintenances) for w in account.maintenanceWindows},
             certificates={c.id for c in account.clientCertificates},
         )
         self.accounts[account.id] = state
@@ -304,10 +306,11 @@ class Backend:
                 raise ApiFailure(401, "Bad Token", {"reason": reason})
             self._rate_limit(key)
             account_id, role = found
+        name = self.settings.accountHeader
         if not account_header:
-            raise ApiFailure(403, "Forbidden: the X-Service-Account header is missing")
+            raise ApiFailure(403, f"Forbidden: the {name} header is missing")
         if account_header.strip() != account_id:
-            raise ApiFailure(403, "Forbidden: the key does not belong to the account in X-Service-Account")
+            raise ApiFailure(403, f"Forbidden: the key does not belong to the account in {name}")
         if role == "read-only" and method.upper() in WRITE_METHODS:
             raise ApiFailure(403, "Forbidden: this key is read-only")
         return account_id
@@ -362,10 +365,16 @@ class Backend:
             checks = self._match(account, request)
             if not checks:
                 raise ApiFailure(404, "No checks matched the target")
-            env = {v.key: v.value for v in request.environmentVariables or []}
+            env: dict[str, str | None] = {v.key: v.value for v in request.environmentVariables or []}
             start = self.clock.now()
-            runs = [plan_run(check, start, env, request.retryStrategy) for check in checks]
-            metadata = request.metadata.model_dump(mode="json") if request.metadata else None
+            runs = [
+                plan_run(check, start, env, request.retryStrategy, self.settings.max_run_seconds(check))
+                for check in checks
+            ]
+            # Only what was given: production's schema has no null metadata (nor null fields in it).
+            metadata = (
+                request.metadata.model_dump(mode="json", exclude_none=True) if request.metadata else None
+            )
             session = Session(
                 str(uuid.uuid4()), account_id, request.name, request.runLocation, metadata, start, runs
             )
@@ -446,7 +455,7 @@ class Backend:
         group_ids: list[str] = []
         for row in results:
             group_ids.extend(g for g in row["errorGroupIds"] if g not in group_ids)
-        return {
+        view = {
             "testSessionId": session.id,
             "testSessionLink": link,
             "name": session.name,
@@ -455,9 +464,11 @@ class Backend:
             "startedAt": self.clock.iso(session.start),
             "timeElapsed": round(((stopped if stopped is not None else at) - session.start) * 1000),
             "stoppedAt": self.clock.iso(stopped) if stopped is not None else None,
-            "metadata": session.metadata,
             "results": results,
         }
+        if session.metadata is not None:
+            view["metadata"] = session.metadata
+        return view
 
     def get_session(self, account_id: str, session_id: str) -> dict[str, Any]:
         with self._lock:
@@ -588,16 +599,14 @@ class Backend:
             if incident_id not in self._account(account_id).incidents:
                 raise _not_found("Incident")
             now = self.clock.iso(self.clock.now())
-            update = {
-                "id": request.id or str(uuid.uuid4()),
-                "description": request.description,
-                "status": request.status or "INVESTIGATING",
-                "publicIncidentUpdateDate": (
-                    request.publicIncidentUpdateDate.isoformat() if request.publicIncidentUpdateDate else now
-                ),
-                "created_at": request.created_at or now[:10],
-                "notifySubscribers": request.notifySubscribers,
-            }
+            update = IncidentUpdate(
+                id=request.id or str(uuid.uuid4()),
+                description=request.description,
+                status=request.status or "INVESTIGATING",
+                publicIncidentUpdateDate=request.publicIncidentUpdateDate or now,
+                created_at=request.created_at or now[:10],
+                notifySubscribers=request.notifySubscribers,
+            ).model_dump(mode="json")
             self.incident_updates.append({"incidentId": incident_id, **update})
             return update
 
@@ -627,15 +636,19 @@ class Backend:
                 if value and value.lower() in self.taken:
                     raise ApiFailure(409, f"{name} is already taken")
             self.taken.update(x.lower() for x in (request.customUrl, request.customDomain) if x)
-            dashboard_id = str(uuid.uuid4())
-            dashboard = {
-                **request.model_dump(mode="json"),
-                "id": dashboard_id,
-                "dashboardId": dashboard_id,
-                "created_at": self.clock.iso(self.clock.now()),
-            }
-            self.dashboards[dashboard_id] = {"accountId": account_id, **dashboard}
-            return dashboard
+            # As production: a numeric id and a string dashboardId.
+            number = len(self.dashboards) + 1
+            dashboard = Dashboard.model_validate(
+                {
+                    **request.model_dump(mode="json"),
+                    "id": number,
+                    "dashboardId": str(uuid.uuid4()),
+                    "created_at": self.clock.iso(self.clock.now()),
+                }
+            )
+            body = dashboard.model_dump(mode="json")
+            self.dashboards[str(number)] = {"accountId": account_id, **body}
+            return body
 
     def update_check(
         self, account_id: str, check_id: str, update: CheckUpdate, auto_assign: bool

@@ -27,6 +27,7 @@ class Emulator:
         self.host, self.port = host, port
         self.backend = Backend(self.world, speed=speed)
         self.api_key, self.account_id = self.world.first_key()
+        self.account_header = self.world.settings.accountHeader
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._socket: socket.socket | None = None

@@ -15,13 +15,24 @@ DEFAULT_MESSAGES = {
     "flaky": "connect ECONNRESET 10.0.0.12:443",
 }
 ERROR_CLASSES = {"fail": "ASSERTION_FAILURE", "error": "SCRIPT_ERROR", "flaky": "NETWORK_ERROR"}
+TIMEOUT_CLASS = "TIMEOUT"
+# Error classes that make a failed result an error (hasErrors) rather than a failed assertion.
+ERROR_LIKE = frozenset({"SCRIPT_ERROR", "NETWORK_ERROR", TIMEOUT_CLASS})
+
+
+def timeout_message(check_type: str, seconds: float) -> str:
+    """What a run cut off at its maximum run time says (it is also its error group's message)."""
+    return (
+        f"Check run timed out: it did not finish within the maximum run time of {seconds:g} seconds "
+        f"for {check_type} checks"
+    )
 
 
 @dataclass
 class Attempt:
     id: str
     start: float
-    end: float | None  # None: never ends on its own (a hanging check)
+    end: float | None  # None: never ends on its own (a hanging check in a world that says `never`)
     passed: bool
     degraded: bool = False
     error_class: str | None = None
@@ -49,7 +60,7 @@ def resolve_behaviour(check: WorldCheck, env: dict[str, str | None]) -> tuple[st
 
 
 def _outcome(behaviour: str, number: int, message: str | None) -> tuple[bool, bool, str | None, str | None]:
-    if behaviour in ("pass", "hang") or (behaviour == "flaky" and number > 1):
+    if behaviour == "pass" or (behaviour == "flaky" and number > 1):
         return True, False, None, None
     if behaviour == "degrade":
         return True, True, None, None
@@ -66,19 +77,35 @@ def _backoff(retry: RetryStrategy, retry_number: int) -> float:
 
 
 def plan_run(
-    check: WorldCheck, start: float, env: dict[str, str | None], retry: RetryStrategy | None
+    check: WorldCheck,
+    start: float,
+    env: dict[str, str | None],
+    retry: RetryStrategy | None,
+    max_run: float | None,
 ) -> CheckRun:
-    """Every attempt of the check, decided up front; the clock later reveals them."""
+    """Every attempt of the check, decided up front; the clock later reveals them.
+
+    An attempt that would run longer than `max_run` (a hanging check, or one slower than its
+    maximum) ends at `max_run` as a failed, timed-out run. `max_run` None: a hang never ends.
+    """
     behaviour, message = resolve_behaviour(check, env)
     run = CheckRun(check=check, final_id=str(uuid.uuid4()))
-    duration = check.durationSeconds
-    if behaviour == "hang":
+    if behaviour == "hang" and max_run is None:
         run.attempts.append(Attempt(id=run.final_id, start=start, end=None, passed=False))
         return run
+    timed_out = max_run is not None and (behaviour == "hang" or check.durationSeconds > max_run)
+    duration = max_run if timed_out and max_run is not None else check.durationSeconds
     at = start
     retries = 0
     while True:
-        passed, degraded, error_class, text = _outcome(behaviour, len(run.attempts) + 1, message)
+        error_class: str | None
+        text: str | None
+        if timed_out:
+            assert max_run is not None
+            passed, degraded = False, False
+            error_class, text = TIMEOUT_CLASS, timeout_message(check.checkType, max_run)
+        else:
+            passed, degraded, error_class, text = _outcome(behaviour, len(run.attempts) + 1, message)
         attempt = Attempt(str(uuid.uuid4()), at, at + duration, passed, degraded, error_class, text)
         run.attempts.append(attempt)
         if passed or retry is None:
@@ -114,7 +141,7 @@ def _result(
         "checkType": run.check.checkType,
         "errorGroupIds": [attempt.group_id] if failed and attempt.group_id else [],
         "status": status,
-        "hasErrors": failed and attempt.error_class in ("SCRIPT_ERROR", "NETWORK_ERROR"),
+        "hasErrors": failed and attempt.error_class in ERROR_LIKE,
         "hasFailures": failed and attempt.error_class == "ASSERTION_FAILURE",
         "isDegraded": finished and attempt.degraded,
         "aborted": status == "CANCELLED",

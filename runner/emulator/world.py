@@ -7,12 +7,12 @@ import os
 import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from runner.core.errors import UsageError
-from runner.models import describe_validation_error
+from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem, describe_validation_error
 from runner.models.resources import CHECK_LOCATIONS
 
 DEFAULT_WORLD = Path(__file__).with_name("world.yml")
@@ -20,6 +20,21 @@ Behaviour = Literal["pass", "fail", "degrade", "flaky", "error", "hang"]
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _AGO = re.compile(r"^-([0-9]+(?:\.[0-9]+)?)([smhd])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+# Maximum run time of one check run, in simulated seconds, by check type. Production-like values:
+# browser and multi-step checks are capped at 240 s (checklyhq.com/docs/browser-checks/timeouts/),
+# Playwright check suites at 30 minutes (checklyhq.com/docs/platform/runtimes/runtime-specification),
+# API and the other request-level checks at 30 s (the API check's maximum response time).
+# See docs/production-contract.md.
+DEFAULT_MAX_RUN_SECONDS: dict[str, float] = {
+    "API": 30,
+    "BROWSER": 240,
+    "MULTI_STEP": 240,
+    "PLAYWRIGHT": 1800,
+    "AGENTIC": 240,
+    "default": 30,
+}
+NEVER = "never"
 
 
 class WorldError(UsageError):
@@ -43,6 +58,34 @@ class Settings(_Strict):
     locations: list[str] = Field(default_factory=lambda: list(CHECK_LOCATIONS), min_length=1)
     seed: int = 0
     faults: list[dict[str, Any]] = Field(default_factory=list)
+    # Header that carries the account id; production of this API family reads x-checkly-account.
+    accountHeader: str = DEFAULT_ACCOUNT_HEADER
+    # By check type (`default` for the rest); what is given here is merged over the defaults.
+    maxRunSeconds: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_MAX_RUN_SECONDS))
+
+    @field_validator("accountHeader")
+    @classmethod
+    def _header_name(cls, value: str) -> str:
+        problem = account_header_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("maxRunSeconds")
+    @classmethod
+    def _merge_defaults(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = [key for key, seconds in value.items() if not seconds > 0]
+        if bad:
+            raise ValueError(f"must be more than 0 seconds ({', '.join(bad)})")
+        return {**DEFAULT_MAX_RUN_SECONDS, **value}
+
+    def max_run_seconds(self, check: WorldCheck) -> float | None:
+        """When a run of `check` is cut off; None only when the world says the check never ends."""
+        if check.maxRunSeconds == NEVER:
+            return None
+        if check.maxRunSeconds is not None:
+            return float(check.maxRunSeconds)
+        return self.maxRunSeconds.get(check.checkType, self.maxRunSeconds["default"])
 
 
 class Plan(_Strict):
@@ -76,6 +119,9 @@ class WorldCheck(_Strict):
     durationSeconds: float = Field(default=1.0, ge=0)
     errorMessage: str | None = None
     when: list[Rule] = Field(default_factory=list)
+    # Overrides settings.maxRunSeconds for this check. `never` (for tests only): a hanging run
+    # never ends on its own, so its session runs until it is cancelled.
+    maxRunSeconds: Annotated[float, Field(gt=0)] | Literal["never"] | None = None
 
 
 class Incident(_Strict):
@@ -84,7 +130,7 @@ class Incident(_Strict):
 
 
 class MaintenanceWindow(_Strict):
-    id: str = Field(min_length=1)
+    id: int = Field(ge=1)  # production: a positive integer
     maintenances: list[str] = Field(default_factory=list)
 
 

@@ -53,7 +53,9 @@ def resolve_metadata(
     log: Callable[[str], None],
 ) -> SessionMetadata:
     """The spec's metadata with empty commit fields filled from CI, then git; environment untouched."""
-    values: dict[str, Any] = spec_metadata.model_dump(exclude={"github"}) if spec_metadata else {}
+    values: dict[str, Any] = (
+        spec_metadata.model_dump(exclude={"github"}, exclude_none=True) if spec_metadata else {}
+    )
     github = spec_metadata.github if spec_metadata else None
     try:
         ci = from_ci(environ, log)

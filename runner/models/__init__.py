@@ -12,6 +12,11 @@ from runner.models.analyses import (
 )
 from runner.models.base import ApiModel, RequestModel, describe_validation_error
 from runner.models.errors import STILL_RUNNING_MESSAGE, ErrorBody
+from runner.models.headers import (
+    DEFAULT_ACCOUNT_HEADER,
+    PRODUCTION_ACCOUNT_HEADER,
+    account_header_problem,
+)
 from runner.models.resources import (
     Check,
     CheckUpdate,
@@ -34,7 +39,9 @@ from runner.models.sessions import (
 )
 
 __all__ = [
+    "DEFAULT_ACCOUNT_HEADER",
     "FINAL_SESSION_STATUSES",
+    "PRODUCTION_ACCOUNT_HEADER",
     "STILL_RUNNING_MESSAGE",
     "Analysis",
     "AnalysisSummary",
@@ -61,6 +68,7 @@ __all__ = [
     "Target",
     "TestSession",
     "TriggerRequest",
+    "account_header_problem",
     "describe_validation_error",
     "frequency_offset_problem",
 ]

@@ -54,6 +54,13 @@ class RootCauseAnalysis(ApiModel):
         return self.status == "COMPLETED"
 
 
+class UserContextItem(ApiModel):
+    """Production's userContext item (checkly-cli packages/cli/src/rest/error-groups.ts)."""
+
+    text: str = ""
+    type: str | None = None
+
+
 class AnalysisSummary(ApiModel):
     """An item of an error group's rootCauseAnalyses, newest first."""
 
@@ -63,7 +70,15 @@ class AnalysisSummary(ApiModel):
     provider: str | None = None
     model: str | None = None
     durationMs: float | None = None
-    userContext: str | None = None
+    # Our document: a string; production: a list of {text, type} objects or null. Both are kept.
+    userContext: str | list[UserContextItem] | None = None
+
+    @property
+    def user_context_text(self) -> str | None:
+        """The context as one text, whichever shape the service sent."""
+        if self.userContext is None or isinstance(self.userContext, str):
+            return self.userContext
+        return "\n".join(item.text for item in self.userContext if item.text) or None
 
 
 class ErrorGroup(ApiModel):

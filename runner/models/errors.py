@@ -12,7 +12,8 @@ STILL_RUNNING_MESSAGE = (
 
 
 class ErrorBody(ApiModel):
+    # Production answers a 401 with statusCode and error only, so `message` (and `error`) may be absent.
     statusCode: int
-    error: str
-    message: str
+    error: str = ""
+    message: str | None = None
     attributes: dict[str, Any] | None = None

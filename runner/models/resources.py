@@ -21,10 +21,10 @@ CHECK_LOCATIONS = (
 RUNTIME_VERSIONS = ("2026.04", "2025.04", "2024.09", "2024.02", "2023.09", "2023.02", "2022.10")
 UPDATABLE_CHECK_TYPES = (
     "AGENTIC", "API", "BROWSER", "HEARTBEAT", "ICMP", "MULTI_STEP", "TCP", "PLAYWRIGHT",
-    "TRACEROUTE", "URL", "DNS",
+    "TRACEROUTE", "URL", "DNS", "SSL", "GRPC",
 )  # fmt: skip
 CHECK_FREQUENCIES = (0, 1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440)
-MAX_CHECK_DESCRIPTION = 500
+MAX_CHECK_DESCRIPTION = 510  # production's limit (our document says 500)
 
 Location = Literal[
     "us-east-1", "us-east-2", "us-west-1", "us-west-2", "ca-central-1", "sa-east-1", "eu-west-1",
@@ -47,8 +47,9 @@ class IncidentUpdateRequest(RequestModel):
 
 
 class IncidentUpdate(ApiModel):
-    id: str
-    description: str = ""
+    # Production's response schema requires only `description`.
+    description: str
+    id: str | None = None
     status: str | None = None
     publicIncidentUpdateDate: datetime | None = None
     created_at: str | None = None
@@ -87,7 +88,8 @@ class DashboardRequest(RequestModel):
     tags: list[str] = Field(default_factory=list)
     showHeader: bool = True
     showCheckRunLinks: bool = False
-    showGroupNames: bool = False
+    showGroupNames: bool = True  # production's default
+    sortByStatus: bool = False
     customCSS: str | None = None
     isPrivate: bool = False
     showP95: bool = True
@@ -106,19 +108,26 @@ class DashboardRequest(RequestModel):
             raise ValueError("must be a host name such as status.example.com")
         return value
 
-    @model_validator(mode="after")
-    def _needs_an_address(self) -> DashboardRequest:
-        if not self.customUrl and not self.customDomain:
-            raise ValueError("one of customUrl or customDomain is required")
-        return self
+
+class DashboardKey(ApiModel):
+    """A private dashboard's key as production returns it (checkly-go-sdk types.go DashboardKey)."""
+
+    id: str | int | None = None
+    maskedKey: str | None = None
+    rawKey: str | None = None
+    created_at: datetime | None = None
 
 
 class Dashboard(ApiModel):
-    id: str | None = None
+    # Production: `id` is a number, `dashboardId` a string (checkly-go-sdk types.go Dashboard).
+    id: int | str | None = None
     dashboardId: str | None = None
     header: str = ""
     customUrl: str | None = None
     customDomain: str | None = None
+    sortByStatus: bool | None = None
+    showGroupNames: bool = True
+    keys: list[DashboardKey | str] = Field(default_factory=list)
     created_at: datetime | None = None
 
 
@@ -146,6 +155,16 @@ def frequency_offset_problem(frequency: int, offset: int, check_type: str | None
     return None
 
 
+class IncidentTrigger(RequestModel):
+    """Production's triggerIncident object (checkly-go-sdk types.go IncidentTrigger)."""
+
+    serviceId: str = Field(min_length=1)
+    severity: Literal["MINOR", "MEDIUM", "MAJOR", "CRITICAL"]
+    name: str = Field(min_length=1)
+    description: str = Field(min_length=1)
+    notifySubscribers: bool = False
+
+
 class CheckUpdate(RequestModel):
     name: str | None = Field(default=None, min_length=1)
     activated: bool | None = None
@@ -163,13 +182,13 @@ class CheckUpdate(RequestModel):
     )
     alertChannelSubscriptions: list[dict[str, Any]] | None = None
     retryStrategy: dict[str, Any] | None = None
-    triggerIncident: bool | None = None
+    triggerIncident: IncidentTrigger | None = None
     runParallel: bool | None = None
     description: str | None = Field(default=None, max_length=MAX_CHECK_DESCRIPTION)
     checkType: (
         Literal[
             "AGENTIC", "API", "BROWSER", "HEARTBEAT", "ICMP", "MULTI_STEP", "TCP", "PLAYWRIGHT",
-            "TRACEROUTE", "URL", "DNS",
+            "TRACEROUTE", "URL", "DNS", "SSL", "GRPC",
         ]
         | None
     ) = None  # fmt: skip

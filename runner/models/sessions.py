@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from runner.models.base import ApiModel, RequestModel
 
@@ -20,26 +21,51 @@ RETRY_TYPES = ("FIXED", "LINEAR", "EXPONENTIAL", "SINGLE_RETRY")
 MAX_ENVIRONMENT_VARIABLES = 50
 
 
+# Trigger rules of the production service of this API family where our document is silent
+# (docs/production-contract.md): it answers 400 to a body that breaks them, so we do too.
+UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+RETRY_ONLY_ON = ("NETWORK_ERROR",)
+_UUID = re.compile(UUID_PATTERN)
+
+
+def _check_id(value: str) -> str:
+    if not _UUID.match(value):
+        raise ValueError("must be a check id (a uuid such as 0b9a3c4d-1111-4a5b-8c6d-000000000001)")
+    return value
+
+
+CheckId = Annotated[str, AfterValidator(_check_id)]
+Tag = Annotated[str, Field(min_length=1)]
+
+
 class Target(RequestModel):
-    matchTags: list[list[str]] | None = None
-    checkId: list[str] | None = None
+    matchTags: list[list[Tag]] | None = None
+    checkId: list[CheckId] | None = None
     allowDeactivated: bool = False
 
 
 class EnvironmentVariable(RequestModel):
     key: str = Field(min_length=1)
-    value: str | None = None
     secret: bool = False
     locked: bool = False
+    # Required; a value that is not secret has at least 1 character (secret ones may be empty).
+    value: str
+
+    @field_validator("value")
+    @classmethod
+    def _value_rule(cls, value: str, info: ValidationInfo) -> str:
+        if not info.data.get("secret", False) and not value:
+            raise ValueError("a variable that is not secret needs a value of at least 1 character")
+        return value
 
 
 class RetryStrategy(RequestModel):
-    type: Literal["FIXED", "LINEAR", "EXPONENTIAL", "SINGLE_RETRY"] = "FIXED"
+    type: Literal["FIXED", "LINEAR", "EXPONENTIAL", "SINGLE_RETRY"]
     baseBackoffSeconds: float = Field(default=60, ge=0)
     maxRetries: int = Field(default=2, ge=1, le=10)
     maxDurationSeconds: float = Field(default=600, ge=0, le=600)
     sameRegion: bool = True
-    onlyOn: list[str] | None = None
+    onlyOn: list[Literal["NETWORK_ERROR"]] | None = None
 
 
 class GithubMetadata(RequestModel):
@@ -58,13 +84,22 @@ class GithubMetadata(RequestModel):
 
 
 class SessionMetadata(RequestModel):
-    environment: str | None = None
+    # Omitted when unknown; never sent as null or "" (production: at least 1 character, not null).
+    environment: str | None = Field(default=None, min_length=1)
     repoUrl: str | None = None
     commitId: str | None = None
     commitOwner: str | None = None
     commitMessage: str | None = None
     branchName: str | None = None
     github: GithubMetadata | None = None
+
+    @field_validator("environment", mode="before")
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        # Runs only for a value that was given: an explicit null is refused, an omitted one is fine.
+        if value is None:
+            raise ValueError("must be text of at least 1 character, not null (or leave it out)")
+        return value
 
 
 class TriggerRequest(RequestModel):
