@@ -14,7 +14,8 @@
 #
 # The exit-code contract (`testsession --help`):
 #   0    every check passed (degraded checks pass unless gate.failOnDegraded)   -> deploy
-#   1    a check failed or errored (or was degraded with gate.failOnDegraded)   -> do not deploy
+#   1    a check failed the gate (failed, error, cancelled, did not finish;    -> do not deploy
+#        degraded only with gate.failOnDegraded)
 #   2    usage: bad arguments or spec; nothing was triggered                    -> fix the pipeline
 #   3    timeout: the sessions did not finish in wait.timeoutSeconds; cancelled  -> do not deploy
 #   4    the service could not be used (auth, network, server errors)           -> do not deploy

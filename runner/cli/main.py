@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from runner import __version__
 from runner.cli.common import exit_help
+from runner.cli.parser import Parser
 from runner.core.exitcodes import ExitCode
 
 # Each module defines register(subparsers); handlers import their heavy dependencies lazily.
@@ -23,7 +24,7 @@ COMMAND_MODULES = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="testsession",
         description=(
             "Run monitoring checks as a test session against a new build, explain failures with "

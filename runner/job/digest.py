@@ -71,6 +71,14 @@ class Digest:
     def summary(self) -> str:
         """The headline's second half: what happened to the checks, in the gate's words."""
         total = self.counts.total
+        if self.outcome.verdict == "no-match":
+            unmatched = sum(1 for s in self.outcome.sessions if s.noMatch)
+            where = (
+                f"{unmatched} of {len(self.outcome.sessions)} sessions"
+                if unmatched > 1 or len(self.outcome.sessions) > 1
+                else "the session"
+            )
+            return f"no check matched the target of {where}"
         if total == 0:
             return "no check results"
         if self.failing:

@@ -297,7 +297,8 @@ class _Renderer:
         counts: dict[JunitKind, int] = {"passed": 0, "failure": 0, "error": 0, "skipped": 0}
         for result in session.results:
             counts[self.testcase(suite, session, classname, result, groups)] += 1
-        if self.session_problem(suite, session, classname):
+        # A session that could not run to the end, with no result that says so: one error testcase.
+        if not counts["error"] + counts["failure"] and self.session_problem(suite, session, classname):
             counts["error"] += 1
         if session.problem:
             ET.SubElement(suite, "system-err").text = clean(session.problem, self.limit)

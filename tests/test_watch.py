@@ -1,0 +1,286 @@
+"""A run you can watch: results as they arrive, a timeout that explains itself, the output contract.
+
+End to end over real HTTP: `python -m runner run` in a subprocess (a pipe, as a CI log sees it, or a
+pseudo-terminal) against an emulator in this process; the console front end alone for what only time
+shows (the heartbeat), with a fake clock.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO_ROOT, default_world_dict
+
+from runner.ci.console import HEARTBEAT_SECONDS, Console
+from runner.emulator import Emulator
+from runner.job.events import Progress, ResultFinished, Tick, Where
+from runner.job.outcome import ResultOutcome
+from runner.job.policy import Gate
+
+SPEED = 8.0  # the early failure at 4 simulated seconds is 0.5 s real; the slow check 5 s real
+READ_INTERVAL = 2.0  # the first read interval of a running session (runner/client/polling.py)
+
+
+def watch_world() -> dict[str, Any]:
+    world = default_world_dict()
+    world["settings"]["speed"] = SPEED
+    world["settings"]["analysisDelaySeconds"] = 1
+    world["accounts"][0]["checks"] += [
+        {
+            "id": "5a1e0000-0000-4000-8000-000000000001",
+            "name": "Early failure",
+            "checkType": "API",
+            "tags": ["watch", "early"],
+            "behaviour": "fail",
+            "durationSeconds": 4,
+            "errorMessage": "expected status 200 but received 502 from the preview",
+        },
+        {
+            "id": "5a1e0000-0000-4000-8000-000000000002",
+            "name": "Slow journey",
+            "checkType": "BROWSER",
+            "tags": ["watch"],
+            "behaviour": "pass",
+            "durationSeconds": 40,
+        },
+    ]
+    return world
+
+
+@pytest.fixture(scope="module")
+def watched() -> Iterator[Emulator]:
+    with Emulator(world=watch_world()) as emu:
+        yield emu
+
+
+def command(emu: Emulator, tmp_path: Path, *args: str) -> tuple[list[str], dict[str, str]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TESTSESSION_", "GITHUB_", "GITLAB_"))}
+    env.update(
+        TESTSESSION_API_KEY=emu.api_key,
+        TESTSESSION_ACCOUNT_ID=emu.account_id,
+        TESTSESSION_BASE_URL=emu.url,
+        NO_COLOR="1",
+        PYTHONPATH=str(REPO_ROOT),
+    )
+    env.pop("CI", None)
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "runner", "run", "--location", "eu-west-1", *args]
+    argv += ["--junit", str(out / "junit.xml"), "--markdown", str(out / "summary.md")]
+    if "--json" not in args:
+        argv += ["--json", str(out / "results.json")]
+    return argv, env
+
+
+def timed_lines(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[int, list[tuple[float, str]], str]:
+    """Runs the command with stdout a pipe; each stdout line with the seconds since the start."""
+    started = time.monotonic()
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    lines: list[tuple[float, str]] = []
+    errors: list[bytes] = []
+    reader = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    for raw in proc.stdout:
+        lines.append((time.monotonic() - started, raw.decode("utf-8", "replace")))
+    code = proc.wait(timeout=60)
+    reader.join(5)
+    return code, lines, b"".join(errors).decode("utf-8", "replace")
+
+
+def first(lines: list[tuple[float, str]], text: str) -> tuple[float, str]:
+    found = [(t, line) for t, line in lines if text in line]
+    assert found, f"no line with {text!r} in:\n" + "".join(line for _t, line in lines)
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def watch_run(watched: Emulator, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One run of the two watched checks, in a pipe; several tests read it."""
+    tmp_path = tmp_path_factory.mktemp("watch")
+    argv, env = command(watched, tmp_path, "--tag", "watch")
+    code, lines, err = timed_lines(argv, env, tmp_path)
+    return {"code": code, "lines": lines, "err": err, "out": tmp_path / "out"}
+
+
+def test_a_failure_is_printed_with_its_message_while_the_session_still_runs(
+    watch_run: dict[str, Any],
+) -> None:
+    lines = watch_run["lines"]
+    assert watch_run["code"] == 1
+    failed_at, failed = first(lines, "Early failure")
+    finished_at, _ = first(lines, "finished: FAILED")
+    assert "FAILED" in failed and "received 502 from the preview" in failed
+    # Final at 0.5 s (4 simulated seconds at speed 8): on the log within one read interval, plus a
+    # cold interpreter's start; the session itself ends at 5 s.
+    assert failed_at < 0.5 + READ_INTERVAL + 2.5, lines
+    assert failed_at < finished_at - 1.5
+    passed_at, _ = first(lines, "Slow journey")
+    assert passed_at > failed_at
+    # The verdict comes last, after the report paths.
+    assert lines[-1][1].startswith("verdict: FAILED")
+    assert any("json report:" in line for _t, line in lines[:-1])
+    # A pipe is a CI log: plain lines only, no escape sequences, no carriage returns.
+    text = "".join(line for _t, line in lines)
+    assert "\x1b" not in text and "\r" not in text
+
+
+def test_an_analysis_started_early_is_ready_when_the_session_ends(watch_run: dict[str, Any]) -> None:
+    lines = watch_run["lines"]
+    analysis_at, _line = first(lines, "analysis for Early failure")
+    finished_at, _ = first(lines, "finished: FAILED")
+    assert analysis_at < finished_at  # generated while the slow check still ran
+    assert not any("Waiting for" in line and "root cause analys" in line for _t, line in lines)
+    outcome = json.loads((watch_run["out"] / "results.json").read_text())
+    states = [g["analysis"]["state"] for g in outcome["sessions"][0]["errorGroups"]]
+    assert states == ["completed"]
+
+
+def test_no_rca_keeps_the_failure_message_everywhere(watched: Emulator, tmp_path: Path) -> None:
+    argv, env = command(watched, tmp_path, "--tag", "early", "--no-rca")
+    code, lines, _err = timed_lines(argv, env, tmp_path)
+    assert code == 1
+    message = "expected status 200 but received 502 from the preview"
+    assert message in first(lines, "Early failure")[1]
+    outcome = json.loads((tmp_path / "out" / "results.json").read_text())
+    failed = next(r for r in outcome["sessions"][0]["results"] if r["name"] == "Early failure")
+    assert failed["error"] == message
+    assert outcome["sessions"][0]["errorGroups"][0]["analysis"]["state"] == "disabled"
+    junit = ET.parse(tmp_path / "out" / "junit.xml").getroot()
+    failure = junit.find(".//testcase/failure")
+    assert failure is not None and failure.get("message") == message
+    assert "without an error message" not in (failure.text or "")
+    assert "not fetched" not in (tmp_path / "out" / "summary.md").read_text()
+
+
+def test_a_timeout_names_what_did_not_finish_and_junit_counts_it_as_an_error(
+    watched: Emulator, tmp_path: Path
+) -> None:
+    argv, env = command(watched, tmp_path, "--tag", "watch", "--timeout", "2")
+    code, lines, _err = timed_lines(argv, env, tmp_path)
+    assert code == 3
+    text = "".join(line for _t, line in lines)
+    assert "the 2 s deadline passed with 1 of 2 checks unfinished" in text
+    assert re.search(r"DID NOT FINISH\s+Slow journey \(BROWSER, eu-west-1\) .* still running after 2 s", text)
+    assert re.search(r"FAILED\s+Early failure", text)
+    junit = ET.parse(tmp_path / "out" / "junit.xml").getroot()
+    cases = {c.get("name"): c for c in junit.iter("testcase")}
+    slow = cases["Slow journey [eu-west-1]"]
+    error = slow.find("error")
+    assert error is not None and slow.find("skipped") is None
+    assert "did not finish within the 2 s deadline" in (error.get("message") or "")
+    assert junit.get("errors") == "1" and junit.get("failures") == "1"
+
+
+def test_the_terminal_gets_a_live_line_that_redraws_in_place(watched: Emulator, tmp_path: Path) -> None:
+    argv, env = command(watched, tmp_path, "--tag", "watch")
+    env["TERM"] = "xterm"
+    main, child = pty.openpty()
+    proc = subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=child, stderr=child, stdin=child)
+    os.close(child)
+    chunks = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([main], [], [], 0.5)
+        if ready:
+            try:
+                data = os.read(main, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=10)
+    os.close(main)
+    screen = b"".join(chunks).decode("utf-8", "replace")
+    assert proc.returncode == 1
+    assert "\r\x1b[K…" in screen  # the status line, redrawn in place
+    assert re.search(r"… \d+ s · \d/2 done · running: Slow journey", screen)
+    assert "verdict: FAILED" in screen.splitlines()[-1]
+
+
+def test_detach_prints_only_id_and_link_on_stdout(watched: Emulator, tmp_path: Path) -> None:
+    argv, env = command(watched, tmp_path, "--tag", "watch", "--detach")
+    proc = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1 and re.fullmatch(
+        r"[0-9a-f-]{36} http://127\.0\.0\.1:\d+/sessions/[0-9a-f-]{36}", lines[0]
+    )
+    assert "Test session" in proc.stderr and "verdict:" in proc.stderr
+
+
+def test_json_to_stdout_keeps_the_console_on_stderr(watched: Emulator, tmp_path: Path) -> None:
+    argv, env = command(watched, tmp_path, "--tag", "smoke", "--json", "-")
+    proc = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["verdict"] == "passed"
+    assert "verdict: PASSED" in proc.stderr
+
+
+def test_quiet_prints_failures_and_the_verdict_only(watched: Emulator, tmp_path: Path) -> None:
+    argv, env = command(watched, tmp_path, "--tag", "all-outcomes", "-q")
+    proc = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert not any("PASSED" in line or "FLAKY" in line or "report:" in line for line in lines), lines
+    assert any(line.lstrip().startswith("FAILED") for line in lines)
+    assert lines[-1].startswith("verdict: FAILED")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["run", "--time", "5"], "unrecognized arguments: --time; did you mean --timeout?"),
+        (["rn"], "invalid choice: 'rn'"),
+        (["sessions", "gett", "x"], "did you mean 'get'?"),
+    ],
+)
+def test_no_abbreviations_and_a_did_you_mean(args: list[str], expected: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "runner", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert proc.returncode == 2
+    assert expected in proc.stderr
+    if args == ["rn"]:
+        assert "did you mean 'run'?" in proc.stderr
+
+
+def _result(name: str, verdict: str) -> ResultOutcome:
+    return ResultOutcome(id=name, name=name, status="RUNNING", verdict=verdict, runLocation="eu-west-1")  # type: ignore[arg-type]
+
+
+def test_a_pipe_gets_a_heartbeat_naming_what_still_runs() -> None:
+    now = [0.0]
+    stream = io.StringIO()
+    console = Console(stream=stream, environ={}, clock=lambda: now[0], gate=Gate())
+    where = Where("deploy", "eu-west-1")
+    console.notify(ResultFinished(where, _result("Fast", "passed")))
+    results = (_result("Fast", "passed"), _result("Slow one", "running"), _result("Slower", "running"))
+    console.notify(Progress(where, 5.0, results))
+    for second in range(1, int(HEARTBEAT_SECONDS) + 6):
+        now[0] = float(second)
+        console.notify(Tick(float(second)))
+    beats = [line for line in stream.getvalue().splitlines() if line.startswith("…")]
+    assert len(beats) == 1
+    assert "1/3 done; still running: Slow one, Slower" in beats[0]
+    assert HEARTBEAT_SECONDS < 30  # never silent for 30 s
