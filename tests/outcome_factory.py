@@ -7,6 +7,7 @@ Everything is deterministic: the same arguments give the same Outcome.
 from __future__ import annotations
 
 import random
+import uuid
 from datetime import datetime, timedelta, timezone
 
 from runner.job.outcome import (
@@ -19,11 +20,12 @@ from runner.job.outcome import (
     SessionOutcome,
     count_results,
 )
+from runner.job.policy import Gate, checks_exit_code
 from runner.models.analyses import Analysis, Artifact, Evidence, ReferenceLink
 
 BASE_URL = "https://app.example.test"
 STARTED = datetime(2024, 5, 17, 12, 0, 0, tzinfo=timezone.utc)
-FAILING = ("failed", "error", "running")
+GATE = Gate()
 
 STACK = (
     "Error: expect(received).toBe(expected)\n\n"
@@ -84,6 +86,11 @@ def error_group(
     )
 
 
+def check_id(name: str) -> str:
+    """A check id as the service gives them (a uuid), stable for a name."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, "check/" + name.encode("utf-8", "surrogatepass").hex()))
+
+
 def result(
     verdict: str,
     name: str = "Checkout API",
@@ -123,7 +130,7 @@ def result(
     values: dict[str, object] = {
         "id": rid,
         "link": f"{BASE_URL}/results/{rid}",
-        "checkId": f"chk-{name.lower().replace(' ', '-')}",
+        "checkId": check_id(name),
         "name": name,
         "checkType": "BROWSER" if "page" in name.lower() else "API",
         "runLocation": location,
@@ -154,11 +161,11 @@ def session(
         "environment": "staging",
         "testSessionId": sid,
         "link": f"{BASE_URL}/test-sessions/{sid}",
-        "status": "FAILED" if any(r.verdict in FAILING for r in results) else "PASSED",
+        "status": "FAILED" if any(r.verdict in ("failed", "error") for r in results) else "PASSED",
         "startedAt": STARTED,
         "stoppedAt": STARTED + timedelta(seconds=42.5),
         "durationSeconds": 42.5,
-        "exitCode": 1 if any(r.verdict in FAILING for r in results) else 0,
+        "exitCode": int(checks_exit_code(results, GATE)),
         "results": results,
         "errorGroups": groups or [],
     }
@@ -169,9 +176,8 @@ def session(
 def outcome(sessions: list[SessionOutcome], fail_on_degraded: bool = False, **fields: object) -> Outcome:
     """An Outcome whose counts, verdict and exit code follow from its results."""
     results = [r for s in sessions for r in s.results]
-    failing = any(r.verdict in FAILING for r in results) or (
-        fail_on_degraded and any(r.verdict == "degraded" for r in results)
-    )
+    # The verdict policy decides, as in a run (runner/job/policy.py); no copy of its rules here.
+    failing = bool(checks_exit_code(results, Gate(fail_on_degraded=fail_on_degraded)))
     values: dict[str, object] = {
         "toolVersion": "0.1.0",
         "startedAt": STARTED,
@@ -250,7 +256,7 @@ def big_outcome(n_results: int, seed: int = 0, locations: int = 4) -> Outcome:
         results = []
         for i in range(index * per, min(n_results, (index + 1) * per)):
             verdict = verdicts[i]
-            group_ids = [groups[i % 8].id] if verdict in FAILING else []
+            group_ids = [groups[i % 8].id] if verdict in ("failed", "error", "running") else []
             results.append(
                 result(
                     verdict,

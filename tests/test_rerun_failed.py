@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from outcome_factory import sample_outcome
+from outcome_factory import check_id, sample_outcome
 
 from runner.cli.main import main
 from runner.emulator import Emulator
@@ -151,7 +151,7 @@ def test_rerun_failed_refuses_target_flags(
 def test_selection_groups_by_location_and_keeps_each_locations_session() -> None:
     outcome = sample_outcome(fail_on_degraded=True)  # two locations, every verdict
     selection = select_rerun(outcome)
-    expected = ["chk-checkout-api", "chk-search-page", "chk-catalog-api", "chk-account-page"]
+    expected = [check_id(n) for n in ("Checkout API", "Search page", "Catalog API", "Account page")]
     assert selection.by_location == {"us-east-1": expected, "eu-west-1": expected}
     assert select_rerun(sample_outcome()).count == 6  # degraded passed in that run
 
@@ -159,7 +159,7 @@ def test_selection_groups_by_location_and_keeps_each_locations_session() -> None
         "sessions:\n"
         "  - {name: eu, runLocation: eu-west-1, target: {matchTags: [[smoke]], allowDeactivated: true},\n"
         "     environmentVariables: {A: '1'}}\n"
-        "  - {name: us, runLocation: us-east-1, retryStrategy: {maxRetries: 3}}\n"
+        "  - {name: us, runLocation: us-east-1, retryStrategy: {type: FIXED, maxRetries: 3}}\n"
         "wait: {timeoutSeconds: 60}\n",
         "s.yml",
         {},

@@ -7,6 +7,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from runner.cli.common import new_context
 from runner.cli.main import build_parser, main
 from runner.cli.run_command import _load, _overrides
 from runner.core.errors import SpecError
@@ -75,10 +76,11 @@ def test_run_and_wait_take_the_flags(
 ) -> None:
     monkeypatch.chdir(tmp_path)  # no testsession.yml here: the spec comes from flags
     args = build_parser().parse_args([*command, "--fail-on", "new", "--baseline", "base/results.json"])
-    spec = _load(getattr(args, "spec", None), _overrides(args), required=command[0] == "run")
+    run = command[0] == "run"
+    spec = _load(getattr(args, "spec", None), _overrides(args), required=run, ctx=new_context())
     assert (spec.gate.failOn, spec.baseline) == ("new", "base/results.json")
     plain = build_parser().parse_args(command)
-    spec = _load(getattr(plain, "spec", None), _overrides(plain), required=command[0] == "run")
+    spec = _load(getattr(plain, "spec", None), _overrides(plain), required=run, ctx=new_context())
     assert (spec.gate.failOn, spec.baseline) == ("any", None)
 
 

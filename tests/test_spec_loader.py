@@ -60,7 +60,8 @@ def test_multi_session_example_shares_variables_through_an_anchor() -> None:
         ("smoke (Europe)", "eu-west-1"),
         ("api and checkout (US)", "us-west-2"),
     ]
-    assert spec.sessions[1].target is not None and spec.sessions[1].target.matchTags == [["api", "checkout"]]
+    target = spec.sessions[1].target
+    assert target is not None and target.matchTags == [["api", "smoke"], ["checkout"]]
     assert all(s.secret_values() == ["demo-token-not-secret"] for s in spec.sessions)
     assert spec.gate.failOnDegraded is True
 

@@ -107,7 +107,11 @@ def _report_paths(spec: RunSpec) -> dict[str, Path | str]:
             paths[kind] = STDOUT
             continue
         path = Path(value)
-        if path.is_dir():
+        try:
+            is_dir = path.is_dir()
+        except OSError as exc:  # a name too long for the file system, ...
+            raise UsageError(f"reports.{kind}: {value[:200]!r} cannot be used: {exc.strerror}") from None
+        if is_dir:
             raise UsageError(f"reports.{kind}: {value} is a directory; give a file path")
         paths[kind] = path
     if sum(1 for p in paths.values() if p == STDOUT) > 1:
@@ -147,10 +151,6 @@ class Job:
         )
         # GitHub must learn the secrets before anything else is printed.
         self.console.mask(sorted(redact.secrets))
-        # Before anything is triggered: a report that cannot be written must not cost the work.
-        if not settings.detach:
-            files = {kind: p for kind, p in settings.report_paths.items() if isinstance(p, Path)}
-            check_writable(files, self.environ)
         front_ends: list[Observer] = [CiPublisher(self.environ, self.console, redact, self.stderr)]
         comment = settings.spec.comment
         if comment.enabled:
@@ -174,6 +174,7 @@ class Job:
         requests, commit = self._requests()
         baseline = None if self.settings.detach else self._baseline()
         with self._client() as client:
+            self._check_writable()
             runner = Runner(client, self.settings.plan, self.observer, commit, baseline=baseline)
             with self._signals(runner):
                 outcome = runner.run(requests, detach=self.settings.detach)
@@ -187,6 +188,7 @@ class Job:
     def wait(self, session_id: str) -> int:
         baseline = self._baseline()
         with self._client(use_emulator=False) as client:
+            self._check_writable()
             runner = Runner(client, self.settings.plan, self.observer, SessionMetadata(), baseline=baseline)
             with self._signals(runner):
                 outcome = runner.wait_for(session_id)
@@ -202,6 +204,13 @@ class Job:
             requests.append(session.to_trigger(metadata))
         commit = requests[0].metadata if requests and requests[0].metadata else SessionMetadata()
         return requests, commit
+
+    def _check_writable(self) -> None:
+        """Before anything is triggered (and after the credentials were found): a report that cannot
+        be written must not cost the work."""
+        if not self.settings.detach:
+            files = {kind: p for kind, p in self.settings.report_paths.items() if isinstance(p, Path)}
+            check_writable(files, self.environ)
 
     def _note(self, text: str) -> None:
         self.observer.notify(Note(text, verbose=True))

@@ -27,7 +27,7 @@ from runner.job.baseline import Baseline, BaselineWarning, mark_baseline
 from runner.job.events import Event, Observer, Progress, ResultFinished, Stopping, Tick, Triggered, Where
 from runner.job.known import mark_known
 from runner.job.outcome import CommitInfo, Outcome, ResultOutcome, SessionOutcome, count_results
-from runner.job.policy import checks_exit_code, is_partial, run_exit_code, run_verdict
+from runner.job.policy import Gate, checks_exit_code, is_partial, run_exit_code, run_verdict
 from runner.job.session import CANCEL_WITHIN, SessionPlan, SessionWorker, session_outcome
 from runner.models import SessionMetadata, TestSession, TriggerRequest
 
@@ -235,13 +235,10 @@ class Runner:
     # --- the outcome --------------------------------------------------------------------------
 
     def _outcome(self, sessions: list[SessionOutcome], detached: bool = False) -> Outcome:
-        gate = self.plan.gate
         commit = self.commit
         draft = Outcome(
             toolVersion=__version__,
             startedAt=self.started_at,
-            failOnDegraded=gate.fail_on_degraded,
-            failOn=gate.fail_on,
             commit=CommitInfo(
                 commitId=commit.commitId,
                 branchName=commit.branchName,
@@ -252,30 +249,42 @@ class Runner:
             ),
             sessions=sessions,
         )
-        # Known or new, and the baseline, are judged over the whole run; a session whose code came
-        # from its checks is judged again with them (`failOn: new` forgives known failures).
-        marked = mark_baseline(mark_known(draft), self.baseline)
-        judged = [
-            s.model_copy(update={"exitCode": int(checks_exit_code(s.results, gate))})
-            if s.exitCode in (ExitCode.OK, ExitCode.CHECKS_FAILED) and not s.noMatch and not s.problem
-            else s
-            for s in marked.sessions
-        ]
-        code = run_exit_code([ExitCode(s.exitCode) for s in judged], self.stop_code)
-        all_no_match = bool(judged) and all(s.noMatch for s in judged)
-        problems = [f"{s.name} ({s.runLocation}): {s.problem}" for s in judged if s.problem]
-        return marked.model_copy(
-            update={
-                "finishedAt": datetime.now(timezone.utc),
-                "verdict": run_verdict(code, detached=detached, all_no_match=all_no_match),
-                "exitCode": int(code),
-                "partial": is_partial(code),
-                "message": self.stop_reason
-                or ("; ".join(problems) if problems and code != ExitCode.OK else None),
-                "counts": count_results([r for s in judged for r in s.results]),
-                "sessions": judged,
-            }
-        )
+        return judge(draft, self.plan.gate, self.baseline, self.stop_code, self.stop_reason, detached)
+
+
+def judge(
+    draft: Outcome,
+    gate: Gate,
+    baseline: Baseline | BaselineWarning | None = None,
+    stop_code: ExitCode | None = None,
+    stop_reason: str | None = None,
+    detached: bool = False,
+) -> Outcome:
+    """The run's outcome from its sessions: known or new and the baseline judged over the whole run,
+    then every session whose code came from its checks judged again with them (`failOn: new`
+    forgives known failures), then the run's code, verdict and counts. The one path to a verdict."""
+    gated = draft.model_copy(update={"failOnDegraded": gate.fail_on_degraded, "failOn": gate.fail_on})
+    marked = mark_baseline(mark_known(gated), baseline)
+    judged = [
+        s.model_copy(update={"exitCode": int(checks_exit_code(s.results, gate))})
+        if s.exitCode in (ExitCode.OK, ExitCode.CHECKS_FAILED) and not s.noMatch and not s.problem
+        else s
+        for s in marked.sessions
+    ]
+    code = run_exit_code([ExitCode(s.exitCode) for s in judged], stop_code)
+    all_no_match = bool(judged) and all(s.noMatch for s in judged)
+    problems = [f"{s.name} ({s.runLocation}): {s.problem}" for s in judged if s.problem]
+    return marked.model_copy(
+        update={
+            "finishedAt": datetime.now(timezone.utc),
+            "verdict": run_verdict(code, detached=detached, all_no_match=all_no_match),
+            "exitCode": int(code),
+            "partial": is_partial(code),
+            "message": stop_reason or ("; ".join(problems) if problems and code != ExitCode.OK else None),
+            "counts": count_results([r for s in judged for r in s.results]),
+            "sessions": judged,
+        }
+    )
 
 
 def _bind(

@@ -1,0 +1,114 @@
+"""Every output tells the same verdict: each verdict, under each gate option, through every front end.
+
+A run's sessions are judged by `runner.job.run.judge` (the one path to a verdict), then rendered by
+every output a user reads: the exit code, results.json, the console's verdict line, the markdown
+headline, the JUnit counts, the GitHub outputs and the GitLab dotenv. A result that fails the gate
+must fail in all of them, and one that does not must fail in none.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import xml.etree.ElementTree as ET
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from outcome_factory import STARTED, error_group, outcome, result, session
+
+from runner.ci import github, gitlab
+from runner.ci.console import Console
+from runner.job.digest import digest
+from runner.job.outcome import Outcome
+from runner.job.policy import Gate, forgiven, junit_kind, result_fails
+from runner.job.run import judge
+from runner.reports import render_json, render_junit, render_markdown
+
+VERDICTS = ("passed", "failed", "degraded", "flaky", "error", "cancelled", "running")
+# A failure's error group first seen before the session started (known), in it (new), or unread.
+HISTORIES = ("known", "new", "unread")
+
+
+def draft(verdict: str, history: str) -> Outcome:
+    group = error_group("grp-1")
+    if history == "known":
+        group = group.model_copy(update={"firstSeen": STARTED - timedelta(days=3)})
+    elif history == "new":
+        group = group.model_copy(update={"firstSeen": STARTED + timedelta(seconds=5)})
+    groups = [group] if history != "unread" else []
+    one = result(verdict, group_ids=["grp-1"] if verdict != "passed" else [])
+    return outcome([session([one], groups)])
+
+
+CASES = [
+    pytest.param(verdict, degraded, fail_on, history, id=f"{verdict}-{degraded=}-{fail_on}-{history}")
+    for verdict, degraded, fail_on, history in itertools.product(
+        VERDICTS, (False, True), ("any", "new"), HISTORIES
+    )
+]
+
+
+def outputs(judged: Outcome) -> dict[str, Any]:
+    d = digest(judged)
+    stream = io.StringIO()
+    Console(stream=stream, environ={"NO_COLOR": "1"}).finish(d, {})
+    junit = ET.fromstring(render_junit(judged).split("\n", 1)[1])
+    return {
+        "console": stream.getvalue().splitlines()[-1],
+        "markdown": render_markdown(judged).splitlines()[0],
+        "junit": (int(junit.get("failures") or 0), int(junit.get("errors") or 0)),
+        "junit_skipped": sum(int(s.get("skipped") or 0) for s in junit.iter("testsuite")),
+        "json": json.loads(render_json(judged)),
+        "github": github.outputs(d, {}),
+        "gitlab": gitlab.dotenv_values(d),
+    }
+
+
+@pytest.mark.parametrize(("verdict", "fail_on_degraded", "fail_on", "history"), CASES)
+def test_every_output_agrees(verdict: str, fail_on_degraded: bool, fail_on: str, history: str) -> None:
+    gate = Gate(fail_on_degraded=fail_on_degraded, fail_on=fail_on)  # type: ignore[arg-type]
+    judged = judge(draft(verdict, history), gate)
+    (judged_result,) = judged.all_results()
+    fails = result_fails(judged_result, gate)
+    out = outputs(judged)
+
+    # The policy's own rules, spelled out once more as a user reads them.
+    if verdict in ("error", "cancelled", "running"):
+        assert fails, "errors, cancelled and unfinished checks always fail the gate"
+    if verdict in ("passed", "flaky"):
+        assert not fails
+    if verdict == "degraded":
+        assert fails == fail_on_degraded
+    if verdict == "failed":
+        assert fails == (fail_on == "any" or history != "known")
+
+    code = 1 if fails else 0
+    word = "failed" if fails else "passed"
+    assert judged.exitCode == code and judged.verdict == word
+    assert out["json"]["exitCode"] == code and out["json"]["verdict"] == word
+    assert out["console"].startswith(f"verdict: {word.upper()} — ")
+    assert out["markdown"].startswith("## ❌ Failed" if fails else "## ✅ Passed")
+    assert ("failed the gate" in out["markdown"]) == fails
+    failures, errors = out["junit"]
+    assert failures + errors == (1 if fails else 0)
+    assert junit_kind(judged_result, gate) in (("failure", "error") if fails else ("passed", "skipped"))
+    assert out["junit_skipped"] == (1 if forgiven(judged_result, gate) else 0)
+    assert out["github"]["status"] == word and out["github"]["exit-code"] == str(code)
+    assert len(json.loads(out["github"]["failed-checks"])) == (1 if fails else 0)
+    assert out["gitlab"]["TESTSESSION_STATUS"] == word
+    assert out["gitlab"]["TESTSESSION_EXIT_CODE"] == str(code)
+    if forgiven(judged_result, gate):
+        assert "gate passed: 1 known failure, no new ones" in out["console"]
+        assert "gate passed: 1 known failure, no new ones" in out["markdown"]
+
+
+def test_a_session_cancelled_from_outside_is_red_everywhere() -> None:
+    """The case of issue 12: someone pressed Cancel in the service's UI while the pipeline waited."""
+    judged = judge(draft("cancelled", "unread"), Gate())
+    out = outputs(judged)
+    assert judged.exitCode == 1
+    assert out["markdown"] == "## ❌ Failed — 1 of 1 checks failed the gate (1 cancelled)"
+    assert out["junit"] == (0, 1) and out["junit_skipped"] == 0
+    assert "all 1 checks passed" not in out["markdown"] + out["console"]
