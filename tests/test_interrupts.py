@@ -268,3 +268,44 @@ def test_signal_while_the_trigger_is_in_flight_cancels_the_late_session(
     session_id = outcome.sessions[0].testSessionId
     assert session_id, "the session the trigger started is in the reports"
     assert session_status(emulator, session_id) == "CANCELLED"
+
+
+SHUTDOWN_LIMIT = 5.0  # seconds from the first signal to the exit, reports written (CI kills at ~10 s)
+
+
+def slow_cancels(emulator: Emulator, seconds: float = 60.0) -> None:
+    fault = {"route": "cancel", "kind": "slow", "phase": "before", "delaySeconds": seconds, "rate": 1.0}
+    requests.post(f"{emulator.url}/_emulator/faults", json=[fault], timeout=5).raise_for_status()
+
+
+@pytest.mark.parametrize(("sig", "code"), SIGNALS)
+def test_a_slow_cancel_does_not_hold_the_shutdown(
+    sig: signal.Signals, code: int, start_run: Callable[[str], RunProcess], emulator: Emulator, tmp_path: Path
+) -> None:
+    """The service takes a minute to answer the cancel: the run still ends within 5 s, with reports."""
+    slow_cancels(emulator)
+    run = start_run(HANG_SPEC)
+    run.wait_for_line("Test session 'interrupted while waiting' (eu-west-1): ")
+    sent = time.monotonic()
+    run.proc.send_signal(sig)
+    assert run.finish() == code, run.output()
+    assert time.monotonic() - sent < SHUTDOWN_LIMIT + 0.5, run.output()
+    # "cancelling ..." is a line of its own, said at once.
+    assert any(line.startswith("cancelling ... (interrupted by") for line in run.lines), run.output()
+    partial_reports(tmp_path, code, sig.name)
+
+
+def test_a_second_signal_stops_at_once(
+    start_run: Callable[[str], RunProcess], emulator: Emulator, tmp_path: Path
+) -> None:
+    slow_cancels(emulator)
+    run = start_run(HANG_SPEC)
+    run.wait_for_line("Test session 'interrupted while waiting' (eu-west-1): ")
+    run.proc.send_signal(signal.SIGINT)
+    run.wait_for_line("cancelling ...", timeout=5)
+    second = time.monotonic()
+    run.proc.send_signal(signal.SIGINT)
+    assert run.finish() == 130, run.output()
+    assert time.monotonic() - second < 1.5, run.output()
+    assert any(line == "stopping now: writing what is known" for line in run.lines), run.output()
+    partial_reports(tmp_path, 130, "SIGINT")

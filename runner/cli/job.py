@@ -289,4 +289,4 @@ class Job:
     def _print_stdout(self, text: str) -> None:
         # stdout closed: the reports on disk and the exit code stand.
         with suppress(OSError, ValueError):
-            print(text, file=self.stdout, flush=True)
+            print(self.redact(text), file=self.stdout, flush=True)

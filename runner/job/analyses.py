@@ -15,7 +15,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 
@@ -24,6 +24,7 @@ from runner.client.polling import wait_for_analysis
 from runner.core.errors import ApiError, PaymentRequiredError
 from runner.job.events import AnalysisReady, Event, Where
 from runner.job.outcome import AnalysisOutcome, ErrorGroupOutcome
+from runner.job.threads import DaemonPool
 from runner.models import ErrorGroup, TestSession
 from runner.models.analyses import Analysis
 
@@ -90,7 +91,7 @@ class GroupReader:
         self.clock = clock
         self._outer_stop = stop
         self._stop = threading.Event()  # set when the reader is done: no task polls on after that
-        self._pool = ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="groups")
+        self._pool = DaemonPool(MAX_WORKERS, "groups")
         self._reads: dict[str, Future[ErrorGroup | str]] = {}  # a str is why the group is unreadable
         self._analyses: dict[str, Future[AnalysisOutcome]] = {}
         # Analyses poll until the reader finishes; this caps them should it never be asked to.
@@ -152,7 +153,7 @@ class GroupReader:
                     self._wait_analyses(self.clock() + self.plan.timeout_seconds)
         finally:
             self._stop.set()
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.shutdown()
         return [self._snapshot(gid, count, rank) for rank, (gid, count) in enumerate(ranked)]
 
     def _wait_analyses(self, deadline: float) -> None:

@@ -14,9 +14,10 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 
 from runner import __version__
 from runner.client import ApiClient
@@ -29,6 +30,7 @@ from runner.job.known import mark_known
 from runner.job.outcome import CommitInfo, Outcome, ResultOutcome, SessionOutcome, count_results
 from runner.job.policy import Gate, checks_exit_code, is_partial, run_exit_code, run_verdict
 from runner.job.session import CANCEL_WITHIN, SessionPlan, SessionWorker, session_outcome
+from runner.job.threads import DaemonPool
 from runner.models import SessionMetadata, TestSession, TriggerRequest
 
 SHUTDOWN_SECONDS = 4.0  # from the first signal to the reports: CI runners kill about 10 s after it
@@ -144,7 +146,7 @@ class Runner:
         self, jobs: list[tuple[Where, str | None, Callable[[], SessionOutcome]]]
     ) -> list[SessionOutcome]:
         seen = [_Seen(where, environment) for where, environment, _call in jobs]
-        pool = ThreadPoolExecutor(max_workers=max(1, len(jobs)), thread_name_prefix="session")
+        pool = DaemonPool(len(jobs), "session")
         futures = [pool.submit(call) for _where, _env, call in jobs]
         for future in futures:
             future.add_done_callback(lambda _f: self.events.put(None))  # wakes the main thread
@@ -168,7 +170,7 @@ class Runner:
                     next_tick = now + TICK_SECONDS
             self._pump(seen, timeout=0.0)
         finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown()
         return [self._value(future, seen[i]) for i, future in enumerate(futures)]
 
     def _pump(self, seen: list[_Seen], timeout: float) -> None:
@@ -196,8 +198,8 @@ class Runner:
         end = self.clock() + self.shutdown_seconds
         self.observer.notify(Stopping(self.stop_reason or "stopping"))
         ids = [s.session_id for s, f in zip(seen, futures, strict=True) if s.session_id and not f.done()]
-        cancels = ThreadPoolExecutor(max_workers=max(1, len(ids)), thread_name_prefix="cancel")
-        pending = [cancels.submit(self.client.cancel, i, within=CANCEL_WITHIN) for i in ids]
+        cancels = DaemonPool(len(ids), "cancel")
+        pending = [cancels.submit(partial(self.client.cancel, i, within=CANCEL_WITHIN)) for i in ids]
         hurried = False
         try:
             while self.clock() < end:
@@ -209,7 +211,7 @@ class Runner:
                 if all(f.done() for f in futures) and all(c.done() for c in pending):
                     break
         finally:
-            cancels.shutdown(wait=False, cancel_futures=True)
+            cancels.shutdown()
         failed = sum(1 for c in pending if c.done() and c.exception() is not None)
         unanswered = sum(1 for c in pending if not c.done())
         if failed or unanswered:
