@@ -284,3 +284,20 @@ def test_a_pipe_gets_a_heartbeat_naming_what_still_runs() -> None:
     assert len(beats) == 1
     assert "1/3 done; still running: Slow one, Slower" in beats[0]
     assert HEARTBEAT_SECONDS < 30  # never silent for 30 s
+
+
+def test_a_retried_request_says_what_the_service_answered(watched: Emulator, tmp_path: Path) -> None:
+    import requests
+
+    fault = {"route": "trigger", "kind": "status", "status": 503, "count": 1}
+    requests.post(f"{watched.url}/_emulator/faults", json=[fault], timeout=5).raise_for_status()
+    try:
+        argv, env = command(watched, tmp_path, "--tag", "smoke")
+        proc = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    finally:
+        requests.delete(f"{watched.url}/_emulator/faults", timeout=5)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    retry = next(line for line in proc.stdout.splitlines() if "the service answered" in line)
+    assert re.fullmatch(
+        r"the service answered 503 .* to POST /v1/test-sessions/trigger; retry 1 in \d+\.\d s", retry
+    ), retry

@@ -21,8 +21,6 @@ if TYPE_CHECKING:
     from runner.models import RequestModel
 
 DEFAULT_WAIT_TIMEOUT = 600.0
-RCA_POLL_FIRST = 0.5  # seconds between analysis polls, doubling up to RCA_POLL_MAX
-RCA_POLL_MAX = 5.0
 
 
 # --- helpers used by the handlers ---------------------------------------------------------------
@@ -80,12 +78,12 @@ def _body(model: type[RequestModel], data: dict[str, Any], what: str) -> Any:
         raise InvalidRequestError(str(exc).replace("\n", "; ")) from None
 
 
-def _client(args: argparse.Namespace, ctx: Context) -> ApiClient:
+def _client(args: argparse.Namespace, ctx: Context, retry_budget: float | None = None) -> ApiClient:
     if args.verbose:
         import logging
 
         logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="testsession: %(message)s")
-    return Connection.from_args(args).client(ctx.redact)
+    return Connection.from_args(args).client(ctx.redact, retry_budget)
 
 
 def _positive(value: str) -> float:
@@ -117,23 +115,18 @@ def sessions_get(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def sessions_wait(args: argparse.Namespace, ctx: Context) -> int:
-    import math
     import time
 
+    from runner.client.polling import wait_for_session
     from runner.core.errors import DeadlineExceeded
 
     deadline = time.monotonic() + args.timeout
-    with _client(args, ctx) as client:
-        client.deadline = deadline
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise DeadlineExceeded(f"test session {args.id} still running after {args.timeout:g}s")
-            # The server does the waiting (long poll); never ask it to wait past our own deadline.
-            session = client.await_completion(args.id, max_wait_seconds=min(30, math.ceil(remaining)))
-            if session is not None and session.is_final:
-                _print_json(session)
-                return int(ExitCode.OK)
+    with _client(args, ctx, retry_budget=args.timeout) as client:
+        session = wait_for_session(client, args.id, deadline)
+        if session is None:
+            raise DeadlineExceeded(f"test session {args.id} still running after {args.timeout:g}s")
+        _print_json(session)
+    return int(ExitCode.OK)
 
 
 def sessions_cancel(args: argparse.Namespace, ctx: Context) -> int:
@@ -157,23 +150,19 @@ def test_session_error_groups_get(args: argparse.Namespace, ctx: Context) -> int
 def rca_get(args: argparse.Namespace, ctx: Context) -> int:
     import time
 
+    from runner.client.polling import wait_for_analysis
     from runner.core.errors import DeadlineExceeded
 
-    with _client(args, ctx) as client:
-        analysis = client.get_analysis(args.id)
-        if args.wait:
-            deadline = time.monotonic() + args.timeout
-            client.deadline = deadline
-            interval = RCA_POLL_FIRST
-            while not analysis.is_completed:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise DeadlineExceeded(
-                        f"root cause analysis {args.id} still {analysis.status} after {args.timeout:g}s"
-                    )
-                time.sleep(min(interval, remaining))
-                interval = min(interval * 2, RCA_POLL_MAX)
-                analysis = client.get_analysis(args.id)
+    with _client(args, ctx, retry_budget=args.timeout if args.wait else None) as client:
+        if not args.wait:
+            _print_json(client.get_analysis(args.id))
+            return int(ExitCode.OK)
+        deadline = time.monotonic() + args.timeout
+        analysis = wait_for_analysis(client, args.id, deadline)
+        if not analysis.is_completed:
+            raise DeadlineExceeded(
+                f"root cause analysis {args.id} still {analysis.status} after {args.timeout:g}s"
+            )
         _print_json(analysis)
     return int(ExitCode.OK)
 

@@ -61,7 +61,12 @@ class Connection:
             account_header=getattr(args, "account_header", None),
         )
 
-    def client(self, redact: Redactor, retry_budget: float | None = None) -> ApiClient:
+    def client(
+        self,
+        redact: Redactor,
+        retry_budget: float | None = None,
+        on_retry: Callable[[str, str, str, int, float], None] | None = None,
+    ) -> ApiClient:
         """A client; UsageError naming what is missing. No retry starts after `retry_budget` s."""
         from runner.client import ApiClient
         from runner.core.errors import UsageError
@@ -93,6 +98,7 @@ class Connection:
             account_id=self.account_id,
             read_timeout=self.request_timeout,
             deadline=deadline,
+            on_retry=on_retry,
         )
 
 

@@ -28,7 +28,7 @@ from runner.core.redact import Redactor, redact_data
 from runner.job.analyses import AnalysisPlan
 from runner.job.baseline import Baseline, BaselineWarning, load_baseline
 from runner.job.digest import digest
-from runner.job.events import Finished, Note, Observer, Observers
+from runner.job.events import EventQueue, Finished, Note, Observer, Observers
 from runner.job.outcome import Outcome
 from runner.job.policy import Gate
 from runner.job.run import Runner
@@ -173,9 +173,12 @@ class Job:
     def run(self) -> int:
         requests, commit = self._requests()
         baseline = None if self.settings.detach else self._baseline()
-        with self._client() as client:
+        events = EventQueue()
+        with self._client(events) as client:
             self._check_writable()
-            runner = Runner(client, self.settings.plan, self.observer, commit, baseline=baseline)
+            runner = Runner(
+                client, self.settings.plan, self.observer, commit, baseline=baseline, events=events
+            )
             with self._signals(runner):
                 outcome = runner.run(requests, detach=self.settings.detach)
         if self.settings.detach:
@@ -187,9 +190,12 @@ class Job:
 
     def wait(self, session_id: str) -> int:
         baseline = self._baseline()
-        with self._client(use_emulator=False) as client:
+        events = EventQueue()
+        with self._client(events, use_emulator=False) as client:
             self._check_writable()
-            runner = Runner(client, self.settings.plan, self.observer, SessionMetadata(), baseline=baseline)
+            runner = Runner(
+                client, self.settings.plan, self.observer, SessionMetadata(), baseline=baseline, events=events
+            )
             with self._signals(runner):
                 outcome = runner.wait_for(session_id)
         return self._finish(outcome)
@@ -216,12 +222,12 @@ class Job:
         self.observer.notify(Note(text, verbose=True))
 
     @contextmanager
-    def _client(self, use_emulator: bool = True) -> Iterator[ApiClient]:
+    def _client(self, events: EventQueue, use_emulator: bool = True) -> Iterator[ApiClient]:
         """The client; with --emulator, an in-process emulator for the job's life."""
         connection = self.settings.connection
         budget = self.settings.retry_budget()
         if not (use_emulator and self.settings.emulator):
-            with connection.client(self.redact, budget) as client:
+            with connection.client(self.redact, budget, events.retrying) as client:
                 yield client
             return
         from runner.emulator import Emulator
@@ -237,7 +243,7 @@ class Job:
                 request_timeout=connection.request_timeout,
                 account_header=emulator.account_header,
             )
-            with local.client(self.redact, budget) as client:
+            with local.client(self.redact, budget, events.retrying) as client:
                 yield client
         finally:
             emulator.stop()

@@ -7,6 +7,7 @@ event is raw (service text included): each front end sanitises for its own outpu
 
 from __future__ import annotations
 
+import queue
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, Union
 
@@ -171,6 +172,14 @@ Event = Union[  # noqa: UP007 - a runtime alias: `X | Y` of classes needs 3.10 a
     Note,
     Finished,
 ]
+
+
+class EventQueue(queue.Queue[Union[Event, None]]):  # noqa: UP007 - see Event
+    """Where a run's threads put their events (None only wakes the main thread)."""
+
+    def retrying(self, method: str, path: str, answer: str, attempt: int, delay: float) -> None:
+        """The client's retry callback (ApiClient(on_retry=...))."""
+        self.put(Retrying(method, path, answer, delay, attempt))
 
 
 class Observer(Protocol):

@@ -25,7 +25,17 @@ from runner.core.errors import ApiError
 from runner.core.exitcodes import ExitCode
 from runner.job.analyses import READS_WAIT
 from runner.job.baseline import Baseline, BaselineWarning, mark_baseline
-from runner.job.events import Event, Observer, Progress, ResultFinished, Stopping, Tick, Triggered, Where
+from runner.job.events import (
+    Event,
+    EventQueue,
+    Observer,
+    Progress,
+    ResultFinished,
+    Stopping,
+    Tick,
+    Triggered,
+    Where,
+)
 from runner.job.known import mark_known
 from runner.job.outcome import CommitInfo, Outcome, ResultOutcome, SessionOutcome, count_results
 from runner.job.policy import Gate, checks_exit_code, is_partial, run_exit_code, run_verdict
@@ -76,6 +86,7 @@ class Runner:
         commit: SessionMetadata | None = None,
         *,
         baseline: Baseline | BaselineWarning | None = None,
+        events: EventQueue | None = None,
         shutdown_seconds: float = SHUTDOWN_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -88,24 +99,19 @@ class Runner:
         self.clock = clock
         self.started_at = datetime.now(timezone.utc)
         self.stop = threading.Event()  # set by the main thread once a signal was seen
-        self.events: queue.Queue[Event | None] = queue.Queue()
+        # The client given here reports its retries to this queue (ApiClient(on_retry=...)).
+        self.events = events or EventQueue()
         # Written only by the signal handler: plain assignments, no locks (a handler that waits on a
         # lock the interrupted main thread holds would hang the run).
         self._signals: list[tuple[str, ExitCode]] = []
         self.stop_code: ExitCode | None = None
         self.stop_reason: str | None = None
-        client.on_retry = self._on_retry
 
     # --- signals ------------------------------------------------------------------------------
 
     def interrupt(self, signal_name: str, code: ExitCode) -> None:
         """Called from a signal handler: records the signal; the main thread acts on it."""
         self._signals.append((signal_name, code))
-
-    def _on_retry(self, method: str, path: str, answer: str, attempt: int, delay: float) -> None:
-        from runner.job.events import Retrying
-
-        self.events.put(Retrying(method, path, answer, delay, attempt))
 
     # --- entry points -------------------------------------------------------------------------
 
