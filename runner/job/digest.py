@@ -8,6 +8,7 @@ Texts here are raw service text: each renderer passes them through the sanitiser
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from runner.core.exitcodes import ExitCode
 from runner.job.outcome import (
@@ -64,19 +65,19 @@ class Digest:
 
     # -- known or new, and the baseline (runner/job/known.py, runner/job/baseline.py) ---------------
 
-    @property
+    @cached_property
     def failures(self) -> tuple[Item, ...]:
         """Every result whose verdict fails a gate that forgives nothing, in reading order: those that
         fail this gate and those `failOn: new` forgives."""
         return tuple(i for i in self.items if failing_verdict(i.result, self.gate.fail_on_degraded))
 
-    @property
+    @cached_property
     def known_failures(self) -> tuple[Item, ...]:
         """Failures already there before this build: error group seen before this run, or failing in
         the baseline too (the policy's `is_known`)."""
         return tuple(item for item in self.failures if is_known(item.result))
 
-    @property
+    @cached_property
     def new_failures(self) -> tuple[Item, ...]:
         """Failures not known to have been there before: first seen in this run, newly failing
         against the baseline, or with no history to tell (`untold`)."""

@@ -22,7 +22,7 @@ from runner.job.outcome import (
     SessionOutcome,
     SlowerCheck,
 )
-from runner.job.policy import Gate, forgiven
+from runner.job.policy import Gate, forgiven, is_known
 from runner.reports.text import ago, analysis_state_line, clean, human_duration, one_line, utc_minute
 
 MAX_BYTES = 1_000_000
@@ -222,6 +222,14 @@ def _known_lines(d: Digest) -> list[str]:
                 f"already failed before this build and did not fail it. {are} listed below under "
                 "*Already failing before this build*.",
             ]
+    unforgiven = [item for item in d.failing if is_known(item.result)]
+    if d.gate.fail_on == "new" and unforgiven:
+        n = len(unforgiven)
+        lines += [
+            "",
+            f"{n} known result{'s' if n != 1 else ''} still failed the gate: failOn: new forgives known "
+            "failed checks only, never errors, unfinished or cancelled checks.",
+        ]
     return lines
 
 
