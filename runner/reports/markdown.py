@@ -401,7 +401,9 @@ def _history(outcome: Outcome, result: ResultOutcome) -> str:
         words.append(seen)
     elif result.known is False:
         first = f" {utc_minute(result.firstSeen)}" if result.firstSeen else ""
-        words.append(f"**New:** first seen{first}, in this run")
+        # Known through the baseline alone: its error group is new, the failure is not.
+        label = "Error group" if result.baseline == "still-failing" else "New"
+        words.append(f"**{label}:** first seen{first}, in this run")
     elif result.baseline != "still-failing":
         words.append("**New or known:** cannot be told (no error group with a history was read)")
     mark = _BASELINE_WORDS.get(result.baseline or "")
