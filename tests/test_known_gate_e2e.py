@@ -147,6 +147,8 @@ def test_baseline_newly_failing_still_failing_fixed_end_to_end(
     newly = b.markdown[b.markdown.index("**Newly failing (1)**") :]
     assert newly.split("\n\n")[1] == "- Checkout flow \\[eu-west-1\\]"
     assert b.markdown.index("Changes since the baseline") < b.markdown.index("| Status | Check |")
+    baseline_path = a.out / "results.json"
+    assert f"since the baseline {baseline_path}: 1 newly failing, 0 fixed, 0 slower" in b.console
 
     c = run(tmp_path, capsys, "c", "--env", "CHECKOUT_FIXED=true", "--baseline", str(b.out / "results.json"))
     assert c.result("Checkout flow")["baseline"] == "fixed"
