@@ -215,6 +215,8 @@ def test_inputs_become_run_arguments():
             "INPUT_ENV": "URL=https://x.example/?a=b\n",
             "INPUT_TIMEOUT": "120",
             "INPUT_FAIL_ON_DEGRADED": "true",
+            "INPUT_FAIL_ON": "New",
+            "INPUT_BASELINE": "baseline/results.json",
             "INPUT_RCA": "false",
             "INPUT_JUNIT_PATH": "out/j.xml",
             "INPUT_EMULATOR": "false",
@@ -223,14 +225,16 @@ def test_inputs_become_run_arguments():
     assert argv == [
         "run", "ci/spec.yml", "--location", "us-east-1", "--tag", "smoke", "--tag", "api,checkout",
         "--check-id", "a", "--check-id", "b", "--check-id", "c", "--environment", "preview",
-        "--env", "URL=https://x.example/?a=b", "--timeout", "120", "--fail-on-degraded", "--no-rca",
-        "--junit", "out/j.xml",
+        "--env", "URL=https://x.example/?a=b", "--timeout", "120", "--fail-on-degraded",
+        "--fail-on", "new", "--baseline", "baseline/results.json", "--no-rca", "--junit", "out/j.xml",
     ]  # fmt: skip
     assert build_argv({}) == ["run"]
     with pytest.raises(InputError, match="input rca: expected true or false"):
         build_argv({"INPUT_RCA": "maybe"})
     with pytest.raises(InputError, match="input timeout"):
         build_argv({"INPUT_TIMEOUT": "soon"})
+    with pytest.raises(InputError, match="input fail-on: expected any or new, got 'known'"):
+        build_argv({"INPUT_FAIL_ON": "known"})
 
 
 def test_env_lines_and_tag_groups():

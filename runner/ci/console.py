@@ -346,6 +346,8 @@ class Console:
                 self._details(number, item)
         for kind, path in written.items():
             self.line(f"{kind} report: {_s(path)}")
+        if digest.changes and digest.baseline is not None:
+            self.line(f"since the baseline {_s(digest.baseline.path, 300)}: {digest.changes}")
         self.always(self.verdict_line(digest))
 
     def _details(self, number: int, item: Item) -> None:

@@ -54,6 +54,9 @@ def dotenv_values(digest: Digest, max_bytes: int = MAX_BYTES) -> dict[str, str]:
         "TESTSESSION_FLAKY": str(counts.flaky),
         "TESTSESSION_ERROR": str(counts.error),
         "TESTSESSION_CANCELLED": str(counts.cancelled),
+        "TESTSESSION_NEW_FAILURES": str(len(digest.new_failures)),
+        "TESTSESSION_KNOWN_FAILURES": str(len(digest.known_failures)),
+        "TESTSESSION_FIXED": str(len(digest.fixed)),
     }
     fixed = len(format_dotenv(values).encode("utf-8"))
     keys_cost = len("TESTSESSION_SESSION_IDS=\nTESTSESSION_SESSION_LINKS=\n")

@@ -11,6 +11,8 @@ Input formats:
   secret-env values are masked (::add-mask::) before anything else is printed, masked in every
   output and report, and sent to the service with `secret: true`.
 - fail-on-degraded, rca, comment, emulator: true or false; empty leaves the spec's setting.
+- fail-on: any or new; empty leaves the spec's gate.failOn.
+- baseline: path of an earlier run's results.json; empty leaves the spec's baseline.
 - comment: true posts the summary as a sticky pull-request comment with GITHUB_TOKEN (the
   github-token input; the job needs `permissions: pull-requests: write`).
 """
@@ -111,6 +113,13 @@ def build_argv(environ: Mapping[str, str]) -> list[str]:
         argv += ["--timeout", f"{timeout:g}"]
     if parse_bool("fail-on-degraded", get("FAIL_ON_DEGRADED")):
         argv.append("--fail-on-degraded")
+    fail_on = get("FAIL_ON").lower()
+    if fail_on:
+        if fail_on not in ("any", "new"):
+            raise InputError(f"input fail-on: expected any or new, got {get('FAIL_ON')!r}")
+        argv += ["--fail-on", fail_on]
+    if get("BASELINE"):
+        argv += ["--baseline", get("BASELINE")]
     if parse_bool("rca", get("RCA")) is False:
         argv.append("--no-rca")
     for kind in ("junit", "markdown", "json"):

@@ -8,17 +8,21 @@ Texts here are raw service text: each renderer passes them through the sanitiser
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from runner.core.exitcodes import ExitCode
 from runner.job.outcome import (
+    BaselineOutcome,
+    CheckRef,
     Counts,
     ErrorGroupOutcome,
     Outcome,
     ResultOutcome,
     SessionOutcome,
+    SlowerCheck,
     count_results,
 )
-from runner.job.policy import LABELS, Gate, forgiven, result_fails
+from runner.job.policy import LABELS, Gate, failing_verdict, forgiven, is_known, result_fails
 
 # The reading order of failing results, and of the rows of a table of all results.
 ORDER = ("failed", "error", "running", "cancelled", "degraded", "flaky", "passed")
@@ -58,6 +62,95 @@ class Digest:
     items: tuple[Item, ...]  # every result, in reading order
     failing: tuple[Item, ...]  # those that fail the gate, in reading order
     forgiven: tuple[Item, ...]  # known failures that `failOn: new` lets pass
+
+    # -- known or new, and the baseline (runner/job/known.py, runner/job/baseline.py) ---------------
+
+    @cached_property
+    def failures(self) -> tuple[Item, ...]:
+        """Every result whose verdict fails a gate that forgives nothing, in reading order: those that
+        fail this gate and those `failOn: new` forgives."""
+        return tuple(i for i in self.items if failing_verdict(i.result, self.gate.fail_on_degraded))
+
+    @cached_property
+    def known_failures(self) -> tuple[Item, ...]:
+        """Failures already there before this build: error group seen before this run, or failing in
+        the baseline too (the policy's `is_known`)."""
+        return tuple(item for item in self.failures if is_known(item.result))
+
+    @cached_property
+    def new_failures(self) -> tuple[Item, ...]:
+        """Failures not known to have been there before: first seen in this run, newly failing
+        against the baseline, or with no history to tell (`untold`)."""
+        return tuple(item for item in self.failures if not is_known(item.result))
+
+    @property
+    def untold(self) -> tuple[Item, ...]:
+        """New failures whose history could not be read (no error group read, no baseline mark):
+        counted as new, since the gate never forgives them."""
+        return tuple(
+            item
+            for item in self.new_failures
+            if item.result.known is None and item.result.baseline != "newly-failing"
+        )
+
+    @property
+    def failure_split(self) -> str:
+        """'1 new, 2 known': the failures in the words of known/new; empty without failures."""
+        if not self.failures:
+            return ""
+        return f"{len(self.new_failures)} new, {len(self.known_failures)} known"
+
+    @property
+    def baseline(self) -> BaselineOutcome | None:
+        """The comparison with the baseline; None when none was asked for."""
+        return self.outcome.baseline
+
+    @property
+    def baseline_used(self) -> bool:
+        return self.outcome.baseline is not None and self.outcome.baseline.used
+
+    @property
+    def baseline_warning(self) -> str | None:
+        return self.outcome.baseline.warning if self.outcome.baseline else None
+
+    def _marked(self, mark: str) -> tuple[Item, ...]:
+        return tuple(item for item in self.items if item.result.baseline == mark)
+
+    @property
+    def newly_failing(self) -> tuple[Item, ...]:
+        return self._marked("newly-failing")
+
+    @property
+    def still_failing(self) -> tuple[Item, ...]:
+        return self._marked("still-failing")
+
+    @property
+    def fixed(self) -> tuple[Item, ...]:
+        """Failing in the baseline, not failing now."""
+        return self._marked("fixed")
+
+    @property
+    def slower(self) -> tuple[SlowerCheck, ...]:
+        return tuple(self.outcome.baseline.slower) if self.outcome.baseline else ()
+
+    @property
+    def missing(self) -> tuple[CheckRef, ...]:
+        """Checks of the baseline that this run did not run."""
+        return tuple(self.outcome.baseline.missing) if self.outcome.baseline else ()
+
+    @property
+    def changes(self) -> str:
+        """'1 newly failing, 1 fixed, 1 slower, 1 missing' against the baseline; empty without one."""
+        if not self.baseline_used:
+            return ""
+        parts = [
+            f"{len(self.newly_failing)} newly failing",
+            f"{len(self.fixed)} fixed",
+            f"{len(self.slower)} slower",
+        ]
+        if self.missing:
+            parts.append(f"{len(self.missing)} missing")
+        return ", ".join(parts)
 
     @property
     def exit_code(self) -> ExitCode:

@@ -9,11 +9,21 @@ is escaped so that it cannot break the table, a code fence or the HTML around it
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from urllib.parse import quote
 
-from runner.job.digest import Digest, digest
-from runner.job.outcome import ErrorGroupOutcome, Outcome, ResultOutcome, SessionOutcome
-from runner.reports.text import analysis_state_line, clean, human_duration, one_line
+from runner.job.digest import Digest, Item, digest
+from runner.job.known import run_start
+from runner.job.outcome import (
+    CheckRef,
+    ErrorGroupOutcome,
+    Outcome,
+    ResultOutcome,
+    SessionOutcome,
+    SlowerCheck,
+)
+from runner.job.policy import Gate, forgiven, is_known
+from runner.reports.text import ago, analysis_state_line, clean, human_duration, one_line, utc_minute
 
 MAX_BYTES = 1_000_000
 MAX_ROWS = 1_000
@@ -23,6 +33,7 @@ MAX_CELL = 200  # characters per table cell
 MAX_ERROR = 8 * 1024  # characters of an error in a details block
 MAX_FIELD = 4 * 1024  # characters of one analysis field
 TABLE_SHARE = 0.6  # of the bytes left after the header, when details follow
+MAX_CHANGES = 20  # checks listed per kind of change against the baseline
 
 STATUS = {
     "failed": "❌ failed",
@@ -137,6 +148,8 @@ def _header(d: Digest) -> list[str]:
     if counts.running:
         numbers.append(f"{counts.running} did not finish")
     lines.append(f"**Exit code {outcome.exitCode}** · " + " · ".join(numbers))
+    lines += _known_lines(d)
+    lines += _baseline_lines(d)
     if d.gate.fail_on_degraded and counts.degraded:
         lines.append("")
         lines.append("Degraded checks fail this run (failOnDegraded).")
@@ -181,6 +194,99 @@ def _header(d: Digest) -> list[str]:
         lines.append(" · ".join(facts))
     lines.append("")
     return lines
+
+
+def _known_lines(d: Digest) -> list[str]:
+    """What the failures are in known/new words, and why a failOn: new gate passed or failed."""
+    if not d.failures:
+        return []
+    new, known = len(d.new_failures), len(d.known_failures)
+    line = (
+        f"**{new} new failure{'s' if new != 1 else ''}** (in this build) · "
+        f"**{known} known** (already failing before this build)"
+    )
+    lines = ["", line]
+    if d.gate.fail_on == "new" and d.forgiven:
+        n = len(d.forgiven)
+        these, are = ("this known failure", "It is") if n == 1 else (f"these {n} known failures", "They are")
+        if d.failing:
+            lines += [
+                "",
+                f"The gate fails on new failures only (failOn: new): {these} did not fail it, "
+                "the others did. All are listed below.",
+            ]
+        else:
+            lines += [
+                "",
+                f"**The gate passed because it fails on new failures only (failOn: new):** {these} "
+                f"already failed before this build and did not fail it. {are} listed below under "
+                "*Already failing before this build*.",
+            ]
+    unforgiven = [item for item in d.failing if is_known(item.result)]
+    if d.gate.fail_on == "new" and unforgiven:
+        n = len(unforgiven)
+        lines += [
+            "",
+            f"{n} known result{'s' if n != 1 else ''} still failed the gate: failOn: new forgives known "
+            "failed checks only, never errors, unfinished or cancelled checks.",
+        ]
+    return lines
+
+
+def _refs(
+    refs: Sequence[CheckRef], title: str, describe: Callable[[CheckRef], str] | None = None
+) -> list[str]:
+    if not refs:
+        return []
+    lines = [f"**{title} ({len(refs)})**", ""]
+    for ref in refs[:MAX_CHANGES]:
+        text = escape_cell(f"{ref.name} [{ref.runLocation or '–'}]")
+        if describe is not None:
+            text += describe(ref)
+        lines.append(f"- {text}")
+    if len(refs) > MAX_CHANGES:
+        lines.append(f"- and {len(refs) - MAX_CHANGES} more (see results.json)")
+    lines.append("")
+    return lines
+
+
+def _slower(ref: CheckRef) -> str:
+    if not isinstance(ref, SlowerCheck):
+        return ""
+    then, now = human_duration(ref.baselineSeconds), human_duration(ref.durationSeconds)
+    return f": {then} in the baseline, {now} now"
+
+
+def _item_refs(items: Sequence[Item]) -> list[CheckRef]:
+    return [CheckRef(checkId=i.result.checkId, name=i.result.name, runLocation=i.location) for i in items]
+
+
+def _baseline_lines(d: Digest) -> list[str]:
+    """The changes against the baseline, first thing after the verdict; or why there is no baseline."""
+    baseline = d.baseline
+    if baseline is None:
+        return []
+    path = escape_cell(baseline.path, 300)
+    if not baseline.used:
+        return ["", f"> [!WARNING]\n> **Baseline not used:** {escape_text(one_line(baseline.warning, 1000))}"]
+    lines = [
+        "",
+        f"### Changes since the baseline ({d.changes})",
+        "",
+        f"Compared with {path}, check by check (check id and location).",
+        "",
+    ]
+    if baseline.warning:
+        lines[-1:-1] = [f"> [!NOTE]\n> {escape_text(one_line(baseline.warning, 1000))}", ""]
+    lines += _refs(_item_refs(d.newly_failing), "Newly failing")
+    lines += _refs(_item_refs(d.fixed), "Fixed")
+    lines += _refs(d.slower, "Slower", _slower)
+    lines += _refs(d.missing, "Missing now")
+    if not (d.newly_failing or d.fixed or d.slower or d.missing):
+        lines += ["No check newly failing, fixed, slower or missing.", ""]
+    if d.still_failing:
+        lines += [f"{len(d.still_failing)} still failing since the baseline.", ""]
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 def _row(result: ResultOutcome, session: SessionOutcome) -> str:
@@ -253,6 +359,9 @@ def _details(
     if result.link and safe_url(result.link):
         facts.append(link(result.link, "result"))
     parts = [f"<details><summary>{summary}</summary>", " · ".join(facts)]
+    history = _history(outcome, result)
+    if history:
+        parts.append(history)
     if result.verdict == "running":
         why = one_line(outcome.message)
         parts.append("The run ended before this check finished" + (f": {escape_text(why)}" if why else "."))
@@ -270,6 +379,53 @@ def _details(
             parts.append(_analysis(group, seen))
     parts.append("</details>")
     return "\n\n".join(parts) + "\n\n"
+
+
+_BASELINE_WORDS = {
+    "newly-failing": "newly failing (it did not fail in the baseline)",
+    "still-failing": "still failing (it failed in the baseline too)",
+    "new-check": "not in the baseline",
+}
+
+
+def _history(outcome: Outcome, result: ResultOutcome) -> str:
+    """Known or new, first and last seen, the baseline mark, and whether failOn: new forgave it."""
+    start = run_start(outcome)
+    words = []
+    if result.known is True and result.firstSeen is not None:
+        seen = f"**Known:** first seen {utc_minute(result.firstSeen)}"
+        if start is not None:
+            seen += f" ({ago(result.firstSeen, start)} before this run)"
+        if result.lastSeenBefore is not None:
+            seen += f", last seen before this run {utc_minute(result.lastSeenBefore)}"
+        words.append(seen)
+    elif result.known is False:
+        first = f" {utc_minute(result.firstSeen)}" if result.firstSeen else ""
+        # Known through the baseline alone: its error group is new, the failure is not.
+        label = "Error group" if result.baseline == "still-failing" else "New"
+        words.append(f"**{label}:** first seen{first}, in this run")
+    elif result.baseline != "still-failing":
+        words.append("**New or known:** cannot be told (no error group with a history was read)")
+    mark = _BASELINE_WORDS.get(result.baseline or "")
+    if mark:
+        words.append(f"**Baseline:** {mark}")
+    if forgiven(result, Gate.of(outcome)):
+        words.append("**Did not fail the gate** (failOn: new forgives known failures)")
+    return " · ".join(words)
+
+
+def _sections(d: Digest) -> list[tuple[str, tuple[Item, ...]]]:
+    """The failures under their headings: new ones first, then those that were already there."""
+    untold = {id(item) for item in d.untold}
+    new = tuple(item for item in d.new_failures if id(item) not in untold)
+    if not new and not d.known_failures:
+        return [("Failures", d.untold)]
+    sections = [
+        ("New in this build", new),
+        ("Already failing before this build", d.known_failures),
+        ("Failing, new or known could not be told", d.untold),
+    ]
+    return [(title, items) for title, items in sections if items]
 
 
 def _cut(text: str, max_bytes: int) -> str:
@@ -300,7 +456,7 @@ def render_markdown(outcome: Outcome, max_bytes: int = MAX_BYTES) -> str:
 
     if pairs:
         table_limit = budget
-        if failing:
+        if d.failures:
             table_limit = out.size + int(max(0, budget - out.size) * TABLE_SHARE)
         out.add("| Status | Check | Type | Location | Duration | Attempts | Link |\n")
         out.add("|---|---|---|---|---|---|---|\n")
@@ -319,21 +475,26 @@ def render_markdown(outcome: Outcome, max_bytes: int = MAX_BYTES) -> str:
             )
             out.add(notices[-1] + "\n\n")
 
-    if failing:
-        out.add("### Failures\n\n")
+    if d.failures:
         seen: dict[str, str] = {}
         group_maps: dict[int, dict[str, ErrorGroupOutcome]] = {}
         detailed = 0
-        for result, session in failing[:MAX_DETAILS]:
-            groups = group_maps.get(id(session))
-            if groups is None:
-                groups = group_maps[id(session)] = {g.id: g for g in session.errorGroups}
-            if not out.add(_details(outcome, result, session, groups, seen), budget):
+        for title, items in _sections(d):
+            if detailed >= MAX_DETAILS or not out.add(f"### {title} ({len(items)})\n\n", budget):
                 break
-            detailed += 1
-        if detailed < len(failing):
+            for item in items:
+                session = item.session
+                groups = group_maps.get(id(session))
+                if groups is None:
+                    groups = group_maps[id(session)] = {g.id: g for g in session.errorGroups}
+                if detailed >= MAX_DETAILS or not out.add(
+                    _details(outcome, item.result, session, groups, seen), budget
+                ):
+                    break
+                detailed += 1
+        if detailed < len(d.failures):
             notices.append(
-                f"_{len(failing) - detailed} more failing results are not detailed here; "
+                f"_{len(d.failures) - detailed} more failing results are not detailed here; "
                 "see junit.xml and results.json._"
             )
             out.add(notices[-1] + "\n")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import datetime, timezone
 
 from runner.core.text import strip_ansi
 
@@ -82,6 +83,27 @@ def human_duration(value: float | None) -> str:
         return f"{minutes} min {seconds} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min"
+
+
+def _utc(moment: datetime) -> datetime:
+    """The service writes UTC; a time without a zone is read as UTC, never as local time."""
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+def utc_minute(moment: datetime) -> str:
+    """'2024-05-14 12:00 UTC'."""
+    return _utc(moment).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def ago(since: datetime, until: datetime) -> str:
+    """'3 days', '5 hours', '12 minutes', '40 seconds': from `since` to `until`, in the largest whole unit."""
+    seconds = max(0.0, (_utc(until) - _utc(since)).total_seconds())
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    n = int(seconds)
+    return f"{n} second{'s' if n != 1 else ''}"
 
 
 # Wording shared by the reporters for analyses that did not complete.
