@@ -315,95 +315,95 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
         "trigger",
         "empty name",
         {**VALID_TRIGGER, "name": ""},
-        "trigger body: name: String should have at least 1",
+        "trigger body: name: must not be empty",
     ),
     (
         "trigger",
         "empty runLocation",
         {**VALID_TRIGGER, "runLocation": ""},
-        "trigger body: runLocation: String",
+        "trigger body: runLocation: must not be empty",
     ),
     (
         "trigger",
         "51 env vars",
         {**VALID_TRIGGER, "environmentVariables": [{"key": "K"}] * 51},
-        "trigger body: environmentVariables: List should have at most 50 items",
+        "trigger body: environmentVariables: at most 50 items",
     ),
     (
         "trigger",
         "maxRetries 0",
         {**VALID_TRIGGER, "retryStrategy": {"maxRetries": 0}},
-        "trigger body: retryStrategy.maxRetries: Input should be greater than or equal to 1 (got 0)",
+        "trigger body: retryStrategy.maxRetries: must be greater than or equal to 1 (got 0)",
     ),
     (
         "trigger",
         "maxRetries 11",
         {**VALID_TRIGGER, "retryStrategy": {"maxRetries": 11}},
-        "trigger body: retryStrategy.maxRetries: Input should be less than or equal to 10 (got 11)",
+        "trigger body: retryStrategy.maxRetries: must be less than or equal to 10 (got 11)",
     ),
     (
         "trigger",
         "maxDurationSeconds 601",
         {**VALID_TRIGGER, "retryStrategy": {"maxDurationSeconds": 601}},
-        "trigger body: retryStrategy.maxDurationSeconds: Input should be less than or equal to 600",
+        "trigger body: retryStrategy.maxDurationSeconds: must be less than or equal to 600",
     ),
     ("trigger", "unknown field", {**VALID_TRIGGER, "nmae": "typo"}, "trigger body: nmae: unknown field"),
     (
         "dashboard",
         "width",
         {**VALID_DASHBOARD, "width": "800PX"},
-        "dashboard: width: Input should be 'FULL' or",
+        "dashboard: width: expected one of 'FULL' or",
     ),
     (
         "dashboard",
         "refreshRate",
         {**VALID_DASHBOARD, "refreshRate": 30},
-        "dashboard: refreshRate: Input should be 60",
+        "dashboard: refreshRate: expected one of 60",
     ),
     (
         "dashboard",
         "paginationRate",
         {**VALID_DASHBOARD, "paginationRate": 120},
-        "dashboard: paginationRate: Input should be 30",
+        "dashboard: paginationRate: expected one of 30",
     ),
     (
         "dashboard",
         "checksPerPage 0",
         {**VALID_DASHBOARD, "checksPerPage": 0},
-        "dashboard: checksPerPage: Input should be greater than or equal to 1",
+        "dashboard: checksPerPage: must be greater than or equal to 1",
     ),
     (
         "dashboard",
         "checksPerPage 21",
         {**VALID_DASHBOARD, "checksPerPage": 21},
-        "dashboard: checksPerPage: Input should be less than or equal to 20",
+        "dashboard: checksPerPage: must be less than or equal to 20",
     ),
     (
         "check",
         "locations",
         {"locations": ["eu-west-1", "mars-1"]},
-        "check update: locations[1]: Input should be",
+        "check update: locations[1]: expected one of",
     ),
-    ("check", "runtimeId", {"runtimeId": "2021.01"}, "check update: runtimeId: Input should be '2026.04'"),
-    ("check", "checkType", {"checkType": "SOAP"}, "check update: checkType: Input should be 'AGENTIC'"),
+    ("check", "runtimeId", {"runtimeId": "2021.01"}, "check update: runtimeId: expected one of '2026.04'"),
+    ("check", "checkType", {"checkType": "SOAP"}, "check update: checkType: expected one of 'AGENTIC'"),
     (
         "check",
         "description 511",
         {"description": "d" * 511},
-        "check update: description: String should have at most 510 characters",
+        "check update: description: at most 510 characters",
     ),
     (
         "check",
         "groupOrder -1",
         {"groupOrder": -1},
-        "check update: groupOrder: Input should be greater than or equal to 0 (got -1)",
+        "check update: groupOrder: must be greater than or equal to 0 (got -1)",
     ),
-    ("check", "frequency 3", {"frequency": 3}, "check update: frequency: Input should be 0, 1, 2, 5"),
+    ("check", "frequency 3", {"frequency": 3}, "check update: frequency: expected one of 0, 1, 2, 5"),
     (
         "check",
         "frequencyOffset 0",
         {"frequencyOffset": 0},
-        "check update: frequencyOffset: Input should be greater than or equal to 1",
+        "check update: frequencyOffset: must be greater than or equal to 1",
     ),
     (
         "check",
@@ -433,13 +433,13 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
         "incident",
         "empty description",
         {"description": ""},
-        "incident update: description: String should have",
+        "incident update: description: must not be empty",
     ),
     (
         "incident",
         "unknown status",
         {"description": "x", "status": "FIXED"},
-        "incident update: status: Input should be 'INVESTIGATING'",
+        "incident update: status: expected one of 'INVESTIGATING'",
     ),
 ]
 
@@ -471,7 +471,7 @@ def test_client_side_limits_send_nothing(
 
 
 def test_analysis_context_limit_sends_nothing(client: ApiClient, emulator: Emulator) -> None:
-    expected = "analysis request: userContext: String should have at most 256"
+    expected = "analysis request: userContext: at most 256"
     with pytest.raises(InvalidRequestError, match=expected):
         client.create_error_group_analysis(CHECK_ERROR_GROUP, user_context="c" * 257)
     assert requests_seen(emulator) == 0

@@ -191,7 +191,7 @@ def test_validate_request_names_what_field_and_rule_without_echoing_values() -> 
             "trigger body",
         )
     lines = str(info.value).splitlines()
-    assert "trigger body: name: String should have at least 1 character" in lines
+    assert "trigger body: name: must not be empty" in lines
     assert any(line.startswith("trigger body: environmentVariables: ") and "50" in line for line in lines)
     assert "s3cr3t" not in str(info.value)
 

@@ -39,7 +39,11 @@ def test_lone_surrogates_do_not_cost_the_file() -> None:
     [
         ("", "out/results.json: not valid JSON"),
         ("{not json", "out/results.json: not valid JSON"),
-        ("[1, 2]", "out/results.json: not a testsession results file: (body): Input should be an object"),
+        (
+            "[1, 2]",
+            "out/results.json: not a testsession results file: (body): expected a mapping (key: value), "
+            "got a list",
+        ),
         ("{}", "out/results.json: not a testsession results file: schemaVersion: required field is missing"),
         (
             '{"schemaVersion": 1, "sessions": 5}',

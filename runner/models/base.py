@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
+
+from runner.models.problems import describe_validation_error
+
+__all__ = ["ApiModel", "RequestModel", "describe_validation_error"]
 
 
 class ApiModel(BaseModel):
@@ -20,33 +24,3 @@ class RequestModel(BaseModel):
 
     def to_body(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
-
-
-def _location(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
-def describe_validation_error(exc: ValidationError, prefix: str = "") -> list[str]:
-    """One line per problem: `field.path: rule`. Input strings are never echoed (they may be secrets)."""
-    lines = []
-    for err in exc.errors(include_url=False):
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        path = _location(loc)
-        if prefix:
-            path = f"{prefix}.{path}" if path else prefix
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field"
-        elif err["type"] == "missing":
-            msg = "required field is missing"
-        value = err.get("input")
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and err["type"] != "missing":
-            msg = f"{msg} (got {value})"
-        lines.append(f"{path or '(body)'}: {msg}")
-    return lines

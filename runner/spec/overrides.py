@@ -47,6 +47,10 @@ class Overrides:
 
 
 def _session(session: dict[str, Any], o: Overrides) -> dict[str, Any]:
+    # Request models tell "left out" from null (metadata.environment may be absent, never null):
+    # a round trip through model_dump must not turn the one into the other.
+    if session.get("metadata") is not None:
+        session["metadata"] = {k: v for k, v in session["metadata"].items() if v is not None}
     if o.location is not None:
         session["runLocation"] = o.location
     if o.name is not None:
