@@ -1,0 +1,108 @@
+"""Every shipped example runs on the shipped emulator, with the command in its own header.
+
+The world is examples/emulator-world.yml (the emulator's default world) at a higher speed, so the
+sessions take a fraction of a second; nothing else is changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO_ROOT
+
+EXAMPLES = REPO_ROOT / "examples"
+
+
+@pytest.fixture
+def fast_world(tmp_path: Path) -> Path:
+    world = yaml.safe_load((EXAMPLES / "emulator-world.yml").read_text(encoding="utf-8"))
+    world["settings"]["speed"] = 40
+    path = tmp_path / "world.yml"
+    path.write_text(yaml.safe_dump(world), encoding="utf-8")
+    return path
+
+
+def env() -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TESTSESSION_", "GITHUB_", "GITLAB_"))}
+    clean.pop("CI", None)
+    return {**clean, "PYTHONPATH": str(REPO_ROOT), "NO_COLOR": "1"}
+
+
+def run_testsession(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "runner", *args],
+        cwd=cwd,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_default_world_is_the_example_world() -> None:
+    shipped = (REPO_ROOT / "runner" / "emulator" / "world.yml").read_text(encoding="utf-8")
+    example = (EXAMPLES / "emulator-world.yml").read_text(encoding="utf-8")
+    assert yaml.safe_load(shipped) == yaml.safe_load(example)
+
+
+@pytest.mark.parametrize(
+    ("spec", "sessions", "checks"),
+    [("testsession.yml", 1, 5), ("testsession-multi.yml", 2, 5)],
+)
+def test_spec_example_runs(spec: str, sessions: int, checks: int, tmp_path: Path, fast_world: Path) -> None:
+    header = (EXAMPLES / spec).read_text(encoding="utf-8")
+    assert f"testsession run examples/{spec} --emulator" in header
+    proc = run_testsession("run", str(EXAMPLES / spec), "--emulator", "--world", str(fast_world), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the demo world has failing checks
+    outcome = json.loads((tmp_path / "testsession-reports" / "results.json").read_text())
+    assert len(outcome["sessions"]) == sessions
+    assert outcome["counts"]["total"] == checks
+    assert outcome["counts"]["failed"] >= 1
+    assert all(s["testSessionId"] for s in outcome["sessions"])
+    assert proc.stdout.splitlines()[-1].startswith("verdict: FAILED")
+
+
+def test_pre_deploy_gate_example_does_not_deploy_a_failing_build(tmp_path: Path, fast_world: Path) -> None:
+    script = EXAMPLES / "pre-deploy-gate.sh"
+    command = [str(script), str(EXAMPLES / "testsession.yml"), "--emulator", "--world", str(fast_world)]
+    proc = subprocess.run(
+        ["bash", *command, "--", "echo", "DEPLOYING"],
+        cwd=tmp_path,
+        env={**env(), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "DEPLOYING" not in proc.stdout
+    assert "checks failed; not deploying" in proc.stderr
+
+
+def test_pre_deploy_gate_example_deploys_a_passing_build(tmp_path: Path, fast_world: Path) -> None:
+    script = EXAMPLES / "pre-deploy-gate.sh"
+    command = [
+        str(script),
+        "--location",
+        "eu-west-1",
+        "--tag",
+        "smoke",
+        "--emulator",
+        "--world",
+        str(fast_world),
+    ]
+    proc = subprocess.run(
+        ["bash", *command, "--", "echo", "DEPLOYING"],
+        cwd=tmp_path,
+        env={**env(), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "DEPLOYING" in proc.stdout
