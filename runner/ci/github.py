@@ -27,6 +27,9 @@ FAILED_CHECKS_MAX_BYTES = 256 * 1024  # of the 1 MB all outputs of a job share
 MAX_ANNOTATIONS = 10  # GitHub shows 10 error annotations per step; the rest are dropped
 MAX_ANNOTATION_CHARS = 4000
 
+# The digest's figures the action declares as outputs (action.yml), besides status and exit-code.
+FIGURE_OUTPUTS = ("passed", "failed", "degraded", "flaky", "new-failures", "known-failures", "fixed")
+
 OUTPUT_NAMES = (
     "status",
     "exit-code",
@@ -70,19 +73,13 @@ def failed_checks_json(checks: list[FailedCheck], max_bytes: int = FAILED_CHECKS
 def outputs(digest: Digest, written: Mapping[str, Path]) -> dict[str, str]:
     """Every output the action declares; a report not written has an empty path."""
     outcome = digest.outcome
-    counts = digest.counts
+    figures = digest.figures()
     return {
-        "status": outcome.verdict,
-        "exit-code": str(outcome.exitCode),
+        "status": figures["status"],
+        "exit-code": figures["exit-code"],
         "test-session-ids": " ".join(session_ids(outcome)),
         "test-session-links": " ".join(session_links(outcome)),
-        "passed": str(counts.passed),
-        "failed": str(counts.failed),
-        "degraded": str(counts.degraded),
-        "flaky": str(counts.flaky),
-        "new-failures": str(len(digest.new_failures)),
-        "known-failures": str(len(digest.known_failures)),
-        "fixed": str(len(digest.fixed)),
+        **{name: figures[name] for name in FIGURE_OUTPUTS},
         "failed-checks": failed_checks_json(failed_checks(digest)),
         "junit-path": str(written["junit"]) if "junit" in written else "",
         "markdown-path": str(written["markdown"]) if "markdown" in written else "",

@@ -43,21 +43,8 @@ def _join_fitting(items: list[str], budget: int) -> str:
 
 def dotenv_values(digest: Digest, max_bytes: int = MAX_BYTES) -> dict[str, str]:
     outcome = digest.outcome
-    counts = digest.counts
-    values = {
-        "TESTSESSION_STATUS": outcome.verdict,
-        "TESTSESSION_EXIT_CODE": str(outcome.exitCode),
-        "TESTSESSION_TOTAL": str(counts.total),
-        "TESTSESSION_PASSED": str(counts.passed),
-        "TESTSESSION_FAILED": str(counts.failed),
-        "TESTSESSION_DEGRADED": str(counts.degraded),
-        "TESTSESSION_FLAKY": str(counts.flaky),
-        "TESTSESSION_ERROR": str(counts.error),
-        "TESTSESSION_CANCELLED": str(counts.cancelled),
-        "TESTSESSION_NEW_FAILURES": str(len(digest.new_failures)),
-        "TESTSESSION_KNOWN_FAILURES": str(len(digest.known_failures)),
-        "TESTSESSION_FIXED": str(len(digest.fixed)),
-    }
+    # Every figure of the digest, as TESTSESSION_<NAME> (exit-code -> TESTSESSION_EXIT_CODE).
+    values = {f"TESTSESSION_{name.upper().replace('-', '_')}": v for name, v in digest.figures().items()}
     fixed = len(format_dotenv(values).encode("utf-8"))
     keys_cost = len("TESTSESSION_SESSION_IDS=\nTESTSESSION_SESSION_LINKS=\n")
     budget = max(0, max_bytes - fixed - keys_cost)

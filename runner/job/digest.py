@@ -186,6 +186,24 @@ class Digest:
     def headline(self) -> str:
         return f"{self.title} — {self.summary}"
 
+    def figures(self) -> dict[str, str]:
+        """The run in numbers, as CI systems pass them on (GitHub outputs, GitLab dotenv), by name."""
+        c = self.counts
+        return {
+            "status": self.outcome.verdict,
+            "exit-code": str(self.outcome.exitCode),
+            "total": str(c.total),
+            "passed": str(c.passed),
+            "failed": str(c.failed),
+            "degraded": str(c.degraded),
+            "flaky": str(c.flaky),
+            "error": str(c.error),
+            "cancelled": str(c.cancelled),
+            "new-failures": str(len(self.new_failures)),
+            "known-failures": str(len(self.known_failures)),
+            "fixed": str(len(self.fixed)),
+        }
+
     def count_line(self) -> str:
         c = self.counts
         parts = [f"{c.passed} passed", f"{c.failed} failed", f"{c.degraded} degraded", f"{c.flaky} flaky"]

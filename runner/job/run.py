@@ -247,14 +247,7 @@ class Runner:
         draft = Outcome(
             toolVersion=__version__,
             startedAt=self.started_at,
-            commit=CommitInfo(
-                commitId=commit.commitId,
-                branchName=commit.branchName,
-                commitOwner=commit.commitOwner,
-                commitMessage=commit.commitMessage,
-                repoUrl=commit.repoUrl,
-                environment=commit.environment,
-            ),
+            commit=CommitInfo.model_validate(commit.model_dump(include=set(CommitInfo.model_fields))),
             sessions=sessions,
         )
         return judge(draft, self.plan.gate, self.baseline, self.stop_code, self.stop_reason, detached)
