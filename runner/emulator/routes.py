@@ -74,7 +74,7 @@ def _credentials(header: str) -> Callable[..., None]:
     account header's name is the world's (settings.accountHeader), so it is known per app."""
 
     def credentials(
-        _credentials: Any = Depends(_bearer),
+        _key: Any = Depends(_bearer),
         _account: str | None = Header(default=None, alias=header, description="Account id (uuid)"),
     ) -> None:
         return None
