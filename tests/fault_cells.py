@@ -39,7 +39,8 @@ RCA_TIMEOUT = 4.0  # rca.timeoutSeconds
 NORMAL = 1  # the demo world's all-outcomes checks include a failure: the normal verdict is exit 1
 SERVICE = 4
 
-# Phase -> the emulator routes a run uses in it (runner/emulator/faults.py ROUTES).
+# Phase -> the emulator routes a run uses in it (runner/emulator/routes.py OPERATIONS; create_analysis
+# is the fault alias of both analysis-create operations).
 PHASES: dict[str, str] = {
     "trigger": "trigger",
     "wait": "completion",
@@ -53,7 +54,7 @@ PREVIOUS_ROUTE = {
     "wait": "trigger",
     "groups": "completion",
     "create": "get_test_session_error_group",
-    "get": "create_analysis",
+    "get": "create_test_session_error_group_analysis",
 }
 
 

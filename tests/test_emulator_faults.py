@@ -17,7 +17,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from runner.emulator.faults import ROUTES, FaultInjector, FaultMiddleware, FaultSpec, route_name
+from runner.emulator.faults import FaultInjector, FaultMiddleware, FaultSpec
+from runner.emulator.routes import OPERATIONS, ROUTE_ALIASES, ROUTE_NAMES, reference_routes, route_name
 
 TIMEOUT = 5.0
 
@@ -69,7 +70,8 @@ class Server:
                 Route("/v1/other", self.handlers.control, methods=["GET"]),
             ]
         )
-        self.middleware = FaultMiddleware(app, FaultInjector(seed=1))
+        # The stand-in serves; the middleware matches requests on the real API's routes.
+        self.middleware = FaultMiddleware(app, FaultInjector(seed=1), reference_routes())
         config = uvicorn.Config(
             PassThrough(self.middleware), host="127.0.0.1", port=0, log_level="warning", lifespan="off"
         )
@@ -135,8 +137,12 @@ def read(srv: Server, **kwargs: Any) -> requests.Response:
         ("POST", "/v1/test-sessions/5f0c/cancel", "cancel"),
         ("GET", "/v1/test-session-error-groups/g1", "get_test_session_error_group"),
         ("GET", "/v1/error-groups/g1", "get_error_group"),
-        ("POST", "/v1/root-cause-analyses/test-session-error-groups/g1", "create_analysis"),
-        ("POST", "/v1/root-cause-analyses/error-groups/g1", "create_analysis"),
+        (
+            "POST",
+            "/v1/root-cause-analyses/test-session-error-groups/g1",
+            "create_test_session_error_group_analysis",
+        ),
+        ("POST", "/v1/root-cause-analyses/error-groups/g1", "create_error_group_analysis"),
         ("GET", "/v1/root-cause-analyses/a1", "get_analysis"),
         ("POST", "/v1/status-pages/incidents/i1/incident-updates", "incident_update"),
         ("DELETE", "/v1/maintenance-windows/w1", "delete_maintenance_window"),
@@ -155,8 +161,25 @@ def test_route_name(method: str, path: str, expected: str | None) -> None:
     assert route_name(method, path) == expected
 
 
-def test_every_route_is_listed() -> None:
-    assert len(ROUTES) == 14
+def test_every_operation_is_listed_once_with_a_unique_name() -> None:
+    assert len(OPERATIONS) == len(set(ROUTE_NAMES)) == 15
+    assert len({(op.method, op.path) for op in OPERATIONS}) == 15
+    assert all(set(names) <= set(ROUTE_NAMES) for names in ROUTE_ALIASES.values())
+    assert not set(ROUTE_ALIASES) & set(ROUTE_NAMES)
+
+
+def test_the_old_name_create_analysis_still_targets_both_analysis_routes() -> None:
+    injector = FaultInjector(seed=1)
+    injector.add(fault(route="create_analysis", kind="status", count=2))
+    assert injector.pick("create_error_group_analysis") is not None
+    assert injector.pick("get_analysis") is None
+    assert injector.pick("create_test_session_error_group_analysis") is not None
+    assert injector.stats == {
+        "create_error_group_analysis": {"status": 1},
+        "create_test_session_error_group_analysis": {"status": 1},
+    }
+    with pytest.raises(ValueError, match="create_analysis"):
+        fault(route="create_analyses", kind="status")
 
 
 @pytest.mark.parametrize(
@@ -408,7 +431,7 @@ def test_injector_is_thread_safe() -> None:
     fired: list[int] = []
 
     def hammer() -> None:
-        hits = sum(injector.pick("POST", "/v1/test-sessions/trigger") is not None for _ in range(100))
+        hits = sum(injector.pick("trigger") is not None for _ in range(100))
         fired.append(hits)
 
     threads = [threading.Thread(target=hammer) for _ in range(8)]

@@ -58,7 +58,9 @@ def test_the_default_world_is_the_example_world() -> None:
 def test_spec_example_runs(spec: str, sessions: int, checks: int, tmp_path: Path, fast_world: Path) -> None:
     header = (EXAMPLES / spec).read_text(encoding="utf-8")
     assert f"testsession run examples/{spec} --emulator" in header
-    proc = run_testsession("run", str(EXAMPLES / spec), "--emulator", "--world", str(fast_world), cwd=tmp_path)
+    proc = run_testsession(
+        "run", str(EXAMPLES / spec), "--emulator", "--world", str(fast_world), cwd=tmp_path
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the demo world has failing checks
     outcome = json.loads((tmp_path / "testsession-reports" / "results.json").read_text())
     assert len(outcome["sessions"]) == sessions

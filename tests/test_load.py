@@ -29,7 +29,7 @@ from emulator_ids import (
 )
 
 from runner.cli.main import main
-from runner.emulator.faults import ROUTES, route_name
+from runner.emulator.routes import OPERATIONS, ROUTE_NAMES, route_name
 
 # A check that hangs must stay running until the test cancels or interrupts it (see conftest).
 EMULATOR_WORLD = never_ending_world()
@@ -68,7 +68,7 @@ def other_account_resources(api: Any) -> dict[str, str]:
 
 
 def cross_account_calls(ids: dict[str, str]) -> dict[str, list[tuple[str, str, Any]]]:
-    """Per route of ROUTES: requests naming the other account's resources, with valid bodies."""
+    """Per operation of OPERATIONS: requests naming the other account's resources, with valid bodies."""
     return {
         "trigger": [
             ("POST", TRIGGER, {"name": "x", "runLocation": "eu-west-1", "target": {"checkId": [OTHER_CHECK]}})
@@ -78,8 +78,10 @@ def cross_account_calls(ids: dict[str, str]) -> dict[str, list[tuple[str, str, A
         "cancel": [("POST", f"/v1/test-sessions/{ids['running']}/cancel", None)],
         "get_test_session_error_group": [("GET", f"/v1/test-session-error-groups/{ids['group']}", None)],
         "get_error_group": [("GET", f"/v1/error-groups/{OTHER_ERROR_GROUP}", None)],
-        "create_analysis": [
+        "create_test_session_error_group_analysis": [
             ("POST", f"/v1/root-cause-analyses/test-session-error-groups/{ids['group']}", {}),
+        ],
+        "create_error_group_analysis": [
             ("POST", f"/v1/root-cause-analyses/error-groups/{OTHER_ERROR_GROUP}", {}),
         ],
         "get_analysis": [
@@ -104,7 +106,7 @@ NO_OWNED_ID = {"create_dashboard"}
 def test_every_route_refuses_the_other_accounts_ids(api: Any, emulator: Any) -> None:
     ids = other_account_resources(api)
     calls = cross_account_calls(ids)
-    assert set(calls) | NO_OWNED_ID == set(ROUTES), "a route of ROUTES has no isolation case here"
+    assert set(calls) | NO_OWNED_ID == set(ROUTE_NAMES), "an operation has no isolation case here"
     checked = 0
     for route, requests_ in calls.items():
         for method, path, body in requests_:
@@ -131,8 +133,10 @@ def test_read_only_key_is_refused_on_every_write_route(api: Any, emulator: Any) 
     write_calls = {
         "trigger": [("POST", TRIGGER, {"name": "x", "runLocation": "eu-west-1"})],
         "cancel": [("POST", f"/v1/test-sessions/{own['testSessionId']}/cancel", None)],
-        "create_analysis": [
+        "create_error_group_analysis": [
             ("POST", f"/v1/root-cause-analyses/error-groups/{CHECK_ERROR_GROUP}", {"userContext": "x"}),
+        ],
+        "create_test_session_error_group_analysis": [
             ("POST", f"/v1/root-cause-analyses/test-session-error-groups/{CHECK_ERROR_GROUP}", {}),
         ],
         "incident_update": [
@@ -144,8 +148,8 @@ def test_read_only_key_is_refused_on_every_write_route(api: Any, emulator: Any) 
         "create_dashboard": [("POST", "/v1/dashboards", {"header": "ro", "customUrl": "ro-dash"})],
         "update_check": [("PUT", f"/v1/checks/{HOMEPAGE}", {"name": "renamed"})],
     }
-    writes = {name for name, (method, _) in ROUTES.items() if method in ("POST", "PUT", "DELETE", "PATCH")}
-    assert set(write_calls) == writes, "a write route of ROUTES has no read-only case here"
+    writes = {op.name for op in OPERATIONS if op.method in ("POST", "PUT", "DELETE", "PATCH")}
+    assert set(write_calls) == writes, "a write operation has no read-only case here"
     before = emulator.backend.stats()
     for route, calls in write_calls.items():
         for method, path, body in calls:

@@ -10,6 +10,7 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from http import HTTPStatus
 from typing import Any
 
 from runner.emulator.clock import SimClock
@@ -17,30 +18,22 @@ from runner.emulator.grouping import clean_message, error_hash
 from runner.emulator.simulation import CheckRun, plan_run, render_run
 from runner.emulator.world import Account, World, WorldCheck, WorldErrorGroup, load_world, seen_at
 from runner.models import (
+    Analysis,
+    AnalysisSummary,
+    Check,
     CheckUpdate,
     Dashboard,
     DashboardRequest,
+    ErrorGroup,
     IncidentUpdate,
     IncidentUpdateRequest,
+    RootCauseAnalysis,
+    SessionResult,
+    TestSession,
     TriggerRequest,
     frequency_offset_problem,
 )
 
-STATUS_NAMES = {
-    400: "Bad Request",
-    401: "Unauthorized",
-    402: "Payment Required",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    408: "Request Timeout",
-    409: "Conflict",
-    429: "Too Many Requests",
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-    504: "Gateway Timeout",
-}
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 PROVIDER = "emulator"
 
@@ -60,20 +53,6 @@ class ApiFailure(Exception):
         self.message = message
         self.attributes = attributes
         self.headers = headers or {}
-
-    def body(self) -> dict[str, Any]:
-        return error_body(self.status, self.message, self.attributes)
-
-
-def error_body(status: int, message: str, attributes: dict[str, Any] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "statusCode": status,
-        "error": STATUS_NAMES.get(status, "Error"),
-        "message": message,
-    }
-    if attributes is not None:
-        body["attributes"] = attributes
-    return body
 
 
 def _not_found(what: str) -> ApiFailure:
@@ -123,7 +102,7 @@ class AnalysisJob:
     created: float
     ready_at: float
     user_context: str | None
-    content: dict[str, Any] | None = None
+    content: Analysis | None = None
     model: str | None = None
 
 
@@ -170,9 +149,9 @@ class Backend:
             self.groups: dict[str, Group] = {}
             self.group_index: dict[tuple[str, str, str], str] = {}
             self.analyses: dict[str, AnalysisJob] = {}
-            self.dashboards: dict[str, dict[str, Any]] = {}
+            self.dashboards: dict[str, tuple[str, Dashboard]] = {}  # id -> (account id, dashboard)
             self.taken: set[str] = set()
-            self.incident_updates: list[dict[str, Any]] = []
+            self.incident_updates: list[tuple[str, IncidentUpdate]] = []  # (incident id, update)
             self.windows_used: dict[str, deque[float]] = {}
             self.stats_sessions: Counter[str] = Counter()
             self.stats_requests: dict[str, Counter[str]] = {}
@@ -328,7 +307,7 @@ class Backend:
                 "windowSeconds": limit.windowSeconds,
                 "retryAfterSeconds": retry_after,
             }
-            raise ApiFailure(429, "Too Many Requests", attributes, {"Retry-After": str(retry_after)})
+            raise ApiFailure(429, HTTPStatus(429).phrase, attributes, {"Retry-After": str(retry_after)})
         used.append(now)
 
     def record_request(self, route: str, status: int) -> None:
@@ -353,7 +332,7 @@ class Backend:
     def _account(self, account_id: str) -> AccountState:
         return self.accounts[account_id]
 
-    def trigger(self, account_id: str, request: TriggerRequest) -> dict[str, Any]:
+    def trigger(self, account_id: str, request: TriggerRequest) -> TestSession:
         with self._lock:
             account = self._account(account_id)
             if not account.world.plan.testSessions:
@@ -435,50 +414,51 @@ class Backend:
         self.group_index[key] = group.id
         return group.id
 
-    def _render(self, session: Session) -> dict[str, Any]:
+    def _render(self, session: Session) -> TestSession:
         at = self._view_time(session)
         self._materialize(session, at)
         link = f"{self.base_url}/sessions/{session.id}"
         cancelled = session.cancelled_at is not None
-        results = []
+        results: list[SessionResult] = []
         for run in session.runs:
             results.extend(render_run(run, at, cancelled, session.location, link, self.clock.iso))
-        finals = [r for r in results if r["resultType"] == "FINAL"]
+        finals = [r for r in results if r.resultType == "FINAL"]
         end = session.end
         if cancelled:
             status, stopped = "CANCELLED", session.cancelled_at
         elif end is not None and end <= at:
-            status = "FAILED" if any(r["status"] == "FAILED" for r in finals) else "PASSED"
+            status = "FAILED" if any(r.status == "FAILED" for r in finals) else "PASSED"
             stopped = end
         else:
             status, stopped = "RUNNING", None
         group_ids: list[str] = []
         for row in results:
-            group_ids.extend(g for g in row["errorGroupIds"] if g not in group_ids)
-        view = {
-            "testSessionId": session.id,
-            "testSessionLink": link,
-            "name": session.name,
-            "status": status,
-            "errorGroupIds": group_ids,
-            "startedAt": self.clock.iso(session.start),
-            "timeElapsed": round(((stopped if stopped is not None else at) - session.start) * 1000),
-            "stoppedAt": self.clock.iso(stopped) if stopped is not None else None,
-            "results": results,
-        }
-        if session.metadata is not None:
-            view["metadata"] = session.metadata
-        return view
+            group_ids.extend(g for g in row.errorGroupIds if g not in group_ids)
+        # Only what was given is set: no `metadata: null` when the trigger sent none (the route
+        # leaves unset fields out).
+        given = {} if session.metadata is None else {"metadata": session.metadata}
+        return TestSession(
+            testSessionId=session.id,
+            testSessionLink=link,
+            name=session.name,
+            status=status,
+            errorGroupIds=group_ids,
+            startedAt=self.clock.iso(session.start),
+            timeElapsed=round(((stopped if stopped is not None else at) - session.start) * 1000),
+            stoppedAt=self.clock.iso(stopped) if stopped is not None else None,
+            results=results,
+            **given,
+        )
 
-    def get_session(self, account_id: str, session_id: str) -> dict[str, Any]:
+    def get_session(self, account_id: str, session_id: str) -> TestSession:
         with self._lock:
             return self._render(self._session(account_id, session_id))
 
     def find_session(self, session_id: str) -> dict[str, Any] | None:
-        """A session of any account (for the unauthenticated HTML pages)."""
+        """A session of any account as JSON data (for the unauthenticated HTML pages)."""
         with self._lock:
             session = self.sessions.get(session_id)
-            return self._render(session) if session else None
+            return self._render(session).model_dump(mode="json") if session else None
 
     def real_seconds_to_end(self, account_id: str, session_id: str) -> float | None:
         """Real seconds until the session is final; None when it never ends on its own."""
@@ -507,24 +487,24 @@ class Backend:
             raise _not_found("Error group")
         return group
 
-    def get_group(self, account_id: str, group_id: str, kind: str) -> dict[str, Any]:
+    def get_group(self, account_id: str, group_id: str, kind: str) -> ErrorGroup:
         with self._lock:
             group = self._group(account_id, group_id, kind)
-            return {
-                "id": group.id,
-                "checkId": group.check.id,
-                "errorHash": group.hash,
-                "rawErrorMessage": group.raw,
-                "cleanedErrorMessage": group.cleaned,
-                "firstSeen": self.clock.iso(group.first_seen),
-                "lastSeen": self.clock.iso(group.last_seen),
-                "archivedUntilNextEvent": False,
-                "rootCauseAnalyses": [self._summary(self.analyses[a]) for a in group.analyses],
-            }
+            return ErrorGroup(
+                id=group.id,
+                checkId=group.check.id,
+                errorHash=group.hash,
+                rawErrorMessage=group.raw,
+                cleanedErrorMessage=group.cleaned,
+                firstSeen=self.clock.iso(group.first_seen),
+                lastSeen=self.clock.iso(group.last_seen),
+                archivedUntilNextEvent=False,
+                rootCauseAnalyses=[self._summary(self.analyses[a]) for a in group.analyses],
+            )
 
     def create_analysis(
         self, account_id: str, group_id: str, kind: str, user_context: str | None
-    ) -> dict[str, Any]:
+    ) -> RootCauseAnalysis:
         with self._lock:
             if not self._account(account_id).world.plan.analyses:
                 raise ApiFailure(402, "Root cause analyses are not available on this account's plan")
@@ -540,9 +520,9 @@ class Backend:
             )
             self.analyses[job.id] = job
             group.analyses.insert(0, job.id)
-            return {"id": job.id, "status": "PENDING"}
+            return RootCauseAnalysis(id=job.id, status="PENDING")
 
-    def _complete(self, job: AnalysisJob) -> dict[str, Any] | None:
+    def _complete(self, job: AnalysisJob) -> Analysis | None:
         """The analysis content once its simulated generation time is over, else None."""
         if self.clock.now() < job.ready_at:
             return None
@@ -550,51 +530,50 @@ class Backend:
             from runner.emulator.analyser import analyse
 
             group = self.groups[job.group_id]
-            analysis, model = analyse(group.raw, group.check.checkType, group.check.name)
-            job.content, job.model = analysis.model_dump(mode="json", exclude_none=True), model
+            job.content, job.model = analyse(group.raw, group.check.checkType, group.check.name)
         return job.content
 
-    def _summary(self, job: AnalysisJob) -> dict[str, Any]:
+    def _summary(self, job: AnalysisJob) -> AnalysisSummary:
         content = self._complete(job)
-        return {
-            "id": job.id,
-            "status": "COMPLETED" if content else "PENDING",
-            "created_at": self.clock.iso(job.created),
-            "analysis": content,
-            "provider": PROVIDER if content else None,
-            "model": job.model,
-            "durationMs": round((job.ready_at - job.created) * 1000) if content else None,
-            "userContext": job.user_context,
-        }
+        return AnalysisSummary(
+            id=job.id,
+            status="COMPLETED" if content else "PENDING",  # not a field of the summary: an extra one
+            created_at=self.clock.iso(job.created),
+            analysis=content,
+            provider=PROVIDER if content else None,
+            model=job.model,
+            durationMs=round((job.ready_at - job.created) * 1000) if content else None,
+            userContext=job.user_context,
+        )
 
-    def get_analysis(self, account_id: str, analysis_id: str) -> tuple[bool, dict[str, Any]]:
-        """(completed, body)."""
+    def get_analysis(self, account_id: str, analysis_id: str) -> RootCauseAnalysis:
+        """Pending (id and status only) or completed."""
         with self._lock:
             job = self.analyses.get(analysis_id)
             if job is None or job.account_id != account_id:
                 raise _not_found("Root cause analysis")
             content = self._complete(job)
             if content is None:
-                return False, {"id": job.id, "status": "PENDING"}
+                return RootCauseAnalysis(id=job.id, status="PENDING")
             group = self.groups[job.group_id]
-            return True, {
-                "id": job.id,
-                "status": "COMPLETED",
-                "checkType": group.check.checkType,
-                "provider": PROVIDER,
-                "model": job.model,
-                "checkId": group.check.id,
-                "errorGroupId": group.id,
-                "durationMs": round((job.ready_at - job.created) * 1000),
-                "analysis": content,
-                "created_at": self.clock.iso(job.created),
-            }
+            return RootCauseAnalysis(
+                id=job.id,
+                status="COMPLETED",
+                checkType=group.check.checkType,
+                provider=PROVIDER,
+                model=job.model,
+                checkId=group.check.id,
+                errorGroupId=group.id,
+                durationMs=round((job.ready_at - job.created) * 1000),
+                analysis=content,
+                created_at=self.clock.iso(job.created),
+            )
 
     # --- other resources ---------------------------------------------------------------------
 
     def add_incident_update(
         self, account_id: str, incident_id: str, request: IncidentUpdateRequest
-    ) -> dict[str, Any]:
+    ) -> IncidentUpdate:
         with self._lock:
             if incident_id not in self._account(account_id).incidents:
                 raise _not_found("Incident")
@@ -606,8 +585,8 @@ class Backend:
                 publicIncidentUpdateDate=request.publicIncidentUpdateDate or now,
                 created_at=request.created_at or now[:10],
                 notifySubscribers=request.notifySubscribers,
-            ).model_dump(mode="json")
-            self.incident_updates.append({"incidentId": incident_id, **update})
+            )
+            self.incident_updates.append((incident_id, update))
             return update
 
     def delete_maintenance_window(self, account_id: str, window_id: str) -> None:
@@ -629,7 +608,7 @@ class Backend:
                 raise _not_found("Client certificate")
             certificates.discard(certificate_id)
 
-    def create_dashboard(self, account_id: str, request: DashboardRequest) -> dict[str, Any]:
+    def create_dashboard(self, account_id: str, request: DashboardRequest) -> Dashboard:
         with self._lock:
             for name in ("customUrl", "customDomain"):
                 value = getattr(request, name)
@@ -646,13 +625,12 @@ class Backend:
                     "created_at": self.clock.iso(self.clock.now()),
                 }
             )
-            body = dashboard.model_dump(mode="json")
-            self.dashboards[str(number)] = {"accountId": account_id, **body}
-            return body
+            self.dashboards[str(number)] = (account_id, dashboard)
+            return dashboard
 
     def update_check(
         self, account_id: str, check_id: str, update: CheckUpdate, auto_assign: bool
-    ) -> dict[str, Any]:
+    ) -> Check:
         with self._lock:
             account = self._account(account_id)
             check = account.checks.get(check_id)
@@ -694,4 +672,5 @@ class Backend:
                     "frequencyOffset",
                 },
             )
-            return {**extras, **view}
+            # The fields the check has, then whatever else the update set (kept as extra fields).
+            return Check.model_validate({**extras, **view})

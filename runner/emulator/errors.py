@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any, cast
 
 from fastapi import FastAPI, Request
@@ -9,14 +10,36 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from runner.emulator.backend import ApiFailure, error_body
+from runner.emulator.backend import ApiFailure
 from runner.models import ErrorBody, describe_validation_error
+
+
+def reason(status: int) -> str:
+    """The status's reason phrase ("Not Found"), as the service writes it in `error`."""
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
+
+
+def error_body(
+    status: int, message: str | None = None, attributes: dict[str, Any] | None = None
+) -> ErrorBody:
+    """The service's error body; `message` defaults to the reason phrase."""
+    return ErrorBody(
+        statusCode=status,
+        error=reason(status),
+        message=reason(status) if message is None else message,
+        # Left unset when there are none: no `attributes: null` on the wire.
+        **({} if attributes is None else {"attributes": attributes}),
+    )
 
 
 def error_response(
     status: int, message: str, attributes: dict[str, Any] | None = None, headers: dict[str, str] | None = None
 ) -> JSONResponse:
-    return JSONResponse(error_body(status, message, attributes), status_code=status, headers=headers)
+    body = error_body(status, message, attributes).model_dump(mode="json", exclude_unset=True)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -64,7 +87,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(exc.status_code, message, headers=dict(exc.headers or {}))
 
     async def on_crash(request: Request, exc: Exception) -> JSONResponse:
-        return error_response(500, "Internal Server Error")
+        return error_response(500, reason(500))
 
     app.add_exception_handler(ApiFailure, on_api_failure)
     app.add_exception_handler(RequestValidationError, on_validation)

@@ -16,59 +16,35 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import json
 import random
-import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-_ID = r"[^/]+"
-
-ROUTES: dict[str, tuple[str, re.Pattern[str]]] = {
-    "trigger": ("POST", re.compile(r"/v1/test-sessions/trigger")),
-    "get_session": ("GET", re.compile(rf"/v1/test-sessions/{_ID}")),
-    "completion": ("GET", re.compile(rf"/v1/test-sessions/{_ID}/completion")),
-    "cancel": ("POST", re.compile(rf"/v1/test-sessions/{_ID}/cancel")),
-    "get_test_session_error_group": ("GET", re.compile(rf"/v1/test-session-error-groups/{_ID}")),
-    "get_error_group": ("GET", re.compile(rf"/v1/error-groups/{_ID}")),
-    "create_analysis": (
-        "POST",
-        re.compile(rf"/v1/root-cause-analyses/(?:test-session-error-groups|error-groups)/{_ID}"),
-    ),
-    "get_analysis": ("GET", re.compile(rf"/v1/root-cause-analyses/{_ID}")),
-    "incident_update": ("POST", re.compile(rf"/v1/status-pages/incidents/{_ID}/incident-updates")),
-    "delete_maintenance_window": ("DELETE", re.compile(rf"/v1/maintenance-windows/{_ID}")),
-    "delete_maintenance": ("DELETE", re.compile(rf"/v1/maintenance-windows/{_ID}/maintenances/{_ID}")),
-    "delete_client_certificate": ("DELETE", re.compile(rf"/v1/client-certificates/{_ID}")),
-    "create_dashboard": ("POST", re.compile(r"/v1/dashboards")),
-    "update_check": ("PUT", re.compile(rf"/v1/checks/{_ID}")),
-}
+from runner.emulator.errors import error_body
+from runner.emulator.routes import ROUTE_ALIASES, ROUTE_NAMES, operation_name
 
 ALL_ROUTES = "*"
-REASONS = {200: "OK", 429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
-           503: "Service Unavailable"}  # fmt: skip
 # The documented rate limit (gaps-filled.md), reported in the attributes of an injected 429.
 RATE_LIMIT = 600
 RATE_WINDOW_SECONDS = 60
-PROXY_PAGE = b"<html><body><h1>502 Bad Gateway</h1><p>502 Bad Gateway (proxy)</p></body></html>"
+_BAD_GATEWAY = f"502 {HTTPStatus(502).phrase}"
+PROXY_PAGE = f"<html><body><h1>{_BAD_GATEWAY}</h1><p>{_BAD_GATEWAY} (proxy)</p></body></html>".encode()
 FAULT_HEADER = b"x-emulator-fault"
 
 Kind = Literal["status", "reset", "slow", "non_json", "truncated", "rate_limit"]
 Phase = Literal["before", "after"]
 
 
-def route_name(method: str, path: str) -> str | None:
-    """The API route a request is for, or None (control routes, pages, unknown paths)."""
-    method = method.upper()
-    for name, (route_method, pattern) in ROUTES.items():
-        if route_method == method and pattern.fullmatch(path):
-            return name
-    return None
+def targets(spec_route: str, route: str) -> bool:
+    """Whether a spec's `route` (a name, an alias or "*") covers the operation named `route`."""
+    return spec_route in (ALL_ROUTES, route) or route in ROUTE_ALIASES.get(spec_route, ())
 
 
 class FaultSpec(BaseModel):
@@ -76,7 +52,9 @@ class FaultSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    route: str = Field(description='a route name of ROUTES, or "*" for every API route')
+    route: str = Field(
+        description='an operation name of routes.OPERATIONS, an alias of ROUTE_ALIASES, or "*" for every one'
+    )
     kind: Kind
     status: Literal[200, 500, 502, 503] | None = Field(
         default=None, description="kind status: 500, 502 or 503 (default 503); kind non_json: default 200"
@@ -89,8 +67,8 @@ class FaultSpec(BaseModel):
 
     @model_validator(mode="after")
     def _defaults_by_kind(self) -> FaultSpec:
-        if self.route != ALL_ROUTES and self.route not in ROUTES:
-            raise ValueError(f'route must be "*" or one of {", ".join(ROUTES)}')
+        if self.route != ALL_ROUTES and self.route not in ROUTE_NAMES and self.route not in ROUTE_ALIASES:
+            raise ValueError(f'route must be "*" or one of {", ".join((*ROUTE_NAMES, *ROUTE_ALIASES))}')
         if self.rate is not None and self.count is not None:
             raise ValueError("give rate or count, not both")
         if self.kind == "status":
@@ -163,14 +141,12 @@ class FaultInjector:
         with self._lock:
             return {route: dict(kinds) for route, kinds in self._stats.items()}
 
-    def pick(self, method: str, path: str) -> FaultSpec | None:
-        """The fault that fires for this request, if any (the first active one that fires)."""
-        route = route_name(method, path)
-        if route is None:
-            return None
+    def pick(self, route: str) -> FaultSpec | None:
+        """The fault that fires for a request to the operation `route`, if any (the first active one
+        that fires)."""
         with self._lock:
             for item in self._active:
-                if item.spec.route not in (ALL_ROUTES, route) or not self._fires(item):
+                if not targets(item.spec.route, route) or not self._fires(item):
                     continue
                 if item.remaining == 0:
                     self._active.remove(item)
@@ -192,10 +168,7 @@ class FaultInjector:
 
 
 def _json_error(status: int, attributes: dict[str, Any] | None = None) -> bytes:
-    body: dict[str, Any] = {"statusCode": status, "error": REASONS[status], "message": REASONS[status]}
-    if attributes is not None:
-        body["attributes"] = attributes
-    return json.dumps(body, separators=(",", ":")).encode()
+    return error_body(status, attributes=attributes).model_dump_json(exclude_unset=True).encode()
 
 
 async def _answer(
@@ -231,16 +204,19 @@ async def _wait_disconnected(cycle: Any) -> None:
 
 
 class FaultMiddleware:
-    """Applies the injector's faults to API routes; everything else passes through untouched."""
+    """Applies the injector's faults to the API's operations (`routes`, matched by name); everything
+    else passes through untouched."""
 
-    def __init__(self, app: ASGIApp, injector: FaultInjector) -> None:
+    def __init__(self, app: ASGIApp, injector: FaultInjector, routes: list[BaseRoute]) -> None:
         self.app = app
         self.injector = injector
+        self.routes = routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         spec = None
-        if scope["type"] == "http":
-            spec = self.injector.pick(scope["method"], scope["path"])
+        route = operation_name(self.routes, scope) if scope["type"] == "http" else None
+        if route is not None:
+            spec = self.injector.pick(route)
         if spec is None:
             await self.app(scope, receive, send)
         elif spec.phase == "before":

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.emulator.world import WorldCheck
-from runner.models import RetryStrategy
+from runner.models import RetryStrategy, SessionResult
 
 DEFAULT_MESSAGES = {
     "fail": "expected status 200 but received 500",
@@ -132,33 +132,36 @@ def _result(
     link: str,
     iso: Any,
     stopped: float | None,
-) -> dict[str, Any]:
+    result_id: str | None = None,
+) -> SessionResult:
     failed = status == "FAILED"
     finished = status in ("PASSED", "FAILED")
-    return {
-        "testSessionResultId": attempt.id,
-        "testSessionResultLink": f"{link}/results/{attempt.id}",
-        "checkType": run.check.checkType,
-        "errorGroupIds": [attempt.group_id] if failed and attempt.group_id else [],
-        "status": status,
-        "hasErrors": failed and attempt.error_class in ERROR_LIKE,
-        "hasFailures": failed and attempt.error_class == "ASSERTION_FAILURE",
-        "isDegraded": finished and attempt.degraded,
-        "aborted": status == "CANCELLED",
-        "checkId": run.check.id,
-        "name": run.check.name,
-        "runLocation": location,
-        "resultType": result_type,
-        "responseTime": round((attempt.end - attempt.start) * 1000) if finished and attempt.end else None,
-        "startedAt": iso(attempt.start),
-        "stoppedAt": iso(stopped) if stopped is not None else None,
-        "errorMessage": attempt.message if failed else None,
-    }
+    result_id = result_id or attempt.id
+    return SessionResult(
+        testSessionResultId=result_id,
+        testSessionResultLink=f"{link}/results/{result_id}",
+        checkType=run.check.checkType,
+        errorGroupIds=[attempt.group_id] if failed and attempt.group_id else [],
+        status=status,
+        hasErrors=failed and attempt.error_class in ERROR_LIKE,
+        hasFailures=failed and attempt.error_class == "ASSERTION_FAILURE",
+        isDegraded=finished and attempt.degraded,
+        aborted=status == "CANCELLED",
+        checkId=run.check.id,
+        name=run.check.name,
+        runLocation=location,
+        resultType=result_type,
+        responseTime=round((attempt.end - attempt.start) * 1000) if finished and attempt.end else None,
+        startedAt=iso(attempt.start),
+        stoppedAt=iso(stopped) if stopped is not None else None,
+        # Not a field of the document's result: an extra one, which SessionResult keeps.
+        errorMessage=attempt.message if failed else None,
+    )
 
 
 def render_run(
     run: CheckRun, at: float, cancelled: bool, location: str, link: str, iso: Any
-) -> list[dict[str, Any]]:
+) -> list[SessionResult]:
     """The results of one check as seen at simulated time `at`: ATTEMPT rows, then the FINAL row."""
     rows = []
     for attempt in run.attempts[:-1]:
@@ -171,8 +174,6 @@ def render_run(
         rows.append(_result(run, last, "FINAL", status, location, link, iso, last.end))
     else:
         status = "CANCELLED" if cancelled else "RUNNING"
-        row = _result(run, current, "FINAL", status, location, link, iso, at if cancelled else None)
-        row["testSessionResultId"] = run.final_id
-        row["testSessionResultLink"] = f"{link}/results/{run.final_id}"
-        rows.append(row)
+        stopped = at if cancelled else None
+        rows.append(_result(run, current, "FINAL", status, location, link, iso, stopped, run.final_id))
     return rows
