@@ -30,4 +30,4 @@ eval "$exports"
 echo "test-image: podman set up in $(( $(date +%s) - started )) s"
 python=python3
 [ -x .venv/bin/python ] && python=.venv/bin/python
-exec "$python" -m pytest -q -m container -rs --durations=3 tests/test_image.py "$@"
+exec "$python" -m pytest -q -n 0 -m container -rs --durations=3 tests/test_image.py tests/test_ci_docker.py "$@"

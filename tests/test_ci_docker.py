@@ -83,7 +83,9 @@ def copy_build_context(target: Path) -> None:
             shutil.copy2(source, target / pattern)
 
 
-@pytest.mark.heavy
+# A pip install in a fresh venv: 20 s of CPU, so it runs with the image tests (scripts/test-image.sh,
+# and .ci/run on its own where podman is not set up) rather than in the suite.
+@pytest.mark.container
 @pytest.mark.timeout(600)
 def test_the_dockerfile_install_runs_the_main_job(tmp_path):
     venv = tmp_path / "venv"
