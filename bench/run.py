@@ -56,9 +56,18 @@ def machine() -> str:
     )
 
 
+def load() -> str:
+    # Other jobs share the machine: the figures are read against how busy it was.
+    try:
+        return f"{os.getloadavg()[0]:.2f}"
+    except OSError:
+        return "unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     quick = args.quick
+    load_before = load()
     began = time.monotonic()
     rows: list[Row] = []
 
@@ -103,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python bench/run.py" + (" --quick" if quick else "")
     text = "\n\n".join(
         [
-            f"Measured {stamp} by `{command}` in {elapsed:.0f} s on {machine()}.",
+            f"Measured {stamp} by `{command}` in {elapsed:.0f} s on {machine()}; a shared machine, "
+            f"load average (1 min) {load_before} at the start, {load()} at the end.",
             table(rows),
             "Notes:\n\n" + notes(rows),
             "Misses: " + ("; ".join(row.figure for row in misses) if misses else "none") + ".",
