@@ -9,6 +9,7 @@ import statistics
 import subprocess
 import sys
 import sysconfig
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,3 +138,34 @@ def close_spawner() -> None:
 
 def python() -> str:
     return sys.executable
+
+
+class RequestTimes:
+    """The moment (time.monotonic()) and route of every /v1 request an in-process emulator answers.
+
+    Wraps the backend's counter, which the emulator calls when an answer starts (a long poll: at
+    its end). Used for peak request rates and for when the runner read a session."""
+
+    def __init__(self, emulator: object) -> None:
+        self.stamps: list[tuple[float, str, int]] = []
+        backend = emulator.backend  # type: ignore[attr-defined]
+        counted = backend.record_request
+
+        def record(route: str, status: int) -> None:
+            self.stamps.append((time.monotonic(), route, status))
+            counted(route, status)
+
+        backend.record_request = record
+
+    def of(self, route: str, status: int | None = None) -> list[float]:
+        return [t for t, r, s in self.stamps if r == route and (status is None or s == status)]
+
+    def peak(self, window: float) -> int:
+        """The most requests answered within any `window` seconds."""
+        times = sorted(t for t, _r, _s in self.stamps)
+        most, first = 0, 0
+        for last, moment in enumerate(times):
+            while times[first] <= moment - window:
+                first += 1
+            most = max(most, last - first + 1)
+        return most

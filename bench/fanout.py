@@ -1,15 +1,17 @@
 """Figure 5: root cause analyses of 1,000 error groups under a scaled-down rate limit.
 
-What is measured: runner.job.analyses.AnalysisCollector.collect(), the code `testsession run` uses for
-its analyses phase, over a real session of the emulator with N failing checks (each its own error
-group), through an ApiClient whose RateLimiter has the emulator's limit. Two bench-side settings
-differ from a `testsession run`: MAX_GROUPS_READ (200 in the runner) and rca.max are raised to N,
-since the runner itself reads at most 200 groups. analysisDelaySeconds is 0, so every group costs
+What is measured: runner.job.analyses.GroupReader.finish(session, wait=True), the code `testsession run`
+uses when a session has ended (it reads the groups not read yet, starts their analyses and waits for
+them), over a real session of the emulator with N failing checks (each its own error group), through
+an ApiClient whose RateLimiter has the emulator's limit. Three bench-side settings differ from a
+`testsession run`: MAX_GROUPS_READ (200 in the runner) and rca.max are raised to N, since the runner
+itself reads at most 200 groups, and READS_WAIT (15 s) to the analyses' timeout, since N reads at the
+limit take longer than 15 s. analysisDelaySeconds is 0, so every group costs
 exactly 3 requests (read the group, create the analysis, read it) and no pending polls.
 
 The rate limit is a sliding window: at most L requests in any W seconds. Request i (from 0) can then
 be sent no earlier than floor(i / L) * W after the first, so R requests need at least
-floor((R - 1) / L) * W (= (R - L) / L * W when L divides R). The collector's time is compared with
+floor((R - 1) / L) * W (= (R - L) / L * W when L divides R). The reader's time is compared with
 that bound; the 429 answers are the emulator's count.
 """
 
@@ -31,6 +33,7 @@ def measure(groups: int) -> list[Row]:
     import runner.job.analyses as analyses
     from runner.client import ApiClient, RateLimiter
     from runner.emulator import Emulator
+    from runner.job.events import Where
     from runner.models import Target, TriggerRequest
 
     checks = [worlds.check(i, "fanout", "fail", 0.5) for i in range(groups)]
@@ -54,10 +57,12 @@ def measure(groups: int) -> list[Row]:
         time.sleep(WINDOW + 0.05)  # an empty window on both sides, so the bound starts from zero
         before = emulator.backend.stats()
         analyses.MAX_GROUPS_READ = groups
+        analyses.READS_WAIT = 600.0
         plan = analyses.AnalysisPlan(max_groups=groups, timeout_seconds=600)
-        collector = analyses.AnalysisCollector(client, plan, threading.Event())
+        where = Where(name="bench fan-out", location=worlds.LOCATION)
+        reader = analyses.GroupReader(client, plan, where, lambda _event: None, threading.Event())
         started = time.monotonic()
-        outcomes = collector.collect(session)
+        outcomes = reader.finish(session, wait=True)
         elapsed = time.monotonic() - started
         time.sleep(0.2)  # the emulator counts a request after its answer is sent
         after = emulator.backend.stats()
@@ -75,6 +80,6 @@ def measure(groups: int) -> list[Row]:
             ratio <= TARGET_RATIO and limited == 0,
             f"{answered} requests answered ({answered / groups:.2f} per group); "
             f"analyses: {', '.join(f'{n} {s}' for s, n in sorted(states.items()))}; "
-            "AnalysisCollector measured directly (MAX_GROUPS_READ and rca.max raised to N)",
+            "GroupReader.finish measured directly (MAX_GROUPS_READ, READS_WAIT and rca.max raised)",
         )
     ]

@@ -1,4 +1,4 @@
-"""The benchmarks of issue 7: `python bench/run.py [--quick]`.
+"""The benchmarks of issues 7 and 11: `python bench/run.py [--quick]`.
 
 Prints a table (figure | measured | target | ok/miss) with notes, and writes it to
 bench/README-figures.md. Everything runs on 127.0.0.1 against emulators started here; the whole run
@@ -20,6 +20,7 @@ import reports
 import requests_count
 import startup
 import verdict
+import watch
 from common import REPO, Row, Spawner, close_spawner
 
 FIGURES_FILE = Path(__file__).with_name("README-figures.md")
@@ -30,7 +31,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="fewer runs, a 45 s session at speed 10 instead of real time, 300 error groups",
+        help="fewer runs, a 45 s session at speed 10 instead of real time, shorter watched sessions, "
+        "300 error groups",
     )
     parser.add_argument("--no-write", action="store_true", help=f"do not write {FIGURES_FILE.name}")
     return parser.parse_args(argv)
@@ -54,19 +56,30 @@ def machine() -> str:
     )
 
 
+def load() -> str:
+    # Other jobs share the machine: the figures are read against how busy it was.
+    try:
+        return f"{os.getloadavg()[0]:.2f}"
+    except OSError:
+        return "unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     quick = args.quick
+    load_before = load()
     began = time.monotonic()
     rows: list[Row] = []
 
     def step(name: str) -> None:
         print(f"[{time.monotonic() - began:6.1f} s] {name}", file=sys.stderr, flush=True)
 
-    # The passing session mostly waits, so it runs in the background while the CPU-bound figures
-    # run; it is done before the latency-sensitive time-to-verdict runs start.
+    # The passing session and the watched sessions mostly wait, so they run in the background while
+    # the CPU-bound figures run; they are done before the latency-sensitive time-to-verdict runs start.
     step("requests: passing session (background)")
     passing = requests_count.PassingRun(45.0, speed=10.0 if quick else 1.0).start()
+    step("watch: lag and analyses after the end (background)")
+    watched = watch.WatchRuns(quick).start()
     try:
         step("reports")
         sizes = [1_000, 10_000, 100_000]
@@ -82,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
             spawner.close()
         step("requests: waiting for the passing session")
         request_rows = passing.result() + request_rows
+        step("watch: waiting for the watched sessions")
+        request_rows += watched.result()
         step("time to verdict")
         rows += verdict.measure(runs=3 if quick else 7)
         rows += request_rows
@@ -97,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python bench/run.py" + (" --quick" if quick else "")
     text = "\n\n".join(
         [
-            f"Measured {stamp} by `{command}` in {elapsed:.0f} s on {machine()}.",
+            f"Measured {stamp} by `{command}` in {elapsed:.0f} s on {machine()}; a shared machine, "
+            f"load average (1 min) {load_before} at the start, {load()} at the end.",
             table(rows),
             "Notes:\n\n" + notes(rows),
             "Misses: " + ("; ".join(row.figure for row in misses) if misses else "none") + ".",
