@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
+from conftest import auth_headers
 from emulator_ids import CHECKOUT, KNOWN_CHECKOUT_GROUP, PROFILE
 
 from runner.cli.main import main
@@ -68,10 +70,13 @@ def test_an_iso_seed_reads_back_exactly_and_bad_seeds_are_refused(
     groups = default_world["accounts"][0]["errorGroups"]
     groups[1].update(firstSeen="2024-01-02T03:04:05Z", lastSeen="2024-02-03T04:05:06+01:00")
     emu: Emulator = world_factory(default_world)
-    seeded = emu.backend.get_group(emu.account_id, KNOWN_CHECKOUT_GROUP, "test-session")
-    assert (seeded["firstSeen"], seeded["lastSeen"]) == (
-        "2024-01-02T03:04:05.000Z",
-        "2024-02-03T03:05:06.000Z",
+    answer = requests.get(
+        f"{emu.url}/v1/test-session-error-groups/{KNOWN_CHECKOUT_GROUP}", headers=auth_headers(emu), timeout=5
+    ).json()
+    seen = ErrorGroup.model_validate(answer)
+    assert (seen.firstSeen, seen.lastSeen) == (
+        datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc),
+        datetime(2024, 2, 3, 3, 5, 6, tzinfo=timezone.utc),
     )
     for change, expected in [
         ({"firstSeen": "3 days ago"}, "expected a time ago like -3d"),

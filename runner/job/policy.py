@@ -8,10 +8,12 @@ the GitHub and GitLab outputs, and the exit-code text of `--help`. Pure function
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from runner.core.exitcodes import ExitCode, most_severe
-from runner.job.outcome import Outcome, ResultOutcome, ResultVerdict, RunVerdict
+
+if TYPE_CHECKING:  # types only: `testsession --help` reads the gate text without loading pydantic
+    from runner.job.outcome import Outcome, ResultOutcome, ResultVerdict, RunVerdict
 
 FailOn = Literal["any", "new"]
 JunitKind = Literal["passed", "failure", "error", "skipped"]
