@@ -30,6 +30,7 @@ from runner.core.errors import (
     ConnectionFailedError,
     ConnectionRefusedByPeerError,
     InvalidRequestError,
+    MismatchedAnswerError,
     ReadTimeoutError,
     error_class_for_status,
 )
@@ -211,7 +212,12 @@ class ApiClient:
 
     def get_session(self, test_session_id: str) -> TestSession:
         path = f"/v1/test-sessions/{_segment(test_session_id, 'test session id')}"
-        return self._request("GET", path, CallKind.READ, lambda r: self._model(r, TestSession))
+        return self._request(
+            "GET",
+            path,
+            CallKind.READ,
+            lambda r: _same_session(self._model(r, TestSession), test_session_id, r),
+        )
 
     def await_completion(self, test_session_id: str, max_wait_seconds: float = 30) -> TestSession | None:
         """Long poll: the final session, or None when it is still running after the wait (408).
@@ -224,7 +230,7 @@ class ApiClient:
         def parse(response: requests.Response) -> TestSession | None:
             if response.status_code == 408:
                 return None
-            return self._model(response, TestSession)
+            return _same_session(self._model(response, TestSession), test_session_id, response)
 
         return self._request(
             "GET",
@@ -467,6 +473,18 @@ class ApiClient:
 
     def _no_content(self, response: requests.Response) -> None:
         self._raise_for_status(response, (200, 202, 204))
+
+
+def _same_session(session: TestSession, asked: str, response: requests.Response) -> TestSession:
+    """Another session's answer (a proxy's cache, a service bug) must never judge this one."""
+    if session.testSessionId != asked:
+        raise MismatchedAnswerError(
+            f"answer is for test session {session.testSessionId!r}, not the one asked for ({asked!r})",
+            status=response.status_code,
+            method=response.request.method or "?",
+            path=urlsplit(response.request.url or "").path,
+        )
+    return session
 
 
 def _short(exc: ApiError) -> str:

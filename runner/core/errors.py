@@ -128,6 +128,11 @@ class BadResponseError(TransportError):
     pass
 
 
+class MismatchedAnswerError(ApiError):
+    """An answer about another object than the one asked for (e.g. another session): a service or
+    proxy fault that a resend will not cure, so it is not retried."""
+
+
 STATUS_ERRORS: dict[int, type[ApiError]] = {
     400: BadRequestError,
     401: AuthenticationError,
