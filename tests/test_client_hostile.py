@@ -86,3 +86,29 @@ def test_run_does_not_pass_on_another_sessions_result(tmp_path: Path) -> None:
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["verdict"] == "service-error"
     assert SESSION_B not in json.dumps(results["sessions"][0].get("results", []))
+
+
+# --- item 9: base URLs that must not be used -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spelling", "words"),
+    [
+        ("http://ci-user:s3cretPassw0rd@{host}", "credentials"),
+        ("http://only-a-token-s3cretPassw0rd@{host}", "credentials"),
+        ("ftp://{host}", "https://"),
+        ("file:///etc/passwd", "https://"),
+        ("{host}", "https://"),
+    ],
+)
+def test_unusable_base_url_is_a_usage_error_and_nothing_is_sent(
+    tmp_path: Path, spelling: str, words: str
+) -> None:
+    with HostileServer(session_routes(no_content)) as server:
+        url = spelling.format(host=server.url.removeprefix("http://"))
+        done, _ = run_cli(url, tmp_path, "--timeout", "5")
+        assert server.requests == []
+    assert done.returncode == ExitCode.USAGE, done.stderr
+    assert "base URL" in done.stderr and words in done.stderr
+    assert "s3cretPassw0rd" not in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr

@@ -81,6 +81,29 @@ def validate_request(model: type[R], body: R | dict[str, Any], what: str) -> R:
         raise InvalidRequestError("\n".join(f"{what}: {line}" for line in lines)) from None
 
 
+def check_base_url(url: str) -> str:
+    """The base URL, or InvalidRequestError (a usage error: nothing sent). Credentials in it are
+    refused, not sent as Basic auth, and never repeated in the message."""
+    if not url or not url.strip():
+        raise InvalidRequestError("base URL: must not be empty")
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        raise InvalidRequestError("base URL: not a valid URL") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        shown = f"{parts.scheme}:" if parts.scheme else "no scheme"
+        raise InvalidRequestError(f"base URL: must start with https:// or http:// (got {shown})")
+    if "@" in parts.netloc:
+        raise InvalidRequestError(
+            "base URL: must not contain credentials (user:password@); "
+            "the API key is read from TESTSESSION_API_KEY and sent as a Bearer token"
+        )
+    if not parts.hostname:
+        raise InvalidRequestError("base URL: has no host")
+    return url.strip()
+
+
 def _segment(value: str, what: str) -> str:
     """One path segment, quoted so an id can never change the path (e.g. "../x")."""
     if not isinstance(value, str) or not value.strip():
@@ -138,9 +161,7 @@ class ApiClient:
         rng: random.Random | None = None,
         pool_size: int = 32,
     ) -> None:
-        if not base_url:
-            raise InvalidRequestError("base URL: must not be empty")
-        self.base_url = base_url.rstrip("/")
+        self.base_url = check_base_url(base_url).rstrip("/")
         parts = urlsplit(self.base_url)
         # For messages: the host only, never credentials embedded in the URL.
         self._where = parts.hostname or "the service"
