@@ -101,7 +101,9 @@ class RateLimitedError(ApiError):
     @property
     def retry_after(self) -> float | None:
         value = self.attributes.get("retryAfterSeconds")
-        return float(value) if isinstance(value, (int, float)) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            return None
+        return float(value)
 
 
 class ServerError(ApiError):

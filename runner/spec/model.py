@@ -19,6 +19,8 @@ from runner.models import (
 from runner.models.sessions import MAX_ENVIRONMENT_VARIABLES
 
 USER_CONTEXT_MAX = 256  # the API's limit on an analysis' userContext
+# No CI job runs for a week; a larger (or infinite) wait is a typo, and would overflow timers.
+MAX_SECONDS = 7 * 24 * 3600
 
 
 class SpecModel(BaseModel):
@@ -132,6 +134,8 @@ class WaitSettings(SpecModel):
     timeoutSeconds: float = Field(
         default=900,
         gt=0,
+        le=MAX_SECONDS,
+        allow_inf_nan=False,
         description="How long the runner waits for all sessions to finish before it cancels them (exit 3).",
     )
 
@@ -142,7 +146,11 @@ class RcaSettings(SpecModel):
         default=True, description="Ask the service to generate an analysis where none exists yet."
     )
     timeoutSeconds: float = Field(
-        default=120, ge=0, description="How long to wait for pending analyses after the sessions finish."
+        default=120,
+        ge=0,
+        le=MAX_SECONDS,
+        allow_inf_nan=False,
+        description="How long to wait for pending analyses after the sessions finish.",
     )
     max: int = Field(default=20, ge=0, description="At most this many error groups are analysed per run.")
     context: str | None = Field(
