@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 import time
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,9 +19,12 @@ from hostile import (
     SESSION_B,
     HostileServer,
     Route,
+    endless_chunked,
+    gzip_bomb,
     json_answer,
     no_content,
     session_json,
+    trickle,
 )
 
 from runner.client import ApiClient
@@ -112,3 +117,125 @@ def test_unusable_base_url_is_a_usage_error_and_nothing_is_sent(
     assert "base URL" in done.stderr and words in done.stderr
     assert "s3cretPassw0rd" not in done.stderr + done.stdout
     assert "Traceback" not in done.stderr
+
+
+# --- item 1: every answer bounded in time, size and inflation --------------------------------------
+
+MiB = 1024 * 1024
+SESSION_PATH = f"/v1/test-sessions/{SESSION_A}"
+
+
+def measure(call: Callable[[], object]) -> tuple[BaseException, float, int]:
+    """(what `call` raised, seconds it took, peak bytes allocated meanwhile)."""
+    tracemalloc.start()
+    started = time.monotonic()
+    try:
+        call()
+    except Exception as exc:
+        raised: BaseException = exc
+    else:
+        raise AssertionError("the hostile answer was accepted")
+    finally:
+        elapsed = time.monotonic() - started
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    return raised, elapsed, peak
+
+
+@pytest.mark.timeout(60)
+def test_endless_body_ends_at_the_size_cap_with_bounded_memory() -> None:
+    with (
+        HostileServer({("GET", SESSION_PATH): endless_chunked}) as server,
+        ApiClient(server.url, KEY, ACCOUNT, read_timeout=10, max_retries=0) as client,
+    ):
+        raised, elapsed, peak = measure(lambda: client.get_session(SESSION_A))
+    assert isinstance(raised, errors.AnswerTooLargeError), raised
+    assert "larger than 10 MiB" in str(raised)
+    assert elapsed < 10
+    assert peak < 3 * 10 * MiB, f"peak {peak / MiB:.1f} MiB"
+
+
+@pytest.mark.timeout(60)
+def test_gzip_bomb_is_not_inflated_past_the_cap() -> None:
+    """100 KiB on the wire, 100 MiB inflated: stops after 1 MiB (the limit set here) of output."""
+    with (
+        HostileServer({("GET", SESSION_PATH): gzip_bomb(100 * MiB)}) as server,
+        ApiClient(server.url, KEY, ACCOUNT, max_retries=0, max_answer_bytes=1 * MiB) as client,
+    ):
+        raised, elapsed, peak = measure(lambda: client.get_session(SESSION_A))
+    assert isinstance(raised, errors.AnswerTooLargeError), raised
+    assert "larger than 1 MiB" in str(raised)
+    assert peak < 4 * MiB, f"peak {peak / MiB:.1f} MiB"
+    assert elapsed < 5
+
+
+@pytest.mark.timeout(60)
+def test_gzip_answer_within_the_cap_is_read() -> None:
+    """The bound does not cost honest compressed answers."""
+    import gzip
+
+    body = gzip.compress(json.dumps(session_json(SESSION_A)).encode())
+
+    def route(h: object) -> None:
+        from http.server import BaseHTTPRequestHandler
+
+        assert isinstance(h, BaseHTTPRequestHandler)
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Encoding", "gzip")
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+
+    with (
+        HostileServer({("GET", SESSION_PATH): route}) as server,
+        ApiClient(server.url, KEY, ACCOUNT, max_retries=0) as client,
+    ):
+        assert client.get_session(SESSION_A).testSessionId == SESSION_A
+        assert client.get_session(SESSION_A).testSessionId == SESSION_A  # the connection was reused
+
+
+@pytest.mark.timeout(60)
+def test_trickling_answer_ends_at_the_request_timeout() -> None:
+    """A byte every 0.1 s: every socket read succeeds, the answer as a whole is cut at 1 s."""
+    with (
+        HostileServer({("GET", SESSION_PATH): trickle(0.1)}) as server,
+        ApiClient(server.url, KEY, ACCOUNT, read_timeout=1, max_retries=0) as client,
+    ):
+        raised, elapsed, _ = measure(lambda: client.get_session(SESSION_A))
+    assert isinstance(raised, errors.ReadTimeoutError), raised
+    assert "not complete within 1 s" in str(raised)
+    assert 0.9 < elapsed < 1.6
+
+
+@pytest.mark.timeout(60)
+def test_trickling_long_poll_with_retries_ends_at_wait_plus_request_timeout() -> None:
+    """Retries of the long poll do not restart its clock: the call ends by maxWait + read timeout."""
+    with (
+        HostileServer({("GET", f"{SESSION_PATH}/completion"): trickle(0.1)}) as server,
+        ApiClient(server.url, KEY, ACCOUNT, read_timeout=1, backoff_base=0.01) as client,
+    ):
+        raised, elapsed, _ = measure(lambda: client.await_completion(SESSION_A, max_wait_seconds=1))
+    assert isinstance(raised, errors.ReadTimeoutError), raised
+    assert elapsed < 2 + 0.6
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("hostile", ["trickle", "endless"])
+def test_run_against_a_hostile_completion_ends_near_its_deadline(tmp_path: Path, hostile: str) -> None:
+    """`--timeout 5 --request-timeout 3`: the run ends within the wait plus one request timeout
+    (and a margin for start-up and the cancel), with a service error, never minutes later."""
+    completion = trickle(1.0) if hostile == "trickle" else endless_chunked
+    with HostileServer(session_routes(completion)) as server:
+        done, elapsed = run_cli(server.url, tmp_path, "--timeout", "5", "--request-timeout", "3")
+        cancelled = ("POST", f"{SESSION_PATH}/cancel") in server.requests
+        # From the trigger to the last request (the cancel's check): the service's view, free of
+        # the interpreter's start-up time on a busy machine.
+        served = server.arrivals[-1] - server.arrivals[0]
+    assert done.returncode == ExitCode.SERVICE, done.stdout + done.stderr
+    assert served < 5 + 3 + 1, f"{served:.1f} s"
+    assert elapsed < 5 + 3 + 6, f"{elapsed:.1f} s"
+    results = json.loads((tmp_path / "results.json").read_text())
+    problem = json.dumps(results)
+    assert "not complete within" in problem or "larger than" in problem
+    assert cancelled  # nothing left running on the service

@@ -7,24 +7,29 @@ key is only ever put in the Authorization header, never in a message.
 
 from __future__ import annotations
 
+import http.client
 import logging
 import platform
 import random
 import threading
 import time
 import warnings
+import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 import requests
+import urllib3
 from pydantic import BaseModel, ValidationError
 from requests.adapters import HTTPAdapter
 
 from runner import TOOL_NAME, __version__
+from runner.client.answer import MAX_ANSWER_BYTES, AnswerTooLarge, AnswerTooSlow, UnknownEncoding, load_answer
 from runner.client.ratelimit import RateLimiter
 from runner.client.retry import CallKind, RetryPolicy, parse_retry_after
 from runner.core.errors import (
+    AnswerTooLargeError,
     ApiError,
     BadResponseError,
     ConnectionFailedError,
@@ -160,6 +165,7 @@ class ApiClient:
         deadline: float | None = None,
         rng: random.Random | None = None,
         pool_size: int = 32,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
     ) -> None:
         self.base_url = check_base_url(base_url).rstrip("/")
         parts = urlsplit(self.base_url)
@@ -170,6 +176,7 @@ class ApiClient:
         self.account_id = account_id
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
+        self.max_answer_bytes = max_answer_bytes
         self.retry_policy = RetryPolicy(
             max_retries=max_retries,
             backoff_base=backoff_base,
@@ -196,6 +203,8 @@ class ApiClient:
                 "X-Service-Account": account_id,
                 "User-Agent": user_agent or default_user_agent(),
                 "Accept": "application/json",
+                # Only what the bounded reader can inflate in steps (no br, no zstd).
+                "Accept-Encoding": "gzip, deflate",
             }
         )
 
@@ -253,6 +262,9 @@ class ApiClient:
                 return None
             return _same_session(self._model(response, TestSession), test_session_id, response)
 
+        # The whole call, retries included, ends by the wait plus one answer's time: a caller that
+        # asked for `wait` seconds gets an answer or an error by then, never minutes later.
+        answer_seconds = wait + min(self.read_timeout, LONG_POLL_MARGIN)
         return self._request(
             "GET",
             path,
@@ -260,6 +272,8 @@ class ApiClient:
             parse,
             params={"maxWaitSeconds": wait},
             read_timeout=max(self.read_timeout, wait + LONG_POLL_MARGIN),
+            answer_seconds=answer_seconds,
+            call_deadline=self._clock() + answer_seconds,
         )
 
     def cancel(self, test_session_id: str) -> None:
@@ -379,16 +393,27 @@ class ApiClient:
         params: dict[str, Any] | None = None,
         body: BaseModel | None = None,
         read_timeout: float | None = None,
+        answer_seconds: float | None = None,
+        call_deadline: float | None = None,
     ) -> T:
         json_body = body.to_body() if isinstance(body, RequestModel) else None
+        deadlines = [d for d in (self.deadline, call_deadline) if d is not None]
+        retry_deadline = min(deadlines) if deadlines else None
         attempt = 0
         while True:
             try:
-                response = self._send(method, path, params, json_body, read_timeout)
+                seconds = answer_seconds or self.read_timeout
+                if call_deadline is not None:
+                    seconds = min(seconds, max(call_deadline - self._clock(), 0.001))
+                response = self._send(method, path, params, json_body, read_timeout, seconds)
                 return parse(response)
             except ApiError as exc:
                 delay = self.retry_policy.next_delay(exc, attempt, kind, self._rng)
-                if delay is not None and self.deadline is not None and self._clock() + delay >= self.deadline:
+                if (
+                    delay is not None
+                    and retry_deadline is not None
+                    and self._clock() + delay >= retry_deadline
+                ):
                     delay = None
                 if delay is None:
                     if attempt:
@@ -405,21 +430,50 @@ class ApiClient:
         params: dict[str, Any] | None,
         json_body: dict[str, Any] | None,
         read_timeout: float | None,
+        answer_seconds: float,
     ) -> requests.Response:
+        """One request and its whole answer, read within `answer_seconds` of wall-clock time (from
+        the moment it is sent) and `max_answer_bytes` of decoded body."""
         with self.rate_limiter.slot():
             with self._count_lock:
                 self._request_count += 1
+            answer_deadline = time.monotonic() + answer_seconds
             try:
-                return self._session.request(
+                response = self._session.request(
                     method,
                     self.base_url + path,
                     params=params,
                     json=json_body,
-                    timeout=(self.connect_timeout, read_timeout or self.read_timeout),
+                    timeout=(self.connect_timeout, min(read_timeout or self.read_timeout, answer_seconds)),
                     allow_redirects=False,
+                    stream=True,
                 )
+                load_answer(response, max_bytes=self.max_answer_bytes, deadline=answer_deadline)
+                return response
+            except AnswerTooSlow:
+                message = f"answer from {self._where} not complete within {answer_seconds:.3g} s"
+                raise ReadTimeoutError(message, method=method, path=path) from None
+            except AnswerTooLarge as exc:
+                raise AnswerTooLargeError(f"{exc} from {self._where}", method=method, path=path) from None
+            except UnknownEncoding as exc:
+                message = f"answer from {self._where} in an encoding the client did not ask for ({exc})"
+                raise BadResponseError(message, method=method, path=path) from None
+            except zlib.error:
+                raise BadResponseError(
+                    f"undecodable answer from {self._where}", method=method, path=path
+                ) from None
             except requests.RequestException as exc:
                 raise self._transport_error(exc, method, path) from None
+            except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
+                raise self._body_error(exc, method, path) from None
+
+    def _body_error(self, exc: BaseException, method: str, path: str) -> ApiError:
+        """A failure while the body was read from the raw stream (urllib3's errors, not requests')."""
+        if any(isinstance(c, (urllib3.exceptions.ReadTimeoutError, TimeoutError)) for c in _causes(exc)):
+            message = f"no answer from {self._where} within the read timeout"
+            return ReadTimeoutError(message, method=method, path=path)
+        message = f"connection to {self._where} broken ({_cause_name(exc)})"
+        return ConnectionFailedError(message, method=method, path=path)
 
     def _transport_error(self, exc: requests.RequestException, method: str, path: str) -> ApiError:
         cls: type[ApiError]

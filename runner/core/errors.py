@@ -130,6 +130,10 @@ class BadResponseError(TransportError):
     pass
 
 
+class AnswerTooLargeError(TransportError):
+    """An answer body past the client's size limit: not retried, the next one would be as large."""
+
+
 class MismatchedAnswerError(ApiError):
     """An answer about another object than the one asked for (e.g. another session): a service or
     proxy fault that a resend will not cure, so it is not retried."""
