@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from runner.core.errors import InvalidRequestError
+from runner.core.errors import InvalidRequestError, UsageError
+from runner.core.redact import check_secret
 from runner.models import (
     EnvironmentVariable,
     RetryStrategy,
@@ -108,6 +109,17 @@ class SessionSpec(SpecModel):
             seen.add(item.key)
         if duplicates:
             raise ValueError("each key once; given more than once: " + ", ".join(duplicates))
+        return value
+
+    @field_validator("environmentVariables")
+    @classmethod
+    def _maskable_secrets(cls, value: list[EnvironmentVariable]) -> list[EnvironmentVariable]:
+        for item in value:
+            if item.secret:
+                try:
+                    check_secret(item.value, f"secret variable {item.key}")
+                except UsageError as exc:
+                    raise ValueError(str(exc)) from None
         return value
 
     def to_trigger(self, metadata: SessionMetadata) -> TriggerRequest:
