@@ -18,18 +18,32 @@ MAX_TEXT = 64 * 1024
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 # ANSI/VT100 escape sequences: CSI (colours, cursor moves), OSC (titles, hyperlinks; ended by BEL or
-# ST), and the remaining two-character escapes. The 8-bit CSI (U+009B) is included.
+# ST), and the remaining two-character escapes. The 8-bit CSI (U+009B) counts only with parameters
+# and a final byte ("\x9b31m"): text from a UTF-8 service holding a stray U+009B must not lose the
+# characters after it ("\x9bHello"); the stray control itself goes with the other C1 controls.
 _ANSI = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI ... final byte
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI ... final byte
+    r"|\x9b[0-?]+[@-~]"  # 8-bit CSI with parameters
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC ... BEL or ST (unterminated: to the end)
     r"|\x1b[ -/]*[0-~]"  # two-character and nF escapes (ESC ( B, ESC 7, ...)
 )
+
+# Line breaks beyond \n and \r that str.splitlines() and some readers honour: NEL, LS, PS.
+_OTHER_BREAKS = re.compile("\x85|\u2028|\u2029")
+# Invisible controls that change what a reader sees: DEL, the C1 controls, and the bidirectional
+# embeddings, overrides and isolates ("Trojan source": a name that reads differently than it is).
+_INVISIBLE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def strip_ansi(text: str) -> str:
     if "\x1b" not in text and "\x9b" not in text:
         return text
     return _ANSI.sub("", text)
+
+
+def remove_invisible(text: str) -> str:
+    """NEL, LS and PS become \n (one kind of line break everywhere); DEL, C1 and bidi controls go."""
+    return _INVISIBLE.sub("", _OTHER_BREAKS.sub("\n", text))
 
 
 def remove_xml_illegal(text: str) -> str:
@@ -58,7 +72,7 @@ def clean(text: str | None, limit: int = MAX_TEXT) -> str:
         text = text[: 4 * limit + 1024]
     else:
         dropped = 0
-    text = remove_xml_illegal(strip_ansi(text))
+    text = remove_invisible(remove_xml_illegal(strip_ansi(text)))
     if dropped:
         keep = min(len(text), limit)
         return text[:keep] + "\n" + truncation_notice(len(text) - keep + dropped)
@@ -66,9 +80,12 @@ def clean(text: str | None, limit: int = MAX_TEXT) -> str:
 
 
 def one_line(text: str | None, limit: int = 500) -> str:
-    """The first non-empty line, cleaned and capped: for `message` attributes and summaries."""
-    cleaned = clean(text, max(limit * 4, 4096))
-    for line in cleaned.splitlines():
+    """The first non-empty line, cleaned and capped: for `message` attributes and summaries.
+
+    Lines end at \n or \r only; NEL, LS and PS inside the line become spaces, so the message is not
+    cut at an invisible character here, nor later by a reader that splits at them."""
+    cleaned = clean(_OTHER_BREAKS.sub(" ", text) if text else text, max(limit * 4, 4096))
+    for line in re.split("[\r\n]", cleaned):
         line = line.strip()
         if line:
             return line if len(line) <= limit else line[: limit - 1] + "…"
