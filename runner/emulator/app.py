@@ -277,7 +277,7 @@ def build_v1(backend: Backend) -> APIRouter:
     return v1
 
 
-def create_app(backend: Backend) -> FastAPI:
+def create_app(backend: Backend, control_token: str | None = None) -> FastAPI:
     from runner.emulator import control, pages
     from runner.emulator.faults import FaultMiddleware
 
@@ -290,7 +290,7 @@ def create_app(backend: Backend) -> FastAPI:
     install_error_handlers(app)
     v1 = build_v1(backend)
     app.include_router(v1)
-    app.include_router(control.build_router(backend), include_in_schema=False)
+    app.include_router(control.build_router(backend, control_token), include_in_schema=False)
     app.include_router(pages.build_router(backend), include_in_schema=False)
     app.add_middleware(FaultMiddleware, injector=backend.faults)
     app.add_middleware(StatsMiddleware, backend=backend, router=v1)
