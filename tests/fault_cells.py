@@ -30,7 +30,6 @@ SPEED = 25.0  # simulated seconds per real second: the demo checks (2-4 s) end i
 
 # The client settings the cells rely on (runner/client/http.py, retry.py); no CLI flag changes them.
 REQUEST_TIMEOUT = 1.0  # --request-timeout
-LONG_POLL_MARGIN = 10.0  # the completion long poll's read timeout is maxWaitSeconds + this
 MAX_BACKOFF_SUM = 0.5 + 1.0 + 2.0 + 4.0  # 4 retries, full jitter under 0.5 * 2**n
 SLACK = 3.0  # process, thread and emulator overhead on a loaded 2-core machine
 
@@ -171,13 +170,14 @@ def _cell(fault: Fault, phase: str) -> Cell:
             heavy=heavy,
         )
     if phase == "wait":
+        absorbed = fault.retried_read and not fault.persistent and not fault.revoke
         if fault.id == "read-timeout":
-            # The long poll's read timeout is maxWaitSeconds + 10 s: one answer must outlast that.
+            # A long poll, retries included, ends by maxWaitSeconds + the request timeout (issue 16):
+            # an answer later than that is a service error, not retried past the run's deadline.
             # wait.timeoutSeconds 1 keeps maxWaitSeconds at 1; the session ends in < 0.2 s anyway.
             wait_timeout = 1.0
-            margin = 2 * (1.0 + LONG_POLL_MARGIN + 0.5) + SLACK
-            heavy = True
-        absorbed = fault.retried_read and not fault.persistent and not fault.revoke
+            margin = 1.0 + REQUEST_TIMEOUT + SLACK
+            absorbed = False
         return Cell(
             fault,
             phase,
@@ -220,7 +220,7 @@ def fault_specs(cell: Cell) -> list[dict[str, Any]]:
         return [{"route": route, "kind": "slow", "phase": "before", "delaySeconds": 0.5, "count": 3}]
     spec = dict(cell.fault.spec)
     if cell.phase == "wait" and cell.fault.id == "read-timeout":
-        spec.update(delaySeconds=1.0 + LONG_POLL_MARGIN + 0.5, count=1)
+        spec.update(delaySeconds=1.0 + REQUEST_TIMEOUT + 0.5, count=1)
     return [{"route": route, **spec}]
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -37,3 +39,52 @@ def test_failure_leaves_old_file_and_no_temp(tmp_path: Path) -> None:
         write_atomic(target, "lone \ud800")
     assert target.read_text() == "old"
     assert os.listdir(tmp_path) == ["r.json"]
+
+
+def test_fifo_target_is_written_through_not_replaced(tmp_path: Path) -> None:
+    """`--junit some.fifo` (or /dev/stdout): the reader gets the report, the FIFO stays a FIFO."""
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+
+    def reader() -> None:
+        with open(fifo, "rb") as handle:
+            received.append(handle.read())
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    text = "<testsuites/>\n" * 10_000  # more than a pipe buffer holds
+    for _ in range(200):  # until the reader has opened its end
+        try:
+            write_atomic(fifo, text)
+            break
+        except OSError:
+            time.sleep(0.01)
+    thread.join(5)
+    assert received == [text.encode()]
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["report.fifo"]
+
+
+def test_fifo_without_reader_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "nobody-reads.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError):
+        write_atomic(fifo, "x")
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_device_node_is_written_not_replaced(tmp_path: Path) -> None:
+    """`--junit /dev/null` as root (the Docker image): the device survives. A private null device
+    is made here, so a failure cannot destroy the machine's /dev/null."""
+    node = tmp_path / "null"
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except (PermissionError, OSError) as exc:
+        pytest.skip(f"cannot create a device node here: {exc}")
+    write_atomic(node, "<testsuites/>")
+    assert stat.S_ISCHR(node.stat().st_mode)
+    assert node.stat().st_rdev == os.makedev(1, 3)
+    assert os.listdir(tmp_path) == ["null"]
+    write_atomic(Path("/dev/null"), "nothing")  # the real one, now that replacing it is ruled out
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)

@@ -85,8 +85,8 @@ def test_every_verdict_validates(schema: Any, verdict: str, fail_on_degraded: bo
 def test_failure_carries_error_analysis_and_link(schema: Any) -> None:
     failure = one_case(schema, "failed").find("failure")
     assert failure is not None
-    # A fixed word: GitLab reads `type` as a type conversion; the classification is in the body.
-    assert failure.get("type") == "FAILED"
+    # The analysis' classification, an upper-case word GitLab's reader leaves alone.
+    assert failure.get("type") == "BACKEND_ERROR"
     assert failure.get("message") == "Error: expect(received).toBe(expected)"
     text = failure.text or ""
     assert text.startswith("Error: expect(received)")  # dorny shows the start of the first text
@@ -285,3 +285,86 @@ def test_session_problem_becomes_an_error_case(schema: Any) -> None:
 def test_empty_outcome_validates(schema: Any) -> None:
     root = valid(schema, render_junit(Outcome()))
     assert (root.get("tests"), root.get("time")) == ("0", "0.000")
+
+
+# --- issue 16 item 11: JUnit as GitLab (ActiveSupport's Hash.from_xml) and other readers take it ---
+
+# ActiveSupport::XmlMini::PARSING keys plus the ones XMLConverter handles itself ("array", "hash"):
+# a `type` attribute equal to one of these converts the element's text, and "yaml"/"symbol" make
+# GitLab reject the whole report ("Disallowed type attribute").
+ACTIVESUPPORT_TYPES = (
+    "symbol", "date", "datetime", "dateTime", "integer", "float", "double", "decimal", "boolean",
+    "string", "yaml", "base64Binary", "binary", "file", "array", "hash",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("value", ACTIVESUPPORT_TYPES)
+def test_type_attributes_are_never_an_activesupport_conversion(schema: Any, value: str) -> None:
+    group = error_group("eg-1")
+    assert group.analysis is not None and group.analysis.analysis is not None
+    group.analysis.analysis.classification = value
+    flaky = result("flaky", name="Flaky one")
+    for attempt in flaky.failedAttempts:
+        attempt.status = value
+    out = outcome([session([result("failed", group_ids=["eg-1"]), flaky], [group])])
+    root = valid(schema, render_junit(out))
+    types = [e.get("type") for e in root.iter() if e.get("type") is not None]
+    assert len(types) == 3
+    assert not set(types) & set(ACTIVESUPPORT_TYPES), types
+    failure = root.find("./testsuite/testcase/failure")
+    assert failure is not None and failure.get("type") == f"testsession.{value}"
+
+
+def test_degraded_reason_is_in_the_failure_text_with_fail_on_degraded(schema: Any) -> None:
+    """GitLab drops the message attribute: the reader must find "degraded" in the text."""
+    failure = one_case(schema, "degraded", fail_on_degraded=True).find("failure")
+    assert failure is not None and failure.get("type") == "DEGRADED"
+    text = failure.text or ""
+    assert text.startswith("degraded: Response time 4200 ms is above the degraded threshold")
+
+
+def test_message_is_not_cut_at_unicode_line_separators(schema: Any) -> None:
+    error = "TimeoutError\u2028waiting for #pay\u0085after 30 s\u2029on /checkout\nat page.goto (x.js:1)"
+    failure = valid(schema, render_junit(outcome([session([result("failed", error=error)])]))).find(
+        "./testsuite/testcase/failure"
+    )
+    assert failure is not None
+    assert failure.get("message") == "TimeoutError waiting for #pay after 30 s on /checkout"
+    assert (failure.text or "").startswith("TimeoutError\nwaiting for #pay\nafter 30 s\non /checkout\nat")
+
+
+def test_invisible_controls_and_bidi_overrides_are_removed(schema: Any) -> None:
+    name = "Login\u202e nimda\u202c \u2066iso\u2069 del\x7f c1\x80\x9f csi\x9bHello"
+    error = "boom\u202e txet\x7f \x9b31mred \x9bHello"
+    root = valid(schema, render_junit(outcome([session([result("failed", name, error=error)])])))
+    case = root.find("./testsuite/testcase")
+    assert case is not None
+    failure = case.find("failure")
+    assert failure is not None
+    texts = [case.get("name") or "", failure.get("message") or "", failure.text or ""]
+    bad = set("\x7f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069") | {
+        chr(c) for c in range(0x80, 0xA0)
+    }
+    for text in texts:
+        assert not set(text) & bad, repr(text)
+    assert case.get("name") == "Login nimda iso del c1 csiHello [us-east-1]"
+    assert failure.get("message") == "boom txet red Hello"  # a stray U+009B eats nothing
+
+
+def test_long_check_name_keeps_its_location(schema: Any) -> None:
+    out = outcome(
+        [session([result("failed", "x" * 5000, location="eu-west-1"), result("failed", "x" * 5000)])]
+    )
+    cases = valid(schema, render_junit(out)).findall("./testsuite/testcase")
+    names = [c.get("name") or "" for c in cases]
+    assert names[0].endswith("… [eu-west-1]") and names[1].endswith("… [us-east-1]")
+    assert all(len(n) <= 1000 for n in names)
+
+
+def test_session_testcase_does_not_count_the_session_time_twice(schema: Any) -> None:
+    broken = session([result("passed")], exitCode=4, problem="lost the connection", durationSeconds=42.5)
+    root = valid(schema, render_junit(outcome([broken], verdict="service-error", exitCode=4)))
+    suite = root.find("testsuite")
+    assert suite is not None and suite.get("time") == "42.500"
+    times = [float(c.get("time") or "nan") for c in suite.findall("testcase")]
+    assert times == [1.5, 0.0]  # the check's own time, and none for the "(session)" case

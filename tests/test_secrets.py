@@ -150,6 +150,7 @@ def views(text: str) -> list[str]:
     """The text as its readers see it: an escaped secret (XML, HTML, JSON, markdown, workflow commands)
     is still a leak."""
     found = [text, html.unescape(text), re.sub(r"\\([^\w\s])", r"\1", text), urllib.parse.unquote(text)]
+    found.append(urllib.parse.unquote_plus(text))
     found.append(html.unescape(re.sub(r"\\([^\w\s])", r"\1", text)))
     for chunk in [text, *(line.partition("=")[2] for line in text.splitlines())]:
         with contextlib.suppress(ValueError):
@@ -307,3 +308,98 @@ def test_usage_error_with_secret_env_leaks_nothing(tmp_path: Path) -> None:
     assert leaks("stdout", proc.stdout.replace(f"::add-mask::{ACTION_SECRET}", "")) == []
     assert leaks("stderr", proc.stderr) == []
     assert leaks("output", output.read_text()) == []
+
+
+# --- issue 16: encoded echoes, tokens in a URL's query, secrets too short to mask ------------------
+
+
+def test_percent_encoded_echo_and_query_token_leak_nothing(tmp_path: Path, world_factory: Any) -> None:
+    """The service echoes the secrets URL-encoded (a proxy quoting the request line); the origin URL
+    carries a GitLab private_token in its query: neither reaches any output or the service."""
+    echoed = world()
+    spelled = [
+        urllib.parse.quote(SPEC_SECRET_ODD, safe=""),
+        urllib.parse.quote(SPEC_SECRET_ODD),
+        urllib.parse.quote_plus(SPEC_SECRET_ODD),
+        re.sub("%[0-9A-F]{2}", lambda m: m.group().lower(), urllib.parse.quote(SPEC_SECRET_ODD, safe="")),
+    ]
+    assert all(s != SPEC_SECRET_ODD for s in spelled)
+    leaky = echoed["accounts"][0]["checks"][1]
+    leaky["errorMessage"] = "Error: GET /login?p=" + " ?p=".join(spelled) + " failed (HTTP 401)"
+    emu = world_factory(echoed)
+    work = workspace(tmp_path)
+    git(
+        work,
+        "remote",
+        "set-url",
+        "origin",
+        f"https://git.example.com/acme/shop.git?private_token={GIT_PASSWORD}",
+    )
+    env = base_env(tmp_path)
+    env.update(
+        {
+            "GITLAB_CI": "true",
+            "TESTSESSION_API_KEY": API_KEY,
+            "TESTSESSION_ACCOUNT_ID": ACCOUNT,
+            "TESTSESSION_BASE_URL": emu.url,
+        }
+    )
+    proc = run(["-m", "runner", "run", "--tag", "bad", "--verbose"], env, work)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    secrets = (API_KEY, SPEC_SECRET, SPEC_SECRET_ODD, GIT_PASSWORD)
+    found = leaks("stdout", proc.stdout, secrets) + leaks("stderr", proc.stderr, secrets)
+    for name, text in files_under(work).items():
+        found += leaks(name, text, secrets)
+        found += [f"{name}: {s!r}" for s in spelled if s in text]
+    for text in stored_metadata(emu):  # asserts repoUrl is the bare https://git.example.com/acme/shop.git
+        found += leaks("session metadata", text, secrets)
+    assert found == []
+    assert "GET /login?p=*** ?p=***" in (work / "out" / "results.json").read_text()
+
+
+@pytest.mark.parametrize(
+    ("source", "named"),
+    [("spec", "secret variable DB_PASSWORD"), ("flag", "--secret-env PIN"), ("action", "--secret-env PIN")],
+)
+def test_secret_too_short_to_mask_is_refused(tmp_path: Path, source: str, named: str) -> None:
+    """A 1-2 character secret cannot be masked without shredding ordinary text: exit 2, one line
+    naming the variable, nothing sent (no base URL is reachable here)."""
+    work = workspace(tmp_path)
+    env = base_env(tmp_path)
+    env.update(
+        {
+            "TESTSESSION_API_KEY": API_KEY,
+            "TESTSESSION_ACCOUNT_ID": ACCOUNT,
+            "TESTSESSION_BASE_URL": "http://127.0.0.1:9",
+        }
+    )
+    if source == "spec":
+        env["DB_PASSWORD_FROM_CI"] = "q7"
+        procs = [
+            run(["-m", "runner", "validate", "testsession.yml"], env, work),
+            run(["-m", "runner", "run"], env, work),
+        ]
+    elif source == "flag":
+        env["PIN"] = "7"
+        procs = [run(["-m", "runner", "run", "--secret-env", "PIN"], env, work)]
+    else:
+        env.update({"GITHUB_ACTIONS": "true", "INPUT_API_KEY": API_KEY, "INPUT_SECRET_ENV": "PIN=7"})
+        procs = [run(["-m", "runner.cli.action"], env, work)]
+    for proc in procs:
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert named in proc.stderr and "at least 3 characters" in proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+def test_query_credentials_are_stripped_from_urls() -> None:
+    from runner.core.redact import strip_url_credentials
+
+    assert (
+        strip_url_credentials("https://u:p@gitlab.com/g/p.git?private_token=glpat-x&ref=main#access_token=y")
+        == "https://gitlab.com/g/p.git?ref=main"
+    )
+    for name in ("token", "access_token", "key", "api_key", "password", "sig", "X-Amz-Signature"):
+        assert strip_url_credentials(f"https://h/r.git?{name}=v1&page=2") == "https://h/r.git?page=2"
+    assert strip_url_credentials("https://h/r.git?t=s3cretvalue", ["s3cretvalue"]) == "https://h/r.git"
+    assert strip_url_credentials("https://h/r.git?monkey=1") == "https://h/r.git?monkey=1"
+    assert strip_url_credentials("git@github.com:o/r.git") == "git@github.com:o/r.git"

@@ -149,7 +149,10 @@ def test_examples_are_valid_against_the_schema(name: str) -> None:
         ({"runLocation": "x"}, True),
         ({"runLocation": "x", "wait": {"timeoutSeconds": "${TIMEOUT:-60}"}}, True),
         ({"runLocation": "x", "gate": {"failOnDegraded": "${STRICT}"}}, True),
-        ({"runLocation": "x", "environmentVariables": {"A": "1", "B": {"value": "2", "secret": True}}}, True),
+        (
+            {"runLocation": "x", "environmentVariables": {"A": "1", "B": {"value": "two", "secret": True}}},
+            True,
+        ),
         ({"runLocation": "x", "retryStrategy": {"type": "${RETRY_TYPE}"}}, True),
         ({"runLocation": "x", "wait": {"timeoutSeconds": "soon"}}, False),
         ({"runLocation": "x", "retryStrategy": {"type": "FIXD"}}, False),

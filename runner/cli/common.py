@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -102,6 +103,22 @@ class Connection:
         )
 
 
+MAX_REQUEST_TIMEOUT = 3600.0
+
+
+def request_timeout(text: str) -> float:
+    """--request-timeout: seconds, finite, > 0 and at most an hour (argparse: a usage error, exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, e.g. 30 (got {text!r})") from None
+    if not math.isfinite(value) or value <= 0 or value > MAX_REQUEST_TIMEOUT:
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds greater than 0 and at most {MAX_REQUEST_TIMEOUT:g} (got {text!r})"
+        )
+    return value
+
+
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("connection")
     group.add_argument(
@@ -124,7 +141,7 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--request-timeout",
-        type=float,
+        type=request_timeout,
         default=30.0,
         metavar="SECONDS",
         help="read timeout of one HTTP request (default 30)",

@@ -11,6 +11,8 @@ import argparse
 import os
 import sys
 
+ENV_CONTROL_TOKEN = "TESTSESSION_EMULATOR_CONTROL_TOKEN"  # as runner.emulator.access (not imported: slow)
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser(
@@ -22,7 +24,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
             "interrupted. The world file defines accounts, keys and how each check behaves."
         ),
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1); any other address exposes the emulator to the network: "
+        "the control API then requires a control token (one is generated and printed if none is set)",
+    )
+    parser.add_argument(
+        "--control-token",
+        default=os.environ.get(ENV_CONTROL_TOKEN) or None,
+        metavar="TOKEN",
+        help=f"require `Authorization: Bearer TOKEN` on the /_emulator/ control routes (env: "
+        f"{ENV_CONTROL_TOKEN}; prefer the variable, a flag shows in process lists)",
+    )
     parser.add_argument("--port", type=int, default=8484, help="port; 0 picks a free one (default 8484)")
     parser.add_argument(
         "--world",
@@ -38,13 +52,18 @@ def handle(args: argparse.Namespace, ctx: Context) -> int:
     import threading
 
     from runner.core.errors import UsageError
+    from runner.emulator.access import is_loopback
     from runner.emulator.server import Emulator
 
     if args.speed is not None and args.speed <= 0:
         raise UsageError("--speed: must be greater than 0")
     if not 0 <= args.port <= 65535:
         raise UsageError("--port: must be 0 to 65535")
-    emulator = Emulator(world=args.world, host=args.host, port=args.port, speed=args.speed)
+    if args.control_token is not None and len(args.control_token) < 16:
+        raise UsageError("--control-token: use at least 16 characters")
+    emulator = Emulator(
+        world=args.world, host=args.host, port=args.port, speed=args.speed, control_token=args.control_token
+    )
     try:
         emulator.start()
     except OSError as exc:
@@ -58,6 +77,13 @@ def handle(args: argparse.Namespace, ctx: Context) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     # The credentials are the emulator's own demo values (or the caller's, from the environment).
     print(f"emulator serving at {emulator.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    if not is_loopback(args.host):
+        print(
+            f"warning: the emulator listens on {args.host}, reachable from other machines; it holds demo "
+            "credentials, its control API needs the control token, its HTML pages an API key",
+            file=sys.stderr,
+            flush=True,
+        )
     print(f"export TESTSESSION_BASE_URL={emulator.url}")
     if os.environ.get("TESTSESSION_API_KEY") == emulator.api_key:
         # Never echo a key the caller supplied: it may be a real secret.
@@ -65,6 +91,8 @@ def handle(args: argparse.Namespace, ctx: Context) -> int:
     else:
         print(f"export TESTSESSION_API_KEY={emulator.api_key}")
     print(f"export TESTSESSION_ACCOUNT_ID={emulator.account_id}")
+    if emulator.control_token_generated:
+        print(f"export {ENV_CONTROL_TOKEN}={emulator.control_token}")
     sys.stdout.flush()
     try:
         while not stop.wait(0.5):

@@ -122,6 +122,7 @@ def _add_gate_options(parser: argparse.ArgumentParser) -> None:
 
 def _overrides(args: argparse.Namespace) -> Overrides:
     from runner.core.errors import UsageError
+    from runner.core.redact import check_secret
     from runner.spec import Overrides
 
     env: list[tuple[str, str]] = []
@@ -134,6 +135,7 @@ def _overrides(args: argparse.Namespace) -> Overrides:
     for key in getattr(args, "secret_env", None) or []:
         if key not in os.environ:
             raise UsageError(f"--secret-env {key}: the environment variable {key} is not set")
+        check_secret(os.environ[key], f"--secret-env {key}")
         secret_env.append((key, os.environ[key]))
     tags = None
     if getattr(args, "tag", None):

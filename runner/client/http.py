@@ -7,29 +7,35 @@ key is only ever put in the Authorization header, never in a message.
 
 from __future__ import annotations
 
+import http.client
 import logging
 import platform
 import random
 import threading
 import time
 import warnings
+import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 import requests
+import urllib3
 from pydantic import BaseModel, ValidationError
 from requests.adapters import HTTPAdapter
 
 from runner import TOOL_NAME, __version__
+from runner.client.answer import MAX_ANSWER_BYTES, AnswerTooLarge, AnswerTooSlow, UnknownEncoding, load_answer
 from runner.client.ratelimit import RateLimiter
 from runner.client.retry import CallKind, RetryPolicy, parse_retry_after
 from runner.core.errors import (
+    AnswerTooLargeError,
     ApiError,
     BadResponseError,
     ConnectionFailedError,
     ConnectionRefusedByPeerError,
     InvalidRequestError,
+    MismatchedAnswerError,
     ReadTimeoutError,
     error_class_for_status,
 )
@@ -80,6 +86,29 @@ def validate_request(model: type[R], body: R | dict[str, Any], what: str) -> R:
     except ValidationError as exc:
         lines = describe_validation_error(exc)
         raise InvalidRequestError("\n".join(f"{what}: {line}" for line in lines)) from None
+
+
+def check_base_url(url: str) -> str:
+    """The base URL, or InvalidRequestError (a usage error: nothing sent). Credentials in it are
+    refused, not sent as Basic auth, and never repeated in the message."""
+    if not url or not url.strip():
+        raise InvalidRequestError("base URL: must not be empty")
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        raise InvalidRequestError("base URL: not a valid URL") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        shown = f"{parts.scheme}:" if parts.scheme else "no scheme"
+        raise InvalidRequestError(f"base URL: must start with https:// or http:// (got {shown})")
+    if "@" in parts.netloc:
+        raise InvalidRequestError(
+            "base URL: must not contain credentials (user:password@); "
+            "the API key is read from TESTSESSION_API_KEY and sent as a Bearer token"
+        )
+    if not parts.hostname:
+        raise InvalidRequestError("base URL: has no host")
+    return url.strip()
 
 
 def _segment(value: str, what: str) -> str:
@@ -148,14 +177,13 @@ class ApiClient:
         pool_size: int = 32,
         on_retry: Callable[[str, str, str, int, float], None] | None = None,
         account_header: str = DEFAULT_ACCOUNT_HEADER,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
     ) -> None:
-        if not base_url:
-            raise InvalidRequestError("base URL: must not be empty")
+        self.base_url = check_base_url(base_url).rstrip("/")
         problem = account_header_problem(account_header)
         if problem:
             raise InvalidRequestError(f"account header: {problem}")
         self.account_header = account_header
-        self.base_url = base_url.rstrip("/")
         parts = urlsplit(self.base_url)
         # For messages: the host only, never credentials embedded in the URL.
         self._where = parts.hostname or "the service"
@@ -164,6 +192,7 @@ class ApiClient:
         self.account_id = account_id
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
+        self.max_answer_bytes = max_answer_bytes
         self.retry_policy = RetryPolicy(
             max_retries=max_retries,
             backoff_base=backoff_base,
@@ -192,6 +221,8 @@ class ApiClient:
                 account_header: account_id,
                 "User-Agent": user_agent or default_user_agent(),
                 "Accept": "application/json",
+                # Only what the bounded reader can inflate in steps (no br, no zstd).
+                "Accept-Encoding": "gzip, deflate",
             }
         )
 
@@ -229,7 +260,12 @@ class ApiClient:
 
     def get_session(self, test_session_id: str) -> TestSession:
         path = f"/v1/test-sessions/{_segment(test_session_id, 'test session id')}"
-        return self._request("GET", path, CallKind.READ, lambda r: self._model(r, TestSession))
+        return self._request(
+            "GET",
+            path,
+            CallKind.READ,
+            lambda r: _same_session(self._model(r, TestSession), test_session_id, r),
+        )
 
     def await_completion(self, test_session_id: str, max_wait_seconds: float = 30) -> TestSession | None:
         """Long poll: the final session, or None when it is still running after the wait (408).
@@ -242,8 +278,11 @@ class ApiClient:
         def parse(response: requests.Response) -> TestSession | None:
             if response.status_code == 408:
                 return None
-            return self._model(response, TestSession)
+            return _same_session(self._model(response, TestSession), test_session_id, response)
 
+        # The whole call, retries included, ends by the wait plus one answer's time: a caller that
+        # asked for `wait` seconds gets an answer or an error by then, never minutes later.
+        answer_seconds = wait + min(self.read_timeout, LONG_POLL_MARGIN)
         return self._request(
             "GET",
             path,
@@ -251,6 +290,8 @@ class ApiClient:
             parse,
             params={"maxWaitSeconds": wait},
             read_timeout=max(self.read_timeout, wait + LONG_POLL_MARGIN),
+            answer_seconds=answer_seconds,
+            call_deadline=self._clock() + answer_seconds,
         )
 
     def cancel(self, test_session_id: str, *, within: float | None = None) -> None:
@@ -259,7 +300,13 @@ class ApiClient:
         path = f"/v1/test-sessions/{_segment(test_session_id, 'test session id')}/cancel"
         # Cancelling twice does no harm, so it is retried like a read.
         self._request(
-            "POST", path, CallKind.READ, self._no_content, read_timeout=within, retry=within is None
+            "POST",
+            path,
+            CallKind.READ,
+            self._no_content,
+            read_timeout=within,
+            answer_seconds=within,
+            retry=within is None,
         )
 
     # --- error groups and analyses --------------------------------------------------------------
@@ -375,16 +422,27 @@ class ApiClient:
         body: BaseModel | None = None,
         read_timeout: float | None = None,
         retry: bool = True,
+        answer_seconds: float | None = None,
+        call_deadline: float | None = None,
     ) -> T:
         json_body = body.to_body() if isinstance(body, RequestModel) else None
+        deadlines = [d for d in (self.deadline, call_deadline) if d is not None]
+        retry_deadline = min(deadlines) if deadlines else None
         attempt = 0
         while True:
             try:
-                response = self._send(method, path, params, json_body, read_timeout)
+                seconds = answer_seconds or self.read_timeout
+                if call_deadline is not None:
+                    seconds = min(seconds, max(call_deadline - self._clock(), 0.001))
+                response = self._send(method, path, params, json_body, read_timeout, seconds)
                 return parse(response)
             except ApiError as exc:
                 delay = self.retry_policy.next_delay(exc, attempt, kind, self._rng) if retry else None
-                if delay is not None and self.deadline is not None and self._clock() + delay >= self.deadline:
+                if (
+                    delay is not None
+                    and retry_deadline is not None
+                    and self._clock() + delay >= retry_deadline
+                ):
                     delay = None
                 if delay is None:
                     if attempt:
@@ -403,24 +461,53 @@ class ApiClient:
         params: dict[str, Any] | None,
         json_body: dict[str, Any] | None,
         read_timeout: float | None,
+        answer_seconds: float,
     ) -> requests.Response:
+        """One request and its whole answer, read within `answer_seconds` of wall-clock time (from
+        the moment it is sent) and `max_answer_bytes` of decoded body."""
         with self.rate_limiter.slot():
             with self._count_lock:
                 self._request_count += 1
+            answer_deadline = time.monotonic() + answer_seconds
             try:
-                return self._session.request(
+                response = self._session.request(
                     method,
                     self.base_url + path,
                     params=params,
                     json=json_body,
                     timeout=(
                         min(self.connect_timeout, read_timeout or self.connect_timeout),
-                        read_timeout or self.read_timeout,
+                        min(read_timeout or self.read_timeout, answer_seconds),
                     ),
                     allow_redirects=False,
+                    stream=True,
                 )
+                load_answer(response, max_bytes=self.max_answer_bytes, deadline=answer_deadline)
+                return response
+            except AnswerTooSlow:
+                message = f"answer from {self._where} not complete within {answer_seconds:.3g} s"
+                raise ReadTimeoutError(message, method=method, path=path) from None
+            except AnswerTooLarge as exc:
+                raise AnswerTooLargeError(f"{exc} from {self._where}", method=method, path=path) from None
+            except UnknownEncoding as exc:
+                message = f"answer from {self._where} in an encoding the client did not ask for ({exc})"
+                raise BadResponseError(message, method=method, path=path) from None
+            except zlib.error:
+                raise BadResponseError(
+                    f"undecodable answer from {self._where}", method=method, path=path
+                ) from None
             except requests.RequestException as exc:
                 raise self._transport_error(exc, method, path) from None
+            except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
+                raise self._body_error(exc, method, path) from None
+
+    def _body_error(self, exc: BaseException, method: str, path: str) -> ApiError:
+        """A failure while the body was read from the raw stream (urllib3's errors, not requests')."""
+        if any(isinstance(c, (urllib3.exceptions.ReadTimeoutError, TimeoutError)) for c in _causes(exc)):
+            message = f"no answer from {self._where} within the read timeout"
+            return ReadTimeoutError(message, method=method, path=path)
+        message = f"connection to {self._where} broken ({_cause_name(exc)})"
+        return ConnectionFailedError(message, method=method, path=path)
 
     def _transport_error(self, exc: requests.RequestException, method: str, path: str) -> ApiError:
         cls: type[ApiError]
@@ -496,6 +583,18 @@ class ApiClient:
 
     def _no_content(self, response: requests.Response) -> None:
         self._raise_for_status(response, (200, 202, 204))
+
+
+def _same_session(session: TestSession, asked: str, response: requests.Response) -> TestSession:
+    """Another session's answer (a proxy's cache, a service bug) must never judge this one."""
+    if session.testSessionId != asked:
+        raise MismatchedAnswerError(
+            f"answer is for test session {session.testSessionId!r}, not the one asked for ({asked!r})",
+            status=response.status_code,
+            method=response.request.method or "?",
+            path=urlsplit(response.request.url or "").path,
+        )
+    return session
 
 
 def _short(exc: ApiError) -> str:

@@ -9,6 +9,7 @@ session was started, and a second session must never be started.
 from __future__ import annotations
 
 import email.utils
+import math
 import random
 import time
 from dataclasses import dataclass
@@ -75,7 +76,7 @@ def retry_after_of(exc: ApiError) -> float | None:
     value = exc.attributes.get("retryAfterSeconds")
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)) and math.isfinite(value):
         return float(value)
     return None
 
@@ -86,14 +87,20 @@ def parse_retry_after(header: str | None, now: float | None = None) -> float | N
         return None
     header = header.strip()
     try:
-        return max(float(header), 0.0)
+        seconds = float(header)
     except ValueError:
         pass
+    else:
+        # "nan", "inf", "1e999": not a delay anyone can wait for; ignored (backoff applies instead).
+        return max(seconds, 0.0) if math.isfinite(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(header)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError, IndexError):
         return None
     if when.tzinfo is None:
         return None
     current = time.time() if now is None else now
-    return max(when.timestamp() - current, 0.0)
+    try:
+        return max(when.timestamp() - current, 0.0)
+    except (OverflowError, ValueError, OSError):
+        return None

@@ -101,7 +101,9 @@ class RateLimitedError(ApiError):
     @property
     def retry_after(self) -> float | None:
         value = self.attributes.get("retryAfterSeconds")
-        return float(value) if isinstance(value, (int, float)) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            return None
+        return float(value)
 
 
 class ServerError(ApiError):
@@ -126,6 +128,15 @@ class ReadTimeoutError(TransportError):
 
 class BadResponseError(TransportError):
     pass
+
+
+class AnswerTooLargeError(TransportError):
+    """An answer body past the client's size limit: not retried, the next one would be as large."""
+
+
+class MismatchedAnswerError(ApiError):
+    """An answer about another object than the one asked for (e.g. another session): a service or
+    proxy fault that a resend will not cure, so it is not retried."""
 
 
 STATUS_ERRORS: dict[int, type[ApiError]] = {

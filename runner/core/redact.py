@@ -6,12 +6,40 @@ import html
 import json
 import re
 import threading
+from collections.abc import Collection
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, quote_plus, unquote_plus, urlsplit, urlunsplit
+
+from runner.core.errors import UsageError
 
 MASK = "***"
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
-_MIN_SECRET = 3  # masking one- or two-character values would shred ordinary text
+MIN_SECRET = 3  # masking one- or two-character values would shred ordinary text
+_MIN_SECRET = MIN_SECRET
+_PERCENT = re.compile(r"%[0-9A-F]{2}")
+# Query parameters that carry credentials in URLs people paste (GitLab's private_token, OAuth's
+# access_token, S3/GCS/Azure signatures, API keys): the parameter is dropped from the URL whole.
+_SECRET_PARAMS = frozenset(
+    {
+        "access_token", "api-key", "api_key", "apikey", "auth", "auth_token", "authorization",
+        "client_secret", "code", "credential", "id_token", "jwt", "key", "pass", "passwd", "password",
+        "private_token", "pwd", "refresh_token", "secret", "session", "sig", "signature", "sv", "token",
+        "x-amz-credential", "x-amz-security-token", "x-amz-signature", "x-goog-credential",
+        "x-goog-signature", "x-api-key",
+    }
+)  # fmt: skip
+_SECRET_SUFFIXES = ("_token", "-token", "token", "_secret", "_password", "_key", "-key", "signature")
+
+
+def check_secret(value: str | None, what: str) -> None:
+    """UsageError when `value` is too short to be masked (1-2 characters): refusing is honest, where
+    leaving it unmasked would break the promise that secrets never appear. `what` names the source,
+    e.g. "--secret-env TOKEN" or "spec.yml: sessions[0] secret variable TOKEN"."""
+    if value and len(value) < MIN_SECRET:
+        raise UsageError(
+            f"{what}: a secret must be at least {MIN_SECRET} characters long (it has {len(value)}); "
+            "a shorter value cannot be masked in logs and reports"
+        )
 
 
 class Redactor:
@@ -31,6 +59,10 @@ class Redactor:
         variants = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
         variants.add(html.escape(value, quote=True))
         variants.add(html.escape(value, quote=False))
+        # And as it appears in a URL or a form (a proxy echoing the query string): %XX and +.
+        for encoded in (quote(value, safe=""), quote(value), quote_plus(value)):
+            variants.add(encoded)
+            variants.add(_PERCENT.sub(lambda m: m.group().lower(), encoded))
         with self._lock:
             if variants <= self._secrets:
                 return
@@ -61,15 +93,36 @@ def redact_data(data: Any, redact: Redactor) -> Any:
     return data
 
 
-def strip_url_credentials(url: str | None) -> str | None:
-    """https://user:token@host/x -> https://host/x; scp-like git URLs keep their user (not a secret)."""
+def strip_url_credentials(url: str | None, secrets: Collection[str] = ()) -> str | None:
+    """https://user:token@host/x?private_token=t&ref=main -> https://host/x?ref=main: no userinfo, and
+    no query or fragment parameter named like a credential or whose value is one of `secrets`.
+    scp-like git URLs keep their user (git@host:path; not a secret)."""
     if not url:
         return url
     try:
         parts = urlsplit(url)
     except ValueError:  # e.g. an unclosed "[" in the host: still no credentials past this point
-        return _USERINFO.sub(r"\1", url)
-    if not parts.scheme or "@" not in parts.netloc:
+        head, sep, rest = _USERINFO.sub(r"\1", url).partition("?")
+        return head + sep + _strip_params(rest, secrets) if sep else head
+    if not parts.scheme:
         return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    host = parts.netloc.rsplit("@", 1)[1] if "@" in parts.netloc else parts.netloc
+    query = _strip_params(parts.query, secrets)
+    fragment = _strip_params(parts.fragment, secrets) if "=" in parts.fragment else parts.fragment
+    return urlunsplit((parts.scheme, host, parts.path, query, fragment))
+
+
+def _strip_params(query: str, secrets: Collection[str]) -> str:
+    """The query without credential parameters; the others kept exactly as written."""
+    if not query:
+        return query
+    kept = []
+    for item in query.split("&"):
+        name, _, value = item.partition("=")
+        name = unquote_plus(name).strip().lower()
+        if name in _SECRET_PARAMS or name.endswith(_SECRET_SUFFIXES):
+            continue
+        if value and unquote_plus(value) in secrets:
+            continue
+        kept.append(item)
+    return "&".join(kept)

@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 
 # ANSI/VT100 escape sequences: CSI (colours, cursor moves), OSC (titles, hyperlinks; ended by BEL or
-# ST), and the remaining two-character escapes. A lone 8-bit CSI (U+009B) is a control character
-# and goes with the others, without taking the text after it.
+# ST), and the remaining two-character escapes. The 8-bit CSI (U+009B) counts only with parameters
+# and a final byte ("\x9b31m"): a stray U+009B from a UTF-8 service must not take the characters
+# after it ("\x9bHello"); the stray control itself goes with the other C1 controls.
 ANSI = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI ... final byte
+    r"|\x9b[0-?]+[@-~]"  # 8-bit CSI with parameters
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC ... BEL or ST (unterminated: to the end)
     r"|\x1b[ -/]*[0-~]"  # two-character and nF escapes (ESC ( B, ESC 7, ...)
 )
@@ -28,7 +30,7 @@ COMMAND_PREFIXES = ("::", "##[", "section_start:", "section_end:")
 
 
 def strip_ansi(text: str) -> str:
-    if "\x1b" not in text:
+    if "\x1b" not in text and "\x9b" not in text:
         return text
     return ANSI.sub("", text)
 

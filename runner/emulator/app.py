@@ -45,7 +45,7 @@ class StatsMiddleware:
                 self.backend.record_request(self._route(scope), 500)
 
 
-def create_app(backend: Backend) -> FastAPI:
+def create_app(backend: Backend, control_token: str | None = None) -> FastAPI:
     from runner.emulator import control, pages
     from runner.emulator.faults import FaultMiddleware
 
@@ -58,7 +58,7 @@ def create_app(backend: Backend) -> FastAPI:
     install_error_handlers(app)
     v1 = build_router(backend.settings.accountHeader)
     app.include_router(v1)
-    app.include_router(control.build_router(backend), include_in_schema=False)
+    app.include_router(control.build_router(backend, control_token), include_in_schema=False)
     app.include_router(pages.build_router(backend), include_in_schema=False)
     # Both match a request on the API's own routes, by operation name.
     app.add_middleware(FaultMiddleware, injector=backend.faults, routes=v1.routes)

@@ -1,13 +1,15 @@
-"""The /_emulator/ control API for tests and demos. Not part of the service: no auth, no rate limit,
-not in /openapi.json."""
+"""The /_emulator/ control API for tests and demos. Not part of the service: no rate limit, not in
+/openapi.json; open on loopback, behind the control token when one is set (see access.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Body, Request, Response
+from fastapi import APIRouter, Body, Depends, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 
+from runner.emulator.access import control_guard
 from runner.emulator.backend import ApiFailure, Backend
 from runner.emulator.faults import FaultSpec
 from runner.emulator.world import WorldError, parse_world_text
@@ -30,8 +32,23 @@ class SettingsPatch(BaseModel):
     speed: float | None = Field(default=None, gt=0)
 
 
-def build_router(backend: Backend) -> APIRouter:
-    router = APIRouter(prefix="/_emulator")
+MAX_WORLD_BYTES = 1_000_000  # a world is a few kilobytes
+
+
+async def _body_text(request: Request) -> str:
+    """The request body as text, read at most MAX_WORLD_BYTES far (413 beyond)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_WORLD_BYTES:
+            raise ApiFailure(413, f"world larger than {MAX_WORLD_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def build_router(backend: Backend, control_token: str | None = None) -> APIRouter:
+    router = APIRouter(prefix="/_emulator", dependencies=[Depends(control_guard(control_token))])
 
     @router.post("/reset", status_code=204)
     async def reset() -> Response:
@@ -40,9 +57,10 @@ def build_router(backend: Backend) -> APIRouter:
 
     @router.post("/world", status_code=204)
     async def load_world(request: Request) -> Response:
-        text = (await request.body()).decode("utf-8", errors="replace")
+        text = await _body_text(request)
         try:
-            world = parse_world_text(text, "world")
+            # Parsing and validating run in a worker thread: the event loop keeps serving meanwhile.
+            world = await run_in_threadpool(parse_world_text, text, "world")
         except WorldError as exc:
             raise ApiFailure(400, str(exc)) from None
         backend.load(world)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import socket
 import threading
 import time
@@ -9,6 +10,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from runner.emulator.access import is_loopback
 from runner.emulator.backend import Backend
 from runner.emulator.world import World, load_world
 
@@ -22,9 +24,16 @@ class Emulator:
         host: str = "127.0.0.1",
         port: int = 0,
         speed: float | None = None,
+        control_token: str | None = None,
     ) -> None:
         self.world = load_world(world)
         self.host, self.port = host, port
+        # Bound beyond loopback, the control API (which can load any world, revoke keys, inject
+        # faults) is never left open: without a token of the caller's, one is made up here.
+        self.control_token_generated = control_token is None and not is_loopback(host)
+        if self.control_token_generated:
+            control_token = secrets.token_urlsafe(24)
+        self.control_token = control_token
         self.backend = Backend(self.world, speed=speed)
         self.api_key, self.account_id = self.world.first_key()
         self.account_header = self.world.settings.accountHeader
@@ -52,7 +61,10 @@ class Emulator:
         self._socket = sock
         self.backend.base_url = self.url
         config = uvicorn.Config(
-            create_app(self.backend), log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+            create_app(self.backend, self.control_token),
+            log_level="warning",
+            lifespan="off",
+            timeout_graceful_shutdown=1,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from runner.core.errors import UsageError
+from runner.core.yamlguard import TooLarge, safe_load_bounded
 from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem, describe_validation_error
 from runner.models.resources import CHECK_LOCATIONS
 
@@ -320,8 +321,10 @@ def parse_world_text(text: str, source: str = "world") -> World:
     import yaml
 
     try:
-        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
+        data = json.loads(text) if text.lstrip().startswith("{") else safe_load_bounded(text)
+    except TooLarge as exc:
+        raise WorldError(f"{source}: too large: {exc}") from None
+    except (ValueError, yaml.YAMLError, RecursionError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise WorldError(f"{source}: not valid YAML or JSON ({first})") from None
     return parse_world(data, source)

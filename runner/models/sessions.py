@@ -61,9 +61,9 @@ class EnvironmentVariable(RequestModel):
 
 class RetryStrategy(RequestModel):
     type: Literal["FIXED", "LINEAR", "EXPONENTIAL", "SINGLE_RETRY"]
-    baseBackoffSeconds: float = Field(default=60, ge=0)
+    baseBackoffSeconds: float = Field(default=60, ge=0, allow_inf_nan=False)
     maxRetries: int = Field(default=2, ge=1, le=10)
-    maxDurationSeconds: float = Field(default=600, ge=0, le=600)
+    maxDurationSeconds: float = Field(default=600, ge=0, le=600, allow_inf_nan=False)
     sameRegion: bool = True
     onlyOn: list[Literal["NETWORK_ERROR"]] | None = None
 

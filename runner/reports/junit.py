@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
@@ -46,6 +47,33 @@ def _text_limit(outcome: Outcome) -> int:
 def _attr(text: str | None, limit: int = MAX_NAME) -> str:
     # Attributes are single-line for every reader; ElementTree escapes what remains.
     return clean(text, limit).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+
+
+def _named(name: str | None, location: str | None) -> str:
+    """"<name> [<location>]", at most MAX_NAME long: a long name is cut, never the location, which
+    keeps the same check in two locations two distinct tests."""
+    suffix = f" [{_attr(location, 200)}]"
+    head = _attr(name, 4 * MAX_NAME)
+    room = MAX_NAME - len(suffix)
+    if len(head) > room:
+        head = head[: room - 1].rstrip() + "…"
+    return head + suffix
+
+
+_TYPE_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_UPPER_WORD = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def _type(value: str | None, fallback: str) -> str:
+    """A `type` attribute. GitLab reads JUnit with ActiveSupport's Hash.from_xml, for which `type`
+    declares a conversion: "yaml"/"symbol" reject the whole report, "integer", "boolean", "date",
+    "file", ... turn the element's text into 0, false, a date. Those names are case-sensitive and
+    none is upper case, so an upper-case word (FAILED, BACKEND_ERROR) is kept; anything else from the
+    service is prefixed ("testsession.yaml" is no type ActiveSupport knows)."""
+    slug = _TYPE_UNSAFE.sub("_", value or "").strip("_.-")[:100]
+    if not slug:
+        return fallback
+    return slug if _UPPER_WORD.fullmatch(slug) else f"testsession.{slug}"
 
 
 def _analysis_text(group: ErrorGroupOutcome, limit: int) -> str:
@@ -96,12 +124,6 @@ TYPES = {
     "flaky": "FLAKY",
     "passed": "PASSED",
 }
-
-
-def _name(check: str, location: str) -> str:
-    """'<check> [<location>]': a long check name is cut, never the location that tells two apart."""
-    suffix = f" [{_attr(location, 200)}]"
-    return _attr(check, MAX_NAME - len(suffix)) + suffix
 
 
 def known_line(result: ResultOutcome) -> str:
@@ -180,6 +202,13 @@ class _Renderer:
             parts.append(f"Result: {clean(result.link, MAX_NAME)}")
         return cap("\n\n".join(parts), self.limit)
 
+    def classification(self, result: ResultOutcome, groups: dict[str, ErrorGroupOutcome]) -> str | None:
+        for group_id in result.errorGroupIds:
+            group = groups.get(group_id)
+            if group and group.analysis and group.analysis.analysis:
+                return _type(group.analysis.analysis.classification, "") or None
+        return None
+
     # -- elements -----------------------------------------------------------------------------
 
     def unique_name(self, classname: str, name: str, result_id: str) -> str:
@@ -207,7 +236,7 @@ class _Renderer:
         a result that fails the gate is a failure or an error, never a skip."""
         location = result.runLocation or session.runLocation
         check = result.name or result.checkId or result.id
-        name = self.unique_name(classname, _name(check, location), _attr(result.id, 100))
+        name = self.unique_name(classname, _named(check, location), _attr(result.id, 100))
         case = ET.SubElement(
             suite,
             "testcase",
@@ -220,7 +249,9 @@ class _Renderer:
             # `type` is a fixed word: GitLab's parser reads it as a type conversion, so no
             # service text goes there (the classification is in the body).
             body = self.body(result, groups, lead, always_lead=result.verdict in ("running", "degraded"))
-            ET.SubElement(case, kind, {"message": message, "type": TYPES[result.verdict]}).text = (
+            # A failed check's type is its analysis' classification where it is a plain word.
+            word = self.classification(result, groups) if result.verdict == "failed" else None
+            ET.SubElement(case, kind, {"message": message, "type": word or TYPES[result.verdict]}).text = (
                 f"{note}\n\n{body}" if note else body
             )
         elif kind == "skipped":
@@ -268,7 +299,7 @@ class _Renderer:
                 "flakyFailure",
                 {
                     "message": one_line(attempt.error) or f"attempt failed (status {_attr(attempt.status)})",
-                    "type": _attr(attempt.status, 100) or "FAILED",
+                    "type": _type(attempt.status, "FAILED"),
                 },
             )
             text = clean(attempt.error, self.limit) or f"The attempt failed (status {attempt.status})."
@@ -292,12 +323,10 @@ class _Renderer:
         reporters do not show a green, empty suite for a red job."""
         if not session.problem or session.exitCode in (0, 1):
             return False
-        name = self.unique_name(classname, _attr(f"(session) [{session.runLocation}]"), "session")
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            {"name": name, "classname": classname, "time": format_seconds(session.durationSeconds)},
-        )
+        name = self.unique_name(classname, _named("(session)", session.runLocation), "session")
+        # Time 0: the session's time is on the testsuite; readers that add up testcase times
+        # (GitLab, dorny) would count it twice here.
+        case = ET.SubElement(suite, "testcase", {"name": name, "classname": classname, "time": "0.000"})
         text = clean(session.problem, self.limit)
         if session.link:
             text += f"\n\nSession: {clean(session.link, MAX_NAME)}"

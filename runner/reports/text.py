@@ -20,6 +20,17 @@ MAX_TEXT = 64 * 1024
 # encodable as UTF-8); and U+FFFE/U+FFFF.
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
+# Line breaks beyond \n and \r that str.splitlines() and some readers honour: NEL, LS, PS.
+_OTHER_BREAKS = re.compile("\x85|\u2028|\u2029")
+# Invisible controls that change what a reader sees: DEL, the C1 controls, and the bidirectional
+# embeddings, overrides and isolates ("Trojan source": a name that reads differently than it is).
+_INVISIBLE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def remove_invisible(text: str) -> str:
+    """NEL, LS and PS become \n (one kind of line break everywhere); DEL, C1 and bidi controls go."""
+    return _INVISIBLE.sub("", _OTHER_BREAKS.sub("\n", text))
+
 
 def remove_xml_illegal(text: str) -> str:
     return _XML_ILLEGAL.sub("", text)
@@ -47,7 +58,7 @@ def clean(text: str | None, limit: int = MAX_TEXT) -> str:
         text = text[: 4 * limit + 1024]
     else:
         dropped = 0
-    text = remove_xml_illegal(strip_ansi(text))
+    text = remove_invisible(remove_xml_illegal(strip_ansi(text)))
     if dropped:
         keep = min(len(text), limit)
         return text[:keep] + "\n" + truncation_notice(len(text) - keep + dropped)
@@ -55,9 +66,12 @@ def clean(text: str | None, limit: int = MAX_TEXT) -> str:
 
 
 def one_line(text: str | None, limit: int = 500) -> str:
-    """The first non-empty line, cleaned and capped: for `message` attributes and summaries."""
-    cleaned = clean(text, max(limit * 4, 4096))
-    for line in cleaned.splitlines():
+    """The first non-empty line, cleaned and capped: for `message` attributes and summaries.
+
+    Lines end at \n or \r only; NEL, LS and PS inside the line become spaces, so the message is not
+    cut at an invisible character here, nor later by a reader that splits at them."""
+    cleaned = clean(_OTHER_BREAKS.sub(" ", text) if text else text, max(limit * 4, 4096))
+    for line in re.split("[\r\n]", cleaned):
         line = line.strip()
         if line:
             return line if len(line) <= limit else line[: limit - 1] + "…"

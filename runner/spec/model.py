@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from runner.core.errors import InvalidRequestError
+from runner.core.errors import InvalidRequestError, UsageError
+from runner.core.redact import check_secret
 from runner.models import (
     EnvironmentVariable,
     RetryStrategy,
@@ -19,6 +20,8 @@ from runner.models import (
 from runner.models.sessions import MAX_ENVIRONMENT_VARIABLES
 
 USER_CONTEXT_MAX = 256  # the API's limit on an analysis' userContext
+# No CI job runs for a week; a larger (or infinite) wait is a typo, and would overflow timers.
+MAX_SECONDS = 7 * 24 * 3600
 
 
 class SpecModel(BaseModel):
@@ -108,6 +111,17 @@ class SessionSpec(SpecModel):
             raise ValueError("each key once; given more than once: " + ", ".join(duplicates))
         return value
 
+    @field_validator("environmentVariables")
+    @classmethod
+    def _maskable_secrets(cls, value: list[EnvironmentVariable]) -> list[EnvironmentVariable]:
+        for item in value:
+            if item.secret:
+                try:
+                    check_secret(item.value, f"secret variable {item.key}")
+                except UsageError as exc:
+                    raise ValueError(str(exc)) from None
+        return value
+
     def to_trigger(self, metadata: SessionMetadata) -> TriggerRequest:
         """The trigger body; `metadata` is the resolved metadata (see runner.metadata.resolve_metadata)."""
         try:
@@ -132,6 +146,8 @@ class WaitSettings(SpecModel):
     timeoutSeconds: float = Field(
         default=900,
         gt=0,
+        le=MAX_SECONDS,
+        allow_inf_nan=False,
         description="How long the runner waits for all sessions to finish before it cancels them (exit 3).",
     )
 
@@ -142,7 +158,11 @@ class RcaSettings(SpecModel):
         default=True, description="Ask the service to generate an analysis where none exists yet."
     )
     timeoutSeconds: float = Field(
-        default=120, ge=0, description="How long to wait for pending analyses after the sessions finish."
+        default=120,
+        ge=0,
+        le=MAX_SECONDS,
+        allow_inf_nan=False,
+        description="How long to wait for pending analyses after the sessions finish.",
     )
     max: int = Field(default=20, ge=0, description="At most this many error groups are analysed per run.")
     context: str | None = Field(

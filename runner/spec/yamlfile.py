@@ -9,12 +9,12 @@ from typing import Any
 import yaml
 
 from runner.core.errors import SpecError
+from runner.core.yamlguard import MAX_DEPTH, MAX_NODES, TooLarge, check_node_budget
 
 Loc = tuple[str | int, ...]
 
 MAX_FILE_BYTES = 1_000_000  # a spec is a few dozen lines; anything this big is the wrong file
-MAX_NODES = 20_000  # guards the line walk against alias bombs ("billion laughs")
-MAX_DEPTH = 40  # and against recursive aliases
+__all__ = ["MAX_DEPTH", "MAX_NODES", "Document", "parse_yaml", "read_text"]
 
 
 @dataclass
@@ -86,7 +86,10 @@ def parse_yaml(text: str, source: str) -> Document:
     loader.duplicates = []
     try:
         node = loader.get_single_node()
+        check_node_budget(node)  # before anything is built from an alias bomb
         data = loader.construct_document(node) if node is not None else None
+    except TooLarge:
+        raise SpecError([f"{source}: too large or too deeply nested (recursive aliases?)"]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         at_line = f":{mark.line + 1}" if mark else ""

@@ -1,0 +1,154 @@
+"""Reading one answer body with bounds: size, wall-clock time and decompressed size.
+
+requests' read timeout bounds each socket read, not the answer: a body that never ends, or arrives a
+byte a second, keeps a run alive without limit, and `.json()` on a gzip bomb inflates it whole. Every
+answer of the client is read here instead, from the raw stream, and decompressed here, in steps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+import zlib
+from collections.abc import Callable
+
+import requests
+
+MAX_ANSWER_BYTES = 10 * 1024 * 1024  # the largest answer body, after decompression
+READ_CHUNK = 64 * 1024
+
+
+class AnswerTooLarge(Exception):
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"answer larger than {_size(limit)} (the client's limit)")
+
+
+class AnswerTooSlow(Exception):
+    """The answer did not complete by its deadline."""
+
+
+class UnknownEncoding(Exception):
+    pass
+
+
+def _size(count: int) -> str:
+    return f"{count / (1024 * 1024):g} MiB" if count >= 1024 * 1024 else f"{count} bytes"
+
+
+class _Decoder:
+    """Content-Encoding undone incrementally, never producing more than the budget allows."""
+
+    def __init__(self, encoding: str) -> None:
+        encoding = encoding.strip().lower()
+        self._wbits: int | None
+        if encoding in ("", "identity"):
+            self._wbits = None
+        elif encoding in ("gzip", "x-gzip"):
+            self._wbits = 16 + zlib.MAX_WBITS
+        elif encoding == "deflate":
+            self._wbits = zlib.MAX_WBITS  # zlib-wrapped, as the RFC says; raw deflate tried on failure
+        else:
+            raise UnknownEncoding(encoding)
+        self._raw_fallback = encoding == "deflate"
+        self._z = zlib.decompressobj(self._wbits) if self._wbits is not None else None
+
+    @property
+    def identity(self) -> bool:
+        return self._z is None
+
+    def feed(self, data: bytes, room: int) -> bytes:
+        """Decoded bytes of `data`: at most room + 1, so the caller can tell the limit was passed."""
+        if self._z is None:
+            return data
+        out = bytearray()
+        pending = data
+        while pending and len(out) <= room:
+            try:
+                out += self._z.decompress(pending, room + 1 - len(out))
+            except zlib.error:
+                if not self._raw_fallback:
+                    raise
+                self._raw_fallback = False
+                self._z = zlib.decompressobj(-zlib.MAX_WBITS)
+                continue
+            self._raw_fallback = False
+            pending = self._z.unconsumed_tail
+            if self._z.eof and self._z.unused_data:  # a second gzip member
+                pending = self._z.unused_data
+                self._z = zlib.decompressobj(self._wbits or zlib.MAX_WBITS)
+        return bytes(out)
+
+
+def _socket_of(response: requests.Response) -> socket.socket | None:
+    """The answer's socket (urllib3 2: the connection's; else via http.client), or None."""
+    raw = response.raw
+    sock = getattr(getattr(raw, "_connection", None), "sock", None)
+    if sock is None:
+        fp = getattr(getattr(raw, "_fp", None), "fp", None)
+        sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    return sock if isinstance(sock, socket.socket) else None
+
+
+def load_answer(
+    response: requests.Response,
+    *,
+    max_bytes: int = MAX_ANSWER_BYTES,
+    deadline: float,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """Reads the whole body of a `stream=True` response into it (`.content`, `.json()` then work as
+    usual), decoded; or raises AnswerTooLarge / AnswerTooSlow / UnknownEncoding / zlib.error / a
+    requests or urllib3 error, and the connection is closed rather than reused.
+
+    `deadline` is a time of `clock` (monotonic seconds). A watchdog shuts the socket down when it
+    passes, so a read blocked on a trickling server returns at once rather than at its next byte.
+    """
+    budget = max(0.0, deadline - clock())
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        sock = _socket_of(response)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    watchdog = threading.Timer(budget, expire)
+    watchdog.daemon = True
+    done = False
+    try:
+        declared = response.headers.get("Content-Length", "")
+        decoder = _Decoder(response.headers.get("Content-Encoding", ""))
+        if decoder.identity and declared.isdigit() and int(declared) > max_bytes:
+            raise AnswerTooLarge(max_bytes)
+        watchdog.start()
+        body = bytearray()
+        while True:
+            if expired.is_set() or clock() >= deadline:
+                raise AnswerTooSlow
+            try:
+                chunk = response.raw.read(READ_CHUNK, decode_content=False)
+            except Exception:
+                if expired.is_set():
+                    raise AnswerTooSlow from None
+                raise
+            if expired.is_set():
+                raise AnswerTooSlow
+            if not chunk:
+                break
+            body += decoder.feed(chunk, max_bytes - len(body))
+            if len(body) > max_bytes:
+                raise AnswerTooLarge(max_bytes)
+        response._content = bytes(body)
+        # requests' own flag: the body is in, so close() hands the connection back to the pool.
+        setattr(response, "_content_consumed", True)  # noqa: B010
+        done = True
+    finally:
+        watchdog.cancel()
+        if not done:
+            # A half-read connection must never go back to the pool.
+            with contextlib.suppress(Exception):
+                response.raw.close()
+        response.close()
