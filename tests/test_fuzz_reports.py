@@ -121,7 +121,7 @@ def run_and_check(
 
 
 @settings(
-    max_examples=25,
+    max_examples=15,
     deadline=None,
     suppress_health_check=[
         HealthCheck.function_scoped_fixture,

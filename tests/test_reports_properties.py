@@ -94,7 +94,7 @@ def schema() -> Any:
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 @given(data=outcomes())
 def test_any_text_gives_valid_junit(schema: Any, data: Outcome) -> None:
@@ -110,7 +110,7 @@ def test_any_text_gives_valid_junit(schema: Any, data: Outcome) -> None:
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 @given(data=outcomes(), max_bytes=st.sampled_from([1_000_000, 50_000, 3_000, 100]))
 def test_any_text_gives_markdown_under_the_limit(data: Outcome, max_bytes: int) -> None:

@@ -22,7 +22,7 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
 from runner.emulator import Emulator  # noqa: E402
 
 CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance]
-MAX_EXAMPLES = int(os.environ.get("TESTSESSION_SCHEMATHESIS_EXAMPLES", "5"))
+MAX_EXAMPLES = int(os.environ.get("TESTSESSION_SCHEMATHESIS_EXAMPLES", "4"))
 REQUEST_TIMEOUT = 10  # a long poll waits at most maxWaitSeconds (<= 30) only on a RUNNING session
 
 

@@ -84,10 +84,15 @@ class Emulator:
             while self._thread.is_alive():
                 self._thread.join(0.2)
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = True) -> None:
+        """Stops serving; `wait=False` returns at once and lets the server thread (a daemon) finish
+        on its own (uvicorn takes about 0.2 s to wind down), as tests that start many do."""
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
+            if not wait:  # uvicorn closes the listening socket itself as it winds down
+                self._thread = self._socket = None
+                return
             self._thread.join(5)
             self._thread = None
         if self._socket is not None:
