@@ -211,7 +211,7 @@ class Console:
         text = f"  {label} {_s(result.name, 300)} ({where}) {duration}{attempts}"
         if tail:
             return f"{text} {tail}"
-        if result.verdict in ("failed", "error", "degraded", "cancelled"):
+        if result.verdict != "running" and failing_verdict(result, fail_on_degraded=True):
             note = known_note(result)
             if result.error:
                 text += f" — {_s(result.error, 300)}"

@@ -8,10 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from runner.job.outcome import Outcome, ResultOutcome
+from runner.job.policy import failing_verdict
 from runner.spec import RunSpec, SessionSpec
-
-# Failed, errored, cancelled or did not finish; degraded only when that run failed on it.
-RERUN_VERDICTS = frozenset({"failed", "error", "cancelled", "running"})
 
 
 @dataclass
@@ -28,7 +26,9 @@ class RerunSelection:
 
 
 def needs_rerun(outcome: Outcome, result: ResultOutcome) -> bool:
-    return result.verdict in RERUN_VERDICTS or (result.verdict == "degraded" and outcome.failOnDegraded)
+    """Failed, errored, cancelled or did not finish; degraded only when that run failed on it (the
+    policy's rule before anything is forgiven: a known failure is rerun too)."""
+    return failing_verdict(result, outcome.failOnDegraded)
 
 
 def select_rerun(outcome: Outcome) -> RerunSelection:
