@@ -72,6 +72,24 @@ def emulator(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) ->
         emu.stop(wait=False)  # its thread winds down while the next test runs
 
 
+CI_PREFIXES = ("GITHUB_", "GITLAB", "CI_", "CIRCLE", "BUILDKITE", "JENKINS", "BITBUCKET")
+
+
+@pytest.fixture
+def cli_env(emulator: Emulator, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Emulator:
+    """The `emulator` for in-process CLI runs: its credentials in TESTSESSION_*, no CI variables
+    (a run must not publish into the CI job running the tests), the working directory tmp_path."""
+    for name in list(os.environ):
+        if name.startswith(CI_PREFIXES):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("TESTSESSION_API_KEY", emulator.api_key)
+    monkeypatch.setenv("TESTSESSION_ACCOUNT_ID", emulator.account_id)
+    monkeypatch.setenv("TESTSESSION_BASE_URL", emulator.url)
+    monkeypatch.chdir(tmp_path)
+    return emulator
+
+
 @pytest.fixture(scope="module")
 def module_emulator(request: pytest.FixtureRequest) -> Iterator[Emulator]:
     """One emulator for a whole test module (fast); tests reset it with `emulator.backend.reset()`."""

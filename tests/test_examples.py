@@ -70,41 +70,29 @@ def test_spec_example_runs(spec: str, sessions: int, checks: int, tmp_path: Path
     assert proc.stdout.splitlines()[-1].startswith("verdict: FAILED")
 
 
-def test_pre_deploy_gate_example_does_not_deploy_a_failing_build(tmp_path: Path, fast_world: Path) -> None:
-    script = EXAMPLES / "pre-deploy-gate.sh"
-    command = [str(script), str(EXAMPLES / "testsession.yml"), "--emulator", "--world", str(fast_world)]
-    proc = subprocess.run(
-        ["bash", *command, "--", "echo", "DEPLOYING"],
+def gate(tmp_path: Path, *run_args: str) -> subprocess.CompletedProcess[str]:
+    """examples/pre-deploy-gate.sh RUN_ARGS -- echo DEPLOYING, with this interpreter's testsession."""
+    command = [str(EXAMPLES / "pre-deploy-gate.sh"), *run_args, "--", "echo", "DEPLOYING"]
+    return subprocess.run(
+        ["bash", *command],
         cwd=tmp_path,
         env={**env(), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_pre_deploy_gate_example_does_not_deploy_a_failing_build(tmp_path: Path, fast_world: Path) -> None:
+    proc = gate(tmp_path, str(EXAMPLES / "testsession.yml"), "--emulator", "--world", str(fast_world))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "DEPLOYING" not in proc.stdout
     assert "checks failed; not deploying" in proc.stderr
 
 
 def test_pre_deploy_gate_example_deploys_a_passing_build(tmp_path: Path, fast_world: Path) -> None:
-    script = EXAMPLES / "pre-deploy-gate.sh"
-    command = [
-        str(script),
-        "--location",
-        "eu-west-1",
-        "--tag",
-        "smoke",
-        "--emulator",
-        "--world",
-        str(fast_world),
-    ]
-    proc = subprocess.run(
-        ["bash", *command, "--", "echo", "DEPLOYING"],
-        cwd=tmp_path,
-        env={**env(), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
-        capture_output=True,
-        text=True,
-        timeout=120,
+    proc = gate(
+        tmp_path, "--location", "eu-west-1", "--tag", "smoke", "--emulator", "--world", str(fast_world)
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "DEPLOYING" in proc.stdout

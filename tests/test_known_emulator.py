@@ -4,7 +4,6 @@ carry their firstSeen, and a run's results.json classifies through runner/job/kn
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -97,16 +96,8 @@ def test_an_iso_seed_reads_back_exactly_and_bad_seeds_are_refused(
 
 
 @pytest.fixture
-def cli_env(emulator: Emulator, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Emulator:
-    for name in list(os.environ):
-        if name.startswith(("GITHUB_", "GITLAB", "CI_", "CIRCLE", "BUILDKITE", "JENKINS", "BITBUCKET")):
-            monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.setenv("TESTSESSION_API_KEY", emulator.api_key)
-    monkeypatch.setenv("TESTSESSION_ACCOUNT_ID", emulator.account_id)
-    monkeypatch.setenv("TESTSESSION_BASE_URL", emulator.url)
-    monkeypatch.chdir(tmp_path)
-    return emulator
+def cli_env(cli_env: Emulator) -> Emulator:
+    return cli_env
 
 
 def run(tmp_path: Path, name: str, *args: str) -> Outcome:

@@ -7,7 +7,6 @@ script's error is new the first time it is seen and known in every later session
 from __future__ import annotations
 
 import json
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -22,16 +21,8 @@ SPEC = str(EXAMPLES / "testsession.yml")
 
 
 @pytest.fixture
-def env(emulator: Emulator, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Emulator:
-    for name in list(os.environ):
-        if name.startswith(("GITHUB_", "GITLAB", "CI_", "CIRCLE", "BUILDKITE", "JENKINS", "BITBUCKET")):
-            monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.setenv("TESTSESSION_API_KEY", emulator.api_key)
-    monkeypatch.setenv("TESTSESSION_ACCOUNT_ID", emulator.account_id)
-    monkeypatch.setenv("TESTSESSION_BASE_URL", emulator.url)
-    monkeypatch.chdir(tmp_path)
-    return emulator
+def env(cli_env: Emulator) -> Emulator:
+    return cli_env
 
 
 class Run:

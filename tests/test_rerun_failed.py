@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +21,8 @@ SEARCH = "0b9a3c4d-1111-4a5b-8c6d-000000000004"  # degraded
 
 
 @pytest.fixture
-def env(emulator: Emulator, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Emulator:
-    for name in list(os.environ):
-        if name.startswith(("GITHUB_", "GITLAB", "CI_")):
-            monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.setenv("TESTSESSION_API_KEY", emulator.api_key)
-    monkeypatch.setenv("TESTSESSION_ACCOUNT_ID", emulator.account_id)
-    monkeypatch.setenv("TESTSESSION_BASE_URL", emulator.url)
-    monkeypatch.chdir(tmp_path)
-    return emulator
+def env(cli_env: Emulator) -> Emulator:
+    return cli_env
 
 
 def run(out: Path, *args: str) -> tuple[int, dict[str, Any]]:

@@ -24,16 +24,8 @@ XSD = Path(__file__).resolve().parent.parent.parent / "shared" / "junit" / "juni
 
 
 @pytest.fixture
-def env(emulator: Emulator, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Emulator:
-    for name in list(__import__("os").environ):
-        if name.startswith(("GITHUB_", "GITLAB", "CI_", "CIRCLE", "BUILDKITE", "JENKINS", "BITBUCKET")):
-            monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.setenv("TESTSESSION_API_KEY", emulator.api_key)
-    monkeypatch.setenv("TESTSESSION_ACCOUNT_ID", emulator.account_id)
-    monkeypatch.setenv("TESTSESSION_BASE_URL", emulator.url)
-    monkeypatch.chdir(tmp_path)
-    return emulator
+def env(cli_env: Emulator) -> Emulator:
+    return cli_env
 
 
 def run(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any]]:
