@@ -343,19 +343,22 @@ class Console:
         if digest.failing and self.verbosity > QUIET:
             self.line("")
             for number, item in enumerate(digest.failing, 1):
-                self._details(number, item)
+                self._details(number, item, digest.outcome.message)
         for kind, path in written.items():
             self.line(f"{kind} report: {_s(path)}")
         if digest.changes and digest.baseline is not None:
             self.line(f"since the baseline {_s(digest.baseline.path, 300)}: {digest.changes}")
         self.always(self.verdict_line(digest))
 
-    def _details(self, number: int, item: Item) -> None:
+    def _details(self, number: int, item: Item, run_message: str | None) -> None:
         result = item.result
         title = f"{item.label.upper()}: {_s(result.name, 200)} ({_s(item.location, 100)})"
         with self.section(f"testsession_failure_{number}", title, collapsed=True):
             if result.error:
                 self.line(f"  error: {_s(result.error, 2000)}")
+            if result.verdict == "running":
+                why = item.session.problem or run_message
+                self.line(f"  the run ended before it finished{': ' + _s(why, 500) if why else ''}")
             note = known_note(result)
             if note:
                 self.line(f"  {note}")
