@@ -301,3 +301,19 @@ def test_a_retried_request_says_what_the_service_answered(watched: Emulator, tmp
     assert re.fullmatch(
         r"the service answered 503 .* to POST /v1/test-sessions/trigger; retry 1 in \d+\.\d s", retry
     ), retry
+
+
+def test_the_wait_for_analyses_has_a_heartbeat_too() -> None:
+    from runner.job.events import AnalysesWaiting, SessionFinished
+
+    now = [0.0]
+    stream = io.StringIO()
+    console = Console(stream=stream, environ={}, clock=lambda: now[0], gate=Gate())
+    where = Where("deploy", "eu-west-1")
+    console.notify(SessionFinished(where, "FAILED", 4.0))
+    console.notify(AnalysesWaiting(where, 2, 120.0))
+    for second in range(1, int(HEARTBEAT_SECONDS) + 3):
+        now[0] = float(second)
+        console.notify(Tick(float(second)))
+    beats = [line for line in stream.getvalue().splitlines() if line.startswith("…")]
+    assert beats == ["… 'deploy' (eu-west-1): 25 s, waiting for 2 root cause analyses"]

@@ -117,6 +117,7 @@ class Console:
         self._status = ""  # the live line shown, "" when none
         self._last_line = clock()
         self._progress: dict[Where, Progress] = {}
+        self._analyses: dict[Where, int] = {}  # analyses still awaited after a session's end
         self._elapsed = 0.0
 
     # --- writing ------------------------------------------------------------------------------
@@ -269,12 +270,16 @@ class Console:
             else:
                 self.line(f"Test session {_place(event.where)} cancelled")
         elif isinstance(event, AnalysesWaiting):
+            self._analyses[event.where] = event.count
             n = event.count
             self.line(
                 f"Waiting for {n} root cause analys{'es' if n != 1 else 'is'} of {_place(event.where)} "
                 f"(up to {event.timeout:g} s)"
             )
         elif isinstance(event, AnalysisReady):
+            left = self._analyses.pop(event.where, 0) - 1
+            if left > 0:
+                self._analyses[event.where] = left
             self._analysis(event)
         elif isinstance(event, Retrying):
             self.line(
@@ -323,10 +328,15 @@ class Console:
         )
 
     def _heartbeat(self) -> None:
-        if self.interactive or not self._progress or (self.verbosity <= QUIET and not self._progress):
+        waiting = self._progress or self._analyses
+        if self.interactive or not waiting or self.clock() - self._last_line < HEARTBEAT_SECONDS:
             return
-        if self.clock() - self._last_line < HEARTBEAT_SECONDS:
-            return
+        for where, count in self._analyses.items():
+            if where not in self._progress:
+                plural = "es" if count != 1 else "is"
+                self.always(
+                    f"… {_place(where)}: {self._elapsed:.0f} s, waiting for {count} root cause analys{plural}"
+                )
         for progress in self._progress.values():
             running = [_s(name, 100) for name in progress.running]
             names = ", ".join(running[:10]) + (f" and {len(running) - 10} more" if len(running) > 10 else "")
@@ -340,6 +350,7 @@ class Console:
     def finish(self, digest: Digest, written: Mapping[str, object]) -> None:
         self.clear_status()
         self._progress.clear()
+        self._analyses.clear()
         if digest.failing and self.verbosity > QUIET:
             self.line("")
             for number, item in enumerate(digest.failing, 1):
