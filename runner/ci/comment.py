@@ -32,6 +32,7 @@ from runner.client.retry import parse_retry_after
 from runner.core.redact import Redactor
 from runner.job.events import Event, Finished
 from runner.job.outcome import Outcome
+from runner.metadata.ci import load_github_event
 from runner.reports.markdown import render_markdown, safe_url
 
 if TYPE_CHECKING:
@@ -45,7 +46,6 @@ DEFAULT_SPEC_LABEL = "testsession.yml"
 PER_PAGE = 100
 MAX_PAGES = 20  # 2,000 comments: an older marker beyond that is not looked for
 MAX_ANSWER_BYTES = 16 * 1024 * 1024  # a page of 100 comments of 65,536 characters fits
-MAX_EVENT_BYTES = 25 * 1024 * 1024
 TIMEOUT = (5.0, 20.0)  # connect, read
 MAX_RETRIES = 3
 RETRY_AFTER_MAX = 30.0
@@ -124,15 +124,10 @@ def marker(key: str) -> str:
 
 def _event(path: str) -> dict[str, Any]:
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_EVENT_BYTES + 1)
-        if len(data) > MAX_EVENT_BYTES:
-            raise ValueError("too large")
-        event = json.loads(data)
+        return load_github_event(path)
     except (OSError, ValueError) as exc:
         name = type(exc).__name__
         raise CommentError(f"the GitHub event file GITHUB_EVENT_PATH cannot be read ({name})") from None
-    return event if isinstance(event, dict) else {}
 
 
 def _pull_number(event: dict[str, Any]) -> int | None:

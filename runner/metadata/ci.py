@@ -65,17 +65,23 @@ def _set_all(info: CiInfo, environ: Env, spec: dict[str, tuple[str, ...]]) -> No
         info.set(name, value, source)
 
 
+def load_github_event(path: str) -> dict[str, Any]:
+    """The GitHub event payload at `path` ({} when it is not a JSON object), read with a size cap.
+    OSError or ValueError (too large, not JSON) when it cannot be read; the caller says so."""
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_EVENT_FILE + 1)
+    if len(data) > MAX_EVENT_FILE:
+        raise ValueError("too large")
+    event = json.loads(data)
+    return event if isinstance(event, dict) else {}
+
+
 def _read_event(path: str, log: Log) -> dict[str, Any]:
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_EVENT_FILE + 1)
-        if len(data) > MAX_EVENT_FILE:
-            raise ValueError("too large")
-        event = json.loads(data)
+        return load_github_event(path)
     except (OSError, ValueError) as exc:
         log(f"metadata: commitId: GitHub event file GITHUB_EVENT_PATH not read ({type(exc).__name__})")
         return {}
-    return event if isinstance(event, dict) else {}
 
 
 def _dig(data: Any, *keys: str) -> str | None:
