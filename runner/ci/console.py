@@ -3,7 +3,8 @@
 - A terminal gets plain lines plus one live status line below them, redrawn in place.
 - A pipe (CI log) gets plain lines only, each flushed at once, and a heartbeat naming what still runs
   whenever nothing was printed for HEARTBEAT_SECONDS.
-- GitHub gets each failure's details in a `::group::`, GitLab in a collapsible section.
+- Each failure's details go in a collapsible section in the CI platform's syntax (`ci/platform.py`):
+  a `::group::` on GitHub, a `section_start` on GitLab.
 - Every text from outside passes `for_line` (no escapes, controls or line breaks: no workflow
   commands) and then the run's Redactor. NO_COLOR and TERM=dumb turn colour off.
 - A console that cannot be written (stdout closed) goes quiet; it never changes the verdict.
@@ -20,6 +21,8 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TextIO
 
+from runner.ci.platform import CiPlatform, platform_for
+from runner.core.ciprovider import in_ci
 from runner.core.redact import Redactor
 from runner.core.text import for_line
 from runner.job.digest import Digest, Item
@@ -100,18 +103,18 @@ class Console:
         gate: Gate | None = None,
         errors: TextIO | None = None,
         clock: Callable[[], float] = time.monotonic,
+        platform: CiPlatform | None = None,
     ) -> None:
         env = os.environ if environ is None else environ
+        self.platform = platform or platform_for(env)
         self.stream = stream or sys.stdout
         self.errors = errors or sys.stderr  # -v lines go here, as the help says
         self.redact = redactor or Redactor()
         self.verbosity = verbosity
         self.gate = gate or Gate()
         self.clock = clock
-        self.github = env.get("GITHUB_ACTIONS") == "true"
-        self.gitlab = env.get("GITLAB_CI") == "true"
         is_tty = _isatty(self.stream)
-        self.interactive = is_tty and not env.get("CI") and env.get("TERM") != "dumb"
+        self.interactive = is_tty and not in_ci(env) and env.get("TERM") != "dumb"
         self.color = is_tty and "NO_COLOR" not in env and env.get("TERM") != "dumb"
         self.broken = False
         self._status = ""  # the live line shown, "" when none
@@ -173,33 +176,25 @@ class Console:
 
     def mask(self, values: list[str]) -> None:
         """GitHub hides a value in its logs only once told, before the value is ever printed."""
-        if not self.github or self.broken:
+        commands = self.platform.mask_commands(values)
+        if not commands or self.broken:
             return
         try:
-            for value in values:
-                for part in value.splitlines():
-                    if part.strip():
-                        self.stream.write(f"::add-mask::{part}\n")
+            for command in commands:
+                self.stream.write(command + "\n")
             self.stream.flush()
         except (OSError, ValueError):
             self.broken = True
 
     @contextmanager
     def section(self, name: str, title: str, collapsed: bool = False) -> Iterator[None]:
-        if self.github:
-            self._emit(f"::group::{title}")
-        elif self.gitlab:
-            flag = "true" if collapsed else "false"
-            self._emit(f"\033[0Ksection_start:{int(time.time())}:{name}[collapsed={flag}]\r\033[0K{title}")
-        else:
-            self._emit(title)
+        self._emit(self.platform.section_start(name, title, collapsed))
         try:
             yield
         finally:
-            if self.github:
-                self._emit("::endgroup::")
-            elif self.gitlab:
-                self._emit(f"\033[0Ksection_end:{int(time.time())}:{name}\r\033[0K")
+            end = self.platform.section_end(name)
+            if end is not None:
+                self._emit(end)
 
     # --- results ------------------------------------------------------------------------------
 
