@@ -294,6 +294,7 @@ def test_rate_limited_answers_are_retried_after_retry_after(
     assert main(["comment", results]) == 0
     err = capsys.readouterr().err
     assert "answered 429 Too Many Requests (gave up after 4 attempts)" in err and len(err.splitlines()) == 1
+    assert "lifts in" not in err  # it did lift each time; the platform limited again
     assert sleeps == [1.0, 1.0, 1.0]
 
     # A wait longer than the comment's time limit is not waited for at all.
@@ -557,3 +558,27 @@ def test_a_platform_that_cannot_be_reached_names_the_host_and_what_to_check(
     )
     assert len(sleeps) == 3  # the client's policy: a read is tried again, with backoff
     assert out.out.count("retry") == 3
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "wait"),
+    [
+        (403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1030"}, 30.0),  # GitHub primary
+        (429, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1030"}, 30.0),
+        (403, {"Retry-After": "45", "x-ratelimit-remaining": "12"}, 45.0),  # GitHub secondary
+        (403, {"x-ratelimit-remaining": "0"}, 60.0),  # no reset given: "at least one minute"
+        (429, {"RateLimit-Remaining": "0", "RateLimit-Reset": "1010"}, 10.0),  # GitLab
+        (403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "900"}, 0.0),  # already passed
+        (403, {"x-ratelimit-remaining": "4999"}, None),  # a refusal, not a limit
+        (403, {}, None),
+        (404, {"x-ratelimit-remaining": "0", "Retry-After": "5"}, None),
+        (429, {}, None),  # rate limited without a wait: the policy's backoff
+    ],
+)  # fmt: skip
+def test_which_answers_are_a_rate_limit_and_how_long_they_ask_to_wait(
+    status: int, headers: dict[str, str], wait: float | None
+) -> None:
+    import requests.structures
+
+    case_insensitive = requests.structures.CaseInsensitiveDict(headers)
+    assert comment_module.rate_limit_wait(status, case_insensitive, now=1000.0) == wait

@@ -188,10 +188,9 @@ class PlatformApi:
                 return self._once(method, url, path, remaining, params, body)
             except ApiError as exc:
                 delay = POLICY.next_delay(exc, attempt, kind, self.rng)
-                if delay is not None and self.clock() + delay >= self.deadline:
-                    delay = None
-                if delay is None:
-                    raise self._failure(exc, method, path, attempt + 1) from None
+                too_late = delay is not None and self.clock() + delay >= self.deadline
+                if delay is None or too_late:
+                    raise self._failure(exc, method, path, attempt + 1, too_late) from None
                 if self.on_retry is not None:
                     self.on_retry(
                         self.redact(
@@ -251,7 +250,8 @@ class PlatformApi:
         limited = " (rate limit)" if isinstance(exc, RateLimitedError) else ""
         return f"{self.destination.platform} answered {exc.status}{limited}"
 
-    def _failure(self, exc: ApiError, method: str, path: str, attempts: int) -> CommentError:
+    def _failure(self, exc: ApiError, method: str, path: str, attempts: int, too_late: bool) -> CommentError:
+        """The one line for the user; `too_late`: a retry was due but would start after the deadline."""
         where = self._where(method, path)
         tries = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
         if isinstance(exc, TransportError) or not exc.status:
@@ -262,9 +262,9 @@ class PlatformApi:
         parts = [f"{where} answered {exc.status} {exc.error or ''}".rstrip() + tries]
         if exc.message:
             parts.append(exc.message)
+        wait = retry_after_of(exc)
         if isinstance(exc, RateLimitedError):
-            wait = retry_after_of(exc)
-            if wait is not None:
+            if too_late and wait is not None:
                 parts.append(
                     f"{self.destination.platform}'s rate limit for this token lifts in {_span(wait)}, "
                     f"later than the comment waits ({self.max_seconds:g} s in all)"
