@@ -67,9 +67,9 @@ class GitHubActions(CiPlatform):
         return [f"::add-mask::{part}" for value in values for part in value.splitlines() if part.strip()]
 
     def publish(self, digest: Digest, written: Mapping[str, Path], log: Log, redact: Redactor) -> list[str]:
-        from runner.ci import github
+        from runner.ci.github import publish
 
-        return github.publish(digest, written, self.environ, log, redact)
+        return publish(digest, written, self.environ, log, redact)
 
     def comment_destination(self, gitlab_token_variable: str) -> tuple[Destination, str]:
         from runner.ci.comment_destination import github_destination
@@ -88,9 +88,9 @@ class GitLabCi(CiPlatform):
         return f"\033[0Ksection_end:{int(time.time())}:{name}\r\033[0K"
 
     def publish(self, digest: Digest, written: Mapping[str, Path], log: Log, redact: Redactor) -> list[str]:
-        from runner.ci import gitlab
+        from runner.ci.gitlab import publish
 
-        return gitlab.publish(digest, written, self.environ, log, redact)
+        return publish(digest, written, self.environ, log, redact)
 
     def comment_destination(self, gitlab_token_variable: str) -> tuple[Destination, str]:
         from runner.ci.comment_destination import gitlab_destination
