@@ -1,11 +1,16 @@
 """A local stand-in for the few GitHub and GitLab REST routes the comment uses, on a free port.
 
 GitHub: GET/POST /repos/{owner}/{repo}/issues/{number}/comments,
-        PATCH /repos/{owner}/{repo}/issues/comments/{id}
-GitLab: GET/POST /api/v4/projects/{id}/merge_requests/{iid}/notes, PUT .../notes/{note_id}
+        PATCH /repos/{owner}/{repo}/issues/comments/{id}, GET /user, POST /graphql (viewer)
+GitLab: GET/POST /api/v4/projects/{id}/merge_requests/{iid}/notes, PUT .../notes/{note_id},
+        GET /api/v4/user
 
 Both check their auth header, paginate (per_page, page; GitHub Link, GitLab X-Next-Page), refuse
 bodies above the platform's limit with 422, and answer queued faults (status, headers) first.
+A comment names its author as the platform does (GitHub `user`, GitLab `author`); the token's
+comments are the bot's. GitHub's token is an installation token by default, as the job's
+GITHUB_TOKEN is: GET /user answers it 403 "Resource not accessible by integration", the GraphQL
+viewer answers.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ GITHUB_TOKEN = "ghs_fakeGithubToken0123456789abcdef"
 GITLAB_TOKEN = "glpat-fakeGitlabToken-0123456789"
 GITHUB_LIMIT = 65_536
 GITLAB_LIMIT = 1_000_000
+GITHUB_BOT = {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
+GITLAB_BOT = {"login": "project_42_bot_5f2c", "id": 77}
+SOMEONE = {"login": "someone", "id": 1, "type": "User"}
 
 _GH_LIST = re.compile(r"^/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$")
 _GH_ITEM = re.compile(r"^/repos/([^/]+)/([^/]+)/issues/comments/(\d+)$")
@@ -35,6 +43,7 @@ class Fault:
     status: int
     headers: dict[str, str] = field(default_factory=dict)
     body: dict[str, Any] = field(default_factory=lambda: {"message": "simulated"})
+    path: str | None = None  # only requests whose path ends with this; None: any path
 
 
 @dataclass
@@ -55,20 +64,23 @@ class Platform:
         self.requests: list[Request] = []
         self.faults: list[Fault] = []
         self.next_id = 1000
+        self.installation_token = True  # GitHub: GET /user refuses the token, as it refuses GITHUB_TOKEN
 
     def thread(self, key: str) -> list[dict[str, Any]]:
         return self.comments.setdefault(key, [])
 
-    def add(self, key: str, body: str, author: str = "someone", system: bool = False) -> dict[str, Any]:
+    def add(
+        self, key: str, body: str, author: dict[str, Any] | None = None, system: bool = False
+    ) -> dict[str, Any]:
         with self.lock:
             self.next_id += 1
-            comment = {"id": self.next_id, "body": body, "user": {"login": author}, "system": system}
+            comment = {"id": self.next_id, "body": body, "user": author or SOMEONE, "system": system}
             self.thread(key).append(comment)
             return comment
 
-    def fault(self, method: str) -> Fault | None:
+    def fault(self, method: str, path: str) -> Fault | None:
         for index, fault in enumerate(self.faults):
-            if fault.method == method:
+            if fault.method == method and (fault.path is None or path.endswith(fault.path)):
                 return self.faults.pop(index)
         return None
 
@@ -99,18 +111,20 @@ class _Handler(BaseHTTPRequestHandler):
             platform.requests.append(
                 Request(method, parts.path, parse_qs(parts.query), dict(self.headers.items()), body)
             )
-            fault = platform.fault(method)
+            fault = platform.fault(method, parts.path)
         if fault is not None:
             self._send(fault.status, fault.body, fault.headers)
             return
         query = parse_qs(parts.query)
-        github = parts.path.startswith("/repos/")
+        github = not parts.path.startswith("/api/v4/")
         if github:
             if self.headers.get("Authorization") != f"Bearer {GITHUB_TOKEN}":
                 self._send(401, {"message": "Bad credentials"})
                 return
         elif self.headers.get("PRIVATE-TOKEN") != GITLAB_TOKEN:
             self._send(401, {"message": "401 Unauthorized"})
+            return
+        if self._identity(method, parts.path, body):
             return
         limit = GITHUB_LIMIT if github else GITLAB_LIMIT
         if isinstance(body, dict) and len(body.get("body", "")) > limit:
@@ -122,7 +136,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._list(key, query, github)
                 return
             if method == "POST" and isinstance(body, dict) and isinstance(body.get("body"), str):
-                comment = platform.add(key, body["body"], author="bot")
+                comment = platform.add(key, body["body"], author=GITHUB_BOT if github else GITLAB_BOT)
                 self._send(201, self._view(comment, key, github))
                 return
         item = _GH_ITEM.match(parts.path) or _GL_ITEM.match(parts.path)
@@ -139,6 +153,28 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(404, {"message": "Not Found"})
 
+    def _identity(self, method: str, path: str, body: Any) -> bool:
+        """GET /user, GitHub's GraphQL viewer: answered here (True) or not this route (False)."""
+        if method == "GET" and path == "/user":
+            if self.server.platform.installation_token:
+                doc = "https://docs.github.com/rest/users/users#get-the-authenticated-user"
+                self._send(
+                    403, {"message": "Resource not accessible by integration", "documentation_url": doc}
+                )
+            else:
+                self._send(200, GITHUB_BOT)
+        elif method == "POST" and path == "/graphql":
+            if not (isinstance(body, dict) and "viewer" in str(body.get("query"))):
+                self._send(200, {"errors": [{"message": "unexpected query"}]})
+            else:
+                viewer = {"login": GITHUB_BOT["login"], "databaseId": GITHUB_BOT["id"]}
+                self._send(200, {"data": {"viewer": viewer}})
+        elif method == "GET" and path == "/api/v4/user":
+            self._send(200, {"id": GITLAB_BOT["id"], "username": GITLAB_BOT["login"], "bot": True})
+        else:
+            return False
+        return True
+
     def _view(self, comment: dict[str, Any], key: str, github: bool) -> dict[str, Any]:
         view = {"id": comment["id"], "body": comment["body"]}
         if github:
@@ -147,7 +183,7 @@ class _Handler(BaseHTTPRequestHandler):
             view["user"] = comment["user"]
         else:
             view["system"] = comment["system"]
-            view["author"] = {"username": comment["user"]["login"]}
+            view["author"] = {"id": comment["user"]["id"], "username": comment["user"]["login"]}
         return view
 
     def _list(self, key: str, query: dict[str, list[str]], github: bool) -> None:

@@ -300,7 +300,7 @@ def test_publish_problems_are_one_line_on_stderr_never_an_exception(tmp_path, ca
         "GITHUB_STEP_SUMMARY": str(tmp_path),  # a directory: cannot be appended to
     }
     console = Console(stream=sys.stdout, environ=environ)
-    CiPublisher(environ, console, Redactor()).notify(Finished(digest(sample_outcome()), {}))
+    CiPublisher(console, Redactor()).notify(Finished(digest(sample_outcome()), {}))
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2
     pattern = r"testsession: error: could not write (step outputs|the step summary)"

@@ -160,5 +160,5 @@ def test_dotenv_path_from_environment(tmp_path):
     environ = {"GITLAB_CI": "true", gitlab.ENV_DOTENV: str(target)}
     with open(os.devnull, "w") as sink:
         console = Console(stream=sink, environ=environ)
-        CiPublisher(environ, console, Redactor()).notify(Finished(digest(sample_outcome()), {}))
+        CiPublisher(console, Redactor()).notify(Finished(digest(sample_outcome()), {}))
     assert read_dotenv(target)["TESTSESSION_STATUS"] == sample_outcome().verdict

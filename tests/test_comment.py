@@ -15,7 +15,7 @@ import pytest
 from conftest import default_world_dict
 from outcome_factory import outcome as make_outcome
 from outcome_factory import result, sample_outcome, session
-from platform_fake import GITHUB_TOKEN, GITLAB_TOKEN, FakePlatform, Fault
+from platform_fake import GITHUB_BOT, GITHUB_TOKEN, GITLAB_TOKEN, FakePlatform, Fault, Request
 
 from runner.ci import comment as comment_module
 from runner.cli.action import build_argv
@@ -102,6 +102,11 @@ def ours(fake: FakePlatform, thread: str) -> list[dict[str, Any]]:
     return [c for c in fake.platform.thread(thread) if c["body"].startswith("<!-- testsession-runner:")]
 
 
+def comment_calls(fake: FakePlatform) -> list[Request]:
+    """The requests on comments and notes (not the ones that ask who the token is)."""
+    return [r for r in fake.platform.requests if "/comments" in r.path or "/notes" in r.path]
+
+
 def saved_results(tmp_path: Path, exit_code: int = 1) -> str:
     outcome = sample_outcome()
     outcome.exitCode = exit_code
@@ -163,13 +168,18 @@ def test_two_runs_on_a_pull_request_leave_one_comment_with_the_second_summary(
     assert quoting["body"].startswith("how does")  # untouched
     assert len(fake.platform.thread(PR)) == 152
 
-    methods = [(r.method, r.path) for r in fake.platform.requests if r.method != "GET"]
+    methods = [(r.method, r.path) for r in comment_calls(fake) if r.method != "GET"]
     assert methods == [
         ("POST", "/repos/shop/web/issues/12/comments"),
         ("PATCH", f"/repos/shop/web/issues/comments/{created['id']}"),
     ]
     assert all(r.headers["Authorization"] == f"Bearer {GITHUB_TOKEN}" for r in fake.platform.requests)
-    assert max(int(r.query["page"][0]) for r in fake.platform.requests if r.method == "GET") == 2
+    assert max(int(r.query["page"][0]) for r in comment_calls(fake) if r.method == "GET") == 2
+    # Who the token is: GET /user refuses the job's installation token, the GraphQL viewer answers.
+    assert [(r.method, r.path) for r in fake.platform.requests[:2]] == [
+        ("GET", "/user"),
+        ("POST", "/graphql"),
+    ]
     assert_no_token(clean_env, first.out + first.err + second.out + second.err, fake, GITHUB_TOKEN)
 
 
@@ -198,6 +208,7 @@ def test_two_runs_on_a_merge_request_leave_one_note_and_the_comment_command_upda
     assert main(["comment", "--gitlab-token-env", "MY_GITLAB_TOKEN"]) == 0
     assert len([n for n in ours(fake, MR) if not n["system"]]) == 1
     writes = [(r.method, r.path) for r in fake.platform.requests if r.method != "GET"]
+    assert [r.path for r in fake.platform.requests if r.method == "GET"].count("/api/v4/user") == 3
     note = f"/api/v4/projects/42/merge_requests/3/notes/{notes[0]['id']}"
     assert writes == [("POST", "/api/v4/projects/42/merge_requests/3/notes"), ("PUT", note), ("PUT", note)]
     assert all(r.headers["PRIVATE-TOKEN"] == GITLAB_TOKEN for r in fake.platform.requests)
@@ -222,7 +233,7 @@ def test_a_refusal_is_one_warning_line_and_never_the_gate(
     expected: str,
 ) -> None:
     github_env(monkeypatch, fake, clean_env)
-    fake.platform.faults.append(Fault("POST", status))
+    fake.platform.faults.append(Fault("POST", status, path="/comments"))
     assert main(["comment", saved_results(clean_env)]) == 0
     out = capsys.readouterr()
     [line] = out.err.splitlines()
@@ -230,7 +241,7 @@ def test_a_refusal_is_one_warning_line_and_never_the_gate(
     assert line.startswith(prefix)
     assert expected in line
     assert out.out == ""
-    assert [r.method for r in fake.platform.requests] == ["GET", "POST"]  # a refused create is not resent
+    assert [r.method for r in comment_calls(fake)] == ["GET", "POST"]  # a refused create is not resent
     assert_no_token(clean_env, out.out + out.err, fake, GITHUB_TOKEN)
 
 
@@ -243,9 +254,10 @@ def test_a_run_keeps_its_own_exit_code_when_the_comment_is_refused(
 ) -> None:
     use_emulator(monkeypatch, emulator)
     github_env(monkeypatch, fake, clean_env)
-    fake.platform.faults.append(Fault("GET", 403, body={"message": "Resource not accessible by integration"}))
+    refused = {"message": "Resource not accessible by integration"}
+    fake.platform.faults.append(Fault("GET", 403, body=refused, path="/comments"))
     assert run("--comment") == 1
-    fake.platform.faults.append(Fault("GET", 404))
+    fake.platform.faults.append(Fault("GET", 404, path="/comments"))
     assert run("--comment", "--env", "CHECKOUT_FIXED=true") == 0
     err = capsys.readouterr().err
     warnings = [line for line in err.splitlines() if "warning: comment" in line]
@@ -263,33 +275,45 @@ def test_rate_limited_answers_are_retried_after_retry_after(
     github_env(monkeypatch, fake, clean_env)
     results = saved_results(clean_env)
     fake.platform.faults += [
-        Fault("GET", 429, {"Retry-After": "7"}),
-        Fault("GET", 502),
-        Fault("POST", 429, {"Retry-After": "999"}),  # capped
+        Fault("GET", 429, {"Retry-After": "7"}, path="/comments"),
+        Fault("GET", 502, path="/comments"),
+        Fault("POST", 429, {"Retry-After": "12"}, path="/comments"),  # a create the platform did not do
     ]
     assert main(["comment", results]) == 0
-    assert "comment: created" in capsys.readouterr().out
-    assert sleeps == [7.0, 2.0, 30.0]
-    assert [r.method for r in fake.platform.requests] == ["GET", "GET", "GET", "POST", "POST"]
+    out = capsys.readouterr().out
+    assert "comment: created" in out
+    assert sleeps[0] == 7.0 and 0.0 <= sleeps[1] <= 2.0 and sleeps[2] == 12.0  # Retry-After; backoff
+    assert [r.method for r in comment_calls(fake)] == ["GET", "GET", "GET", "POST", "POST"]
     assert len(ours(fake, PR)) == 1
+    path = "/repos/shop/web/issues/12/comments"
+    assert f"comment: GitHub answered 429 (rate limit) to GET {path}; retry 1 in 7.0 s" in out.splitlines()
 
     # Still limited after the last retry: a warning, nothing posted twice.
     sleeps.clear()
     fake.platform.faults += [Fault("PATCH", 429, {"Retry-After": "1"}) for _ in range(4)]
     assert main(["comment", results]) == 0
     err = capsys.readouterr().err
-    assert "answered 429" in err and len(err.splitlines()) == 1
+    assert "answered 429 Too Many Requests (gave up after 4 attempts)" in err and len(err.splitlines()) == 1
+    assert "lifts in" not in err  # it did lift each time; the platform limited again
     assert sleeps == [1.0, 1.0, 1.0]
+
+    # A wait longer than the comment's time limit is not waited for at all.
+    sleeps.clear()
+    fake.platform.faults.append(Fault("GET", 429, {"Retry-After": "999"}, path="/comments"))
+    assert main(["comment", results]) == 0
+    err = capsys.readouterr().err
+    assert "GitHub's rate limit for this token lifts in 17 min, later than the comment waits" in err
+    assert sleeps == []
 
 
 def test_a_create_that_may_have_happened_is_not_sent_twice(
     clean_env: Path, fake: FakePlatform, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     github_env(monkeypatch, fake, clean_env)
-    fake.platform.faults.append(Fault("POST", 500))
+    fake.platform.faults.append(Fault("POST", 500, path="/comments"))
     assert main(["comment", saved_results(clean_env)]) == 0
     assert "answered 500" in capsys.readouterr().err
-    assert [r.method for r in fake.platform.requests] == ["GET", "POST"]
+    assert [r.method for r in comment_calls(fake)] == ["GET", "POST"]
 
 
 def test_a_comment_deleted_since_it_was_listed_is_posted_again(
@@ -301,7 +325,7 @@ def test_a_comment_deleted_since_it_was_listed_is_posted_again(
     fake.platform.faults.append(Fault("PATCH", 404))
     assert main(["comment", results]) == 0
     assert "comment: created" in capsys.readouterr().out
-    assert [r.method for r in fake.platform.requests] == ["GET", "POST", "GET", "PATCH", "POST"]
+    assert [r.method for r in comment_calls(fake)] == ["GET", "POST", "GET", "PATCH", "POST"]
 
 
 def test_each_spec_and_an_explicit_key_get_a_comment_of_their_own(
@@ -406,3 +430,155 @@ def test_the_whole_comment_has_a_time_limit(
     assert main(["comment", saved_results(clean_env)]) == 0
     assert "gave up after -1 s" in capsys.readouterr().err
     assert fake.platform.requests == []
+
+
+def test_only_the_tokens_own_comment_is_updated_whoever_copies_its_marker(
+    clean_env: Path, fake: FakePlatform, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    github_env(monkeypatch, fake, clean_env)
+    results = saved_results(clean_env)
+    # Someone pastes our marker first (by hand, or to have the bot overwrite their comment).
+    planted = fake.platform.add(PR, f"{MARKER}\nplease overwrite me")
+    assert main(["comment", results]) == 0
+    assert main(["comment", results]) == 0
+    assert planted["body"] == f"{MARKER}\nplease overwrite me"
+    [mine] = [c for c in ours(fake, PR) if c["user"] == GITHUB_BOT]
+    assert "comment: updated the comment" in capsys.readouterr().out
+    writes = [(r.method, r.path) for r in comment_calls(fake) if r.method != "GET"]
+    assert writes == [
+        ("POST", "/repos/shop/web/issues/12/comments"),
+        ("PATCH", f"/repos/shop/web/issues/comments/{mine['id']}"),
+    ]
+
+
+def test_a_personal_token_is_told_apart_by_get_user_alone(
+    clean_env: Path, fake: FakePlatform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    github_env(monkeypatch, fake, clean_env)
+    fake.platform.installation_token = False
+    assert main(["comment", saved_results(clean_env)]) == 0
+    assert [(r.method, r.path) for r in fake.platform.requests][:2] == [
+        ("GET", "/user"),
+        ("GET", "/repos/shop/web/issues/12/comments"),
+    ]
+    assert len(ours(fake, PR)) == 1
+
+
+def test_a_note_with_the_marker_by_another_user_is_not_ours_on_gitlab(
+    clean_env: Path, fake: FakePlatform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gitlab_env(monkeypatch, fake, "TESTSESSION_GITLAB_TOKEN")
+    planted = fake.platform.add(MR, f"{MARKER}\nmine, not the bot's")
+    assert main(["comment", saved_results(clean_env)]) == 0
+    assert planted["body"].endswith("mine, not the bot's")
+    assert len(ours(fake, MR)) == 2
+    assert ("GET", "/api/v4/user") in [(r.method, r.path) for r in fake.platform.requests]
+
+
+def test_a_token_whose_identity_cannot_be_read_posts_nothing(
+    clean_env: Path, fake: FakePlatform, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    github_env(monkeypatch, fake, clean_env)
+    fake.platform.faults.append(Fault("POST", 200, body={"errors": [{"message": "nope"}]}, path="/graphql"))
+    assert main(["comment", saved_results(clean_env)]) == 0
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.endswith("not posted: GitHub did not say which user the token is (GET /user)")
+    assert comment_calls(fake) == []
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_githubs_primary_rate_limit_403_is_waited_out_like_a_429(
+    clean_env: Path,
+    fake: FakePlatform,
+    monkeypatch: pytest.MonkeyPatch,
+    sleeps: list[float],
+    capsys: pytest.CaptureFixture[str],
+    method: str,
+) -> None:
+    import time
+
+    github_env(monkeypatch, fake, clean_env)
+    headers = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 20)}
+    body = {"message": "API rate limit exceeded for installation ID 7."}
+    fake.platform.faults.append(Fault(method, 403, headers, body, path="/comments"))
+    assert main(["comment", saved_results(clean_env)]) == 0
+    out = capsys.readouterr()
+    assert "comment: created the comment" in out.out and out.err == ""
+    assert len(sleeps) == 1 and 17.0 <= sleeps[0] <= 20.0  # until the reset, not a blind backoff
+    assert "comment: GitHub answered 403 (rate limit) to " in out.out
+    # The limited request is sent again (a create too: a rate-limited request was not acted on).
+    assert [r.method for r in comment_calls(fake)] == (["GET", "GET", "POST"] if method == "GET" else
+                                                       ["GET", "POST", "POST"])  # fmt: skip
+    assert len(ours(fake, PR)) == 1
+
+
+def test_a_rate_limit_that_lifts_after_the_deadline_gives_up_at_once_saying_when(
+    clean_env: Path,
+    fake: FakePlatform,
+    monkeypatch: pytest.MonkeyPatch,
+    sleeps: list[float],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import time
+
+    github_env(monkeypatch, fake, clean_env)
+    headers = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 3600)}
+    fault = Fault("GET", 403, headers, {"message": "API rate limit exceeded"}, path="/comments")
+    fake.platform.faults.append(fault)
+    assert main(["comment", saved_results(clean_env)]) == 0
+    [line] = capsys.readouterr().err.splitlines()
+    assert "GET /repos/shop/web/issues/12/comments answered 403 Forbidden: API rate limit exceeded: " in line
+    assert "GitHub's rate limit for this token lifts in 60 min" in line
+    assert "permissions" not in line  # not the hint for a refused token
+    assert sleeps == []
+
+
+def test_a_platform_that_cannot_be_reached_names_the_host_and_what_to_check(
+    clean_env: Path,
+    fake: FakePlatform,
+    monkeypatch: pytest.MonkeyPatch,
+    sleeps: list[float],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    github_env(monkeypatch, fake, clean_env)
+    monkeypatch.setenv("GITHUB_API_URL", f"http://127.0.0.1:{port}")
+    assert main(["comment", saved_results(clean_env)]) == 0
+    out = capsys.readouterr()
+    [line] = out.err.splitlines()
+    assert line == (
+        f"testsession: warning: comment: not posted: GitHub GET /user: could not connect to 127.0.0.1:{port} "
+        "(request not sent) (gave up after 4 attempts); check that "
+        f"http://127.0.0.1:{port} is GitHub's API for this job (GITHUB_API_URL) and that this runner can "
+        "reach it (network, proxy settings HTTPS_PROXY/NO_PROXY, firewall)"
+    )
+    assert len(sleeps) == 3  # the client's policy: a read is tried again, with backoff
+    assert out.out.count("retry") == 3
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "wait"),
+    [
+        (403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1030"}, 30.0),  # GitHub primary
+        (429, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1030"}, 30.0),
+        (403, {"Retry-After": "45", "x-ratelimit-remaining": "12"}, 45.0),  # GitHub secondary
+        (403, {"x-ratelimit-remaining": "0"}, 60.0),  # no reset given: "at least one minute"
+        (429, {"RateLimit-Remaining": "0", "RateLimit-Reset": "1010"}, 10.0),  # GitLab
+        (403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "900"}, 0.0),  # already passed
+        (403, {"x-ratelimit-remaining": "4999"}, None),  # a refusal, not a limit
+        (403, {}, None),
+        (404, {"x-ratelimit-remaining": "0", "Retry-After": "5"}, None),
+        (429, {}, None),  # rate limited without a wait: the policy's backoff
+    ],
+)  # fmt: skip
+def test_which_answers_are_a_rate_limit_and_how_long_they_ask_to_wait(
+    status: int, headers: dict[str, str], wait: float | None
+) -> None:
+    import requests.structures
+
+    case_insensitive = requests.structures.CaseInsensitiveDict(headers)
+    assert comment_module.rate_limit_wait(status, case_insensitive, now=1000.0) == wait

@@ -1,4 +1,5 @@
-"""The CI front ends: the console, GitHub Actions (GITHUB_ACTIONS=true) and GitLab CI (GITLAB_CI=true).
+"""The CI front ends: the console, the CI platform's outputs (`platform.py`: GitHub Actions, GitLab CI
+or local), the pull-request comment.
 
 Each is an observer of the run's events. The CI one acts on `Finished`: it never raises for I/O
 problems: a CI file that cannot be written costs one error line on stderr, never the run's exit code
@@ -8,7 +9,6 @@ or its other outputs.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from typing import TextIO
 
 from runner.ci.console import Console
@@ -17,16 +17,10 @@ from runner.job.events import Event, Finished
 
 
 class CiPublisher:
-    """Hands the digest to the CI system the job runs in: outputs, summaries, annotations."""
+    """Hands the digest to the CI platform the job runs in (the console's): outputs, summaries,
+    annotations."""
 
-    def __init__(
-        self,
-        environ: Mapping[str, str],
-        console: Console,
-        redact: Redactor,
-        errors: TextIO | None = None,
-    ) -> None:
-        self.environ = environ
+    def __init__(self, console: Console, redact: Redactor, errors: TextIO | None = None) -> None:
         self.console = console
         self.redact = redact
         self.errors = errors or sys.stderr
@@ -34,15 +28,6 @@ class CiPublisher:
     def notify(self, event: Event) -> None:
         if not isinstance(event, Finished):
             return
-        if self.environ.get("GITHUB_ACTIONS") == "true":
-            from runner.ci import github
-
-            problems = github.publish(event.digest, event.written, self.environ, self.console, self.redact)
-        elif self.environ.get("GITLAB_CI") == "true":
-            from runner.ci import gitlab
-
-            problems = gitlab.publish(event.digest, event.written, self.environ, self.console, self.redact)
-        else:
-            return
+        problems = self.console.platform.publish(event.digest, event.written, self.console, self.redact)
         for problem in problems:
             print(f"testsession: error: {self.redact(problem)}", file=self.errors)

@@ -1,14 +1,16 @@
-"""The summary where reviewers look: one sticky pull-request comment (GitHub) or merge-request note (GitLab).
+"""The sticky pull-request comment / merge-request note: this run's summary, in one comment that every
+later run of the same spec and branch updates in place.
 
-A hidden marker (`<!-- testsession-runner:comment key=KEY -->`) at the top of the body finds the comment
-of an earlier run, which is then updated in place; one comment per key (spec and branch).
+Where it goes is the CI platform's (`ci/platform.py`, `ci/comment_destination.py`); its text is
+`ci/comment_body.py`'s. This module publishes: it asks who the token is, finds the comment with this
+key's marker among that identity's own (a comment by anyone else is never edited, whatever it
+says), then updates it or creates one.
 
-Facts this follows:
-- GitHub REST: POST/GET /repos/{owner}/{repo}/issues/{number}/comments, PATCH
-  /repos/{owner}/{repo}/issues/comments/{id}; `Authorization: Bearer`; a body is at most 65,536
-  characters. In Actions the token needs `permissions: pull-requests: write`.
-- GitLab REST v4: POST/GET /projects/{id}/merge_requests/{iid}/notes, PUT .../notes/{note_id};
-  `PRIVATE-TOKEN` header; a note is at most 1,000,000 characters. CI_JOB_TOKEN cannot write notes.
+Requests use the client's pieces, so they behave as the service's calls do: `client/transport`
+(a bounded answer: size, wall-clock time; "never sent" told from "sent, no answer") and the
+`client/retry` policy (what is sent again, backoff, Retry-After), within one deadline for the
+whole comment. A platform's rate limit is waited out like a 429, GitHub's 403 with
+`x-ratelimit-remaining: 0` included, when its reset falls within that deadline.
 
 Nothing here changes a run's exit code: every problem becomes one line (CommentError), the token is
 added to the run's Redactor before the first request and never printed.
@@ -17,68 +19,70 @@ added to the run's Redactor before the first request and never printed.
 from __future__ import annotations
 
 import json
-import os
-import re
+import random
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import urlsplit
 
 import requests
+from requests.adapters import HTTPAdapter
 
+from runner.ci.comment_body import comment_key, marker, render_body
+from runner.ci.comment_destination import (
+    DEFAULT_GITLAB_TOKEN_VARIABLE,
+    GITHUB_VIEWER_QUERY,
+    CommentError,
+    Destination,
+    comment_tokens,
+)
 from runner.ci.common import flat
-from runner.client.retry import parse_retry_after
+from runner.ci.platform import CiPlatform
+from runner.client.retry import CallKind, RetryPolicy, parse_retry_after, retry_after_of
+from runner.client.transport import exchange
+from runner.core.errors import (
+    ApiError,
+    ConnectionRefusedByPeerError,
+    NotFoundError,
+    RateLimitedError,
+    TransportError,
+    error_class_for_status,
+)
 from runner.core.redact import Redactor
 from runner.job.events import Event, Finished
 from runner.job.outcome import Outcome
-from runner.metadata.ci import load_github_event
-from runner.reports.markdown import render_markdown, safe_url
 
 if TYPE_CHECKING:
     from runner.ci.console import Console
 
-MARKER = "<!-- testsession-runner:comment key={key} -->"
-GITHUB_MAX_CHARS = 65_536
-GITLAB_MAX_CHARS = 1_000_000
-DEFAULT_GITLAB_TOKEN_VARIABLE = "TESTSESSION_GITLAB_TOKEN"
-DEFAULT_SPEC_LABEL = "testsession.yml"
+__all__ = [
+    "DEFAULT_GITLAB_TOKEN_VARIABLE",
+    "CommentError",
+    "CommentPublisher",
+    "Posted",
+    "comment_key",
+    "comment_tokens",
+    "post_comment",
+    "warn",
+]
+
 PER_PAGE = 100
 MAX_PAGES = 20  # 2,000 comments: an older marker beyond that is not looked for
 MAX_ANSWER_BYTES = 16 * 1024 * 1024  # a page of 100 comments of 65,536 characters fits
-TIMEOUT = (5.0, 20.0)  # connect, read
-MAX_RETRIES = 3
-RETRY_AFTER_MAX = 30.0
-MAX_SECONDS = 120.0  # the whole comment (list pages, retries, update): no retry starts after this
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-DID_NOTHING_STATUSES = frozenset({429, 503})  # the only ones after which a create is sent again
-MAX_KEY = 200
-_KEY_CHARS = re.compile(r"[^A-Za-z0-9._/@:+=-]")
+TIMEOUT = (5.0, 20.0)  # connect, read (each socket read)
+ANSWER_SECONDS = 30.0  # one answer, from sending to its last byte
+MAX_SECONDS = 120.0  # the whole comment (identity, pages, retries, update): no retry starts after this
+# GitHub: a secondary rate limit without Retry-After or a used-up quota: "wait at least one minute".
+SECONDARY_LIMIT_SECONDS = 60.0
+# The client's policy with the comment's bounds: Retry-After is honoured as long as the deadline
+# allows (a platform that asks for more than that is not asked again, see `_failure`).
+POLICY = RetryPolicy(max_retries=3, backoff_base=1.0, backoff_max=16.0, retry_after_max=MAX_SECONDS)
 
 Sleep = Callable[[float], None]
 SLEEP: Sleep = time.sleep  # tests replace it to see the waits without waiting
-
-
-class CommentError(Exception):
-    """Why the comment was not posted, in one line (already free of secrets)."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message if message.startswith("not posted") else f"not posted: {message}")
-        self.status = status
-
-
-@dataclass(frozen=True)
-class Destination:
-    platform: str  # GitHub or GitLab
-    where: str  # "pull request #12", "merge request !3"
-    collection: str  # list and create
-    item: str  # update, with {id}
-    update_method: str
-    headers: dict[str, str]
-    max_chars: int
-    run_url: str | None
-    hints: dict[int, str]
-    link: str | None = None  # a comment's web address, with {id}, when the answer has none
+OnRetry = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -92,273 +96,186 @@ class Posted:
     def line(self) -> str:
         at = f": {self.url}" if self.url else f" (id {self.comment_id})"
         cut = f"; cut to {self.destination.max_chars:,} characters" if self.cut else ""
-        kind = "note" if self.destination.platform == "GitLab" else "comment"
-        return f"comment: {self.action} the {kind} on {self.destination.where}{at}{cut}"
+        return f"comment: {self.action} the {self.destination.kind} on {self.destination.where}{at}{cut}"
 
 
-def comment_key(spec_label: str | None, environ: Mapping[str, str]) -> str:
-    """`<spec path>@<branch>`, with only characters that cannot end the HTML comment."""
-    label = (spec_label or DEFAULT_SPEC_LABEL).replace(os.sep, "/")
-    label = os.path.normpath(label).replace(os.sep, "/").removeprefix("./")
-    ref = (
-        environ.get("GITHUB_HEAD_REF")
-        or environ.get("CI_MERGE_REQUEST_SOURCE_BRANCH_NAME")
-        or environ.get("GITHUB_REF_NAME")
-        or environ.get("CI_COMMIT_REF_NAME")
-        or "local"
-    )
-    return clean_key(f"{label}@{ref}")
+@dataclass(frozen=True)
+class Identity:
+    """The user (or bot) the token acts as: only its own comments are ever updated."""
+
+    id: str
+    name: str
 
 
-def clean_key(key: str) -> str:
-    cleaned = _KEY_CHARS.sub("_", key.strip())
-    return re.sub("-{2,}", "-", cleaned)[:MAX_KEY] or "default"
+def rate_limit_wait(status: int, headers: Mapping[str, str], now: float) -> float | None:
+    """Seconds a 403/429 asks to wait when it is a rate limit; None when it is not one.
 
-
-def marker(key: str) -> str:
-    return MARKER.format(key=clean_key(key))
-
-
-# --- where to post ------------------------------------------------------------------------------
-
-
-def _event(path: str) -> dict[str, Any]:
-    try:
-        return load_github_event(path)
-    except (OSError, ValueError) as exc:
-        name = type(exc).__name__
-        raise CommentError(f"the GitHub event file GITHUB_EVENT_PATH cannot be read ({name})") from None
-
-
-def _pull_number(event: dict[str, Any]) -> int | None:
-    pull = event.get("pull_request")
-    if isinstance(pull, dict) and isinstance(pull.get("number"), int):
-        return int(pull["number"])
-    issue = event.get("issue")
-    # issue_comment events: on a pull request the issue carries a pull_request link.
-    if isinstance(issue, dict) and isinstance(issue.get("number"), int) and issue.get("pull_request"):
-        return int(issue["number"])
-    return None
-
-
-def _github(environ: Mapping[str, str]) -> tuple[Destination, str]:
-    token = environ.get("GITHUB_TOKEN", "").strip()
-    repository = environ.get("GITHUB_REPOSITORY", "").strip()
-    event_path = environ.get("GITHUB_EVENT_PATH", "").strip()
-    if not event_path:
-        raise CommentError("not posted: GITHUB_EVENT_PATH is not set, so no pull request is known")
-    number = _pull_number(_event(event_path))
-    if number is None:
-        event = environ.get("GITHUB_EVENT_NAME") or "unknown"
-        raise CommentError(f"not posted: this run is not on a pull request (event {event})")
-    if not token:
-        raise CommentError(
-            "not posted: GITHUB_TOKEN is not set (the action passes its github-token input; "
-            "in a script step set env: GITHUB_TOKEN: ${{ github.token }})"
-        )
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repository):
-        raise CommentError("not posted: GITHUB_REPOSITORY is not set to owner/name")
-    api = (environ.get("GITHUB_API_URL") or "https://api.github.com").rstrip("/")
-    server = (environ.get("GITHUB_SERVER_URL") or "https://github.com").rstrip("/")
-    run_id = environ.get("GITHUB_RUN_ID")
-    destination = Destination(
-        platform="GitHub",
-        where=f"pull request #{number}",
-        collection=f"{api}/repos/{repository}/issues/{number}/comments",
-        item=f"{api}/repos/{repository}/issues/comments/{{id}}",
-        update_method="PATCH",
-        headers={
-            "Authorization": f"Bearer {token}",
-            "Accept": "application/vnd.github+json",
-            "X-GitHub-Api-Version": "2022-11-28",
-        },
-        max_chars=GITHUB_MAX_CHARS,
-        run_url=f"{server}/{repository}/actions/runs/{run_id}" if run_id else None,
-        hints={
-            401: "GITHUB_TOKEN is not valid",
-            403: "the token may not write comments: give the job `permissions: pull-requests: write` "
-            "(pull requests from forks only get a read-only token)",
-            404: "the repository or pull request is not visible to this token",
-            422: "GitHub refused the comment body",
-        },
-    )
-    return destination, token
-
-
-def _gitlab(environ: Mapping[str, str], token_variable: str) -> tuple[Destination, str]:
-    iid = environ.get("CI_MERGE_REQUEST_IID", "").strip()
-    if not iid:
-        raise CommentError("not posted: not a merge-request pipeline (CI_MERGE_REQUEST_IID is not set)")
-    token = environ.get(token_variable, "").strip()
-    if not token:
-        raise CommentError(
-            f"not posted: {token_variable} is not set (a project access token with the api scope, as a "
-            "masked CI/CD variable; the job token cannot write notes)"
-        )
-    api = environ.get("CI_API_V4_URL", "").strip().rstrip("/")
-    project = environ.get("CI_PROJECT_ID", "").strip()
-    if not api or not project:
-        raise CommentError("not posted: CI_API_V4_URL or CI_PROJECT_ID is not set")
-    project_url = environ.get("CI_MERGE_REQUEST_PROJECT_URL") or environ.get("CI_PROJECT_URL") or ""
-    project_url = project_url.rstrip("/")
-    base = f"{api}/projects/{quote(project, safe='')}/merge_requests/{quote(iid, safe='')}/notes"
-    destination = Destination(
-        platform="GitLab",
-        where=f"merge request !{iid}",
-        collection=base,
-        item=f"{base}/{{id}}",
-        update_method="PUT",
-        headers={"PRIVATE-TOKEN": token},
-        max_chars=GITLAB_MAX_CHARS,
-        run_url=environ.get("CI_JOB_URL") or None,
-        hints={
-            401: f"the token in {token_variable} is not valid or has expired",
-            403: f"the token in {token_variable} needs the api scope and a role that may comment "
-            "(Reporter or higher)",
-            404: f"the project or merge request is not visible to the token in {token_variable}",
-            422: "GitLab refused the note body",
-        },
-        link=f"{project_url}/-/merge_requests/{iid}#note_{{id}}" if project_url else None,
-    )
-    return destination, token
-
-
-def destination_for(environ: Mapping[str, str], gitlab_token_variable: str) -> tuple[Destination, str]:
-    """Where the comment goes and the token; CommentError saying why not."""
-    if environ.get("GITHUB_ACTIONS") == "true":
-        return _github(environ)
-    if environ.get("GITLAB_CI") == "true":
-        return _gitlab(environ, gitlab_token_variable)
-    raise CommentError("not posted: not running in GitHub Actions or GitLab CI")
-
-
-# --- the body -----------------------------------------------------------------------------------
-
-
-def render_body(outcome: Outcome, key: str, destination: Destination) -> tuple[str, bool]:
-    """The comment's text within the platform's limit, and whether the summary had to be cut."""
-    head = marker(key) + "\n"
-    run_url = safe_url(destination.run_url)
-    footer = "\n\n<sub>Posted by testsession-runner; updated in place on the next run"
-    footer += f" · [job log and reports]({run_url})</sub>\n" if run_url else ".</sub>\n"
-    summary = render_markdown(outcome).rstrip()
-    if len(head) + len(summary) + len(footer) <= destination.max_chars:
-        return head + summary + footer, False
-    where = f"in the [job's reports]({run_url})" if run_url else "in the job's reports"
-    note = (
-        f"\n\n> **Cut to fit {destination.platform}'s limit of {destination.max_chars:,} characters:** "
-        f"the full summary (summary.md, results.json, junit.xml) is {where}."
-    )
-    room = max(0, destination.max_chars - len(head) - len(footer) - len(note))
-    return head + _fit(outcome, room).rstrip() + note + footer, True
-
-
-def _fit(outcome: Outcome, room: int) -> str:
-    """The longest summary of at most `room` characters the renderer's byte budget gives, in a few tries.
-
-    A summary of `room` UTF-8 bytes always fits (bytes are never fewer than characters); with
-    non-ASCII text a larger byte budget may still fit, so it is searched for (bounded: 8 renders).
+    GitHub ("Rate limits for the REST API"): the primary limit answers 403 or 429 with
+    `x-ratelimit-remaining: 0` and the reset in `x-ratelimit-reset` (epoch seconds); a secondary
+    limit sends Retry-After. GitLab: 429 with Retry-After and `RateLimit-Reset`. A 403 without
+    these is a refusal, not a limit.
     """
-    best = render_markdown(outcome, max_bytes=room)
-    low, high = room, room * 4
-    for _ in range(8):
-        if high - low < max(1024, room // 100):
-            break
-        middle = (low + high) // 2
-        text = render_markdown(outcome, max_bytes=middle)
-        if len(text) <= room:
-            best, low = text, middle
-        else:
-            high = middle
-    return best
+    if status not in (403, 429):
+        return None
+    retry_after = parse_retry_after(headers.get("Retry-After"))
+    if retry_after is not None:
+        return retry_after
+    remaining = headers.get("x-ratelimit-remaining") or headers.get("RateLimit-Remaining")
+    if remaining is None or remaining.strip() != "0":
+        return None
+    reset = headers.get("x-ratelimit-reset") or headers.get("RateLimit-Reset") or ""
+    try:
+        return max(0.0, float(reset) - now)
+    except ValueError:
+        return SECONDARY_LIMIT_SECONDS
 
 
-# --- HTTP ---------------------------------------------------------------------------------------
+def _span(seconds: float) -> str:
+    if seconds >= 90:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds:.0f} s"
 
 
-class _Api:
-    def __init__(self, destination: Destination, redact: Redactor, sleep: Sleep) -> None:
+class PlatformApi:
+    """JSON requests to GitHub's or GitLab's API for one comment, within MAX_SECONDS in all."""
+
+    def __init__(
+        self,
+        destination: Destination,
+        redact: Redactor,
+        *,
+        sleep: Sleep,
+        on_retry: OnRetry | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ) -> None:
         self.destination = destination
         self.redact = redact
         self.sleep = sleep
+        self.on_retry = on_retry
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.max_seconds = MAX_SECONDS  # read now: tests shorten it
+        self.deadline = clock() + self.max_seconds
         self.session = requests.Session()
+        adapter = HTTPAdapter(max_retries=0)  # every resend is the policy's decision
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
         self.session.headers.update(destination.headers)
-        self.session.headers["User-Agent"] = "testsession-runner"
-        self.deadline = time.monotonic() + MAX_SECONDS
+        # Only what the bounded reader inflates in steps (no br, no zstd).
+        self.session.headers.update({"User-Agent": "testsession-runner", "Accept-Encoding": "gzip, deflate"})
 
     def close(self) -> None:
         self.session.close()
 
-    def call(self, method: str, url: str, **kwargs: Any) -> Any:
-        """The JSON answer; retries 429/5xx (a create only on 429/503) honouring Retry-After."""
-        creates = method == "POST"
-        for attempt in range(MAX_RETRIES + 1):
-            if time.monotonic() > self.deadline:
-                raise CommentError(self._where(method, url) + f": gave up after {MAX_SECONDS:g} s")
-            last = attempt == MAX_RETRIES
+    def call(
+        self,
+        method: str,
+        url: str,
+        kind: CallKind,
+        *,
+        params: dict[str, str | int] | None = None,
+        body: dict[str, Any] | None = None,
+    ) -> Any:
+        """The JSON answer (None when it has none); CommentError (one line, redacted) when it fails."""
+        path = urlsplit(url).path
+        attempt = 0
+        while True:
+            remaining = self.deadline - self.clock()
+            if remaining <= 0:
+                raise CommentError(f"{self._where(method, path)}: gave up after {self.max_seconds:g} s")
             try:
-                response = self.session.request(method, url, timeout=TIMEOUT, stream=True, **kwargs)
-            except requests.RequestException as exc:
-                # A create that may have reached the platform is not sent again: no duplicate comment.
-                if creates or last:
-                    raise CommentError(self._where(method, url) + f": {type(exc).__name__}") from None
-                self._pause(2.0**attempt)
-                continue
-            with response:
-                body = self._read(response, method, url)
-                status = response.status_code
-                if status < 300:
-                    return _json(body)
-                retry = status in (DID_NOTHING_STATUSES if creates else RETRY_STATUSES)
-                # GitHub's secondary rate limit answers 403 with Retry-After.
-                retry = retry or (status == 403 and "Retry-After" in response.headers)
-                if not retry or last:
-                    raise CommentError(self._refused(method, url, response, body), status)
-                delay = parse_retry_after(response.headers.get("Retry-After"))
-                self._pause(delay if delay is not None else 2.0**attempt)
-        raise AssertionError("unreachable")  # pragma: no cover
+                return self._once(method, url, path, remaining, params, body)
+            except ApiError as exc:
+                delay = POLICY.next_delay(exc, attempt, kind, self.rng)
+                too_late = delay is not None and self.clock() + delay >= self.deadline
+                if delay is None or too_late:
+                    raise self._failure(exc, method, path, attempt + 1, too_late) from None
+                if self.on_retry is not None:
+                    self.on_retry(
+                        self.redact(
+                            f"comment: {self._answer(exc)} to {method} {path}; "
+                            f"retry {attempt + 1} in {delay:.1f} s"
+                        )
+                    )
+                self.sleep(delay)
+                attempt += 1
 
-    def _pause(self, seconds: float) -> None:
-        self.sleep(max(0.0, min(seconds, RETRY_AFTER_MAX, self.deadline - time.monotonic())))
-
-    def _read(self, response: requests.Response, method: str, url: str) -> bytes:
-        chunks = []
-        size = 0
-        try:
-            for chunk in response.iter_content(64 * 1024):
-                size += len(chunk)
-                if time.monotonic() > self.deadline:  # a slow drip stays bounded too
-                    raise CommentError(self._where(method, url) + f": gave up after {MAX_SECONDS:g} s")
-                if size > MAX_ANSWER_BYTES:
-                    too_large = f": answer larger than {MAX_ANSWER_BYTES} bytes"
-                    raise CommentError(self._where(method, url) + too_large)
-                chunks.append(chunk)
-        except requests.RequestException as exc:
-            raise CommentError(self._where(method, url) + f": {type(exc).__name__}") from None
-        return b"".join(chunks)
-
-    def _where(self, method: str, url: str) -> str:
-        path = url.split("://", 1)[-1].partition("/")[2].partition("?")[0]
-        return f"{self.destination.platform} {method} /{path}"
-
-    def _refused(self, method: str, url: str, response: requests.Response, body: bytes) -> str:
+    def _once(
+        self,
+        method: str,
+        url: str,
+        path: str,
+        remaining: float,
+        params: dict[str, str | int] | None,
+        body: dict[str, Any] | None,
+    ) -> Any:
+        response = exchange(
+            self.session,
+            method,
+            url,
+            where=self.destination.host,
+            path=path,
+            timeout=(min(TIMEOUT[0], remaining), min(TIMEOUT[1], remaining)),
+            answer_seconds=min(ANSWER_SECONDS, remaining),
+            max_bytes=MAX_ANSWER_BYTES,
+            params=params,
+            json=body,
+        )
         status = response.status_code
-        detail = ""
-        try:
-            data = json.loads(body)
-        except ValueError:
-            data = None
+        data = _json(response.content)
+        if 200 <= status < 300:
+            return data
+        message = ""
         if isinstance(data, dict):
-            message = data.get("message") or data.get("error")
-            if message is not None:
-                detail = flat(message if isinstance(message, str) else json.dumps(message), 200)
-        hint = self.destination.hints.get(status, "")
-        parts = [f"{self._where(method, url)} answered {status} {response.reason or ''}".rstrip()]
-        if detail:
-            parts.append(detail)
-        if hint:
-            parts.append(hint)
-        return self.redact(": ".join(parts))
+            text = data.get("message") or data.get("error")
+            if text is not None:
+                message = flat(text if isinstance(text, str) else json.dumps(text), 200)
+        reason = response.reason or None
+        wait = rate_limit_wait(status, response.headers, time.time())
+        if wait is not None:
+            attributes = {"retryAfterSeconds": wait}
+            raise RateLimitedError(
+                message, status=status, error=reason, attributes=attributes, method=method, path=path
+            )
+        cls = error_class_for_status(status)
+        raise cls(message, status=status, error=reason, method=method, path=path)
+
+    def _where(self, method: str, path: str) -> str:
+        return f"{self.destination.platform} {method} {path}"
+
+    def _answer(self, exc: ApiError) -> str:
+        if isinstance(exc, TransportError) or not exc.status:
+            return exc.message
+        limited = " (rate limit)" if isinstance(exc, RateLimitedError) else ""
+        return f"{self.destination.platform} answered {exc.status}{limited}"
+
+    def _failure(self, exc: ApiError, method: str, path: str, attempts: int, too_late: bool) -> CommentError:
+        """The one line for the user; `too_late`: a retry was due but would start after the deadline."""
+        where = self._where(method, path)
+        tries = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
+        if isinstance(exc, TransportError) or not exc.status:
+            text = f"{where}: {exc.message}{tries}"
+            if isinstance(exc, ConnectionRefusedByPeerError):
+                text += f"; {self.destination.unreachable()}"
+            return CommentError(self.redact(text))
+        parts = [f"{where} answered {exc.status} {exc.error or ''}".rstrip() + tries]
+        if exc.message:
+            parts.append(exc.message)
+        wait = retry_after_of(exc)
+        if isinstance(exc, RateLimitedError):
+            if too_late and wait is not None:
+                parts.append(
+                    f"{self.destination.platform}'s rate limit for this token lifts in {_span(wait)}, "
+                    f"later than the comment waits ({self.max_seconds:g} s in all)"
+                )
+        else:
+            hint = self.destination.hints.get(exc.status, "")
+            if hint:
+                parts.append(hint)
+        return CommentError(
+            self.redact(": ".join(parts)), exc.status, rate_limited=isinstance(exc, RateLimitedError)
+        )
 
 
 def _json(body: bytes) -> Any:
@@ -368,21 +285,54 @@ def _json(body: bytes) -> Any:
         return None
 
 
-def _find(api: _Api, tag: str) -> str | None:
-    """The id of the first comment whose body starts with the marker, over at most MAX_PAGES pages."""
-    gitlab = api.destination.platform == "GitLab"
+def _id(value: Any) -> str | None:
+    """An id as text: a number or a non-empty string (never a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or value == "":
+        return None
+    return str(value)
+
+
+def identify(api: PlatformApi) -> Identity:
+    """Who the token is: GET /user; for a GitHub installation token (403 there) the GraphQL viewer."""
+    destination = api.destination
+    try:
+        answer = api.call("GET", destination.identity_url, CallKind.READ)
+    except CommentError as exc:
+        if exc.status != 403 or exc.rate_limited or destination.identity_graphql is None:
+            raise
+        # A query changes nothing: safe to send again, like a read.
+        data = api.call(
+            "POST", destination.identity_graphql, CallKind.READ, body={"query": GITHUB_VIEWER_QUERY}
+        )
+        data = data.get("data") if isinstance(data, dict) else None
+        answer = data.get("viewer") if isinstance(data, dict) else None
+        if isinstance(answer, dict):
+            answer = {"id": answer.get("databaseId"), "login": answer.get("login")}
+    user_id = _id(answer.get("id")) if isinstance(answer, dict) else None
+    if user_id is None or not isinstance(answer, dict):
+        asked = urlsplit(destination.identity_url).path
+        raise CommentError(f"{destination.platform} did not say which user the token is (GET {asked})")
+    name = answer.get("login") or answer.get("username")
+    return Identity(user_id, name if isinstance(name, str) else "?")
+
+
+def find_own(api: PlatformApi, identity: Identity, tag: str) -> str | None:
+    """The id of the first comment of `identity` whose body starts with the marker `tag`, over at most
+    MAX_PAGES pages; a comment by anyone else never counts, even with the marker."""
+    destination = api.destination
     for page in range(1, MAX_PAGES + 1):
-        params: dict[str, str | int] = {"per_page": PER_PAGE, "page": page}
-        if gitlab:
-            params.update(sort="asc", order_by="created_at")
-        items = api.call("GET", api.destination.collection, params=params)
+        params: dict[str, str | int] = {"per_page": PER_PAGE, "page": page, **destination.list_params}
+        items = api.call("GET", destination.collection, CallKind.READ, params=params)
         if not isinstance(items, list):
-            raise CommentError(f"{api.destination.platform}: the list of comments is not a JSON list")
+            raise CommentError(f"{destination.platform}: the list of {destination.kind}s is not a JSON list")
         for item in items:
-            if not isinstance(item, dict) or (gitlab and item.get("system")):
+            if not isinstance(item, dict) or (destination.skip_field and item.get(destination.skip_field)):
+                continue
+            author = item.get(destination.author_field)
+            if not isinstance(author, dict) or _id(author.get("id")) != identity.id:
                 continue
             body = item.get("body")
-            if isinstance(body, str) and body.lstrip().startswith(tag) and item.get("id") is not None:
+            if isinstance(body, str) and body.lstrip().startswith(tag) and _id(item.get("id")) is not None:
                 return str(item["id"])
         if len(items) < PER_PAGE:
             return None
@@ -391,34 +341,42 @@ def _find(api: _Api, tag: str) -> str | None:
 
 def post_comment(
     outcome: Outcome,
-    environ: Mapping[str, str],
+    platform: CiPlatform,
     *,
     key: str,
     redact: Redactor,
     gitlab_token_variable: str = DEFAULT_GITLAB_TOKEN_VARIABLE,
     sleep: Sleep | None = None,
+    on_retry: OnRetry | None = None,
 ) -> Posted:
     """Creates or updates the comment; CommentError (one line, no secrets) when it cannot."""
-    destination, token = destination_for(environ, gitlab_token_variable)
+    destination, token = platform.comment_destination(gitlab_token_variable)
     redact.add(token)
-    body, cut = render_body(outcome, key, destination)
+    body, cut = render_body(
+        outcome,
+        key,
+        platform=destination.platform,
+        max_chars=destination.max_chars,
+        run_url=destination.run_url,
+    )
     payload = {"body": redact(body)}
-    api = _Api(destination, redact, sleep or SLEEP)
+    api = PlatformApi(destination, redact, sleep=sleep or SLEEP, on_retry=on_retry)
     try:
-        comment_id = _find(api, marker(key))
+        comment_id = find_own(api, identify(api), marker(key))
         answer: Any = None
         action = "updated"
         if comment_id is not None:
             try:
                 item = destination.item.replace("{id}", comment_id)
-                answer = api.call(destination.update_method, item, json=payload)
+                # Setting the same body twice does no harm: retried like a read.
+                answer = api.call(destination.update_method, item, CallKind.READ, body=payload)
             except CommentError as exc:
-                if exc.status != 404:
+                if exc.status != NotFoundError.status:
                     raise
                 comment_id = None  # deleted since it was listed: post a new one
         if comment_id is None:
             action = "created"
-            answer = api.call("POST", destination.collection, json=payload)
+            answer = api.call("POST", destination.collection, CallKind.CREATE, body=payload)
     finally:
         api.close()
     answer = answer if isinstance(answer, dict) else {}
@@ -432,17 +390,9 @@ def post_comment(
 class CommentPublisher:
     """A front end of `run`/`wait`: on Finished, posts or updates the comment; never raises."""
 
-    def __init__(
-        self,
-        key: str,
-        gitlab_token_variable: str,
-        environ: Mapping[str, str],
-        console: Console,
-        redact: Redactor,
-    ) -> None:
+    def __init__(self, key: str, gitlab_token_variable: str, console: Console, redact: Redactor) -> None:
         self.key = key
         self.gitlab_token_variable = gitlab_token_variable
-        self.environ = environ
         self.console = console
         self.redact = redact
 
@@ -452,10 +402,11 @@ class CommentPublisher:
         try:
             posted = post_comment(
                 event.digest.outcome,
-                self.environ,
+                self.console.platform,
                 key=self.key,
                 redact=self.redact,
                 gitlab_token_variable=self.gitlab_token_variable,
+                on_retry=self.console.line,
             )
         except CommentError as exc:
             warn(str(exc), self.redact)
@@ -466,12 +417,5 @@ class CommentPublisher:
         self.console.line(posted.line())
 
 
-def comment_tokens(environ: Mapping[str, str], gitlab_token_variable: str) -> list[str]:
-    """The tokens a comment may use, for the run's Redactor before anything is printed or written."""
-    return [value for value in (environ.get("GITHUB_TOKEN"), environ.get(gitlab_token_variable)) if value]
-
-
 def warn(message: str, redact: Redactor) -> None:
-    import sys
-
     print(f"testsession: warning: comment: {redact(message)}", file=sys.stderr)

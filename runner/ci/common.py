@@ -1,14 +1,28 @@
-"""What the GitHub and GitLab front ends share: the failing checks of the digest as flat values."""
+"""What the GitHub and GitLab front ends share: the failing checks of the digest as flat values, and
+the console as they see it."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Protocol
 
 from runner.job.digest import Digest
 from runner.job.outcome import Outcome
 from runner.reports.text import clean
 
 MAX_ERROR = 1000  # characters of an error or root cause in an output or annotation
+
+
+class Log(Protocol):
+    """The console's writing side (`ci/console.py` Console), without importing it: the platform
+    front ends print through it, and the console itself asks the platform for its syntax."""
+
+    def line(self, text: str) -> None: ...
+
+    def always(self, text: str) -> None: ...
+
+    def section(self, name: str, title: str, collapsed: bool = False) -> AbstractContextManager[None]: ...
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
 """The console front end: renders the run's events as they happen, in a terminal or a CI log.
 
-- A terminal gets plain lines plus one live status line below them, redrawn in place.
+- A terminal gets plain lines plus one live status line below them, redrawn in place and fitted to
+  the terminal's width at each redraw (about once a second), so a resize leaves no wrapped remains.
 - A pipe (CI log) gets plain lines only, each flushed at once, and a heartbeat naming what still runs
   whenever nothing was printed for HEARTBEAT_SECONDS.
-- GitHub gets each failure's details in a `::group::`, GitLab in a collapsible section.
+- Each failure's details go in a collapsible section in the CI platform's syntax (`ci/platform.py`):
+  a `::group::` on GitHub, a `section_start` on GitLab.
 - Every text from outside passes `for_line` (no escapes, controls or line breaks: no workflow
   commands) and then the run's Redactor. NO_COLOR and TERM=dumb turn colour off.
 - A console that cannot be written (stdout closed) goes quiet; it never changes the verdict.
@@ -20,6 +22,8 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TextIO
 
+from runner.ci.platform import CiPlatform, platform_for
+from runner.core.ciprovider import in_ci
 from runner.core.redact import Redactor
 from runner.core.text import for_line
 from runner.job.digest import Digest, Item
@@ -100,21 +104,22 @@ class Console:
         gate: Gate | None = None,
         errors: TextIO | None = None,
         clock: Callable[[], float] = time.monotonic,
+        platform: CiPlatform | None = None,
     ) -> None:
         env = os.environ if environ is None else environ
+        self.platform = platform or platform_for(env)
         self.stream = stream or sys.stdout
         self.errors = errors or sys.stderr  # -v lines go here, as the help says
         self.redact = redactor or Redactor()
         self.verbosity = verbosity
         self.gate = gate or Gate()
         self.clock = clock
-        self.github = env.get("GITHUB_ACTIONS") == "true"
-        self.gitlab = env.get("GITLAB_CI") == "true"
         is_tty = _isatty(self.stream)
-        self.interactive = is_tty and not env.get("CI") and env.get("TERM") != "dumb"
+        self.interactive = is_tty and not in_ci(env) and env.get("TERM") != "dumb"
         self.color = is_tty and "NO_COLOR" not in env and env.get("TERM") != "dumb"
         self.broken = False
-        self._status = ""  # the live line shown, "" when none
+        self._live = ""  # the live line's text, "" when none
+        self._shown = ""  # what of it is on the screen (cut to the width it was drawn at)
         self._last_line = clock()
         self._progress: dict[Where, Progress] = {}
         self._analyses: dict[Where, int] = {}  # analyses still awaited after a session's end
@@ -127,11 +132,13 @@ class Console:
             return
         out = stream or self.stream
         try:
-            if self._status and out is self.stream:
-                out.write("\r\033[K")
+            live = out is self.stream and bool(self._shown)
+            if live:
+                out.write(self._erase())
             out.write(self.redact(text) + "\n")
-            if self._status and out is self.stream:
-                out.write(self._status)
+            if live:
+                self._shown = self._fit(self._live)
+                out.write(self._shown)
             out.flush()
         except (OSError, ValueError):  # closed or broken: say nothing more, change nothing else
             self.broken = True
@@ -152,19 +159,40 @@ class Console:
     def _draw(self, text: str) -> None:
         if not self.interactive or self.broken:
             return
-        width = max(20, shutil.get_terminal_size((100, 20)).columns - 1)
-        shown = text if len(text) <= width else text[: width - 1] + "…"
+        self._live = self.redact(text)  # before it is cut: a cut secret would no longer match
+        shown = self._fit(self._live)
         try:
-            self.stream.write("\r\033[K" + self.redact(shown))
+            self.stream.write(self._erase() + shown)
             self.stream.flush()
         except (OSError, ValueError):
             self.broken = True
-        self._status = "\r\033[K" + self.redact(shown) if shown else ""
+        self._shown = shown
+
+    def _columns(self) -> int:
+        """The terminal's width now (it may have been resized since the last draw)."""
+        try:
+            columns = os.get_terminal_size(self.stream.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+        # A terminal that reports no size (0 columns, as a new pseudo-terminal does): the usual guess.
+        return columns if columns > 0 else shutil.get_terminal_size((100, 20)).columns
+
+    def _fit(self, text: str) -> str:
+        width = max(20, self._columns() - 1)
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+    def _erase(self) -> str:
+        """Back to the start of the live line and clear it. It was drawn one row wide; a terminal
+        made narrower since has wrapped it over several rows, which are all cleared."""
+        if not self._shown:
+            return "\r\033[K"
+        rows = -(-len(self._shown) // max(1, self._columns()))
+        return f"\r\033[{rows - 1}A\033[J" if rows > 1 else "\r\033[K"
 
     def clear_status(self) -> None:
-        if self._status:
+        if self._shown:
             self._draw("")
-            self._status = ""
+        self._live = self._shown = ""
 
     def paint(self, verdict: str, text: str, colors: Mapping[str, str] = _COLORS) -> str:
         if not self.color or verdict not in colors:
@@ -173,33 +201,25 @@ class Console:
 
     def mask(self, values: list[str]) -> None:
         """GitHub hides a value in its logs only once told, before the value is ever printed."""
-        if not self.github or self.broken:
+        commands = self.platform.mask_commands(values)
+        if not commands or self.broken:
             return
         try:
-            for value in values:
-                for part in value.splitlines():
-                    if part.strip():
-                        self.stream.write(f"::add-mask::{part}\n")
+            for command in commands:
+                self.stream.write(command + "\n")
             self.stream.flush()
         except (OSError, ValueError):
             self.broken = True
 
     @contextmanager
     def section(self, name: str, title: str, collapsed: bool = False) -> Iterator[None]:
-        if self.github:
-            self._emit(f"::group::{title}")
-        elif self.gitlab:
-            flag = "true" if collapsed else "false"
-            self._emit(f"\033[0Ksection_start:{int(time.time())}:{name}[collapsed={flag}]\r\033[0K{title}")
-        else:
-            self._emit(title)
+        self._emit(self.platform.section_start(name, title, collapsed))
         try:
             yield
         finally:
-            if self.github:
-                self._emit("::endgroup::")
-            elif self.gitlab:
-                self._emit(f"\033[0Ksection_end:{int(time.time())}:{name}\r\033[0K")
+            end = self.platform.section_end(name)
+            if end is not None:
+                self._emit(end)
 
     # --- results ------------------------------------------------------------------------------
 

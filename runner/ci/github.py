@@ -16,8 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from runner.ci.common import FailedCheck, failed_checks, session_ids, session_links
-from runner.ci.console import Console
+from runner.ci.common import FailedCheck, Log, failed_checks, session_ids, session_links
 from runner.core.redact import Redactor
 from runner.job.digest import Digest
 from runner.reports import render_markdown
@@ -153,7 +152,7 @@ def publish(
     digest: Digest,
     written: Mapping[str, Path],
     environ: Mapping[str, str],
-    console: Console,
+    log: Log,
     redact: Redactor,
 ) -> list[str]:
     """Writes outputs, summary and annotations; returns one error line per part that failed."""
@@ -173,5 +172,5 @@ def publish(
         except OSError as exc:
             problems.append(f"could not write the step summary to {summary_file}: {exc.strerror or exc}")
     for line in annotation_lines(failed_checks(digest), redact):
-        console.always(line)
+        log.always(line)
     return problems

@@ -12,8 +12,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from runner.ci.common import session_ids, session_links
-from runner.ci.console import Console
+from runner.ci.common import Log, session_ids, session_links
 from runner.core.redact import Redactor
 from runner.job.digest import Digest
 
@@ -74,7 +73,7 @@ def publish(
     digest: Digest,
     written: Mapping[str, Path],
     environ: Mapping[str, str],
-    console: Console,
+    log: Log,
     redact: Redactor,
 ) -> list[str]:
     """Writes the dotenv file and lists it in a collapsible section; returns error lines."""
@@ -85,8 +84,8 @@ def publish(
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         return [f"could not write the dotenv file {path}: {exc.strerror or exc}"]
-    with console.section("testsession_outputs", "testsession outputs (artifacts:reports:dotenv)"):
-        console.line(f"dotenv: {path}")
+    with log.section("testsession_outputs", "testsession outputs (artifacts:reports:dotenv)"):
+        log.line(f"dotenv: {path}")
         for line in text.splitlines():
-            console.line(f"  {line}")
+            log.line(f"  {line}")
     return []

@@ -13,6 +13,8 @@ Input formats:
 - fail-on-degraded, rca, comment, emulator: true or false; empty leaves the spec's setting.
 - fail-on: any or new; empty leaves the spec's gate.failOn.
 - baseline: path of an earlier run's results.json; empty leaves the spec's baseline.
+- rerun-failed: path of an earlier run's results.json: run exactly the checks that failed there
+  (`run --rerun-failed`; not with location, tags, check-ids).
 - comment: true posts the summary as a sticky pull-request comment with GITHUB_TOKEN (the
   github-token input; the job needs `permissions: pull-requests: write`).
 """
@@ -120,6 +122,8 @@ def build_argv(environ: Mapping[str, str]) -> list[str]:
         argv += ["--fail-on", fail_on]
     if get("BASELINE"):
         argv += ["--baseline", get("BASELINE")]
+    if get("RERUN_FAILED"):
+        argv += ["--rerun-failed", get("RERUN_FAILED")]
     if parse_bool("rca", get("RCA")) is False:
         argv.append("--no-rca")
     for kind in ("junit", "markdown", "json"):

@@ -61,6 +61,7 @@ def handle(args: argparse.Namespace, ctx: Context) -> int:
         post_comment,
         warn,
     )
+    from runner.ci.platform import platform_for
     from runner.cli.report_command import read_results
     from runner.core.errors import UsageError
     from runner.reports import load_outcome
@@ -75,7 +76,14 @@ def handle(args: argparse.Namespace, ctx: Context) -> int:
     key = args.key or comment_key(args.spec, os.environ)
     redact = ctx.redact
     try:
-        posted = post_comment(outcome, os.environ, key=key, redact=redact, gitlab_token_variable=variable)
+        posted = post_comment(
+            outcome,
+            platform_for(os.environ),
+            key=key,
+            redact=redact,
+            gitlab_token_variable=variable,
+            on_retry=print,
+        )
     except CommentError as exc:
         warn(str(exc), redact)
         return int(ExitCode.OK)

@@ -151,12 +151,12 @@ class Job:
         )
         # GitHub must learn the secrets before anything else is printed.
         self.console.mask(sorted(redact.secrets))
-        front_ends: list[Observer] = [CiPublisher(self.environ, self.console, redact, self.stderr)]
+        front_ends: list[Observer] = [CiPublisher(self.console, redact, self.stderr)]
         comment = settings.spec.comment
         if comment.enabled:
             key = comment.key or comment_key(settings.spec_path, self.environ)
             front_ends.append(
-                CommentPublisher(key, comment.gitlabTokenVariable, self.environ, self.console, redact)
+                CommentPublisher(key, comment.gitlabTokenVariable, self.console, redact)
             )
         # The console last: its verdict line ends the log.
         self.observer = Observers([*front_ends, self.console])

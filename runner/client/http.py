@@ -7,36 +7,30 @@ key is only ever put in the Authorization header, never in a message.
 
 from __future__ import annotations
 
-import http.client
 import logging
 import platform
 import random
 import threading
 import time
 import warnings
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 import requests
-import urllib3
 from pydantic import BaseModel, ValidationError
 from requests.adapters import HTTPAdapter
 
 from runner import TOOL_NAME, __version__
-from runner.client.answer import MAX_ANSWER_BYTES, AnswerTooLarge, AnswerTooSlow, UnknownEncoding, load_answer
+from runner.client.answer import MAX_ANSWER_BYTES
 from runner.client.ratelimit import RateLimiter
 from runner.client.retry import CallKind, RetryPolicy, parse_retry_after
+from runner.client.transport import exchange
 from runner.core.errors import (
-    AnswerTooLargeError,
     ApiError,
     BadResponseError,
-    ConnectionFailedError,
-    ConnectionRefusedByPeerError,
     InvalidRequestError,
     MismatchedAnswerError,
-    ReadTimeoutError,
     error_class_for_status,
 )
 from runner.models import (
@@ -124,33 +118,6 @@ def _window_id(value: str | int) -> str:
     if not text.isascii() or not text.isdigit() or int(text) < 1:
         raise InvalidRequestError("maintenance window id: must be a positive whole number (e.g. 2001)")
     return str(int(text))
-
-
-def _causes(exc: BaseException) -> Iterator[BaseException]:
-    """The exception and everything it wraps (requests wraps urllib3, which wraps socket errors)."""
-    seen: set[int] = set()
-    stack: list[BaseException] = [exc]
-    while stack:
-        current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        for inner in (current.__cause__, current.__context__, getattr(current, "reason", None)):
-            if isinstance(inner, BaseException):
-                stack.append(inner)
-        stack.extend(arg for arg in current.args if isinstance(arg, BaseException))
-
-
-def _never_sent(exc: BaseException) -> bool:
-    """True when the connection was never established, so the request cannot have reached the service."""
-    from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
-
-    if isinstance(exc, requests.ConnectTimeout):
-        return True
-    return any(
-        isinstance(c, (ConnectionRefusedError, NewConnectionError, ConnectTimeoutError)) for c in _causes(exc)
-    )
 
 
 class ApiClient:
@@ -468,63 +435,21 @@ class ApiClient:
         with self.rate_limiter.slot():
             with self._count_lock:
                 self._request_count += 1
-            answer_deadline = time.monotonic() + answer_seconds
-            try:
-                response = self._session.request(
-                    method,
-                    self.base_url + path,
-                    params=params,
-                    json=json_body,
-                    timeout=(
-                        min(self.connect_timeout, read_timeout or self.connect_timeout),
-                        min(read_timeout or self.read_timeout, answer_seconds),
-                    ),
-                    allow_redirects=False,
-                    stream=True,
-                )
-                load_answer(response, max_bytes=self.max_answer_bytes, deadline=answer_deadline)
-                return response
-            except AnswerTooSlow:
-                message = f"answer from {self._where} not complete within {answer_seconds:.3g} s"
-                raise ReadTimeoutError(message, method=method, path=path) from None
-            except AnswerTooLarge as exc:
-                raise AnswerTooLargeError(f"{exc} from {self._where}", method=method, path=path) from None
-            except UnknownEncoding as exc:
-                message = f"answer from {self._where} in an encoding the client did not ask for ({exc})"
-                raise BadResponseError(message, method=method, path=path) from None
-            except zlib.error:
-                raise BadResponseError(
-                    f"undecodable answer from {self._where}", method=method, path=path
-                ) from None
-            except requests.RequestException as exc:
-                raise self._transport_error(exc, method, path) from None
-            except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
-                raise self._body_error(exc, method, path) from None
-
-    def _body_error(self, exc: BaseException, method: str, path: str) -> ApiError:
-        """A failure while the body was read from the raw stream (urllib3's errors, not requests')."""
-        if any(isinstance(c, (urllib3.exceptions.ReadTimeoutError, TimeoutError)) for c in _causes(exc)):
-            message = f"no answer from {self._where} within the read timeout"
-            return ReadTimeoutError(message, method=method, path=path)
-        message = f"connection to {self._where} broken ({_cause_name(exc)})"
-        return ConnectionFailedError(message, method=method, path=path)
-
-    def _transport_error(self, exc: requests.RequestException, method: str, path: str) -> ApiError:
-        cls: type[ApiError]
-        if _never_sent(exc):
-            cls, message = (
-                ConnectionRefusedByPeerError,
-                f"could not connect to {self._where} (request not sent)",
+            return exchange(
+                self._session,
+                method,
+                self.base_url + path,
+                where=self._where,
+                path=path,
+                timeout=(
+                    min(self.connect_timeout, read_timeout or self.connect_timeout),
+                    min(read_timeout or self.read_timeout, answer_seconds),
+                ),
+                answer_seconds=answer_seconds,
+                max_bytes=self.max_answer_bytes,
+                params=params,
+                json=json_body,
             )
-        elif isinstance(exc, requests.Timeout):
-            cls, message = ReadTimeoutError, f"no answer from {self._where} within the read timeout"
-        elif isinstance(exc, requests.exceptions.ContentDecodingError):
-            cls, message = BadResponseError, f"undecodable answer from {self._where}"
-        elif isinstance(exc, (requests.ConnectionError, requests.exceptions.ChunkedEncodingError)):
-            cls, message = ConnectionFailedError, f"connection to {self._where} broken ({_cause_name(exc)})"
-        else:
-            cls, message = ConnectionFailedError, f"request to {self._where} failed ({type(exc).__name__})"
-        return cls(message, method=method, path=path)
 
     # --- answers --------------------------------------------------------------------------------
 
@@ -599,12 +524,3 @@ def _same_session(session: TestSession, asked: str, response: requests.Response)
 
 def _short(exc: ApiError) -> str:
     return f"{exc.status} {exc.error or ''}".strip() if exc.status else exc.message
-
-
-def _cause_name(exc: BaseException) -> str:
-    """The innermost low-level reason, e.g. ConnectionResetError, RemoteDisconnected, IncompleteRead."""
-    names = [type(c).__name__ for c in _causes(exc)]
-    for name in reversed(names):
-        if name not in ("MaxRetryError", "ProtocolError", "ConnectionError", "ChunkedEncodingError"):
-            return name
-    return names[-1] if names else type(exc).__name__

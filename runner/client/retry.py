@@ -2,8 +2,11 @@
 
 The rule that matters most: a call that creates something (a test session above all) is resent only
 when the request provably did not reach the service (connection refused) or the service said it did
-nothing (429, 503). A 500, a reset connection, a read timeout or an unreadable answer may mean the
-session was started, and a second session must never be started.
+nothing (rate limited, 503). A 500, a reset connection, a read timeout or an unreadable answer may
+mean the session was started, and a second session must never be started.
+
+Rate limited is a 429, or a RateLimitedError of another status that a caller recognised as one
+(GitHub's primary rate limit answers 403 with `x-ratelimit-remaining: 0`; see `ci/comment.py`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,13 @@ from runner.core.errors import (
 DID_NOTHING_STATUSES = frozenset({429, 503})
 
 
+def did_nothing(exc: ApiError) -> bool:
+    """The answer says the request was not acted on: rate limited (any status) or 503."""
+    if isinstance(exc, RateLimitedError):
+        return True
+    return isinstance(exc, ServerError) and exc.status in DID_NOTHING_STATUSES
+
+
 class CallKind(Enum):
     # Safe to resend whatever happened: GET, DELETE, and the idempotent cancel POST.
     READ = "read"
@@ -47,7 +57,7 @@ class RetryPolicy:
         if kind is CallKind.CREATE:
             if isinstance(exc, ConnectionRefusedByPeerError):
                 return True
-            return exc.status in DID_NOTHING_STATUSES and isinstance(exc, (RateLimitedError, ServerError))
+            return did_nothing(exc)
         if isinstance(exc, (ConnectionFailedError, ReadTimeoutError, BadResponseError)):
             return True
         return isinstance(exc, (ServerError, RateLimitedError))
@@ -59,7 +69,7 @@ class RetryPolicy:
 
     def delay(self, exc: ApiError, attempt: int, rng: random.Random) -> float:
         """Retry-After of a 429/503 when present (capped), else exponential backoff with jitter."""
-        if exc.status in DID_NOTHING_STATUSES:
+        if did_nothing(exc):
             retry_after = retry_after_of(exc)
             if retry_after is not None:
                 return min(max(retry_after, 0.0), self.retry_after_max)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.core.ciprovider import AZURE, BITBUCKET, BUILDKITE, CIRCLECI, GITHUB, GITLAB, JENKINS, detect
 from runner.models import GithubMetadata
 
 Log = Callable[[str], None]
@@ -91,7 +92,7 @@ def _dig(data: Any, *keys: str) -> str | None:
 
 
 def _github(environ: Env, log: Log) -> CiInfo:
-    info = CiInfo("GitHub Actions")
+    info = CiInfo(GITHUB)
     event_path = environ.get("GITHUB_EVENT_PATH")
     event = _read_event(event_path, log) if event_path else {}
     # On pull requests GITHUB_SHA is a merge commit nobody pushed; the head sha is the PR's commit.
@@ -129,7 +130,7 @@ def _github(environ: Env, log: Log) -> CiInfo:
 
 
 def _gitlab(environ: Env) -> CiInfo:
-    info = CiInfo("GitLab CI")
+    info = CiInfo(GITLAB)
     branch = ["CI_MERGE_REQUEST_SOURCE_BRANCH_NAME", "CI_COMMIT_BRANCH"]
     if not environ.get("CI_COMMIT_TAG"):  # in a tag pipeline the ref name is the tag
         branch.append("CI_COMMIT_REF_NAME")
@@ -149,32 +150,32 @@ def _gitlab(environ: Env) -> CiInfo:
 
 # Providers whose variables map directly: field -> variables, first set one wins.
 _SIMPLE: dict[str, dict[str, tuple[str, ...]]] = {
-    "CircleCI": {
+    CIRCLECI: {
         "commitId": ("CIRCLE_SHA1",),
         "branchName": ("CIRCLE_BRANCH",),
         "commitOwner": ("CIRCLE_USERNAME",),
         "repoUrl": ("CIRCLE_REPOSITORY_URL",),
     },
-    "Buildkite": {
+    BUILDKITE: {
         "commitId": ("BUILDKITE_COMMIT",),
         "branchName": ("BUILDKITE_BRANCH",),
         "commitOwner": ("BUILDKITE_BUILD_AUTHOR",),
         "commitMessage": ("BUILDKITE_MESSAGE",),
         "repoUrl": ("BUILDKITE_REPO",),
     },
-    "Azure Pipelines": {
+    AZURE: {
         "commitId": ("SYSTEM_PULLREQUEST_SOURCECOMMITID", "BUILD_SOURCEVERSION"),
         "branchName": ("SYSTEM_PULLREQUEST_SOURCEBRANCH", "BUILD_SOURCEBRANCH", "BUILD_SOURCEBRANCHNAME"),
         "commitOwner": ("BUILD_REQUESTEDFOR",),
         "commitMessage": ("BUILD_SOURCEVERSIONMESSAGE",),
         "repoUrl": ("BUILD_REPOSITORY_URI",),
     },
-    "Bitbucket Pipelines": {
+    BITBUCKET: {
         "commitId": ("BITBUCKET_COMMIT",),
         "branchName": ("BITBUCKET_BRANCH",),
         "repoUrl": ("BITBUCKET_GIT_HTTP_ORIGIN",),
     },
-    "Jenkins": {
+    JENKINS: {
         "commitId": ("GIT_COMMIT",),
         "branchName": ("CHANGE_BRANCH", "GIT_LOCAL_BRANCH", "GIT_BRANCH", "BRANCH_NAME"),
         "commitOwner": ("GIT_AUTHOR_NAME", "CHANGE_AUTHOR"),
@@ -183,32 +184,13 @@ _SIMPLE: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 
-def detect(environ: Env) -> str | None:
-    """The CI provider the process runs in, by the variable each one always sets."""
-    if environ.get("GITHUB_ACTIONS") == "true":
-        return "GitHub Actions"
-    if environ.get("GITLAB_CI"):
-        return "GitLab CI"
-    if environ.get("CIRCLECI"):
-        return "CircleCI"
-    if environ.get("BUILDKITE"):
-        return "Buildkite"
-    if environ.get("TF_BUILD", "").lower() == "true":
-        return "Azure Pipelines"
-    if environ.get("BITBUCKET_BUILD_NUMBER") or environ.get("BITBUCKET_COMMIT"):
-        return "Bitbucket Pipelines"
-    if environ.get("JENKINS_URL") or environ.get("JENKINS_HOME"):
-        return "Jenkins"
-    return None
-
-
 def from_ci(environ: Env, log: Log) -> CiInfo | None:
     provider = detect(environ)
     if provider is None:
         return None
-    if provider == "GitHub Actions":
+    if provider == GITHUB:
         info = _github(environ, log)
-    elif provider == "GitLab CI":
+    elif provider == GITLAB:
         info = _gitlab(environ)
     else:
         info = CiInfo(provider)
