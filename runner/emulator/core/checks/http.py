@@ -3,7 +3,7 @@
 pycurl rather than requests/urllib3: libcurl measures each phase of a request (DNS, connect, TLS,
 first byte, download) the way the service's results and the analyser's TIMING_PHASES evidence need
 them, enforces one hard time bound over the whole exchange (redirects included), and can be stopped
-from another thread (the progress callback) when a session is cancelled.
+from another thread when a session is cancelled (a multi handle, polled in short slices).
 
 Decisions (production: constructs/api-check.mdx, url-monitor.mdx, api-checks/configuration.mdx):
 - Only http:// and https:// are ever requested, redirects included (a check URL never reads a file).
@@ -54,6 +54,8 @@ _CONTENT_TYPES = {
 }
 # Header names whose values are credentials even when no secret variable fills them: masked in evidence.
 _SENSITIVE = ("authorization", "cookie", "token", "secret", "password", "api-key", "apikey", "x-api-key")
+SLICE = 0.05  # how often a running request looks at the stop event
+_STOPPED = -1
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 _TLS_ERRORS = frozenset({35, 51, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91, 98})
 _RESET_ERRNOS = frozenset({errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED})
@@ -184,11 +186,10 @@ def address_of(url: str) -> str:
 
 
 class _Transfer:
-    """The callbacks of one transfer: a capped body and headers, and the stop check."""
+    """The callbacks of one transfer: a capped body and capped headers."""
 
-    def __init__(self, limits: Limits, stop: threading.Event | None) -> None:
+    def __init__(self, limits: Limits) -> None:
         self.limits = limits
-        self.stop = stop
         self.body = bytearray()
         self.truncated = False
         self.header_bytes = 0
@@ -218,12 +219,6 @@ class _Transfer:
             self.headers.append((key.strip(), value.strip()))
         return None
 
-    def progress(self, *_: Any) -> int:
-        if self.stop is not None and self.stop.is_set():
-            self.cancelled = True
-            return 1
-        return 0
-
 
 def perform(
     request: HttpRequest,
@@ -237,19 +232,21 @@ def perform(
 
     `timeout_text` says which bound cut it off, for the message (`maxResponseTime of 2000 ms`).
     """
-    transfer = _Transfer(limits, stop)
+    transfer = _Transfer(limits)
     curl = pycurl.Curl()
     failure: Failure | None = None
     try:
         _configure(curl, request, transfer, bound_seconds, limits)
-        try:
-            curl.perform()
-        except pycurl.error as exc:
-            code = int(exc.args[0]) if exc.args else -1
-            text = str(exc.args[1]) if len(exc.args) > 1 else ""
+        code, text = _drive(curl, stop)
+        if code == _STOPPED:
+            transfer.cancelled = True
+            failure = Failure(
+                NETWORK_ERROR, "cancelled", f"cancelled: {_remote(curl) or address_of(request.url)}"
+            )
+        elif code:
             failure = _failure(curl, request, transfer, code, text, timeout_text)
         status = int(curl.getinfo(pycurl.RESPONSE_CODE)) or None
-        timing = _timing(curl)
+        timing = _timing(curl, answered=status is not None)
         remote = _remote(curl)
     finally:
         curl.close()
@@ -265,6 +262,34 @@ def perform(
         failure=failure,
         cancelled=transfer.cancelled,
     )
+
+
+def _drive(curl: Any, stop: threading.Event | None) -> tuple[int, str]:
+    """Runs the transfer on a multi handle, looking at `stop` every SLICE seconds (a progress
+    callback would only be called once a second while a server is silent). (0, "") when it
+    finished, (_STOPPED, "") when stopped, else libcurl's error code and text."""
+    multi = pycurl.CurlMulti()
+    multi.add_handle(curl)
+    try:
+        active = 1
+        while active:
+            while True:
+                ret, active = multi.perform()
+                if ret != pycurl.E_CALL_MULTI_PERFORM:
+                    break
+            if not active:
+                break
+            if stop is not None and stop.is_set():
+                return _STOPPED, ""
+            multi.select(SLICE)
+        _, _, failed = multi.info_read()
+        if failed:
+            _, code, text = failed[0]
+            return int(code), str(text)
+        return 0, ""
+    finally:
+        multi.remove_handle(curl)
+        multi.close()
 
 
 def _configure(curl: Any, request: HttpRequest, transfer: _Transfer, bound: float, limits: Limits) -> None:
@@ -305,22 +330,20 @@ def _configure(curl: Any, request: HttpRequest, transfer: _Transfer, bound: floa
         curl.setopt(pycurl.PASSWORD, request.basic_auth[1])
     curl.setopt(pycurl.WRITEFUNCTION, transfer.write)
     curl.setopt(pycurl.HEADERFUNCTION, transfer.header)
-    curl.setopt(pycurl.NOPROGRESS, 0)
-    curl.setopt(pycurl.XFERINFOFUNCTION, transfer.progress)
 
 
 def _ms(curl: Any, info: int) -> float:
     return float(curl.getinfo(info)) / 1000.0  # *_TIME_T: microseconds
 
 
-def _timing(curl: Any) -> TimingPhases:
-    """Phases from libcurl's cumulative times; None for a phase that never started."""
+def _timing(curl: Any, answered: bool) -> TimingPhases:
+    """Phases from libcurl's cumulative times; None for a phase that never happened (libcurl may
+    report a start of transfer for a connection that failed before any answer)."""
     lookup, connect = _ms(curl, pycurl.NAMELOOKUP_TIME_T), _ms(curl, pycurl.CONNECT_TIME_T)
     tls, pre = _ms(curl, pycurl.APPCONNECT_TIME_T), _ms(curl, pycurl.PRETRANSFER_TIME_T)
     start, total = _ms(curl, pycurl.STARTTRANSFER_TIME_T), _ms(curl, pycurl.TOTAL_TIME_T)
     redirect = _ms(curl, pycurl.REDIRECT_TIME_T)
     ready = max(pre, tls, connect)
-    answered = bool(start and connect)  # libcurl may set a start time after a failed connect
     return TimingPhases(
         dns_ms=round(lookup, 3) if lookup or connect else None,
         connect_ms=round(connect - lookup, 3) if connect else None,
@@ -346,8 +369,6 @@ def _failure(
     if code == pycurl.E_WRITE_ERROR and transfer.truncated:
         return None  # the body cap: the answer is complete enough
     where = _remote(curl) or address_of(request.url)
-    if code == pycurl.E_ABORTED_BY_CALLBACK and transfer.cancelled:
-        return Failure(NETWORK_ERROR, "cancelled", f"cancelled: {where}")
     if code == pycurl.E_WRITE_ERROR and transfer.headers_too_large:
         return Failure(
             NETWORK_ERROR,

@@ -44,7 +44,7 @@ from runner.emulator.core.checks.outcome import (
     mask,
 )
 from runner.emulator.core.checks.retry import next_retry_delay
-from runner.emulator.core.checks.variables import Substitution, VariableError, VariableSources
+from runner.emulator.core.checks.variables import Substitution, VariableError, VariableSources, variables_from
 from runner.models import RetryStrategy
 from runner.models.check_definitions import (
     ApiCheckDefinition,
@@ -128,8 +128,9 @@ def _with_runtime(sources: VariableSources, check: CheckDefinition) -> VariableS
     builtins = {"CHECK_NAME": check.name, "CHECK_TYPE": check.checkType}
     if check.id:
         builtins["CHECK_ID"] = check.id
+    own = tuple(variables_from(check.environmentVariables))  # the definition's environmentVariables
     return VariableSources(
-        session=sources.session, account=sources.account, check=sources.check,
+        session=sources.session, account=sources.account, check=sources.check + own,
         runtime={**builtins, **sources.runtime},
     )  # fmt: skip
 
