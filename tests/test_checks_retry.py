@@ -147,7 +147,7 @@ def test_a_stop_during_a_request_ends_it_promptly(web: HttpServer) -> None:
         "request": {"url": web.url("/slow?ms=5000")},
     }
     result, took = _stopped_after(slow, 0.2)
-    assert result.cancelled and result.final.cancelled and took < 0.7
+    assert result.cancelled and result.final.cancelled and took < 1.0  # the server answers after 5 s
     server, port = start_tcp()
     try:
         silent = {
@@ -162,7 +162,7 @@ def test_a_stop_during_a_request_ends_it_promptly(web: HttpServer) -> None:
             },
         }
         result, took = _stopped_after(silent, 0.2)
-        assert result.cancelled and took < 0.6
+        assert result.cancelled and took < 1.0  # the server stays silent for 2 s
     finally:
         server.shutdown()
         server.server_close()
