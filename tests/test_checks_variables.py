@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from checks_servers import HttpServer, start_http
 
-from runner.emulator.core.checks import Attempt, Variable, VariableSources, run_check, variables_from
+from runner.emulator.core.checks import Attempt, Limits, Variable, VariableSources, run_check, variables_from
+from runner.emulator.core.checks.variables import Substitution
 from runner.models import EnvironmentVariable
 from runner.models.check_definitions import parse_check_definition
 
@@ -134,3 +135,15 @@ def test_a_secret_without_a_value_or_too_short_does_not_run(web: HttpServer) -> 
 def test_variables_from_the_trigger_body_models() -> None:
     session = [EnvironmentVariable(key="TOKEN", value=SECRET, secret=True), {"key": "PLAIN", "value": "x"}]
     assert variables_from(session) == [Variable("TOKEN", SECRET, True), Variable("PLAIN", "x", False)]
+
+
+def test_a_secret_cut_in_half_by_a_cap_is_still_masked(web: HttpServer) -> None:
+    sources = VariableSources(session=(Variable("TOKEN", SECRET, secret=True),))
+    definition = {"name": "Cut", "checkType": "API", "request": {"method": "POST", "url": web.url("/echo"),
+                  "body": "a" * 10 + "{{{TOKEN}}}"}}  # fmt: skip
+    attempt = run_check(parse_check_definition(definition), max_run_seconds=30, variables=sources,
+                        limits=Limits(excerpt_chars=14)).final  # fmt: skip
+    assert attempt.request is not None and attempt.request.body_excerpt == "aaaaaaaaaa***"
+    assert SECRET[:4] not in repr(attempt)
+    cut = Substitution(sources).cut
+    assert cut("x" * 195 + SECRET, 200) == "x" * 195 + "***" and cut("short", 200) == "short"

@@ -59,7 +59,7 @@ from typing import Any
 
 import jsonpath
 
-from runner.emulator.core.checks.outcome import AssertionResult, quote_actual
+from runner.emulator.core.checks.outcome import AssertionResult, Cut, plain_cut, quote_actual
 from runner.models.check_definitions import Assertion
 
 TEXT_SOURCES = frozenset({"TEXT_BODY", "TEXT_ANSWER", "RESPONSE_DATA"})
@@ -119,12 +119,12 @@ def parse_json_body(body: str, content_type: str | None) -> Any:
         return NotJson("the response body is not valid JSON")
 
 
-def evaluate(assertion: Assertion, values: Mapping[str, Any]) -> AssertionResult:
-    """One assertion against the values of one response, by source name."""
+def evaluate(assertion: Assertion, values: Mapping[str, Any], cut: Cut = plain_cut) -> AssertionResult:
+    """One assertion against the values of one response, by source name; `cut` shows a value."""
     try:
         actual = _extract(assertion, values)
-        passed, detail = _compare(assertion.comparison, actual, assertion.target)
-        shown = None if actual is MISSING else quote_actual(as_text(actual))
+        passed, detail = _compare(assertion.comparison, actual, assertion.target, cut)
+        shown = None if actual is MISSING else quote_actual(as_text(actual), cut=cut)
     except _Problem as problem:
         passed, detail, shown = False, str(problem), None
     return AssertionResult(
@@ -139,8 +139,10 @@ def evaluate(assertion: Assertion, values: Mapping[str, Any]) -> AssertionResult
     )
 
 
-def evaluate_all(assertions: Sequence[Assertion], values: Mapping[str, Any]) -> tuple[AssertionResult, ...]:
-    return tuple(evaluate(a, values) for a in assertions)
+def evaluate_all(
+    assertions: Sequence[Assertion], values: Mapping[str, Any], cut: Cut = plain_cut
+) -> tuple[AssertionResult, ...]:
+    return tuple(evaluate(a, values, cut) for a in assertions)
 
 
 # --- what the assertion looks at --------------------------------------------------------------------
@@ -314,14 +316,14 @@ def _holds(comparison: str, value: Any, target: str) -> bool:
     return _one(positive, value, target) != negated
 
 
-def _compare(comparison: str, value: Any, target: str) -> tuple[bool, str]:
+def _compare(comparison: str, value: Any, target: str, cut: Cut) -> tuple[bool, str]:
     passed = _holds(comparison, value, target)
     if value is MISSING:
         return passed, "found nothing"
-    shown = quote_actual(as_text(value))
+    shown = quote_actual(as_text(value), cut=cut)
     if not passed and comparison in ("GREATER_THAN", "LESS_THAN"):
         if as_number(target) is None:
-            return False, f"the target {quote_actual(target)} is not a number"
+            return False, f"the target {quote_actual(target, cut=cut)} is not a number"
         if not isinstance(value, (list, Elements)) and as_number(value) is None:
             return False, f"received {shown}, not a number"
     return passed, f"received {shown}"

@@ -39,9 +39,11 @@ from runner.emulator.core.checks.outcome import (
     CONFIGURATION_ERROR,
     NETWORK_ERROR,
     TIMEOUT,
+    Cut,
     Failure,
     RequestSummary,
     TimingPhases,
+    plain_cut,
 )
 from runner.emulator.core.checks.variables import Substitution, basic_credentials
 from runner.models.check_definitions import ApiCheckDefinition, UrlCheckDefinition
@@ -153,12 +155,14 @@ def _is_json(text: str) -> bool:
     return True
 
 
-def summary(request: HttpRequest, limits: Limits, remote_address: str | None = None) -> RequestSummary:
+def summary(
+    request: HttpRequest, limits: Limits, remote_address: str | None = None, cut: Cut = plain_cut
+) -> RequestSummary:
     """The request as evidence: no password, credential headers masked, the body's first characters."""
     headers = tuple((k, "***" if _sensitive(k) else v) for k, v in request.headers)
     if request.basic_auth:
         headers += (("Authorization", "Basic ***"),)
-    body = request.body.decode("utf-8", "replace")[: limits.excerpt_chars] if request.body else None
+    body = cut(request.body.decode("utf-8", "replace"), limits.excerpt_chars) if request.body else None
     return RequestSummary(
         kind="HTTP",
         method=request.method,

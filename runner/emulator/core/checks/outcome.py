@@ -140,8 +140,18 @@ def _mask(value: Any, redact: Callable[[str], str]) -> Any:
     return value
 
 
-def quote_actual(value: str, limit: int = MAX_ACTUAL_CHARS) -> str:
-    """A value for one message line: control characters and line breaks shown as spaces, capped."""
-    flat = " ".join(value.split()) if any(c in value for c in "\r\n\t") else value
+Cut = Callable[[str, int], str]  # the first `limit` characters of a text as it may be shown
+
+
+def plain_cut(text: str, limit: int) -> str:
+    return text[:limit]
+
+
+def quote_actual(value: str, limit: int = MAX_ACTUAL_CHARS, cut: Cut = plain_cut) -> str:
+    """A value for one message line: control characters and line breaks shown as spaces, capped.
+
+    `cut` masks secrets before it cuts (Substitution.cut): a secret cut in half would not be masked."""
+    flat = cut(value, limit)
+    flat = " ".join(flat.split()) if any(c in flat for c in "\r\n\t") else flat
     flat = "".join(c if c.isprintable() else " " for c in flat)
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return flat[: limit - 1] + "…" if len(value) > limit or len(flat) > limit else flat

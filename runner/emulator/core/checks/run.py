@@ -38,10 +38,12 @@ from runner.emulator.core.checks.outcome import (
     TIMEOUT,
     AssertionResult,
     Attempt,
+    Cut,
     Failure,
     RequestSummary,
     TimingPhases,
     mask,
+    plain_cut,
 )
 from runner.emulator.core.checks.retry import next_retry_delay
 from runner.emulator.core.checks.variables import Substitution, VariableError, VariableSources, variables_from
@@ -80,7 +82,7 @@ class CheckRun:
 def run_check(
     check: CheckDefinition,
     *,
-    max_run_seconds: float,
+    max_run_seconds: float | None,
     variables: VariableSources | None = None,
     retry: RetryStrategy | None = None,
     on_attempt: AttemptCallback | None = None,
@@ -90,7 +92,8 @@ def run_check(
 ) -> CheckRun:
     """Runs `check` until it passes, the retry strategy ends, or `stop` is set.
 
-    `max_run_seconds`: the check type's maximum run time (the world's maxRunSeconds).
+    `max_run_seconds`: the check type's maximum run time (the world's maxRunSeconds); None (a world's
+    `never`): only the check's maxResponseTime bounds an attempt, which every definition has.
     `on_attempt(attempt, final)` is called after each finished attempt, before any wait.
     """
     stop = stop if stop is not None else threading.Event()
@@ -140,7 +143,7 @@ def run_attempt(
     *,
     number: int,
     subst: Substitution,
-    max_run_seconds: float,
+    max_run_seconds: float | None,
     limits: Limits = DEFAULT_LIMITS,
     stop: threading.Event | None = None,
 ) -> Attempt:
@@ -164,9 +167,9 @@ class _Bounds:
     max_ms: float
 
 
-def _bounds(check: CheckDefinition, max_run_seconds: float) -> _Bounds:
+def _bounds(check: CheckDefinition, max_run_seconds: float | None) -> _Bounds:
     degraded_ms, max_ms = check.response_limits_ms()
-    if max_ms / 1000 <= max_run_seconds:
+    if max_run_seconds is None or max_ms / 1000 <= max_run_seconds:
         return _Bounds(
             max(max_ms / 1000, 0.001), f"the maxResponseTime of {max_ms:g} ms", degraded_ms, max_ms
         )
@@ -180,7 +183,11 @@ def _not_run(kind: str, message: str, request: RequestSummary | None = None) -> 
 
 
 def _execute(
-    check: CheckDefinition, subst: Substitution, max_run: float, limits: Limits, stop: threading.Event | None
+    check: CheckDefinition,
+    subst: Substitution,
+    max_run: float | None,
+    limits: Limits,
+    stop: threading.Event | None,
 ) -> dict[str, Any]:
     reason = check.local_support()
     if reason:
@@ -193,9 +200,9 @@ def _execute(
         if isinstance(check, (ApiCheckDefinition, UrlCheckDefinition)):
             return _http(check, subst, bounds, limits, stop)
         if isinstance(check, TcpCheckDefinition):
-            return _tcp(check, bounds, limits, stop)
+            return _tcp(check, subst.cut, bounds, limits, stop)
         if isinstance(check, DnsCheckDefinition):
-            return _dns(check, bounds, limits, stop)
+            return _dns(check, subst.cut, bounds, limits, stop)
     except VariableError as exc:
         return _not_run(exc.kind, exc.message)
     return _not_run("not_runnable_locally", f"{check.checkType} checks cannot run locally")
@@ -217,6 +224,7 @@ class _Observed:
     implicit_failure: str | None = None  # a 4xx/5xx status, a DNS error code
     implicit_kind: str = ""
     connection_failure_passes: bool = False  # TCP shouldFail
+    cut: Cut = plain_cut  # how a value is shown (secrets masked before a cut)
 
 
 def _http(
@@ -230,6 +238,7 @@ def _http(
         request = http.prepare_request(check, subst)
     except ValueError as exc:
         return _not_run("invalid_definition", str(exc))
+    cut = subst.cut
     response = http.perform(
         request, bound_seconds=bounds.seconds, limits=limits, stop=stop, timeout_text=bounds.text
     )
@@ -244,48 +253,50 @@ def _http(
             values["JSON_BODY"] = parse_json_body(text, response.content_type)
     status = response.status_code
     if status is not None and status >= 400 and not check.shouldFail:
-        shown = http.summary(request, limits)
+        shown = http.summary(request, limits, cut=cut)
         implicit = (
             f"received HTTP {status} from {shown.method} {shown.target}: 4xx and 5xx responses fail "
             "the check unless shouldFail is set"
         )
     observed = _Observed(
-        request=http.summary(request, limits, response.remote_address),
+        request=http.summary(request, limits, response.remote_address, cut),
         timing=response.timing,
         failure=response.failure,
         cancelled=response.cancelled,
-        excerpt=text[: limits.excerpt_chars] if text else None,
+        excerpt=cut(text, limits.excerpt_chars) if text else None,
         truncated=response.truncated,
         status_code=status,
         values=values,
         implicit_failure=implicit,
         implicit_kind="http_status",
+        cut=cut,
     )
     return _judge(check, check.request.assertions, observed, bounds)
 
 
 def _tcp(
-    check: TcpCheckDefinition, bounds: _Bounds, limits: Limits, stop: threading.Event | None
+    check: TcpCheckDefinition, cut: Cut, bounds: _Bounds, limits: Limits, stop: threading.Event | None
 ) -> dict[str, Any]:
     read = any(a.source == "RESPONSE_DATA" for a in check.request.assertions)
     response = tcp.perform(check, read_reply=read, bound_seconds=bounds.seconds, limits=limits, stop=stop,
                            timeout_text=bounds.text)  # fmt: skip
     text = response.data.decode("utf-8", "replace")
     observed = _Observed(
-        request=tcp.summary(check, limits, response.remote_address),
+        request=tcp.summary(check, limits, response.remote_address, cut),
         timing=response.timing,
         failure=response.failure,
         cancelled=response.cancelled,
-        excerpt=text[: limits.excerpt_chars] if text else None,
+        excerpt=cut(text, limits.excerpt_chars) if text else None,
         truncated=response.truncated,
         values={"RESPONSE_DATA": text, "RESPONSE_TIME": round(response.response_time_ms)},
         connection_failure_passes=check.shouldFail,
+        cut=cut,
     )
     return _judge(check, check.request.assertions, observed, bounds)
 
 
 def _dns(
-    check: DnsCheckDefinition, bounds: _Bounds, limits: Limits, stop: threading.Event | None
+    check: DnsCheckDefinition, cut: Cut, bounds: _Bounds, limits: Limits, stop: threading.Event | None
 ) -> dict[str, Any]:
     response = dns.perform(check, bound_seconds=bounds.seconds, stop=stop, timeout_text=bounds.text)
     r = check.request
@@ -299,7 +310,7 @@ def _dns(
         timing=response.timing,
         failure=response.failure,
         cancelled=response.cancelled,
-        excerpt=response.text[: limits.excerpt_chars] or None,
+        excerpt=cut(response.text, limits.excerpt_chars) or None,
         response_code=response.rcode,
         values={
             "RESPONSE_CODE": response.rcode,
@@ -309,6 +320,7 @@ def _dns(
         },
         implicit_failure=implicit,
         implicit_kind="dns_response_code",
+        cut=cut,
     )
     return _judge(check, r.assertions, observed, bounds)
 
@@ -331,7 +343,7 @@ def _judge(check: CheckDefinition, assertions: Any, seen: _Observed, bounds: _Bo
             return {**base, "passed": True}
         return {**base, "passed": False, "error_class": failure.error_class, "error_kind": failure.kind,
                 "message": failure.message, "network_failure": failure.network}  # fmt: skip
-    results: tuple[AssertionResult, ...] = evaluate_all(assertions, seen.values)
+    results: tuple[AssertionResult, ...] = evaluate_all(assertions, seen.values, seen.cut)
     base["assertions"] = results
     elapsed_ms = seen.timing.total_ms
     if elapsed_ms > bounds.max_ms:

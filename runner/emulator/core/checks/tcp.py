@@ -20,7 +20,15 @@ from dataclasses import dataclass
 
 from runner.emulator.core.checks import sockets
 from runner.emulator.core.checks.limits import Limits
-from runner.emulator.core.checks.outcome import NETWORK_ERROR, TIMEOUT, Failure, RequestSummary, TimingPhases
+from runner.emulator.core.checks.outcome import (
+    NETWORK_ERROR,
+    TIMEOUT,
+    Cut,
+    Failure,
+    RequestSummary,
+    TimingPhases,
+    plain_cut,
+)
 from runner.models.check_definitions import TcpCheckDefinition
 
 
@@ -38,10 +46,12 @@ class TcpResponse:
         return self.timing.total_ms
 
 
-def summary(check: TcpCheckDefinition, limits: Limits, remote: str | None = None) -> RequestSummary:
+def summary(
+    check: TcpCheckDefinition, limits: Limits, remote: str | None = None, cut: Cut = plain_cut
+) -> RequestSummary:
     r = check.request
     host = f"[{r.hostname}]" if ":" in r.hostname else r.hostname
-    excerpt = r.payload[: limits.excerpt_chars] or None
+    excerpt = cut(r.payload, limits.excerpt_chars) or None
     return RequestSummary(
         kind="TCP", method="CONNECT", target=f"{host}:{r.port}", body_excerpt=excerpt, remote_address=remote
     )

@@ -111,6 +111,12 @@ class Substitution:
         """Another spelling of a secret to mask (the Basic credentials built from one)."""
         self.redact.add(value)
 
+    def cut(self, text: str, limit: int) -> str:
+        """The first `limit` characters of `text`, its secrets masked before the cut (a secret cut
+        in half at the limit would no longer be recognised)."""
+        longest = max((len(s) for s in self.redact.secrets), default=0)
+        return self.redact(text[: limit + longest])[:limit]
+
     def is_secret_text(self, text: str) -> bool:
         """True when `text` holds a secret (or is one): such a value is masked whole in evidence."""
         return bool(text) and self.redact(text) != text
