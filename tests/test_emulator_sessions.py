@@ -102,11 +102,12 @@ def test_retries_are_bounded_by_max_retries_single_retry_and_duration(api: Any, 
 
 def test_exponential_backoff_spaces_attempts(api: Any, emulator: Any) -> None:
     emulator.backend.update_settings(speed=200)
-    retry = {"type": "EXPONENTIAL", "baseBackoffSeconds": 1, "maxRetries": 3}
+    retry = {"type": "EXPONENTIAL", "baseBackoffSeconds": 2, "maxRetries": 3}
     done = complete(api, trigger(api, target={"checkId": [CHECKOUT]}, retryStrategy=retry)["testSessionId"])
     starts = [datetime.fromisoformat(r["startedAt"].replace("Z", "+00:00")) for r in done["results"]]
     offsets = [round((s - starts[0]).total_seconds()) for s in starts]
-    assert offsets == [0, 5, 11, 19]  # 4 s runs with 1, 2 and 4 s between them
+    # 4 s runs with 2, 4 and 8 s between them: production's base ** n (constructs/retry-strategy.mdx).
+    assert offsets == [0, 6, 14, 26]
 
 
 def test_environment_variables_change_behaviour(api: Any) -> None:

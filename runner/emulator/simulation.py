@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.emulator.core.checks.retry import next_retry_delay
 from runner.emulator.world import WorldCheck
 from runner.models import RetryStrategy, SessionResult
 
@@ -67,15 +68,6 @@ def _outcome(behaviour: str, number: int, message: str | None) -> tuple[bool, bo
     return False, False, ERROR_CLASSES[behaviour], message or DEFAULT_MESSAGES[behaviour]
 
 
-def _backoff(retry: RetryStrategy, retry_number: int) -> float:
-    base = retry.baseBackoffSeconds
-    if retry.type == "LINEAR":
-        return base * retry_number
-    if retry.type == "EXPONENTIAL":
-        return float(base * 2 ** (retry_number - 1))
-    return base
-
-
 def plan_run(
     check: WorldCheck,
     start: float,
@@ -108,17 +100,20 @@ def plan_run(
             passed, degraded, error_class, text = _outcome(behaviour, len(run.attempts) + 1, message)
         attempt = Attempt(str(uuid.uuid4()), at, at + duration, passed, degraded, error_class, text)
         run.attempts.append(attempt)
-        if passed or retry is None:
+        if passed:
             break
-        if retry.onlyOn and error_class not in retry.onlyOn:
-            break
-        if retries >= (1 if retry.type == "SINGLE_RETRY" else retry.maxRetries):
+        # The same retry rule as real checks (runner/emulator/core/checks/retry.py).
+        delay = next_retry_delay(
+            retry,
+            retries_done=retries,
+            network_failure=error_class == "NETWORK_ERROR",
+            elapsed=at + duration - start,
+            expected_duration=duration,
+        )
+        if delay is None:
             break
         retries += 1
-        next_start = at + duration + _backoff(retry, retries)
-        if next_start + duration - start > retry.maxDurationSeconds:
-            break
-        at = next_start
+        at = at + duration + delay
     run.attempts[-1].id = run.final_id
     return run
 

@@ -1,0 +1,1 @@
+"""The emulator's pure core (no HTTP serving)."""

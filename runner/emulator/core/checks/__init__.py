@@ -1,0 +1,88 @@
+"""Real check execution: API, URL, TCP and DNS checks in production's shape, run from this machine.
+
+The public API (everything else in this package is its parts):
+
+    run_check(check, *, max_run_seconds, variables=None, retry=None, on_attempt=None,
+              stop=None, sleep=None, limits=DEFAULT_LIMITS) -> CheckRun
+
+`check` comes from `runner.models.check_definitions.parse_check_definition`; `variables` is a
+`VariableSources` (session, account, check, runtime; `variables_from()` reads models or dicts).
+Every `Attempt` is a frozen value with its secrets masked. Decisions are written down in the
+docstrings of run.py (outcomes), assertions.py, variables.py, http.py, tcp.py, dns.py and retry.py.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runner.emulator.core.checks.limits import DEFAULT_LIMITS, Limits
+    from runner.emulator.core.checks.outcome import (
+        ASSERTION_FAILURE,
+        CONFIGURATION_ERROR,
+        ERROR_CLASSES,
+        NETWORK_ERROR,
+        TIMEOUT,
+        AssertionResult,
+        Attempt,
+        RequestSummary,
+        TimingPhases,
+    )
+    from runner.emulator.core.checks.retry import backoff_seconds, next_retry_delay
+    from runner.emulator.core.checks.run import AttemptCallback, CheckRun, Sleep, run_check
+    from runner.emulator.core.checks.variables import Variable, VariableSources, variables_from
+
+# Lazy, so that the simulation's `import ...checks.retry` does not load libcurl, dnspython and JSONPath.
+_HOME = {
+    "DEFAULT_LIMITS": "limits",
+    "Limits": "limits",
+    "ASSERTION_FAILURE": "outcome",
+    "CONFIGURATION_ERROR": "outcome",
+    "ERROR_CLASSES": "outcome",
+    "NETWORK_ERROR": "outcome",
+    "TIMEOUT": "outcome",
+    "AssertionResult": "outcome",
+    "Attempt": "outcome",
+    "RequestSummary": "outcome",
+    "TimingPhases": "outcome",
+    "backoff_seconds": "retry",
+    "next_retry_delay": "retry",
+    "AttemptCallback": "run",
+    "CheckRun": "run",
+    "Sleep": "run",
+    "run_check": "run",
+    "Variable": "variables",
+    "VariableSources": "variables",
+    "variables_from": "variables",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    raise AttributeError(name)
+
+
+__all__ = [
+    "ASSERTION_FAILURE",
+    "CONFIGURATION_ERROR",
+    "DEFAULT_LIMITS",
+    "ERROR_CLASSES",
+    "NETWORK_ERROR",
+    "TIMEOUT",
+    "AssertionResult",
+    "Attempt",
+    "AttemptCallback",
+    "CheckRun",
+    "Limits",
+    "RequestSummary",
+    "Sleep",
+    "TimingPhases",
+    "Variable",
+    "VariableSources",
+    "backoff_seconds",
+    "next_retry_delay",
+    "run_check",
+    "variables_from",
+]

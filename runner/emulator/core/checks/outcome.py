@@ -1,0 +1,157 @@
+"""What one attempt of a real check run leaves behind: plain frozen values, secrets already masked.
+
+These are the evidence the rest of the emulator reads (results, error groups, the analyser's
+HTTP_REQUEST and TIMING_PHASES artifacts), so every text in them passed through `mask()`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+# Error classes (the emulator's ERROR_CLASSES vocabulary). CONFIGURATION_ERROR: the check could not
+# be run as defined (unknown variable, invalid definition, a type that cannot run locally).
+ASSERTION_FAILURE = "ASSERTION_FAILURE"
+NETWORK_ERROR = "NETWORK_ERROR"
+TIMEOUT = "TIMEOUT"
+CONFIGURATION_ERROR = "CONFIGURATION_ERROR"
+ERROR_CLASSES = (ASSERTION_FAILURE, NETWORK_ERROR, TIMEOUT, CONFIGURATION_ERROR)
+
+MAX_ACTUAL_CHARS = 200  # how much of an assertion's actual value a message quotes
+
+
+@dataclass(frozen=True)
+class TimingPhases:
+    """Milliseconds per phase of one request; None for a phase that did not happen (no TLS on http://,
+    no first byte after a refused connect). `total_ms` is the whole request, redirects included."""
+
+    dns_ms: float | None
+    connect_ms: float | None
+    tls_ms: float | None
+    first_byte_ms: float | None
+    download_ms: float | None
+    total_ms: float
+    redirect_ms: float | None = None
+
+    def as_dict(self) -> dict[str, float | None]:
+        """Production's result keys (CheckResultAPI.response.timingPhases: dns, tcp, firstByte, ...)."""
+        return {
+            "dns": self.dns_ms,
+            "tcp": self.connect_ms,
+            "tls": self.tls_ms,
+            "firstByte": self.first_byte_ms,
+            "download": self.download_ms,
+            "total": self.total_ms,
+        }
+
+
+@dataclass(frozen=True)
+class AssertionResult:
+    source: str
+    comparison: str
+    property: str
+    target: str
+    regex: str | None
+    passed: bool
+    actual: str | None  # what came back, quoted for a message (capped, masked); None: nothing found
+    detail: str  # "received 503", "the response body is not JSON", ...
+
+    def label(self) -> str:
+        """`JSON_BODY $.id EQUALS 5`: the assertion as a user wrote it."""
+        parts = [self.source]
+        if self.property:
+            parts.append(self.property)
+        if self.regex:
+            parts.append(f"/{self.regex}/")
+        parts.append(self.comparison)
+        if self.target and self.comparison not in ("IS_EMPTY", "NOT_EMPTY", "IS_NULL", "NOT_NULL"):
+            parts.append(self.target)
+        return " ".join(parts)
+
+    def describe(self) -> str:
+        """`STATUS_CODE EQUALS 200: received 503`."""
+        return f"{self.label()}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class RequestSummary:
+    """What was sent, for the HTTP_REQUEST evidence: never a password, secrets masked."""
+
+    kind: str  # HTTP, TCP or DNS
+    method: str  # GET, POST ...; "CONNECT" for TCP; the record type for DNS
+    target: str  # the URL (credentials stripped), host:port, or "query @ server:port/UDP"
+    headers: tuple[tuple[str, str], ...] = ()
+    body_excerpt: str | None = None
+    remote_address: str | None = None  # ip:port actually connected to, when known
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a request got no usable answer (or was stopped): the class, the kind, one line naming
+    the kind and the address (`connection refused: 127.0.0.1:9`)."""
+
+    error_class: str
+    kind: str
+    message: str
+    network: bool = True  # no answer at all (onlyOn: [NETWORK_ERROR] retries it)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    number: int  # 1 for the first run, 2 for the first retry ...
+    started_at: float  # wall clock (epoch seconds)
+    duration_ms: float  # the attempt's own wall time
+    passed: bool
+    degraded: bool = False
+    error_class: str | None = None
+    error_kind: str | None = None  # connection_refused, timeout, assertion, unknown_variable ...
+    message: str | None = None
+    network_failure: bool = False  # failed before any answer (what onlyOn: [NETWORK_ERROR] retries)
+    response_time_ms: float | None = None
+    status_code: int | None = None  # HTTP status of the (last) response
+    response_code: str | None = None  # DNS rcode (NOERROR, NXDOMAIN ...)
+    timing: TimingPhases | None = None
+    body_excerpt: str | None = None  # first bytes of the body / TCP data / DNS answer text
+    body_truncated: bool = False  # the body was longer than the read cap
+    failed_assertion: AssertionResult | None = None
+    assertions: tuple[AssertionResult, ...] = ()
+    request: RequestSummary | None = None
+    cancelled: bool = False
+
+
+T = TypeVar("T")
+
+
+def mask(value: T, redact: Callable[[str], str]) -> T:
+    """A copy of a value of this module with every string passed through `redact`."""
+    return _mask(value, redact)  # type: ignore[no-any-return]
+
+
+def _mask(value: Any, redact: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, tuple):
+        return tuple(_mask(item, redact) for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: _mask(getattr(value, f.name), redact) for f in dataclasses.fields(value)}
+        return dataclasses.replace(value, **changes)
+    return value
+
+
+Cut = Callable[[str, int], str]  # the first `limit` characters of a text as it may be shown
+
+
+def plain_cut(text: str, limit: int) -> str:
+    return text[:limit]
+
+
+def quote_actual(value: str, limit: int = MAX_ACTUAL_CHARS, cut: Cut = plain_cut) -> str:
+    """A value for one message line: control characters and line breaks shown as spaces, capped.
+
+    `cut` masks secrets before it cuts (Substitution.cut): a secret cut in half would not be masked."""
+    flat = cut(value, limit)
+    flat = " ".join(flat.split()) if any(c in flat for c in "\r\n\t") else flat
+    flat = "".join(c if c.isprintable() else " " for c in flat)
+    return flat[: limit - 1] + "…" if len(value) > limit or len(flat) > limit else flat

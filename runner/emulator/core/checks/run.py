@@ -1,0 +1,363 @@
+"""One check run for real: its attempts under the session's retry strategy, each judged like production.
+
+Outcome rules (production: constructs/api-check.mdx, api-checks/configuration.mdx and
+response-limits.mdx, url-monitor.mdx, tcp-monitors/configuration.mdx, dns-monitor.mdx):
+- Each attempt is cut off at its bound: the check's maxResponseTime, or the check type's maximum run
+  time (a world setting) when that is shorter. Cut off, or answered slower than maxResponseTime:
+  failed as TIMEOUT. Answered slower than degradedResponseTime: passed, degraded.
+- The first failing assertion fails the attempt (ASSERTION_FAILURE, `STATUS_CODE EQUALS 200:
+  received 503`). An API or URL response with a 4xx or 5xx status fails it too, unless the check
+  has shouldFail; a DNS answer other than NOERROR fails it unless an assertion looks at
+  RESPONSE_CODE (or shouldFail is set: our reading for DNS, where production's docs are silent).
+- shouldFail is production's, not a plain inversion: for API and URL checks a 4xx/5xx response
+  passes, "successful responses still pass" and "only failed assertions will cause the check to
+  fail"; for TCP checks a failed connection (refused, timed out) passes. So a shouldFail check that
+  asserts STATUS_CODE EQUALS 401 passes on 401 and fails on 200, as production's example intends.
+- Connection refused, DNS failure, TLS error, reset, empty reply: NETWORK_ERROR, the message naming
+  the kind and the address (`connection refused: 127.0.0.1:9`).
+- A check that cannot run (unknown variable, invalid definition, a type or script that cannot run
+  locally): CONFIGURATION_ERROR, never retried (the next attempt would fail the same way).
+- Retries: `retry.next_retry_delay`, the rule the simulation uses too. The waits go through `sleep`
+  (default: the stop event's wait), so a cancelled session stops during a wait and during a request.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.emulator.core.checks import dns, http, tcp
+from runner.emulator.core.checks.assertions import evaluate_all, parse_json_body
+from runner.emulator.core.checks.limits import DEFAULT_LIMITS, Limits
+from runner.emulator.core.checks.outcome import (
+    ASSERTION_FAILURE,
+    CONFIGURATION_ERROR,
+    TIMEOUT,
+    AssertionResult,
+    Attempt,
+    Cut,
+    Failure,
+    RequestSummary,
+    TimingPhases,
+    mask,
+    plain_cut,
+)
+from runner.emulator.core.checks.retry import next_retry_delay
+from runner.emulator.core.checks.variables import Substitution, VariableError, VariableSources, variables_from
+from runner.models import RetryStrategy
+from runner.models.check_definitions import (
+    ApiCheckDefinition,
+    CheckDefinition,
+    DnsCheckDefinition,
+    TcpCheckDefinition,
+    UrlCheckDefinition,
+)
+
+AttemptCallback = Callable[[Attempt, bool], None]  # (attempt, final): after each finished attempt
+Sleep = Callable[[float], bool]  # waits up to the seconds given; True when the run is to stop
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    attempts: tuple[Attempt, ...]
+    cancelled: bool = False  # stopped during an attempt or a wait: the last attempt is not final
+
+    @property
+    def final(self) -> Attempt:
+        return self.attempts[-1]
+
+    @property
+    def passed(self) -> bool:
+        return not self.cancelled and self.final.passed
+
+    @property
+    def flaky(self) -> bool:
+        """Passed after failed attempts."""
+        return self.passed and len(self.attempts) > 1
+
+
+def run_check(
+    check: CheckDefinition,
+    *,
+    max_run_seconds: float | None,
+    variables: VariableSources | None = None,
+    retry: RetryStrategy | None = None,
+    on_attempt: AttemptCallback | None = None,
+    stop: threading.Event | None = None,
+    sleep: Sleep | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> CheckRun:
+    """Runs `check` until it passes, the retry strategy ends, or `stop` is set.
+
+    `max_run_seconds`: the check type's maximum run time (the world's maxRunSeconds); None (a world's
+    `never`): only the check's maxResponseTime bounds an attempt, which every definition has.
+    `on_attempt(attempt, final)` is called after each finished attempt, before any wait.
+    """
+    stop = stop if stop is not None else threading.Event()
+    wait: Sleep = sleep if sleep is not None else stop.wait
+    subst = Substitution(_with_runtime(variables or VariableSources(), check))
+    attempts: list[Attempt] = []
+    elapsed = 0.0
+    while True:
+        attempt = run_attempt(check, number=len(attempts) + 1, subst=subst, max_run_seconds=max_run_seconds,
+                              limits=limits, stop=stop)  # fmt: skip
+        attempts.append(attempt)
+        if attempt.cancelled or stop.is_set():
+            return CheckRun(tuple(attempts), cancelled=True)
+        duration = attempt.duration_ms / 1000
+        elapsed += duration
+        delay = None
+        if not attempt.passed and attempt.error_class != CONFIGURATION_ERROR:
+            delay = next_retry_delay(
+                retry,
+                retries_done=len(attempts) - 1,
+                network_failure=attempt.network_failure,
+                elapsed=elapsed,
+                expected_duration=duration,
+            )
+        if on_attempt is not None:
+            on_attempt(attempt, delay is None)
+        if delay is None:
+            return CheckRun(tuple(attempts))
+        if wait(delay) or stop.is_set():
+            return CheckRun(tuple(attempts), cancelled=True)
+        elapsed += delay
+
+
+def _with_runtime(sources: VariableSources, check: CheckDefinition) -> VariableSources:
+    builtins = {"CHECK_NAME": check.name, "CHECK_TYPE": check.checkType}
+    if check.id:
+        builtins["CHECK_ID"] = check.id
+    own = tuple(variables_from(check.environmentVariables))  # the definition's environmentVariables
+    return VariableSources(
+        session=sources.session, account=sources.account, check=sources.check + own,
+        runtime={**builtins, **sources.runtime},
+    )  # fmt: skip
+
+
+def run_attempt(
+    check: CheckDefinition,
+    *,
+    number: int,
+    subst: Substitution,
+    max_run_seconds: float | None,
+    limits: Limits = DEFAULT_LIMITS,
+    stop: threading.Event | None = None,
+) -> Attempt:
+    """One attempt, its secrets masked."""
+    started_at, start = time.time(), time.monotonic()
+    fields = _execute(check, subst, max_run_seconds, limits, stop)
+    duration_ms = round((time.monotonic() - start) * 1000, 3)
+    return mask(
+        Attempt(number=number, started_at=started_at, duration_ms=duration_ms, **fields), subst.redact
+    )
+
+
+# --- one attempt --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Bounds:
+    seconds: float
+    text: str  # which bound, for a timeout's message
+    degraded_ms: float
+    max_ms: float
+
+
+def _bounds(check: CheckDefinition, max_run_seconds: float | None) -> _Bounds:
+    degraded_ms, max_ms = check.response_limits_ms()
+    if max_run_seconds is None or max_ms / 1000 <= max_run_seconds:
+        return _Bounds(
+            max(max_ms / 1000, 0.001), f"the maxResponseTime of {max_ms:g} ms", degraded_ms, max_ms
+        )
+    text = f"the maximum run time of {max_run_seconds:g} s for {check.checkType} checks"
+    return _Bounds(max_run_seconds, text, degraded_ms, max_ms)
+
+
+def _not_run(kind: str, message: str, request: RequestSummary | None = None) -> dict[str, Any]:
+    return {"passed": False, "error_class": CONFIGURATION_ERROR, "error_kind": kind, "message": message,
+            "request": request}  # fmt: skip
+
+
+def _execute(
+    check: CheckDefinition,
+    subst: Substitution,
+    max_run: float | None,
+    limits: Limits,
+    stop: threading.Event | None,
+) -> dict[str, Any]:
+    reason = check.local_support()
+    if reason:
+        return _not_run("not_runnable_locally", reason)
+    problems = check.problems()
+    if problems:
+        return _not_run("invalid_definition", "; ".join(problems))
+    bounds = _bounds(check, max_run)
+    try:
+        if isinstance(check, (ApiCheckDefinition, UrlCheckDefinition)):
+            return _http(check, subst, bounds, limits, stop)
+        if isinstance(check, TcpCheckDefinition):
+            return _tcp(check, subst.cut, bounds, limits, stop)
+        if isinstance(check, DnsCheckDefinition):
+            return _dns(check, subst.cut, bounds, limits, stop)
+    except VariableError as exc:
+        return _not_run(exc.kind, exc.message)
+    return _not_run("not_runnable_locally", f"{check.checkType} checks cannot run locally")
+
+
+@dataclass
+class _Observed:
+    """What a request brought back, ready to be judged."""
+
+    request: RequestSummary
+    timing: TimingPhases
+    failure: Failure | None
+    cancelled: bool = False
+    excerpt: str | None = None
+    truncated: bool = False
+    status_code: int | None = None
+    response_code: str | None = None
+    values: Mapping[str, Any] = field(default_factory=dict)
+    implicit_failure: str | None = None  # a 4xx/5xx status, a DNS error code
+    implicit_kind: str = ""
+    connection_failure_passes: bool = False  # TCP shouldFail
+    cut: Cut = plain_cut  # how a value is shown (secrets masked before a cut)
+
+
+def _http(
+    check: ApiCheckDefinition | UrlCheckDefinition,
+    subst: Substitution,
+    bounds: _Bounds,
+    limits: Limits,
+    stop: threading.Event | None,
+) -> dict[str, Any]:
+    try:
+        request = http.prepare_request(check, subst)
+    except ValueError as exc:
+        return _not_run("invalid_definition", str(exc))
+    cut = subst.cut
+    response = http.perform(
+        request, bound_seconds=bounds.seconds, limits=limits, stop=stop, timeout_text=bounds.text
+    )
+    text = response.body.decode("utf-8", "replace")
+    values: dict[str, Any] = {"STATUS_CODE": response.status_code}
+    implicit = None
+    if isinstance(check, ApiCheckDefinition):
+        values.update(
+            RESPONSE_TIME=round(response.timing.total_ms), TEXT_BODY=text, HEADERS=response.headers,
+        )  # fmt: skip
+        if any(a.source == "JSON_BODY" for a in check.request.assertions):
+            values["JSON_BODY"] = parse_json_body(text, response.content_type)
+    status = response.status_code
+    if status is not None and status >= 400 and not check.shouldFail:
+        shown = http.summary(request, limits, cut=cut)
+        implicit = (
+            f"received HTTP {status} from {shown.method} {shown.target}: 4xx and 5xx responses fail "
+            "the check unless shouldFail is set"
+        )
+    observed = _Observed(
+        request=http.summary(request, limits, response.remote_address, cut),
+        timing=response.timing,
+        failure=response.failure,
+        cancelled=response.cancelled,
+        excerpt=cut(text, limits.excerpt_chars) if text else None,
+        truncated=response.truncated,
+        status_code=status,
+        values=values,
+        implicit_failure=implicit,
+        implicit_kind="http_status",
+        cut=cut,
+    )
+    return _judge(check, check.request.assertions, observed, bounds)
+
+
+def _tcp(
+    check: TcpCheckDefinition, cut: Cut, bounds: _Bounds, limits: Limits, stop: threading.Event | None
+) -> dict[str, Any]:
+    read = any(a.source == "RESPONSE_DATA" for a in check.request.assertions)
+    response = tcp.perform(check, read_reply=read, bound_seconds=bounds.seconds, limits=limits, stop=stop,
+                           timeout_text=bounds.text)  # fmt: skip
+    text = response.data.decode("utf-8", "replace")
+    observed = _Observed(
+        request=tcp.summary(check, limits, response.remote_address, cut),
+        timing=response.timing,
+        failure=response.failure,
+        cancelled=response.cancelled,
+        excerpt=cut(text, limits.excerpt_chars) if text else None,
+        truncated=response.truncated,
+        values={"RESPONSE_DATA": text, "RESPONSE_TIME": round(response.response_time_ms)},
+        connection_failure_passes=check.shouldFail,
+        cut=cut,
+    )
+    return _judge(check, check.request.assertions, observed, bounds)
+
+
+def _dns(
+    check: DnsCheckDefinition, cut: Cut, bounds: _Bounds, limits: Limits, stop: threading.Event | None
+) -> dict[str, Any]:
+    response = dns.perform(check, bound_seconds=bounds.seconds, stop=stop, timeout_text=bounds.text)
+    r = check.request
+    implicit = None
+    asserts_code = any(a.source == "RESPONSE_CODE" for a in r.assertions)
+    if response.rcode not in (None, "NOERROR") and not asserts_code and not check.shouldFail:
+        where = f"{response.server}/{r.protocol.upper()}"
+        implicit = f"DNS answer {response.rcode} for {r.query} {r.recordType}: {where}"
+    observed = _Observed(
+        request=dns.summary(check, response.server, r.protocol.upper()),
+        timing=response.timing,
+        failure=response.failure,
+        cancelled=response.cancelled,
+        excerpt=cut(response.text, limits.excerpt_chars) or None,
+        response_code=response.rcode,
+        values={
+            "RESPONSE_CODE": response.rcode,
+            "TEXT_ANSWER": response.text,
+            "JSON_ANSWER": response.json,
+            "RESPONSE_TIME": round(response.response_time_ms),
+        },
+        implicit_failure=implicit,
+        implicit_kind="dns_response_code",
+        cut=cut,
+    )
+    return _judge(check, r.assertions, observed, bounds)
+
+
+def _judge(check: CheckDefinition, assertions: Any, seen: _Observed, bounds: _Bounds) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "request": seen.request,
+        "timing": seen.timing,
+        "body_excerpt": seen.excerpt,
+        "body_truncated": seen.truncated,
+        "status_code": seen.status_code,
+        "response_code": seen.response_code,
+        "response_time_ms": seen.timing.total_ms,
+    }
+    if seen.cancelled:
+        return {**base, "passed": False, "cancelled": True, "error_kind": "cancelled", "message": "cancelled"}
+    failure = seen.failure
+    if failure is not None:
+        if seen.connection_failure_passes and failure.kind != "invalid_definition":
+            return {**base, "passed": True}
+        return {**base, "passed": False, "error_class": failure.error_class, "error_kind": failure.kind,
+                "message": failure.message, "network_failure": failure.network}  # fmt: skip
+    results: tuple[AssertionResult, ...] = evaluate_all(assertions, seen.values, seen.cut)
+    base["assertions"] = results
+    elapsed_ms = seen.timing.total_ms
+    if elapsed_ms > bounds.max_ms:
+        message = (
+            f"response time {elapsed_ms:.0f} ms exceeded the maxResponseTime of {bounds.max_ms:g} ms: "
+            f"{seen.request.remote_address or seen.request.target}"
+        )
+        return {**base, "passed": False, "error_class": TIMEOUT, "error_kind": "max_response_time",
+                "message": message}  # fmt: skip
+    failed = next((r for r in results if not r.passed), None)
+    if failed is not None:
+        return {**base, "passed": False, "error_class": ASSERTION_FAILURE, "error_kind": "assertion",
+                "message": failed.describe(), "failed_assertion": failed}  # fmt: skip
+    if seen.implicit_failure:
+        return {**base, "passed": False, "error_class": ASSERTION_FAILURE, "error_kind": seen.implicit_kind,
+                "message": seen.implicit_failure}  # fmt: skip
+    return {**base, "passed": True, "degraded": elapsed_ms > bounds.degraded_ms}

@@ -1,0 +1,179 @@
+"""`{{NAME}}` in a check's request, replaced by the run's variables; secrets tracked for masking.
+
+Decisions (production: detect/synthetic-monitoring/api-checks/configuration.mdx, "Accessing
+environment variables"):
+- Where: the URL, the body, header values, query parameter values, basic auth username and password
+  (production's list; header and parameter names and assertions are left alone). A URL check's URL too.
+- Which value: the session's variables (the trigger body) first, then the account's
+  `environmentVariables`, then the check's own, then the run's built-ins (CHECK_NAME, CHECK_ID,
+  CHECK_TYPE and what the caller adds, e.g. ACCOUNT_ID, REGION). Names are case-sensitive.
+- `{{NAME}}` is URI-encoded like JavaScript's encodeURI (production: "double brackets variables will
+  be URI encoded"); `{{{NAME}}}` is inserted as it is. Spaces inside the braces are allowed.
+- Helpers: `{{$UUID}}` and `{{$RANDOM_NUMBER}}` (0-10000) work; `{{REQUEST_URL}}` is the final URL
+  (outside the URL itself). Others (`{{moment ...}}`) fail the check, naming the helper.
+- An unknown variable fails the check with a message naming it and the field; so does a secret
+  variable that arrives without a value (production never reveals one: set it in the session), and a
+  secret shorter than 3 characters (it could not be masked, runner/core/redact.py).
+- Every secret value of every source, in every spelling a text may carry (as is, URI-encoded, JSON-
+  and HTML-escaped, and as the Basic credentials it ends up in), is masked in everything an attempt
+  keeps: results, messages, evidence.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+from runner.core.redact import MIN_SECRET, Redactor
+
+# encodeURI leaves these as they are (ECMA-262: reserved, unescaped and '#').
+_ENCODE_URI_SAFE = ";,/?:@&=+$-_.!~*'()#"
+_TEMPLATE = re.compile(r"\{\{\{\s*([^{}]*?)\s*\}\}\}|\{\{\s*([^{}]*?)\s*\}\}")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+
+
+def encode_uri(value: str) -> str:
+    return quote(value, safe=_ENCODE_URI_SAFE)
+
+
+@dataclass(frozen=True)
+class Variable:
+    key: str
+    value: str | None
+    secret: bool = False
+
+
+def variables_from(items: Iterable[Any] | None) -> list[Variable]:
+    """Variables from models (EnvironmentVariable, CheckEnvironmentVariable) or plain dicts."""
+    out = []
+    for item in items or []:
+        key, value, secret = (_field(item, name) for name in ("key", "value", "secret"))
+        if key:
+            out.append(Variable(str(key), None if value is None else str(value), bool(secret)))
+    return out
+
+
+def _field(item: Any, name: str) -> Any:
+    return item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
+
+
+@dataclass(frozen=True)
+class VariableSources:
+    """A run's variables by where they come from, strongest first."""
+
+    session: tuple[Variable, ...] = ()
+    account: tuple[Variable, ...] = ()
+    check: tuple[Variable, ...] = ()
+    runtime: Mapping[str, str] = field(default_factory=dict)
+
+
+class VariableError(Exception):
+    """The check cannot run: `kind` (unknown_variable, secret_without_value ...) and a message that
+    names the variable and the field, never a value."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+class Substitution:
+    """Renders one check's templates; `redact` masks every secret value it knows of."""
+
+    def __init__(self, sources: VariableSources) -> None:
+        self._values: dict[str, Variable] = {}
+        for group in (sources.session, sources.account, sources.check):
+            for variable in group:
+                self._values.setdefault(variable.key, variable)
+        for key, value in sources.runtime.items():
+            self._values.setdefault(key, Variable(key, value))
+        self.redact = Redactor()
+        for variable in self._values.values():
+            self._add_secret(variable)
+        # Secrets of weaker sources that a stronger one shadows still may not leak (an echo server).
+        for group in (sources.session, sources.account, sources.check):
+            for variable in group:
+                self._add_secret(variable)
+        self.request_url: str | None = None
+
+    def _add_secret(self, variable: Variable) -> None:
+        if variable.secret and variable.value:
+            self.redact.add(variable.value)
+            self.redact.add(encode_uri(variable.value))
+
+    def add_secret(self, value: str) -> None:
+        """Another spelling of a secret to mask (the Basic credentials built from one)."""
+        self.redact.add(value)
+
+    def cut(self, text: str, limit: int) -> str:
+        """The first `limit` characters of `text`, its secrets masked before the cut (a secret cut
+        in half at the limit would no longer be recognised)."""
+        longest = max((len(s) for s in self.redact.secrets), default=0)
+        return self.redact(text[: limit + longest])[:limit]
+
+    def is_secret_text(self, text: str) -> bool:
+        """True when `text` holds a secret (or is one): such a value is masked whole in evidence."""
+        return bool(text) and self.redact(text) != text
+
+    def render(self, text: str, where: str) -> str:
+        """`text` with every template replaced; VariableError names the first that cannot be."""
+        if "{{" not in text:
+            return text
+
+        def replace(match: re.Match[str]) -> str:
+            raw = match.group(1) is not None
+            name = match.group(1) if raw else match.group(2)
+            value = self._value(name, match.group(0), where)
+            return value if raw else encode_uri(value)
+
+        return _TEMPLATE.sub(replace, text)
+
+    def _value(self, name: str, written: str, where: str) -> str:
+        if name == "$UUID":
+            return str(uuid.uuid4())
+        if name == "$RANDOM_NUMBER":
+            return str(random.randint(0, 10_000))  # a test value, not a secret
+        if name == "REQUEST_URL" and self.request_url is not None and "REQUEST_URL" not in self._values:
+            return self.request_url
+        if not _NAME.match(name):
+            raise VariableError(
+                "unsupported_helper",
+                f"{where}: the template {_shown(written)} is not supported when checks run locally "
+                "(variables, {{$UUID}} and {{$RANDOM_NUMBER}} are)",
+            )
+        variable = self._values.get(name)
+        if variable is None:
+            raise VariableError(
+                "unknown_variable",
+                f"unknown variable {name} in {where}: set it in the session's, the account's or the "
+                "check's environment variables",
+            )
+        if variable.value is None:
+            kind = "secret variable" if variable.secret else "variable"
+            raise VariableError(
+                "variable_without_value",
+                f"{kind} {name} in {where} has no value here (production does not reveal secret "
+                "values): pass it with the session's environment variables",
+            )
+        if variable.secret and 0 < len(variable.value) < MIN_SECRET:
+            raise VariableError(
+                "secret_too_short",
+                f"secret variable {name} in {where} is shorter than {MIN_SECRET} characters: it could "
+                "not be masked in results, so the check does not run",
+            )
+        return variable.value
+
+
+def _shown(written: str) -> str:
+    return written if len(written) <= 60 else written[:59] + "…"
+
+
+def basic_credentials(username: str, password: str) -> str:
+    """The Authorization header's token for these credentials (to mask it when a secret is in it)."""
+    return base64.b64encode(f"{username}:{password}".encode()).decode("ascii")

@@ -1,0 +1,336 @@
+"""Check definitions as production's GET /v1/checks/{id} returns them (ChecksV1Check).
+
+Lenient like every response model: unknown fields and values are kept, never fatal, so a definition
+exported from a real account always loads. Whether a definition can run on this machine is a separate
+question, answered by `local_support()` (its check type) and `problems()` (its fields): API, URL, TCP
+and DNS checks run locally; every other type (BROWSER, MULTI_STEP, PLAYWRIGHT, AGENTIC, HEARTBEAT, ...)
+and an API check with a setup or teardown script is recognised and reported as not runnable here.
+
+Sources: production's OpenAPI (ChecksV1ApiCheck, ChecksV1ApiRequest, ChecksV1UrlRequest,
+ChecksV1TcpRequest, ChecksV1DnsRequest and their assertion schemas) and its construct docs
+(constructs/api-check.mdx, url-monitor.mdx, tcp-monitor.mdx, dns-monitor.mdx) for the defaults.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Field, Tag, TypeAdapter, field_validator
+
+from runner.models.base import ApiModel
+
+LOCAL_CHECK_TYPES = ("API", "URL", "TCP", "DNS")
+
+# (degradedResponseTime, maxResponseTime) in ms when a definition leaves them out or null: the
+# construct docs' defaults (api-check.mdx 10000/20000, url-monitor.mdx 3000/5000, tcp-monitor.mdx
+# 4000/5000, dns-monitor.mdx 500/1000).
+DEFAULT_RESPONSE_TIMES_MS: dict[str, tuple[float, float]] = {
+    "API": (10_000, 20_000),
+    "URL": (3_000, 5_000),
+    "TCP": (4_000, 5_000),
+    "DNS": (500, 1_000),
+}
+
+COMPARISONS = (
+    "EQUALS", "NOT_EQUALS", "HAS_KEY", "NOT_HAS_KEY", "HAS_VALUE", "NOT_HAS_VALUE", "IS_EMPTY",
+    "NOT_EMPTY", "GREATER_THAN", "LESS_THAN", "CONTAINS", "NOT_CONTAINS", "IS_NULL", "NOT_NULL",
+)  # fmt: skip
+_TCP_COMPARISONS = (
+    "EQUALS", "NOT_EQUALS", "IS_EMPTY", "NOT_EMPTY", "LESS_THAN", "GREATER_THAN", "CONTAINS", "NOT_CONTAINS",
+)  # fmt: skip
+# Which sources and comparisons each check type's assertion schema allows.
+ASSERTION_SOURCES: dict[str, tuple[str, ...]] = {
+    "API": ("STATUS_CODE", "JSON_BODY", "HEADERS", "TEXT_BODY", "RESPONSE_TIME"),
+    "URL": ("STATUS_CODE",),
+    "TCP": ("RESPONSE_DATA", "RESPONSE_TIME"),
+    "DNS": ("RESPONSE_CODE", "TEXT_ANSWER", "JSON_ANSWER", "RESPONSE_TIME"),
+}
+ASSERTION_COMPARISONS: dict[str, tuple[str, ...]] = {
+    "API": COMPARISONS,
+    "URL": ("EQUALS", "NOT_EQUALS", "LESS_THAN", "GREATER_THAN"),
+    "TCP": _TCP_COMPARISONS,
+    "DNS": COMPARISONS,
+}
+# OPTIONS: the construct doc lists it, the OpenAPI enum does not; both are accepted.
+HTTP_METHODS = ("GET", "POST", "PUT", "HEAD", "DELETE", "PATCH", "OPTIONS")
+BODY_TYPES = ("JSON", "FORM", "RAW", "GRAPHQL", "NONE")
+IP_FAMILIES = ("IPv4", "IPv6")
+DNS_RECORD_TYPES = ("A", "AAAA", "CNAME", "MX", "TXT", "SOA", "NS", "HTTPS")
+DNS_PROTOCOLS = ("UDP", "TCP")
+SCRIPT_FIELDS = ("localSetupScript", "localTearDownScript", "setupSnippetId", "tearDownSnippetId")
+
+
+def _text(value: Any) -> Any:
+    """null -> "", and a number or true/false as the CLI's builders write it (`target.toString()`)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return value
+
+
+class KeyValue(ApiModel):
+    """A header or query parameter (ChecksV1KeyValue)."""
+
+    key: str = ""
+    value: str = ""
+    locked: bool = False
+
+    _value = field_validator("value", mode="before")(_text)
+
+
+class CheckEnvironmentVariable(ApiModel):
+    """ChecksV1EnvironmentVariable: `value` may be null (a secret production does not reveal)."""
+
+    key: str = ""
+    value: str | None = None
+    locked: bool = False
+    secret: bool = False
+
+
+class BasicAuth(ApiModel):
+    username: str = ""
+    password: str = ""
+
+    _values = field_validator("username", "password", mode="before")(_text)
+
+
+class Assertion(ApiModel):
+    """{source, comparison, property, target, regex}; every field a string on the wire."""
+
+    source: str = ""
+    comparison: str = ""
+    property: str = ""
+    target: str = ""
+    regex: str | None = None
+
+    _texts = field_validator("property", "target", mode="before")(_text)
+
+
+class _Request(ApiModel):
+    assertions: list[Assertion] = Field(default_factory=list)
+
+    @field_validator("assertions", mode="before")
+    @classmethod
+    def _null_list(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+
+class ApiRequest(_Request):
+    method: str = "GET"
+    url: str = ""
+    followRedirects: bool = True  # api-check.mdx: default true
+    skipSSL: bool = False
+    ipFamily: str = "IPv4"
+    body: str = ""
+    bodyType: str = "NONE"
+    headers: list[KeyValue] = Field(default_factory=list)
+    queryParameters: list[KeyValue] = Field(default_factory=list)
+    basicAuth: BasicAuth | None = None
+
+    _body = field_validator("body", mode="before")(_text)
+
+    @field_validator("headers", "queryParameters", mode="before")
+    @classmethod
+    def _pairs(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if isinstance(value, dict):  # an older shape: {name: value}
+            return [{"key": k, "value": v} for k, v in value.items()]
+        return value
+
+    @field_validator("followRedirects", "skipSSL", mode="before")
+    @classmethod
+    def _null_flag(cls, value: Any, info: Any) -> Any:
+        if value is None:
+            return info.field_name == "followRedirects"
+        return value
+
+
+class UrlRequest(_Request):
+    method: str = "GET"  # production: always GET
+    url: str = ""
+    followRedirects: bool = True
+    skipSSL: bool = False
+    ipFamily: str = "IPv4"
+
+
+class TcpRequest(_Request):
+    hostname: str = ""
+    port: int | None = None
+    data: str | None = None
+    body: str | None = None  # production's schema has both; `data` is what the docs and the CLI write
+    url: str | None = None
+    ipFamily: str = "IPv4"
+
+    @property
+    def payload(self) -> str:
+        return self.data or self.body or ""
+
+
+class DnsRequest(_Request):
+    query: str = ""
+    recordType: str = ""
+    nameServer: str | None = None
+    port: int | None = None
+    protocol: str = "UDP"
+
+
+class CheckDefinition(ApiModel):
+    """The fields every check type shares; the request stays as production sent it."""
+
+    id: str | None = None
+    name: str = ""
+    checkType: str = ""
+    activated: bool | None = None
+    shouldFail: bool = False
+    tags: list[str] = Field(default_factory=list)
+    degradedResponseTime: float | None = None
+    maxResponseTime: float | None = None
+    environmentVariables: list[CheckEnvironmentVariable] = Field(default_factory=list)
+    request: Any = None
+    localSetupScript: str | None = None
+    localTearDownScript: str | None = None
+    setupSnippetId: int | str | None = None
+    tearDownSnippetId: int | str | None = None
+
+    @field_validator("environmentVariables", "tags", mode="before")
+    @classmethod
+    def _null_list(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+    @field_validator("shouldFail", mode="before")
+    @classmethod
+    def _null_false(cls, value: Any) -> Any:
+        return False if value is None else value
+
+    def local_support(self) -> str | None:
+        """None when this check can run on this machine, else why not (one sentence)."""
+        if self.checkType not in LOCAL_CHECK_TYPES:
+            kind = self.checkType or "(no checkType)"
+            return f"{kind} checks cannot run locally: only API, URL, TCP and DNS checks can"
+        scripts = [name for name in SCRIPT_FIELDS if getattr(self, name) not in (None, "")]
+        if scripts:
+            return f"checks with setup or teardown scripts cannot run locally ({', '.join(scripts)})"
+        return None
+
+    def problems(self) -> list[str]:
+        """`field: what is allowed` for each field that keeps a runnable type from running."""
+        return []
+
+    def response_limits_ms(self) -> tuple[float, float]:
+        """(degradedResponseTime, maxResponseTime) in ms, production's defaults where not set."""
+        degraded, maximum = DEFAULT_RESPONSE_TIMES_MS.get(self.checkType, DEFAULT_RESPONSE_TIMES_MS["API"])
+        if self.degradedResponseTime is not None:
+            degraded = self.degradedResponseTime
+        if self.maxResponseTime is not None:
+            maximum = self.maxResponseTime
+        return degraded, maximum
+
+
+def _assertion_problems(check_type: str, assertions: list[Assertion]) -> list[str]:
+    sources, comparisons = ASSERTION_SOURCES[check_type], ASSERTION_COMPARISONS[check_type]
+    out = []
+    for i, assertion in enumerate(assertions):
+        if assertion.source not in sources:
+            out.append(f"request.assertions[{i}].source: expected one of {', '.join(sources)}")
+        if assertion.comparison not in comparisons:
+            out.append(f"request.assertions[{i}].comparison: expected one of {', '.join(comparisons)}")
+    return out
+
+
+def _one_of(field: str, value: str, allowed: tuple[str, ...]) -> list[str]:
+    return [] if value in allowed else [f"{field}: expected one of {', '.join(allowed)}"]
+
+
+def _http_url(field: str, url: str) -> list[str]:
+    if not url:
+        return [f"{field}: required field is missing"]
+    # Variables may make the scheme ({{BASE_URL}}/health): checked again after substitution.
+    if "{{" in url or url.lower().startswith(("http://", "https://")):
+        return []
+    return [f"{field}: must start with http:// or https://"]
+
+
+class ApiCheckDefinition(CheckDefinition):
+    checkType: Literal["API"] = "API"
+    request: ApiRequest = Field(default_factory=ApiRequest)
+
+    def problems(self) -> list[str]:
+        r = self.request
+        return [
+            *_http_url("request.url", r.url),
+            *_one_of("request.method", r.method.upper(), HTTP_METHODS),
+            *_one_of("request.bodyType", r.bodyType, BODY_TYPES),
+            *_one_of("request.ipFamily", r.ipFamily, IP_FAMILIES),
+            *_assertion_problems("API", r.assertions),
+        ]
+
+
+class UrlCheckDefinition(CheckDefinition):
+    checkType: Literal["URL"] = "URL"
+    request: UrlRequest = Field(default_factory=UrlRequest)
+
+    def problems(self) -> list[str]:
+        r = self.request
+        return [
+            *_http_url("request.url", r.url),
+            *_one_of("request.ipFamily", r.ipFamily, IP_FAMILIES),
+            *_assertion_problems("URL", r.assertions),
+        ]
+
+
+class TcpCheckDefinition(CheckDefinition):
+    checkType: Literal["TCP"] = "TCP"
+    request: TcpRequest = Field(default_factory=TcpRequest)
+
+    def problems(self) -> list[str]:
+        r = self.request
+        out = [] if r.hostname else ["request.hostname: required field is missing"]
+        if r.port is None or not 0 < r.port < 65536:
+            out.append("request.port: expected a port number from 1 to 65535")
+        return (
+            out
+            + _one_of("request.ipFamily", r.ipFamily, IP_FAMILIES)
+            + _assertion_problems("TCP", r.assertions)
+        )
+
+
+class DnsCheckDefinition(CheckDefinition):
+    checkType: Literal["DNS"] = "DNS"
+    request: DnsRequest = Field(default_factory=DnsRequest)
+
+    def problems(self) -> list[str]:
+        r = self.request
+        out = [] if r.query else ["request.query: required field is missing"]
+        if r.port is not None and not 0 < r.port < 65536:
+            out.append("request.port: expected a port number from 1 to 65535")
+        return (
+            out
+            + _one_of("request.recordType", r.recordType, DNS_RECORD_TYPES)
+            + _one_of("request.protocol", r.protocol, DNS_PROTOCOLS)
+            + _assertion_problems("DNS", r.assertions)
+        )
+
+
+def _kind(value: Any) -> str:
+    check_type = value.get("checkType") if isinstance(value, dict) else getattr(value, "checkType", None)
+    return check_type if check_type in LOCAL_CHECK_TYPES else "OTHER"
+
+
+AnyCheckDefinition = Annotated[
+    Annotated[ApiCheckDefinition, Tag("API")]
+    | Annotated[UrlCheckDefinition, Tag("URL")]
+    | Annotated[TcpCheckDefinition, Tag("TCP")]
+    | Annotated[DnsCheckDefinition, Tag("DNS")]
+    | Annotated[CheckDefinition, Tag("OTHER")],
+    Discriminator(_kind),
+]
+_ADAPTER: TypeAdapter[AnyCheckDefinition] = TypeAdapter(AnyCheckDefinition)
+
+
+def parse_check_definition(data: Any) -> CheckDefinition:
+    """The typed definition of one check from production's JSON (pydantic.ValidationError if broken)."""
+    return _ADAPTER.validate_python(data)

@@ -1,0 +1,210 @@
+"""TCP and DNS checks run for real against a TCP server and a small DNS server (UDP and TCP) on loopback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from checks_servers import DnsServer, free_port, start_tcp
+
+from runner.emulator.core.checks import Attempt, run_check
+from runner.models.check_definitions import parse_check_definition
+
+
+@pytest.fixture(scope="module")
+def tcp_port() -> Iterator[int]:
+    server, port = start_tcp()
+    yield port
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def dns_server() -> Iterator[DnsServer]:
+    server = DnsServer()
+    yield server
+    server.stop()
+
+
+def run(definition: dict[str, Any]) -> Attempt:
+    return run_check(parse_check_definition(definition), max_run_seconds=30).final
+
+
+def tcp(
+    port: int, data: str | None = None, assertions: list[dict[str, Any]] | None = None, **fields: Any
+) -> Attempt:
+    request = {"hostname": "127.0.0.1", "port": port, "data": data, "assertions": assertions or []}
+    return run({"name": "TCP", "checkType": "TCP", "request": request, **fields})
+
+
+def data_(comparison: str, target: str, regex: str | None = None) -> dict[str, Any]:
+    return {"source": "RESPONSE_DATA", "comparison": comparison, "target": target, "regex": regex}
+
+
+def test_tcp_ping_pong_reads_until_the_line_goes_quiet(tcp_port: int) -> None:
+    attempt = tcp(tcp_port, "PING\n", [data_("CONTAINS", "PONG"), data_("EQUALS", "PONG", "\\+(\\w+)")])
+    assert attempt.passed, attempt.message
+    assert attempt.body_excerpt == "+PONG\r\n" and attempt.request is not None
+    assert attempt.request.target == f"127.0.0.1:{tcp_port}" and attempt.request.body_excerpt == "PING\n"
+    # The server keeps the line open for a second: the answer ended when nothing more came.
+    assert (
+        attempt.duration_ms < 900 and attempt.response_time_ms is not None and attempt.response_time_ms < 600
+    )
+    assert (
+        attempt.timing is not None
+        and attempt.timing.connect_ms is not None
+        and attempt.timing.first_byte_ms is not None
+    )
+
+
+def test_tcp_assertions_fail_with_what_came_back(tcp_port: int) -> None:
+    attempt = tcp(tcp_port, "HELLO\n", [data_("NOT_CONTAINS", "hello")])
+    assert attempt.error_class == "ASSERTION_FAILURE"
+    assert attempt.message == "RESPONSE_DATA NOT_CONTAINS hello: received hello there"
+    timing = tcp(tcp_port, "HELLO\n", [{"source": "RESPONSE_TIME", "comparison": "LESS_THAN", "target": "0"}])
+    assert timing.message is not None and timing.message.startswith("RESPONSE_TIME LESS_THAN 0: received ")
+
+
+def test_a_port_check_without_data_only_connects(tcp_port: int) -> None:
+    attempt = tcp(tcp_port)
+    assert (
+        attempt.passed
+        and attempt.body_excerpt is None
+        and attempt.timing is not None
+        and attempt.timing.first_byte_ms is None
+    )
+
+
+def test_tcp_degraded_timed_out_refused_and_reset(tcp_port: int) -> None:
+    late = [data_("CONTAINS", "late")]
+    degraded = tcp(tcp_port, "SLOW\n", late, degradedResponseTime=200, maxResponseTime=3000)
+    assert degraded.passed and degraded.degraded
+    timed_out = tcp(tcp_port, "SLOW\n", late, maxResponseTime=300)
+    assert timed_out.error_class == "TIMEOUT" and timed_out.network_failure
+    assert (
+        timed_out.message
+        == f"timeout: no response data within the maxResponseTime of 300 ms: 127.0.0.1:{tcp_port}"
+    )
+    port = free_port()
+    refused = tcp(port)
+    assert (
+        refused.error_kind == "connection_refused"
+        and refused.message == f"connection refused: 127.0.0.1:{port}"
+    )
+    reset = tcp(tcp_port, "RESET\n", late)
+    assert (
+        reset.error_kind == "connection_reset" and reset.message == f"connection reset: 127.0.0.1:{tcp_port}"
+    )
+
+
+def test_tcp_should_fail_passes_a_failed_connection(tcp_port: int) -> None:
+    assert tcp(free_port(), shouldFail=True).passed
+    wrong = tcp(tcp_port, "HELLO\n", [data_("CONTAINS", "bye")], shouldFail=True)
+    assert not wrong.passed  # a connection that worked: only its assertions decide
+
+
+def dns_check(server: DnsServer, query: str, record_type: str, assertions: list[dict[str, Any]] | None = None,
+              **request: Any) -> Attempt:  # fmt: skip
+    body = {"query": query, "recordType": record_type, "nameServer": "127.0.0.1", "port": server.port,
+            "assertions": assertions or [], **request}  # fmt: skip
+    return run(
+        {"name": "DNS", "checkType": "DNS", "request": body, "maxResponseTime": request.pop("max_ms", 1000)}
+    )
+
+
+def answer(prop: str, comparison: str, target: str) -> dict[str, Any]:
+    return {"source": "JSON_ANSWER", "property": prop, "comparison": comparison, "target": target}
+
+
+@pytest.mark.parametrize("protocol", ["UDP", "TCP"])
+def test_dns_a_record_over_udp_and_tcp(dns_server: DnsServer, protocol: str) -> None:
+    assertions = [
+        {"source": "RESPONSE_CODE", "comparison": "EQUALS", "target": "NOERROR"},
+        answer("$.Answer[*].data", "HAS_VALUE", "10.1.2.3"),  # a record set has no order
+        answer("$.Answer.length", "EQUALS", "2"),
+        answer("$.Answer[0].TTL", "GREATER_THAN", "299"),
+        answer("$.Question[0].type", "EQUALS", "A"),
+        {"source": "TEXT_ANSWER", "comparison": "CONTAINS", "target": "10.1.2.4"},
+        {"source": "RESPONSE_TIME", "comparison": "LESS_THAN", "target": "1000"},
+    ]
+    attempt = dns_check(dns_server, "app.test", "A", assertions, protocol=protocol)
+    assert attempt.passed, attempt.message
+    assert attempt.response_code == "NOERROR" and attempt.request is not None
+    assert attempt.request.target == f"app.test @ 127.0.0.1:{dns_server.port}/{protocol}"
+
+
+@pytest.mark.parametrize(
+    ("query", "record_type", "data"),
+    [
+        ("app.test", "AAAA", "2001:db8::1"),
+        ("www.app.test", "CNAME", "app.test."),
+        ("app.test", "MX", "20 mail2.app.test."),
+        ("app.test", "TXT", "v=spf1 include:_spf.app.test ~all"),  # without quotes, as production shows
+        ("app.test", "NS", "ns1.app.test."),
+        ("app.test", "SOA", "ns1.app.test. admin.app.test. 2024010100 7200 3600 1209600 3600"),
+    ],
+)
+def test_dns_record_types(dns_server: DnsServer, query: str, record_type: str, data: str) -> None:
+    attempt = dns_check(dns_server, query, record_type, [answer("$.Answer[*].data", "HAS_VALUE", data)])
+    assert attempt.passed, attempt.message
+
+
+def test_dns_error_codes_fail_unless_asserted(dns_server: DnsServer) -> None:
+    missing = dns_check(dns_server, "nothing.app.test", "A")
+    assert missing.error_kind == "dns_response_code" and missing.response_code == "NXDOMAIN"
+    assert missing.message == f"DNS answer NXDOMAIN for nothing.app.test A: 127.0.0.1:{dns_server.port}/UDP"
+    expected = dns_check(
+        dns_server,
+        "nothing.app.test",
+        "A",
+        [{"source": "RESPONSE_CODE", "comparison": "EQUALS", "target": "NXDOMAIN"}],
+    )
+    assert expected.passed
+    servfail = dns_check(dns_server, "servfail.app.test", "A", [answer("$.Status", "EQUALS", "NOERROR")])
+    assert servfail.message == "JSON_ANSWER $.Status EQUALS NOERROR: received SERVFAIL"
+    assert servfail.body_excerpt is not None and "rcode SERVFAIL" in servfail.body_excerpt
+
+
+def test_dns_timeouts_degraded_and_no_server(dns_server: DnsServer) -> None:
+    slow = dns_check(dns_server, "slow.app.test", "A", max_ms=200)
+    assert slow.error_class == "TIMEOUT" and slow.network_failure
+    assert (
+        slow.message
+        == f"timeout: no DNS answer within the maxResponseTime of 200 ms: 127.0.0.1:{dns_server.port}/UDP"
+    )
+    request = {"query": "slow.app.test", "recordType": "A", "nameServer": f"127.0.0.1:{dns_server.port}"}
+    degraded = run(
+        {
+            "name": "DNS",
+            "checkType": "DNS",
+            "degradedResponseTime": 100,
+            "maxResponseTime": 2000,
+            "request": request,
+        }
+    )
+    assert degraded.passed and degraded.degraded
+    port = free_port()
+    nobody = dns_check(dns_server, "app.test", "A", protocol="TCP", port=port)
+    assert (
+        nobody.error_kind == "connection_refused"
+        and nobody.message == f"connection refused: 127.0.0.1:{port}/TCP"
+    )
+
+
+def test_dns_json_answer_has_production_s_shape(dns_server: DnsServer) -> None:
+    keys = [
+        answer("$", "HAS_KEY", key) for key in ("Status", "TC", "RD", "RA", "AD", "CD", "Question", "Answer")
+    ]
+    flags = [
+        answer("$.TC", "EQUALS", "false"),
+        answer("$.RD", "EQUALS", "true"),
+        answer("$.RA", "EQUALS", "true"),
+    ]
+    second = [
+        answer("$.Answer[*].data", "HAS_VALUE", "20 mail2.app.test."),
+        answer("$.Answer[*].type", "EQUALS", "MX"),  # every record
+    ]
+    attempt = dns_check(dns_server, "app.test", "MX", keys + flags + second)
+    assert attempt.passed, attempt.message
+    assert len(attempt.assertions) == 13

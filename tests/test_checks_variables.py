@@ -1,0 +1,149 @@
+"""`{{NAME}}` variables in real checks: where they apply, which source wins, and secrets never shown."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from checks_servers import HttpServer, start_http
+
+from runner.emulator.core.checks import Attempt, Limits, Variable, VariableSources, run_check, variables_from
+from runner.emulator.core.checks.variables import Substitution
+from runner.models import EnvironmentVariable
+from runner.models.check_definitions import parse_check_definition
+
+SECRET = "s3cr3t-Value/with spaces"
+CHECK_ID = "0b9a3c4d-1111-4a5b-8c6d-00000000aaaa"
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[HttpServer]:
+    server = start_http()
+    yield server
+    server.stop()
+
+
+def run(request: dict[str, Any], sources: VariableSources | None = None, **fields: Any) -> Attempt:
+    definition = {"id": CHECK_ID, "name": "Vars", "checkType": "API", "request": request, **fields}
+    return run_check(parse_check_definition(definition), max_run_seconds=30, variables=sources).final
+
+
+def echo(attempt: Attempt) -> dict[str, Any]:
+    assert attempt.body_excerpt is not None, attempt.message
+    return dict(json.loads(attempt.body_excerpt))
+
+
+def test_variables_fill_url_headers_query_body_and_basic_auth(web: HttpServer) -> None:
+    sources = VariableSources(
+        session=(Variable("BASE", web.url("")), Variable("USER", "ada"), Variable("WORD", "a b")),
+    )
+    request = {
+        "method": "POST",
+        "url": "{{BASE}}/echo?from={{USER}}",
+        "headers": [{"key": "X-User", "value": "{{USER}}"}, {"key": "X-Raw", "value": "{{{WORD}}}"}],
+        "queryParameters": [{"key": "who", "value": "{{USER}}"}],
+        "body": '{"name": "{{WORD}}", "check": "{{CHECK_NAME}}", "id": "{{CHECK_ID}}"}',
+        "bodyType": "JSON",
+        "basicAuth": {"username": "{{USER}}", "password": "pw"},
+    }
+    got = echo(run(request, sources))
+    assert got["query"] == {"from": ["ada"], "who": ["ada"]}
+    assert got["headers"]["x-user"] == "ada" and got["headers"]["x-raw"] == "a b"  # {{{ }}}: as it is
+    # {{ }} is URI-encoded like encodeURI (production: "double brackets variables will be URI encoded").
+    assert json.loads(got["body"]) == {"name": "a%20b", "check": "Vars", "id": CHECK_ID}
+    assert base64.b64decode(got["headers"]["authorization"].split()[1]) == b"ada:pw"
+
+
+def test_the_session_wins_over_the_account_and_the_account_over_the_check(web: HttpServer) -> None:
+    sources = VariableSources(
+        session=(Variable("A", "session"),),
+        account=(Variable("A", "account"), Variable("B", "account")),
+        check=(Variable("A", "check"), Variable("B", "check"), Variable("C", "check")),
+    )
+    got = echo(run({"url": web.url("/echo?a={{A}}&b={{B}}&c={{C}}")}, sources))
+    assert got["query"] == {"a": ["session"], "b": ["account"], "c": ["check"]}
+    # The check's own environmentVariables (production's field) count as the check's source.
+    own = [{"key": "C", "value": "own"}]
+    definition = run({"url": web.url("/echo?c={{C}}")}, VariableSources(), environmentVariables=own)
+    assert echo(definition)["query"] == {"c": ["own"]}
+
+
+def test_an_unknown_variable_fails_the_check_naming_it_and_sends_nothing(web: HttpServer) -> None:
+    attempt = run(
+        {"url": web.url("/echo"), "headers": [{"key": "Authorization", "value": "Bearer {{API_TOKEN}}"}]}
+    )
+    assert not attempt.passed and attempt.error_class == "CONFIGURATION_ERROR"
+    assert attempt.error_kind == "unknown_variable" and attempt.status_code is None
+    assert attempt.message == (
+        "unknown variable API_TOKEN in request.headers[Authorization]: set it in the session's, "
+        "the account's or the check's environment variables"
+    )
+
+
+def test_helpers(web: HttpServer) -> None:
+    got = echo(run({"url": web.url("/echo?u={{$UUID}}&n={{$RANDOM_NUMBER}}")}))
+    assert len(got["query"]["u"][0]) == 36 and 0 <= int(got["query"]["n"][0]) <= 10000
+    moment = run({"url": web.url('/echo?d={{moment "YYYY-MM-DD"}}')})
+    assert moment.error_kind == "unsupported_helper" and "{{moment" in (moment.message or "")
+
+
+def assert_no_secret(attempt: Attempt, secret: str = SECRET) -> None:
+    shown = repr(attempt)
+    for spelling in (secret, json.dumps(secret)[1:-1], secret.replace(" ", "%20"), secret.replace(" ", "+")):
+        assert spelling not in shown
+
+
+def test_a_secret_never_appears_in_the_attempt(web: HttpServer) -> None:
+    """The server echoes the secret back everywhere; the attempt masks every spelling of it."""
+    sources = VariableSources(session=(Variable("TOKEN", SECRET, secret=True), Variable("USER", "ada")))
+    request = {
+        "method": "POST",
+        "url": web.url("/echo?token={{TOKEN}}"),
+        "headers": [{"key": "X-Token", "value": "{{{TOKEN}}}"}],
+        "body": "token={{{TOKEN}}}",
+        "basicAuth": {"username": "{{USER}}", "password": "{{{TOKEN}}}"},
+        "assertions": [{"source": "TEXT_BODY", "comparison": "EQUALS", "target": "something else"}],
+    }
+    attempt = run(request, sources)
+    assert not attempt.passed and attempt.failed_assertion is not None  # the message quotes the body
+    assert "***" in (attempt.body_excerpt or "") and "***" in (attempt.message or "")
+    assert_no_secret(attempt)
+    basic = base64.b64encode(f"ada:{SECRET}".encode()).decode()
+    assert basic not in repr(attempt)
+
+
+def test_a_secret_in_a_failing_host_name_is_masked(web: HttpServer) -> None:
+    sources = VariableSources(session=(Variable("HOST", "internal-secret-host", secret=True),))
+    attempt = run({"url": "http://{{HOST}}.invalid/"}, sources)
+    assert attempt.message == "DNS lookup failed: ***.invalid"
+    assert_no_secret(attempt, "internal-secret-host")
+
+
+def test_a_secret_without_a_value_or_too_short_does_not_run(web: HttpServer) -> None:
+    exported = VariableSources(check=(Variable("TOKEN", None, secret=True),))
+    attempt = run({"url": web.url("/echo?t={{TOKEN}}")}, exported)
+    assert attempt.error_kind == "variable_without_value" and "TOKEN" in (attempt.message or "")
+    short = VariableSources(session=(Variable("PIN", "42", secret=True),))
+    attempt = run({"url": web.url("/echo?t={{PIN}}")}, short)
+    assert attempt.error_kind == "secret_too_short" and attempt.status_code is None
+    assert "42" not in (attempt.message or "")
+
+
+def test_variables_from_the_trigger_body_models() -> None:
+    session = [EnvironmentVariable(key="TOKEN", value=SECRET, secret=True), {"key": "PLAIN", "value": "x"}]
+    assert variables_from(session) == [Variable("TOKEN", SECRET, True), Variable("PLAIN", "x", False)]
+
+
+def test_a_secret_cut_in_half_by_a_cap_is_still_masked(web: HttpServer) -> None:
+    sources = VariableSources(session=(Variable("TOKEN", SECRET, secret=True),))
+    definition = {"name": "Cut", "checkType": "API", "request": {"method": "POST", "url": web.url("/echo"),
+                  "body": "a" * 10 + "{{{TOKEN}}}"}}  # fmt: skip
+    attempt = run_check(parse_check_definition(definition), max_run_seconds=30, variables=sources,
+                        limits=Limits(excerpt_chars=14)).final  # fmt: skip
+    assert attempt.request is not None and attempt.request.body_excerpt == "aaaaaaaaaa***"
+    assert SECRET[:4] not in repr(attempt)
+    cut = Substitution(sources).cut
+    assert cut("x" * 195 + SECRET, 200) == "x" * 195 + "***" and cut("short", 200) == "short"
