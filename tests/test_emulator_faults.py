@@ -17,8 +17,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from runner.emulator.faults import FaultInjector, FaultMiddleware, FaultSpec
-from runner.emulator.routes import OPERATIONS, ROUTE_ALIASES, ROUTE_NAMES, reference_routes, route_name
+from runner.emulator.faults import ROUTE_ALIASES, FaultInjector, FaultMiddleware, FaultSpec
+from runner.models.operations import NAMES, OPERATIONS, find
 
 TIMEOUT = 5.0
 
@@ -70,8 +70,8 @@ class Server:
                 Route("/v1/other", self.handlers.control, methods=["GET"]),
             ]
         )
-        # The stand-in serves; the middleware matches requests on the real API's routes.
-        self.middleware = FaultMiddleware(app, FaultInjector(seed=1), reference_routes())
+        # The stand-in serves; the middleware matches requests on the real API's operation table.
+        self.middleware = FaultMiddleware(app, FaultInjector(seed=1))
         config = uvicorn.Config(
             PassThrough(self.middleware), host="127.0.0.1", port=0, log_level="warning", lifespan="off"
         )
@@ -158,14 +158,15 @@ def read(srv: Server, **kwargs: Any) -> requests.Response:
     ],
 )
 def test_route_name(method: str, path: str, expected: str | None) -> None:
-    assert route_name(method, path) == expected
+    op = find(method, path)
+    assert (op.name if op else None) == expected
 
 
 def test_every_operation_is_listed_once_with_a_unique_name() -> None:
-    assert len(OPERATIONS) == len(set(ROUTE_NAMES)) == 15
+    assert len(OPERATIONS) == len(set(NAMES)) == 15
     assert len({(op.method, op.path) for op in OPERATIONS}) == 15
-    assert all(set(names) <= set(ROUTE_NAMES) for names in ROUTE_ALIASES.values())
-    assert not set(ROUTE_ALIASES) & set(ROUTE_NAMES)
+    assert all(set(names) <= set(NAMES) for names in ROUTE_ALIASES.values())
+    assert not set(ROUTE_ALIASES) & set(NAMES)
 
 
 def test_the_old_name_create_analysis_still_targets_both_analysis_routes() -> None:

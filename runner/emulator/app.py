@@ -6,22 +6,23 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI
-from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from runner.emulator.backend import Backend
 from runner.emulator.errors import install_error_handlers
-from runner.emulator.routes import build_router, operation_name
+from runner.emulator.routes import build_router
+from runner.models.operations import find
 
 
 class StatsMiddleware:
     """Counts /v1 requests by route name and status (faults and auth failures included)."""
 
-    def __init__(self, app: ASGIApp, backend: Backend, routes: list[BaseRoute]) -> None:
-        self.app, self.backend, self.routes = app, backend, routes
+    def __init__(self, app: ASGIApp, backend: Backend) -> None:
+        self.app, self.backend = app, backend
 
     def _route(self, scope: Scope) -> str:
-        return operation_name(self.routes, scope) or "unmatched"
+        op = find(scope["method"], scope["path"])
+        return op.name if op else "unmatched"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
@@ -60,9 +61,9 @@ def create_app(backend: Backend, control_token: str | None = None) -> FastAPI:
     app.include_router(v1)
     app.include_router(control.build_router(backend, control_token), include_in_schema=False)
     app.include_router(pages.build_router(backend), include_in_schema=False)
-    # Both match a request on the API's own routes, by operation name.
-    app.add_middleware(FaultMiddleware, injector=backend.faults, routes=v1.routes)
-    app.add_middleware(StatsMiddleware, backend=backend, routes=v1.routes)
+    # Both match a request on the operation table (runner.models.operations), by operation name.
+    app.add_middleware(FaultMiddleware, injector=backend.faults)
+    app.add_middleware(StatsMiddleware, backend=backend)
     app.state.backend = backend
     _drop_422_from_openapi(app)
     return app

@@ -24,16 +24,16 @@ from http import HTTPStatus
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from runner.emulator.errors import error_body
-from runner.emulator.routes import ROUTE_ALIASES, ROUTE_NAMES, operation_name
+from runner.models.operations import NAMES, RATE_LIMIT, find
 
 ALL_ROUTES = "*"
-# The documented rate limit (gaps-filled.md), reported in the attributes of an injected 429.
-RATE_LIMIT = 600
-RATE_WINDOW_SECONDS = 60
+# Older names a fault spec may still use: one name for several operations.
+ROUTE_ALIASES: dict[str, tuple[str, ...]] = {
+    "create_analysis": ("create_test_session_error_group_analysis", "create_error_group_analysis"),
+}
 _BAD_GATEWAY = f"502 {HTTPStatus(502).phrase}"
 PROXY_PAGE = f"<html><body><h1>{_BAD_GATEWAY}</h1><p>{_BAD_GATEWAY} (proxy)</p></body></html>".encode()
 FAULT_HEADER = b"x-emulator-fault"
@@ -53,7 +53,7 @@ class FaultSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     route: str = Field(
-        description='an operation name of routes.OPERATIONS, an alias of ROUTE_ALIASES, or "*" for every one'
+        description='an operation name of runner.models.operations, an alias of ROUTE_ALIASES, or "*"'
     )
     kind: Kind
     status: Literal[200, 500, 502, 503] | None = Field(
@@ -67,8 +67,8 @@ class FaultSpec(BaseModel):
 
     @model_validator(mode="after")
     def _defaults_by_kind(self) -> FaultSpec:
-        if self.route != ALL_ROUTES and self.route not in ROUTE_NAMES and self.route not in ROUTE_ALIASES:
-            raise ValueError(f'route must be "*" or one of {", ".join((*ROUTE_NAMES, *ROUTE_ALIASES))}')
+        if self.route != ALL_ROUTES and self.route not in NAMES and self.route not in ROUTE_ALIASES:
+            raise ValueError(f'route must be "*" or one of {", ".join((*NAMES, *ROUTE_ALIASES))}')
         if self.rate is not None and self.count is not None:
             raise ValueError("give rate or count, not both")
         if self.kind == "status":
@@ -207,16 +207,15 @@ class FaultMiddleware:
     """Applies the injector's faults to the API's operations (`routes`, matched by name); everything
     else passes through untouched."""
 
-    def __init__(self, app: ASGIApp, injector: FaultInjector, routes: list[BaseRoute]) -> None:
+    def __init__(self, app: ASGIApp, injector: FaultInjector) -> None:
         self.app = app
         self.injector = injector
-        self.routes = routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         spec = None
-        route = operation_name(self.routes, scope) if scope["type"] == "http" else None
-        if route is not None:
-            spec = self.injector.pick(route)
+        op = find(scope["method"], scope["path"]) if scope["type"] == "http" else None
+        if op is not None:
+            spec = self.injector.pick(op.name)
         if spec is None:
             await self.app(scope, receive, send)
         elif spec.phase == "before":
@@ -255,8 +254,8 @@ class FaultMiddleware:
         if spec.kind == "rate_limit":
             wait = spec.retryAfterSeconds or 0
             attributes = {
-                "limit": RATE_LIMIT,
-                "windowSeconds": RATE_WINDOW_SECONDS,
+                "limit": RATE_LIMIT.limit,
+                "windowSeconds": RATE_LIMIT.window_seconds,
                 "retryAfterSeconds": wait,
             }
             body = _json_error(429, attributes)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from runner.core.errors import UsageError
 from runner.core.yamlguard import TooLarge, safe_load_bounded
 from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem, describe_validation_error
+from runner.models.operations import RATE_LIMIT
 from runner.models.resources import CHECK_LOCATIONS
 
 DEFAULT_WORLD = Path(__file__).with_name("world.yml")
@@ -48,8 +49,9 @@ class _Strict(BaseModel):
 
 
 class RateLimit(_Strict):
-    limit: int = Field(default=600, ge=1)
-    windowSeconds: float = Field(default=60, gt=0)
+    # The service's limit unless the world says otherwise.
+    limit: int = Field(default=RATE_LIMIT.limit, ge=1)
+    windowSeconds: float = Field(default=RATE_LIMIT.window_seconds, gt=0)
 
 
 class Settings(_Strict):
