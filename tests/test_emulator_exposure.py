@@ -63,7 +63,7 @@ def test_world_parse_does_not_block_other_requests(
     emulator: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A slow world parse (a big world, a slow machine) runs beside the event loop, not on it."""
-    from runner.emulator import control
+    from runner.emulator.shell import control
 
     real = control.parse_world_text
     parsing = threading.Event()

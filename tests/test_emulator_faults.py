@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from runner.emulator.faults import ROUTE_ALIASES, FaultInjector, FaultMiddleware, FaultSpec
+from runner.emulator.core.faults import ROUTE_ALIASES, FaultInjector, FaultMiddleware, FaultSpec
 from runner.models.operations import NAMES, OPERATIONS, find
 
 TIMEOUT = 5.0

@@ -11,7 +11,8 @@ import argparse
 import os
 import sys
 
-ENV_CONTROL_TOKEN = "TESTSESSION_EMULATOR_CONTROL_TOKEN"  # as runner.emulator.access (not imported: slow)
+# As runner.emulator.shell.access (not imported here: it loads FastAPI).
+ENV_CONTROL_TOKEN = "TESTSESSION_EMULATOR_CONTROL_TOKEN"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -52,8 +53,8 @@ def handle(args: argparse.Namespace, ctx: Context) -> int:
     import threading
 
     from runner.core.errors import UsageError
-    from runner.emulator.access import is_loopback
-    from runner.emulator.server import Emulator
+    from runner.emulator.shell.access import is_loopback
+    from runner.emulator.shell.server import Emulator
 
     if args.speed is not None and args.speed <= 0:
         raise UsageError("--speed: must be greater than 0")

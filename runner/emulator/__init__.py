@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runner.emulator.backend import Backend
-    from runner.emulator.server import Emulator
-    from runner.emulator.world import World
+    from runner.emulator.core.backend import Backend
+    from runner.emulator.core.world import World
+    from runner.emulator.shell.server import Emulator
 
 __all__ = ["Backend", "Emulator", "World", "load_world"]
 
@@ -16,11 +16,11 @@ __all__ = ["Backend", "Emulator", "World", "load_world"]
 def __getattr__(name: str) -> Any:
     # Lazy, so `import runner.emulator` stays light (FastAPI loads only when a server is built).
     if name == "Emulator":
-        from runner.emulator.server import Emulator
+        from runner.emulator.shell.server import Emulator
 
         return Emulator
     if name == "Backend":
-        from runner.emulator.backend import Backend
+        from runner.emulator.core.backend import Backend
 
         return Backend
     if name in ("World", "load_world"):

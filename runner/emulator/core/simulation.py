@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.emulator.world import WorldCheck
+from runner.emulator.core.world import WorldCheck
 from runner.models import RetryStrategy, SessionResult
 
 DEFAULT_MESSAGES = {

@@ -13,10 +13,10 @@ from datetime import timedelta
 from http import HTTPStatus
 from typing import Any
 
-from runner.emulator.clock import SimClock
-from runner.emulator.grouping import clean_message, error_hash
-from runner.emulator.simulation import CheckRun, plan_run, render_run
-from runner.emulator.world import Account, World, WorldCheck, WorldErrorGroup, load_world, seen_at
+from runner.emulator.core.clock import SimClock
+from runner.emulator.core.grouping import clean_message, error_hash
+from runner.emulator.core.simulation import CheckRun, plan_run, render_run
+from runner.emulator.core.world import Account, World, WorldCheck, WorldErrorGroup, load_world, seen_at
 from runner.models import (
     Analysis,
     AnalysisSummary,
@@ -120,7 +120,7 @@ class Backend:
     """The emulated service. Thread-safe; every public method takes the lock."""
 
     def __init__(self, world: World | None = None, speed: float | None = None) -> None:
-        from runner.emulator.faults import FaultInjector
+        from runner.emulator.core.faults import FaultInjector
 
         self._lock = threading.RLock()
         self.world = world or load_world()
@@ -134,7 +134,7 @@ class Backend:
 
     def load(self, world: World) -> None:
         """Replaces all state with a fresh copy of `world` (the clock keeps running)."""
-        from runner.emulator.faults import FaultSpec
+        from runner.emulator.core.faults import FaultSpec
 
         with self._lock:
             self.world = world
@@ -527,7 +527,7 @@ class Backend:
         if self.clock.now() < job.ready_at:
             return None
         if job.content is None:
-            from runner.emulator.analyser import analyse
+            from runner.emulator.core.analyser import analyse
 
             group = self.groups[job.group_id]
             job.content, job.model = analyse(group.raw, group.check.checkType, group.check.name)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from fastapi import Request
 
-from runner.emulator.backend import ApiFailure, Backend
+from runner.emulator.core.backend import ApiFailure, Backend
 
 ENV_CONTROL_TOKEN = "TESTSESSION_EMULATOR_CONTROL_TOKEN"
 

@@ -9,8 +9,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from runner.emulator.access import page_account
-from runner.emulator.backend import ApiFailure, Backend
+from runner.emulator.core.backend import ApiFailure, Backend
+from runner.emulator.shell.access import page_account
 
 
 def _page(title: str, rows: list[tuple[str, Any]]) -> HTMLResponse:

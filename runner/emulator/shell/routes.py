@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal, cast
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.security import HTTPBearer
 
-from runner.emulator.backend import Backend
-from runner.emulator.errors import documented, error_response
+from runner.emulator.core.backend import Backend
+from runner.emulator.shell.errors import documented, error_response
 from runner.models import (
     STILL_RUNNING_MESSAGE,
     Check,
@@ -233,7 +233,7 @@ HANDLERS: dict[str, Handler] = {
     "update_check": Handler(update_check),
 }
 if set(HANDLERS) != set(NAMES):
-    raise RuntimeError("runner.emulator.routes: one handler per operation of runner.models.operations")
+    raise RuntimeError("runner.emulator.shell.routes: one handler per operation of runner.models.operations")
 
 
 def build_router(account_header: str) -> APIRouter:

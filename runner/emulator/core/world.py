@@ -17,7 +17,7 @@ from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem, descri
 from runner.models.operations import RATE_LIMIT
 from runner.models.resources import CHECK_LOCATIONS
 
-DEFAULT_WORLD = Path(__file__).with_name("world.yml")
+DEFAULT_WORLD = Path(__file__).parent.parent / "world.yml"
 Behaviour = Literal["pass", "fail", "degrade", "flaky", "error", "hang"]
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _AGO = re.compile(r"^-([0-9]+(?:\.[0-9]+)?)([smhd])$")
@@ -268,7 +268,7 @@ def _consistency_problems(world: World) -> list[str]:
 
 
 def _group_problems(a: int, account: Account, check_ids: set[str]) -> list[str]:
-    from runner.emulator.grouping import clean_message
+    from runner.emulator.core.grouping import clean_message
 
     problems: list[str] = []
     seen: dict[tuple[str, str], int] = {}
@@ -291,7 +291,7 @@ def _group_problems(a: int, account: Account, check_ids: set[str]) -> list[str]:
 
 
 def _fault_problems(world: World) -> list[str]:
-    from runner.emulator.faults import FaultSpec
+    from runner.emulator.core.faults import FaultSpec
 
     problems: list[str] = []
     for index, spec in enumerate(world.settings.faults):

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from runner.emulator.errors import error_body
+from runner.emulator.shell.errors import error_body
 from runner.models.operations import NAMES, RATE_LIMIT, find
 
 ALL_ROUTES = "*"

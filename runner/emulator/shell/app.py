@@ -8,9 +8,9 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from runner.emulator.backend import Backend
-from runner.emulator.errors import install_error_handlers
-from runner.emulator.routes import build_router
+from runner.emulator.core.backend import Backend
+from runner.emulator.shell.errors import install_error_handlers
+from runner.emulator.shell.routes import build_router
 from runner.models.operations import find
 
 
@@ -47,8 +47,8 @@ class StatsMiddleware:
 
 
 def create_app(backend: Backend, control_token: str | None = None) -> FastAPI:
-    from runner.emulator import control, pages
-    from runner.emulator.faults import FaultMiddleware
+    from runner.emulator.core.faults import FaultMiddleware
+    from runner.emulator.shell import control, pages
 
     app = FastAPI(
         title="Monitoring service API (testsession emulator)",
