@@ -83,7 +83,7 @@ def _run(
         )
         child = spawner.run([console_script(), "run", str(spec)], env=env, cwd=tmp, timeout=180)
         stats = emulator.backend.stats()
-        (session,) = emulator.backend.sessions.values()
+        (session,) = emulator.backend.snapshot().sessions.values()
         assert session.end is not None  # the session ended: the run waited for it
         real_seconds = (session.end - session.start) / emulator.backend.clock.speed
     if child.code not in (0, 1):

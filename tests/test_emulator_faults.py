@@ -17,7 +17,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from runner.emulator.core.faults import ROUTE_ALIASES, FaultInjector, FaultMiddleware, FaultSpec
+from runner.emulator.core.backend import Backend
+from runner.emulator.core.faults import ROUTE_ALIASES, FaultInjector, FaultSpec
+from runner.emulator.shell.middleware import FaultMiddleware
 from runner.models.operations import NAMES, OPERATIONS, find
 
 TIMEOUT = 5.0
@@ -71,7 +73,7 @@ class Server:
             ]
         )
         # The stand-in serves; the middleware matches requests on the real API's operation table.
-        self.middleware = FaultMiddleware(app, FaultInjector(seed=1))
+        self.middleware = FaultMiddleware(app, Backend())
         config = uvicorn.Config(
             PassThrough(self.middleware), host="127.0.0.1", port=0, log_level="warning", lifespan="off"
         )
@@ -88,12 +90,12 @@ class Server:
 
     @property
     def injector(self) -> FaultInjector:
-        return self.middleware.injector
+        return self.middleware.backend.faults
 
     def fresh(self, seed: int | None = 1) -> FaultInjector:
-        self.middleware.injector = FaultInjector(seed=seed)
+        self.middleware.backend.faults = FaultInjector(seed=seed)
         self.handlers.triggers = self.handlers.reads = 0
-        return self.middleware.injector
+        return self.middleware.backend.faults
 
     def stop(self) -> None:
         self.server.should_exit = True
@@ -284,6 +286,16 @@ def test_rate_limit_answers_429_with_retry_after(srv: Server) -> None:
         "attributes": {"limit": 600, "windowSeconds": 60, "retryAfterSeconds": 3},
     }
     assert srv.handlers.triggers == 0
+
+
+def test_injected_429_names_the_limit_the_world_sets(world_factory: Any, default_world: Any) -> None:
+    default_world["settings"]["rateLimit"] = {"limit": 7, "windowSeconds": 10}
+    default_world["settings"]["faults"] = [{"route": "get_session", "kind": "rate_limit", "count": 1}]
+    emu = world_factory(default_world)
+    headers = {"Authorization": f"Bearer {emu.api_key}", "X-Service-Account": emu.account_id}
+    answer = requests.get(f"{emu.url}/v1/test-sessions/nope", headers=headers, timeout=TIMEOUT)
+    assert answer.status_code == 429 and answer.headers["x-emulator-fault"] == "rate_limit"
+    assert answer.json()["attributes"] == {"limit": 7, "windowSeconds": 10, "retryAfterSeconds": 1}
 
 
 def test_non_json_answers_a_proxy_page(srv: Server) -> None:

@@ -256,3 +256,18 @@ def test_same_error_in_a_later_session_lands_in_the_same_group(api: Any, emulato
     again = api("GET", f"/v1/test-session-error-groups/{group_id}").json()
     assert again["firstSeen"] == group["firstSeen"] and again["lastSeen"] > group["lastSeen"]
     assert emulator.backend.stats()["sessionsCreated"] == {ACCOUNT: 2}
+
+
+def test_snapshot_is_a_copy_of_the_state(api: Any, emulator: Any) -> None:
+    started = trigger(api, target={"checkId": [HOMEPAGE]}, metadata={"environment": "staging"})
+    state = emulator.backend.snapshot()
+    record = state.sessions[started["testSessionId"]]
+    assert (record.account_id, record.location, record.check_ids) == (ACCOUNT, "eu-west-1", (HOMEPAGE,))
+    assert record.metadata == {"environment": "staging"} and record.end is not None
+    record.metadata["environment"] = "changed"
+    state.sessions.clear()
+    again = emulator.backend.snapshot()
+    assert again.sessions[started["testSessionId"]].metadata == {"environment": "staging"}
+    assert api("GET", f"/v1/test-sessions/{started['testSessionId']}").json()["metadata"] == {
+        "environment": "staging"
+    }

@@ -1,5 +1,12 @@
-"""A local emulator of the monitoring service's API (moto-style: state in a backend, thin routes,
-a threaded server on a free port, a control API under /_emulator/)."""
+"""A local emulator of the monitoring service's API, moto-style, in two layers:
+
+- `core/`: the service without HTTP: the world file, the state per resource behind one `Backend`,
+  simulated time, the simulation of check runs, the analyser, fault specs. No FastAPI in it.
+- `shell/`: HTTP around the core: the /v1 routes built from the operation table, error bodies, fault
+  and stats middleware, the /_emulator/ control API, HTML pages, the app and the threaded server.
+
+The shell imports the core, never the reverse (tests/test_layers.py).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from runner.emulator.core.backend import Backend
-    from runner.emulator.core.world import World
+    from runner.emulator.core.world import World, load_world
     from runner.emulator.shell.server import Emulator
 
 __all__ = ["Backend", "Emulator", "World", "load_world"]
@@ -24,7 +31,7 @@ def __getattr__(name: str) -> Any:
 
         return Backend
     if name in ("World", "load_world"):
-        from runner.emulator import world
+        from runner.emulator.core import world
 
         return getattr(world, name)
     raise AttributeError(name)

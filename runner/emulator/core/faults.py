@@ -1,42 +1,32 @@
-"""Fault injection: make API routes of the emulator fail the ways a real service and its proxies do.
+"""Fault injection, what and when: make operations of the emulator fail the ways a real service and
+its proxies do.
 
-A `FaultSpec` names a route, a kind of failure and how often it fires; a `FaultInjector` holds the active
-specs (thread-safe, deterministic with a seed); `FaultMiddleware` is a pure ASGI middleware that applies
-them. Phase "before" answers without running the handler (the service did nothing); phase "after" runs
-the handler first (its side effects happened) and then loses or breaks the answer, which is the case a
-client's retry logic must not turn into a duplicate.
-
-`reset` (and the end of `truncated`) closes the client's TCP connection. ASGI has no message for that, so
-the middleware finds uvicorn's transport through the `send`/`receive` callables it was given (uvicorn
-passes bound methods of its request cycle; Starlette's own middlewares pass `receive` through). Under a
-server where that fails, `reset` degrades to response headers followed by a closed connection.
+A `FaultSpec` names an operation, a kind of failure and how often it fires; a `FaultInjector` holds the
+active specs (thread-safe, deterministic with a seed) and picks the one that fires for a request. The
+shell's middleware (shell/middleware.py) applies it. Phase "before" answers without running the
+handler (the service did nothing); phase "after" runs the handler first (its side effects happened)
+and then loses or breaks the answer, which is the case a client's retry logic must not turn into a
+duplicate.
 """
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import random
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from http import HTTPStatus
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from runner.emulator.shell.errors import error_body
-from runner.models.operations import NAMES, RATE_LIMIT, find
+from runner.models.operations import NAMES
 
 ALL_ROUTES = "*"
 # Older names a fault spec may still use: one name for several operations.
 ROUTE_ALIASES: dict[str, tuple[str, ...]] = {
     "create_analysis": ("create_test_session_error_group_analysis", "create_error_group_analysis"),
 }
-_BAD_GATEWAY = f"502 {HTTPStatus(502).phrase}"
-PROXY_PAGE = f"<html><body><h1>{_BAD_GATEWAY}</h1><p>{_BAD_GATEWAY} (proxy)</p></body></html>".encode()
-FAULT_HEADER = b"x-emulator-fault"
 
 Kind = Literal["status", "reset", "slow", "non_json", "truncated", "rate_limit"]
 Phase = Literal["before", "after"]
@@ -162,137 +152,3 @@ class FaultInjector:
         if item.spec.rate is not None:
             return self._random.random() < item.spec.rate
         return True
-
-
-# --- the middleware -------------------------------------------------------------------------------------
-
-
-def _json_error(status: int, attributes: dict[str, Any] | None = None) -> bytes:
-    return error_body(status, attributes=attributes).model_dump_json(exclude_unset=True).encode()
-
-
-async def _answer(
-    send: Send, status: int, body: bytes, content_type: bytes, kind: str, extra: list[tuple[bytes, bytes]]
-) -> None:
-    headers = [
-        (b"content-type", content_type),
-        (b"content-length", str(len(body)).encode()),
-        (FAULT_HEADER, kind.encode()),
-        *extra,
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-def _connection_of(receive: Receive, send: Send) -> tuple[asyncio.Transport, Any] | None:
-    """uvicorn's transport and request cycle, reached through the bound methods it passed us."""
-    for callable_ in (send, receive):
-        cycle = getattr(callable_, "__self__", None)
-        transport = getattr(cycle, "transport", None)
-        if isinstance(transport, asyncio.Transport):
-            return transport, cycle
-    return None
-
-
-async def _wait_disconnected(cycle: Any) -> None:
-    # uvicorn marks the cycle disconnected from connection_lost, a loop callback or two later; once it
-    # is marked, uvicorn neither answers 500 nor logs an incomplete response for the dropped request.
-    for _ in range(100):
-        if getattr(cycle, "disconnected", True):
-            return
-        await asyncio.sleep(0.001)
-
-
-class FaultMiddleware:
-    """Applies the injector's faults to the API's operations (`routes`, matched by name); everything
-    else passes through untouched."""
-
-    def __init__(self, app: ASGIApp, injector: FaultInjector) -> None:
-        self.app = app
-        self.injector = injector
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        spec = None
-        op = find(scope["method"], scope["path"]) if scope["type"] == "http" else None
-        if op is not None:
-            spec = self.injector.pick(op.name)
-        if spec is None:
-            await self.app(scope, receive, send)
-        elif spec.phase == "before":
-            await self._before(spec, scope, receive, send)
-        else:
-            await self._after(spec, scope, receive, send)
-
-    async def _before(self, spec: FaultSpec, scope: Scope, receive: Receive, send: Send) -> None:
-        if spec.kind == "slow":
-            await asyncio.sleep(spec.delaySeconds or 0)
-            await self.app(scope, receive, send)
-        elif spec.kind == "reset":
-            await self._reset(receive, send)
-        else:
-            await self._fail(spec, send)
-
-    async def _after(self, spec: FaultSpec, scope: Scope, receive: Receive, send: Send) -> None:
-        captured: list[Message] = []
-
-        async def capture(message: Message) -> None:
-            captured.append(message)
-
-        await self.app(scope, receive, capture)
-        if spec.kind == "slow":
-            await asyncio.sleep(spec.delaySeconds or 0)
-            for message in captured:
-                await send(message)
-        elif spec.kind == "reset":
-            await self._reset(receive, send)
-        elif spec.kind == "truncated":
-            await self._truncate(captured, receive, send)
-        else:
-            await self._fail(spec, send)
-
-    async def _fail(self, spec: FaultSpec, send: Send) -> None:
-        if spec.kind == "rate_limit":
-            wait = spec.retryAfterSeconds or 0
-            attributes = {
-                "limit": RATE_LIMIT.limit,
-                "windowSeconds": RATE_LIMIT.window_seconds,
-                "retryAfterSeconds": wait,
-            }
-            body = _json_error(429, attributes)
-            await _answer(
-                send, 429, body, b"application/json", spec.kind, [(b"retry-after", str(wait).encode())]
-            )
-        elif spec.kind == "non_json":
-            await _answer(send, spec.status or 200, PROXY_PAGE, b"text/html; charset=utf-8", spec.kind, [])
-        else:  # status (and any other kind phrased as a status: never reached with validated specs)
-            status = spec.status or 503
-            await _answer(send, status, _json_error(status), b"application/json", spec.kind, [])
-
-    async def _reset(self, receive: Receive, send: Send) -> None:
-        connection = _connection_of(receive, send)
-        if connection is not None:
-            transport, cycle = connection
-            transport.abort()  # no byte of an answer: the client sees the connection closed or reset
-            await _wait_disconnected(cycle)
-            return
-        # Not under uvicorn: headers that promise a body which never comes, then the server closes.
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-length", b"1024"), (FAULT_HEADER, b"reset")]})  # fmt: skip
-
-    async def _truncate(self, captured: list[Message], receive: Receive, send: Send) -> None:
-        start = next((m for m in captured if m["type"] == "http.response.start"), None)
-        body = b"".join(m.get("body", b"") for m in captured if m["type"] == "http.response.body")
-        status = start["status"] if start else 200
-        if start is None or len(body) < 2 or status in (204, 304) or status < 200:
-            await self._reset(receive, send)  # nothing to cut in half: lose the answer entirely
-            return
-        headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-        headers += [(b"content-length", str(len(body)).encode()), (FAULT_HEADER, b"truncated")]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body[: len(body) // 2], "more_body": True})
-        connection = _connection_of(receive, send)
-        if connection is not None:
-            transport, cycle = connection
-            transport.close()  # close, not abort: the half body already handed over is flushed first
-            await _wait_disconnected(cycle)
-        # Otherwise returning now leaves the response incomplete and the server closes the connection.

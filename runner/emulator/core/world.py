@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from runner.core.errors import UsageError
 from runner.core.yamlguard import TooLarge, safe_load_bounded
+from runner.emulator.core.faults import FaultSpec
+from runner.emulator.core.grouping import clean_message
 from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem, describe_validation_error
 from runner.models.operations import RATE_LIMIT
 from runner.models.resources import CHECK_LOCATIONS
@@ -60,7 +62,7 @@ class Settings(_Strict):
     analysisDelaySeconds: float = Field(default=2.0, ge=0)
     locations: list[str] = Field(default_factory=lambda: list(CHECK_LOCATIONS), min_length=1)
     seed: int = 0
-    faults: list[dict[str, Any]] = Field(default_factory=list)
+    faults: list[FaultSpec] = Field(default_factory=list)  # active from the start (and after a reset)
     # Header that carries the account id; production of this API family reads x-checkly-account.
     accountHeader: str = DEFAULT_ACCOUNT_HEADER
     # By check type (`default` for the rest); what is given here is merged over the defaults.
@@ -268,8 +270,6 @@ def _consistency_problems(world: World) -> list[str]:
 
 
 def _group_problems(a: int, account: Account, check_ids: set[str]) -> list[str]:
-    from runner.emulator.core.grouping import clean_message
-
     problems: list[str] = []
     seen: dict[tuple[str, str], int] = {}
     for g, group in enumerate(account.errorGroups):
@@ -290,18 +290,6 @@ def _group_problems(a: int, account: Account, check_ids: set[str]) -> list[str]:
     return problems
 
 
-def _fault_problems(world: World) -> list[str]:
-    from runner.emulator.core.faults import FaultSpec
-
-    problems: list[str] = []
-    for index, spec in enumerate(world.settings.faults):
-        try:
-            FaultSpec.model_validate(spec)
-        except ValidationError as exc:
-            problems += describe_validation_error(exc, f"settings.faults[{index}]")
-    return problems
-
-
 def parse_world(data: Any, source: str = "world") -> World:
     """Validates a parsed world document (after ${VAR} expansion)."""
     if not isinstance(data, dict):
@@ -312,7 +300,6 @@ def parse_world(data: Any, source: str = "world") -> World:
     except ValidationError as exc:
         raise WorldError(f"{source}: " + "; ".join(describe_validation_error(exc))) from None
     problems = _consistency_problems(world)
-    problems += _fault_problems(world)
     if problems:
         raise WorldError(f"{source}: " + "; ".join(problems))
     return world

@@ -9,7 +9,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from runner.emulator.core.backend import ApiFailure, Backend
+from runner.emulator.core.backend import Backend
+from runner.emulator.core.failures import ApiFailure
 from runner.emulator.shell.access import page_account
 
 
