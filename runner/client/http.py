@@ -53,6 +53,7 @@ from runner.models import (
     RequestModel,
     RootCauseAnalysis,
     TestSession,
+    TestSessionErrorGroup,
     TriggerRequest,
     account_header_problem,
     describe_validation_error,
@@ -290,7 +291,7 @@ class ApiClient:
 
     # --- error groups and analyses --------------------------------------------------------------
 
-    def get_test_session_error_group(self, error_group_id: str) -> ErrorGroup:
+    def get_test_session_error_group(self, error_group_id: str) -> TestSessionErrorGroup:
         return self._call(ops.GET_TEST_SESSION_ERROR_GROUP, error_group_id)
 
     def get_error_group(self, error_group_id: str) -> ErrorGroup:

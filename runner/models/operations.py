@@ -16,7 +16,12 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 from runner.core.errors import InvalidRequestError
-from runner.models.analyses import CreateAnalysisRequest, ErrorGroup, RootCauseAnalysis
+from runner.models.analyses import (
+    CreateAnalysisRequest,
+    ErrorGroup,
+    RootCauseAnalysis,
+    TestSessionErrorGroup,
+)
 from runner.models.base import ApiModel, RequestModel
 from runner.models.resources import (
     Check,
@@ -130,7 +135,7 @@ CANCEL: Operation[None] = Operation(
 )
 GET_TEST_SESSION_ERROR_GROUP = Operation(
     "get_test_session_error_group", "GET", "/test-session-error-groups/{id}", CallKind.READ, 200,
-    ErrorGroup, params=(_GROUP,), summary="Read a test-session error group",
+    TestSessionErrorGroup, params=(_GROUP,), summary="Read a test-session error group",
 )
 GET_ERROR_GROUP = Operation(
     "get_error_group", "GET", "/error-groups/{id}", CallKind.READ, 200, ErrorGroup, params=(_GROUP,),

@@ -5,12 +5,19 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import not_found
 from runner.emulator.core.grouping import clean_message, error_hash
 from runner.emulator.core.world import Account, WorldCheck, WorldErrorGroup, seen_at
-from runner.models import Analysis, AnalysisSummary, ErrorGroup, RootCauseAnalysis
+from runner.models import (
+    Analysis,
+    AnalysisSummary,
+    ErrorGroup,
+    RootCauseAnalysis,
+    TestSessionErrorGroup,
+)
 
 PROVIDER = "emulator"
 
@@ -27,6 +34,7 @@ class Group:
     first_seen: float
     last_seen: float
     analyses: list[str] = field(default_factory=list)  # newest first
+    environments: list[str] = field(default_factory=list)  # of the sessions that failed this way
 
 
 @dataclass
@@ -94,7 +102,9 @@ class ErrorGroups:
         last = sim(spec.lastSeen) if spec.lastSeen else (first if spec.firstSeen else now - 3600)
         return first, max(first, last)
 
-    def record(self, account_id: str, check: WorldCheck, raw: str, seen: float) -> str:
+    def record(
+        self, account_id: str, check: WorldCheck, raw: str, seen: float, environment: str | None
+    ) -> str:
         """The test-session group of a failure (made on its first occurrence); its id."""
         cleaned = clean_message(raw)
         digest = error_hash(cleaned)
@@ -104,10 +114,13 @@ class ErrorGroups:
             group = self._groups[group_id]
             group.last_seen = max(group.last_seen, seen)
             group.raw = raw
-            return group_id
-        group = Group(str(uuid.uuid4()), account_id, "test-session", check, raw, cleaned, digest, seen, seen)
-        self._groups[group.id] = group
-        self._index[key] = group.id
+        else:
+            group_id = str(uuid.uuid4())
+            group = Group(group_id, account_id, "test-session", check, raw, cleaned, digest, seen, seen)
+            self._groups[group.id] = group
+            self._index[key] = group.id
+        if environment and environment not in group.environments:
+            group.environments.append(environment)
         return group.id
 
     def _group(self, account_id: str, group_id: str, kind: str) -> Group:
@@ -118,7 +131,13 @@ class ErrorGroups:
 
     def view(self, account_id: str, group_id: str, kind: str) -> ErrorGroup:
         group = self._group(account_id, group_id, kind)
-        return ErrorGroup(
+        # Production's test-session groups also carry the environments they occurred in and, for
+        # Playwright check suites, where in the suite: the emulator runs no suites, so that is null.
+        extra: dict[str, Any] = (
+            {"environments": list(group.environments), "pwtMetadata": None} if kind == "test-session" else {}
+        )
+        model = TestSessionErrorGroup if kind == "test-session" else ErrorGroup
+        return model(
             id=group.id,
             checkId=group.check.id,
             errorHash=group.hash,
@@ -128,6 +147,7 @@ class ErrorGroups:
             lastSeen=self._clock.iso(group.last_seen),
             archivedUntilNextEvent=False,
             rootCauseAnalyses=[self._summary(self._analyses[a]) for a in group.analyses],
+            **extra,
         )
 
     def create_analysis(

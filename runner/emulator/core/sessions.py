@@ -152,12 +152,13 @@ class Sessions:
 
     def _materialize(self, session: Session, at: float) -> None:
         """Records every failure that has happened by `at` in its test-session error group."""
+        environment = (session.metadata or {}).get("environment")
         for run in session.runs:
             for attempt in run.attempts:
                 if attempt.passed or attempt.group_id or attempt.end is None or attempt.end > at:
                     continue
                 attempt.group_id = self._groups.record(
-                    session.account_id, run.check, attempt.message or "", attempt.end
+                    session.account_id, run.check, attempt.message or "", attempt.end, environment
                 )
 
     def render(self, session: Session, base_url: str) -> TestSession:

@@ -230,7 +230,8 @@ HANDLERS: dict[str, Handler] = {
     "delete_maintenance": Handler(delete_maintenance),
     "delete_client_certificate": Handler(delete_client_certificate),
     "create_dashboard": Handler(create_dashboard),
-    "update_check": Handler(update_check),
+    # No nulls: production's check has no null frequencyOffset (nor other null fields we know of).
+    "update_check": Handler(update_check, "none"),
 }
 if set(HANDLERS) != set(NAMES):
     raise RuntimeError("runner.emulator.shell.routes: one handler per operation of runner.models.operations")
