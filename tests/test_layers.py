@@ -4,6 +4,7 @@ import graph, read from every import statement of every module (function-level o
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -44,13 +45,18 @@ def _module_name(root: Path, path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.cache
+def _parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _imports(path: Path, module: str = "", names: bool = True) -> list[tuple[int, str]]:
     """(line, module) of every import anywhere in the file; with `names`, `from a import b` gives a.b
     as well as a (the graph keeps whichever names a module). Relative imports are resolved against
     `module`, the file's own module name."""
     found = []
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_parsed(path)):
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
