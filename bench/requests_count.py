@@ -39,10 +39,10 @@ import worlds
 from common import RequestTimes, Row, Spawner, clean_env, console_script
 
 from runner.client.polling import SESSION_READS, Pace
+from runner.models.operations import RATE_LIMIT
 
 FAILING_GROUPS = 5
 FAILING_SECONDS = 3.0
-RATE_LIMIT = 600  # the service's and the client's RateLimiter default: requests per 60 s
 
 
 def intervals_before(seconds: float, pace: Pace = SESSION_READS) -> int:
@@ -83,7 +83,7 @@ def _run(
         )
         child = spawner.run([console_script(), "run", str(spec)], env=env, cwd=tmp, timeout=180)
         stats = emulator.backend.stats()
-        (session,) = emulator.backend.sessions.values()
+        (session,) = emulator.backend.snapshot().sessions.values()
         assert session.end is not None  # the session ended: the run waited for it
         real_seconds = (session.end - session.start) / emulator.backend.clock.speed
     if child.code not in (0, 1):
@@ -107,7 +107,8 @@ def _row(
         total - pending <= most,
         f"session {seconds:.1f} s real (speed {speed:g}), {groups} groups analysed: "
         f"1 + 2 x {k} intervals + 1 + 3 x {groups} = {most}; sent: {by_route}; "
-        f"peak {peaks[0]} requests in 1 s, {peaks[1]} in 60 s (limit {RATE_LIMIT} per 60 s)",
+        f"peak {peaks[0]} requests in 1 s, {peaks[1]} in 60 s "
+        f"(limit {RATE_LIMIT.limit} per {RATE_LIMIT.window_seconds:g} s)",
     )
 
 

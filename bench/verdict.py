@@ -27,7 +27,7 @@ PEER_POLL_SECONDS = 5.0
 def _end_monotonic(emulator: object, session_id: str) -> float:
     backend = emulator.backend  # type: ignore[attr-defined]
     clock = backend.clock
-    end_sim = backend.sessions[session_id].end
+    end_sim = backend.snapshot().sessions[session_id].end
     # Read close together; then the line sim -> monotonic has slope 1/speed (no advance() here).
     real, sim = time.monotonic(), clock.now()
     return float(real + (end_sim - sim) / clock.speed)
@@ -54,11 +54,11 @@ def measure(runs: int) -> list[Row]:
         )
         argv = [console_script(), "run", str(spec), "--no-rca"]
         for index in range(runs + 1):
-            before = set(emulator.backend.sessions)
+            before = set(emulator.backend.snapshot().sessions)
             child = run_child(argv, env=env, cwd=tmp, timeout=60)
             if child.code != 0:
                 raise SystemExit(f"bench: testsession run exited {child.code}: {child.stderr.strip()[:400]}")
-            (session_id,) = set(emulator.backend.sessions) - before
+            (session_id,) = set(emulator.backend.snapshot().sessions) - before
             latency = child.exited_at - _end_monotonic(emulator, session_id)
             if index:  # the first run warms caches and is not counted
                 latencies.append(latency)

@@ -120,9 +120,10 @@ def run_watched(
             drain.join(10)
         watched.errors = "".join(errors)
         backend = emulator.backend
-        if len(backend.sessions) != 1:
+        sessions = backend.snapshot().sessions
+        if len(sessions) != 1:
             raise RuntimeError(f"{tag}: no session was triggered: {watched.errors.strip()[:400]}")
-        (session,) = backend.sessions.values()
+        (session,) = sessions.values()
         if session.end is None:
             raise RuntimeError(f"{tag}: the session did not end")
         clock = backend.clock

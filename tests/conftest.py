@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from runner.emulator import Emulator
-from runner.emulator.world import DEFAULT_WORLD
+from runner.emulator.core.world import DEFAULT_WORLD
 
 # Bytecode caching on for this process, its xdist workers and the children the tests start: with
 # PYTHONDONTWRITEBYTECODE set (as on some CI images), every child would compile the package anew

@@ -38,7 +38,7 @@ RCA_TIMEOUT = 4.0  # rca.timeoutSeconds
 NORMAL = 1  # the demo world's all-outcomes checks include a failure: the normal verdict is exit 1
 SERVICE = 4
 
-# Phase -> the emulator routes a run uses in it (runner/emulator/routes.py OPERATIONS; create_analysis
+# Phase -> the emulator routes a run uses in it (runner/models/operations.py OPERATIONS; create_analysis
 # is the fault alias of both analysis-create operations).
 PHASES: dict[str, str] = {
     "trigger": "trigger",

@@ -16,7 +16,7 @@ from runner.cli.main import main
 from runner.client import ApiClient
 from runner.core.errors import InvalidRequestError, PermissionDeniedError
 from runner.emulator import Emulator
-from runner.emulator.world import WorldError, parse_world
+from runner.emulator.core.world import WorldError, parse_world
 
 PRODUCTION = "x-checkly-account"
 

@@ -80,7 +80,7 @@ def test_only_on_network_error_retries_only_failures_without_an_answer(web: Http
         ({"type": "FIXED", "baseBackoffSeconds": 5, "maxRetries": 3}, [5, 5, 5]),
         ({"type": "LINEAR", "baseBackoffSeconds": 5, "maxRetries": 3}, [5, 10, 15]),
         ({"type": "EXPONENTIAL", "baseBackoffSeconds": 5, "maxRetries": 3}, [5, 25, 125]),
-        ({"type": "SINGLE_RETRY", "baseBackoffSeconds": 7, "maxRetries": 5}, [7]),
+        ({"type": "SINGLE_RETRY", "baseBackoffSeconds": 7}, [7]),
         # The third retry would start after 5 + 25 + 125 s, beyond maxDurationSeconds.
         (
             {"type": "EXPONENTIAL", "baseBackoffSeconds": 5, "maxRetries": 3, "maxDurationSeconds": 100},

@@ -168,7 +168,7 @@ def test_action_against_the_emulator_sets_every_output_summary_and_annotation(tm
     assert "::notice" not in stdout  # fewer than 10 failures: no "more" notice
 
     # The session carries the commit the GitHub variables describe.
-    (sent,) = emulator.backend.sessions.values()
+    (sent,) = emulator.backend.snapshot().sessions.values()
     assert sent.metadata["commitId"] == "0123456789abcdef0123456789abcdef01234567"
     assert sent.metadata["environment"] == "preview"
 

@@ -93,7 +93,7 @@ def test_template_job_writes_reports_dotenv_and_sections(tmp_path, emulator):
     assert values["TESTSESSION_STATUS"] == "failed"
     assert values["TESTSESSION_EXIT_CODE"] == "1"
     assert values["TESTSESSION_FAILED"] == "1" and values["TESTSESSION_DEGRADED"] == "1"
-    (session,) = emulator.backend.sessions.values()
+    (session,) = emulator.backend.snapshot().sessions.values()
     assert values["TESTSESSION_SESSION_IDS"] == session.id
     assert values["TESTSESSION_SESSION_LINKS"].startswith(emulator.url)
     assert session.id in values["TESTSESSION_SESSION_LINKS"]

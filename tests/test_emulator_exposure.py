@@ -63,7 +63,7 @@ def test_world_parse_does_not_block_other_requests(
     emulator: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A slow world parse (a big world, a slow machine) runs beside the event loop, not on it."""
-    from runner.emulator import control
+    from runner.emulator.shell import control
 
     real = control.parse_world_text
     parsing = threading.Event()
@@ -151,6 +151,17 @@ def test_html_pages_need_the_api_credentials_beyond_loopback(exposed: Emulator) 
     assert requests.get(link, headers=other, timeout=5).status_code == 404  # another account's session
     page = requests.get(link, headers=api, timeout=5)
     assert page.status_code == 200 and "Test session exposed" in page.text
+
+
+def test_html_pages_read_the_account_header_the_world_names(default_world: dict[str, Any]) -> None:
+    default_world["settings"]["accountHeader"] = "x-checkly-account"
+    with Emulator(world=default_world, host=outward_address()) as emu:
+        api = {"Authorization": f"Bearer {emu.api_key}", "x-checkly-account": emu.account_id}
+        body = {"name": "exposed", "runLocation": "eu-west-1"}
+        created = requests.post(f"{emu.url}/v1/test-sessions/trigger", json=body, headers=api, timeout=5)
+        assert created.status_code == 201, created.text
+        page = requests.get(created.json()["testSessionLink"], headers=api, timeout=5)
+        assert page.status_code == 200, page.text
 
 
 def test_html_pages_stay_open_on_loopback(emulator: Emulator) -> None:

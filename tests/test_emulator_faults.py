@@ -17,8 +17,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from runner.emulator.faults import FaultInjector, FaultMiddleware, FaultSpec
-from runner.emulator.routes import OPERATIONS, ROUTE_ALIASES, ROUTE_NAMES, reference_routes, route_name
+from runner.emulator.core.backend import Backend
+from runner.emulator.core.faults import ROUTE_ALIASES, FaultInjector, FaultSpec
+from runner.emulator.shell.middleware import FaultMiddleware
+from runner.models.operations import NAMES, OPERATIONS, find
 
 TIMEOUT = 5.0
 
@@ -70,8 +72,8 @@ class Server:
                 Route("/v1/other", self.handlers.control, methods=["GET"]),
             ]
         )
-        # The stand-in serves; the middleware matches requests on the real API's routes.
-        self.middleware = FaultMiddleware(app, FaultInjector(seed=1), reference_routes())
+        # The stand-in serves; the middleware matches requests on the real API's operation table.
+        self.middleware = FaultMiddleware(app, Backend())
         config = uvicorn.Config(
             PassThrough(self.middleware), host="127.0.0.1", port=0, log_level="warning", lifespan="off"
         )
@@ -88,12 +90,12 @@ class Server:
 
     @property
     def injector(self) -> FaultInjector:
-        return self.middleware.injector
+        return self.middleware.backend.faults
 
     def fresh(self, seed: int | None = 1) -> FaultInjector:
-        self.middleware.injector = FaultInjector(seed=seed)
+        self.middleware.backend.faults = FaultInjector(seed=seed)
         self.handlers.triggers = self.handlers.reads = 0
-        return self.middleware.injector
+        return self.middleware.backend.faults
 
     def stop(self) -> None:
         self.server.should_exit = True
@@ -158,14 +160,15 @@ def read(srv: Server, **kwargs: Any) -> requests.Response:
     ],
 )
 def test_route_name(method: str, path: str, expected: str | None) -> None:
-    assert route_name(method, path) == expected
+    op = find(method, path)
+    assert (op.name if op else None) == expected
 
 
 def test_every_operation_is_listed_once_with_a_unique_name() -> None:
-    assert len(OPERATIONS) == len(set(ROUTE_NAMES)) == 15
+    assert len(OPERATIONS) == len(set(NAMES)) == 15
     assert len({(op.method, op.path) for op in OPERATIONS}) == 15
-    assert all(set(names) <= set(ROUTE_NAMES) for names in ROUTE_ALIASES.values())
-    assert not set(ROUTE_ALIASES) & set(ROUTE_NAMES)
+    assert all(set(names) <= set(NAMES) for names in ROUTE_ALIASES.values())
+    assert not set(ROUTE_ALIASES) & set(NAMES)
 
 
 def test_the_old_name_create_analysis_still_targets_both_analysis_routes() -> None:
@@ -283,6 +286,16 @@ def test_rate_limit_answers_429_with_retry_after(srv: Server) -> None:
         "attributes": {"limit": 600, "windowSeconds": 60, "retryAfterSeconds": 3},
     }
     assert srv.handlers.triggers == 0
+
+
+def test_injected_429_names_the_limit_the_world_sets(world_factory: Any, default_world: Any) -> None:
+    default_world["settings"]["rateLimit"] = {"limit": 7, "windowSeconds": 10}
+    default_world["settings"]["faults"] = [{"route": "get_session", "kind": "rate_limit", "count": 1}]
+    emu = world_factory(default_world)
+    headers = {"Authorization": f"Bearer {emu.api_key}", "X-Service-Account": emu.account_id}
+    answer = requests.get(f"{emu.url}/v1/test-sessions/nope", headers=headers, timeout=TIMEOUT)
+    assert answer.status_code == 429 and answer.headers["x-emulator-fault"] == "rate_limit"
+    assert answer.json()["attributes"] == {"limit": 7, "windowSeconds": 10, "retryAfterSeconds": 1}
 
 
 def test_non_json_answers_a_proxy_page(srv: Server) -> None:

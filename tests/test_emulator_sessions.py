@@ -92,7 +92,7 @@ def test_retries_are_bounded_by_max_retries_single_retry_and_duration(api: Any, 
     results = attempts({"type": "FIXED", "baseBackoffSeconds": 0, "maxRetries": 2})
     assert [r["resultType"] for r in results] == ["ATTEMPT", "ATTEMPT", "FINAL"]
     assert all(r["status"] == "FAILED" for r in results)
-    assert len(attempts({"type": "SINGLE_RETRY", "baseBackoffSeconds": 0, "maxRetries": 5})) == 2
+    assert len(attempts({"type": "SINGLE_RETRY", "baseBackoffSeconds": 0})) == 2
     # Checkout takes 4 s: a retry would end after 8 s, beyond maxDurationSeconds.
     assert (
         len(attempts({"type": "FIXED", "baseBackoffSeconds": 0, "maxRetries": 5, "maxDurationSeconds": 7}))
@@ -257,3 +257,18 @@ def test_same_error_in_a_later_session_lands_in_the_same_group(api: Any, emulato
     again = api("GET", f"/v1/test-session-error-groups/{group_id}").json()
     assert again["firstSeen"] == group["firstSeen"] and again["lastSeen"] > group["lastSeen"]
     assert emulator.backend.stats()["sessionsCreated"] == {ACCOUNT: 2}
+
+
+def test_snapshot_is_a_copy_of_the_state(api: Any, emulator: Any) -> None:
+    started = trigger(api, target={"checkId": [HOMEPAGE]}, metadata={"environment": "staging"})
+    state = emulator.backend.snapshot()
+    record = state.sessions[started["testSessionId"]]
+    assert (record.account_id, record.location, record.check_ids) == (ACCOUNT, "eu-west-1", (HOMEPAGE,))
+    assert record.metadata == {"environment": "staging"} and record.end is not None
+    record.metadata["environment"] = "changed"
+    state.sessions.clear()
+    again = emulator.backend.snapshot()
+    assert again.sessions[started["testSessionId"]].metadata == {"environment": "staging"}
+    assert api("GET", f"/v1/test-sessions/{started['testSessionId']}").json()["metadata"] == {
+        "environment": "staging"
+    }

@@ -14,7 +14,7 @@ from conftest import HANG_CHECK, auth_headers, default_world_dict, never_ending_
 
 from runner.cli.main import main
 from runner.emulator import Emulator
-from runner.emulator.world import WorldError, parse_world
+from runner.emulator.core.world import WorldError, parse_world
 
 BODY = {"name": "untargeted", "runLocation": "eu-west-1"}
 

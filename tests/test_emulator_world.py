@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import requests
 
-from runner.emulator.world import WorldError, load_world, parse_world, parse_world_text
+from runner.emulator.core.world import WorldError, load_world, parse_world, parse_world_text
 
 
 def minimal(**check: Any) -> dict[str, Any]:

@@ -194,7 +194,7 @@ def test_run_in_an_odd_repository_succeeds_without_credentials(
     assert PASSWORD not in out + err
     for report in (repo / "out").iterdir():
         assert PASSWORD not in report.read_text(encoding="utf-8")
-    (session,) = emulator.backend.sessions.values()
+    (session,) = emulator.backend.snapshot().sessions.values()
     assert PASSWORD not in json.dumps(session.metadata)
     results = json.loads((repo / "out" / "results.json").read_text(encoding="utf-8"))
     assert results["verdict"] == "passed"

@@ -64,7 +64,7 @@ def test_the_seeded_group_is_hit_and_reads_back_three_days_old(api: Any) -> None
 def test_an_iso_seed_reads_back_exactly_and_bad_seeds_are_refused(
     world_factory: Any, default_world: dict[str, Any]
 ) -> None:
-    from runner.emulator.world import WorldError, parse_world
+    from runner.emulator.core.world import WorldError, parse_world
 
     groups = default_world["accounts"][0]["errorGroups"]
     groups[1].update(firstSeen="2024-01-02T03:04:05Z", lastSeen="2024-02-03T04:05:06+01:00")

@@ -29,12 +29,17 @@ from emulator_ids import (
 )
 
 from runner.cli.main import main
-from runner.emulator.routes import OPERATIONS, ROUTE_NAMES, route_name
+from runner.models.operations import NAMES, OPERATIONS, find
 
 # A check that hangs must stay running until the test cancels or interrupts it (see conftest).
 EMULATOR_WORLD = never_ending_world()
 
 TRIGGER = "/v1/test-sessions/trigger"
+
+
+def route_name(method: str, path: str) -> str | None:
+    op = find(method, path)
+    return op.name if op else None
 
 
 def session_for(api: Any, key: str | None = None, account: str | None = None, tags: str = "smoke") -> Any:
@@ -106,7 +111,7 @@ NO_OWNED_ID = {"create_dashboard"}
 def test_every_route_refuses_the_other_accounts_ids(api: Any, emulator: Any) -> None:
     ids = other_account_resources(api)
     calls = cross_account_calls(ids)
-    assert set(calls) | NO_OWNED_ID == set(ROUTE_NAMES), "an operation has no isolation case here"
+    assert set(calls) | NO_OWNED_ID == set(NAMES), "an operation has no isolation case here"
     checked = 0
     for route, requests_ in calls.items():
         for method, path, body in requests_:
@@ -122,9 +127,9 @@ def test_every_route_refuses_the_other_accounts_ids(api: Any, emulator: Any) -> 
     assert api("GET", f"/v1/test-sessions/{ids['running']}", **other).json()["status"] != "CANCELLED"
     assert api("DELETE", "/v1/maintenance-windows/9001/maintenances/m-9", **other).status_code == 204
     assert api("DELETE", "/v1/client-certificates/cert-9001", **other).status_code == 204
-    assert emulator.backend.incident_updates == []
-    check = emulator.backend.accounts[OTHER_ACCOUNT].checks[OTHER_CHECK]
-    assert check.name == "Other team API"
+    state = emulator.backend.snapshot()
+    assert state.incident_updates == []
+    assert state.checks[OTHER_ACCOUNT][OTHER_CHECK].name == "Other team API"
     assert emulator.backend.stats()["sessionsCreated"] == {OTHER_ACCOUNT: 2}
 
 
@@ -162,7 +167,8 @@ def test_read_only_key_is_refused_on_every_write_route(api: Any, emulator: Any) 
     after = emulator.backend.stats()
     assert after["sessionsTotal"] == before["sessionsTotal"] == 1
     assert after["analysesCreated"] == before["analysesCreated"]
-    assert emulator.backend.incident_updates == [] and emulator.backend.dashboards == {}
+    state = emulator.backend.snapshot()
+    assert state.incident_updates == [] and state.dashboards == {}
     assert api("GET", f"/v1/test-sessions/{own['testSessionId']}").json()["status"] == "RUNNING"
     # The same writes with the read-write key succeed: the 403s were the role, not missing resources.
     assert api("DELETE", "/v1/maintenance-windows/2001/maintenances/m-1").status_code == 204
@@ -247,4 +253,4 @@ def test_twenty_concurrent_runs_each_get_their_own_session_and_exit_code(
     stats = emulator.backend.stats()
     assert stats["sessionsTotal"] == 20 and stats["sessionsCreated"] == {emulator.account_id: 20}
     assert stats["rateLimited"] == 0
-    assert set(emulator.backend.sessions) == session_ids
+    assert set(emulator.backend.snapshot().sessions) == session_ids

@@ -4,6 +4,7 @@ the emulator answers 400), and its answer shapes are read without losing data.""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,10 @@ RULES = [
      "target.matchTags[0][0]"),
     ("retry type", "retryStrategy: {maxRetries: 2}\n", {"retryStrategy": {"maxRetries": 2}},
      "retryStrategy.type"),
+    ("single retry maxRetries", "retryStrategy: {type: SINGLE_RETRY, maxRetries: 3}\n",
+     {"retryStrategy": {"type": "SINGLE_RETRY", "maxRetries": 3}}, "retryStrategy"),
+    ("single retry maxDurationSeconds", "retryStrategy: {type: SINGLE_RETRY, maxDurationSeconds: 60}\n",
+     {"retryStrategy": {"type": "SINGLE_RETRY", "maxDurationSeconds": 60}}, "retryStrategy"),
 ]  # fmt: skip
 IDS = [rule[0] for rule in RULES]
 
@@ -174,3 +179,94 @@ def test_emulator_dashboard_answer_has_a_numeric_id_and_header_alone_is_enough(
     assert answer.status_code == 201, answer.text
     data = answer.json()
     assert isinstance(data["id"], int) and data["dashboardId"] and data["showGroupNames"] is True
+
+
+# --- the seven mismatches issue 21 found (production's OpenAPI, api-reference/openapi.json) -------
+
+
+def test_null_environment_values_are_sent_as_null(module_emulator: Emulator) -> None:
+    from runner.client import ApiClient
+    from runner.models import TriggerRequest
+
+    variables = [{"key": "A", "value": None}, {"key": "S", "value": None, "secret": True}]
+    body = {"name": "nulls", "runLocation": "eu-west-1", "target": {"checkId": [CHECK]}}
+    request = TriggerRequest.model_validate({**body, "environmentVariables": variables})
+    # `value` is required by production (and nullable): it is sent, as null, not left out.
+    assert [item["value"] for item in request.to_body()["environmentVariables"]] == [None, None]
+    emu = module_emulator
+    with ApiClient(emu.url, emu.api_key, emu.account_id) as client:
+        assert client.trigger(request).status == "RUNNING"
+
+
+def test_null_environment_value_in_a_spec_is_accepted(tmp_path: Path) -> None:
+    from runner.spec import load_spec
+
+    path = tmp_path / "spec.yml"
+    path.write_text("runLocation: eu-west-1\nenvironmentVariables:\n  EMPTY: null\n", encoding="utf-8")
+    (session,) = load_spec(str(path), {}).sessions
+    assert session.environmentVariables[0].value is None
+
+
+def test_single_retry_sends_only_what_its_branch_declares() -> None:
+    from runner.models import RetryStrategy
+
+    single = RetryStrategy(type="SINGLE_RETRY", baseBackoffSeconds=5)
+    assert single.model_dump(mode="json", exclude_none=True) == {
+        "type": "SINGLE_RETRY", "baseBackoffSeconds": 5.0, "sameRegion": True,
+    }  # fmt: skip
+    fixed = RetryStrategy(type="FIXED").model_dump(mode="json", exclude_none=True)
+    assert fixed["maxRetries"] == 2 and fixed["maxDurationSeconds"] == 600
+
+
+def test_test_session_error_group_has_environments_and_pwt_metadata(module_emulator: Emulator) -> None:
+    from runner.client import ApiClient
+    from runner.client.polling import wait_for_session
+
+    emu = module_emulator
+    failing = "0b9a3c4d-1111-4a5b-8c6d-000000000003"  # the default world's "Checkout flow" fails
+    body = {
+        "name": "env", "runLocation": "eu-west-1", "target": {"checkId": [failing]},
+        "metadata": {"environment": "staging"},
+    }  # fmt: skip
+    with ApiClient(emu.url, emu.api_key, emu.account_id) as client:
+        started = client.trigger(body)
+        session = wait_for_session(client, started.testSessionId, time.monotonic() + 20)
+        assert session is not None and session.errorGroupIds
+        raw = requests.get(
+            f"{emu.url}/v1/test-session-error-groups/{session.errorGroupIds[0]}",
+            headers=auth_headers(emu),
+            timeout=5,
+        ).json()
+        group = client.get_test_session_error_group(session.errorGroupIds[0])
+    required = {"id", "environments", "errorHash", "rawErrorMessage", "cleanedErrorMessage", "firstSeen",
+                "lastSeen", "archivedUntilNextEvent", "pwtMetadata"}  # fmt: skip
+    assert required <= set(raw)
+    assert "staging" in raw["environments"] and raw["pwtMetadata"] is None
+    assert group.environments is not None and "staging" in group.environments
+
+
+def test_dashboard_with_production_key_objects_is_accepted_both_sides(module_emulator: Emulator) -> None:
+    from runner.models import DashboardRequest
+
+    key = {"id": "5f0c6a3e-1111-4a5b-8c6d-000000000001", "rawKey": "raw-1234", "maskedKey": "raw-****",
+           "created_at": "2026-01-01T00:00:00Z"}  # fmt: skip
+    body = {"header": "Private", "isPrivate": True, "keys": [key]}
+    assert DashboardRequest.model_validate(body).keys[0].maskedKey == "raw-****"
+    url, headers = f"{module_emulator.url}/v1/dashboards", auth_headers(module_emulator)
+    answer = requests.post(url, json=body, headers=headers, timeout=5)
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["keys"][0]["maskedKey"] == "raw-****"
+    no_raw = {"header": "x", "keys": [{**key, "rawKey": None}]}
+    refused = requests.post(url, json=no_raw, headers=headers, timeout=5)
+    assert refused.status_code == 400 and refused.json()["message"].startswith("keys[0].rawKey")
+
+
+def test_check_update_answer_has_no_null_frequency_offset(module_emulator: Emulator) -> None:
+    url = f"{module_emulator.url}/v1/checks/{CHECK}"
+    answer = requests.put(url, json={"name": "Homepage v3"}, headers=auth_headers(module_emulator), timeout=5)
+    assert answer.status_code == 200, answer.text
+    assert None not in answer.json().values() and "frequencyOffset" not in answer.json()
+    answer = requests.put(
+        url, json={"frequency": 10, "frequencyOffset": 5}, headers=auth_headers(module_emulator), timeout=5
+    )
+    assert answer.json()["frequencyOffset"] == 5

@@ -33,7 +33,7 @@ def run(out: Path, *args: str) -> tuple[int, dict[str, Any]]:
 
 def sessions_by_trigger(emu: Emulator) -> list[tuple[str, set[str]]]:
     """What the emulator was asked to run: (location, check ids) per session, in trigger order."""
-    return [(s.location, {r.check.id for r in s.runs}) for s in emu.backend.sessions.values()]
+    return [(s.location, set(s.check_ids)) for s in emu.backend.snapshot().sessions.values()]
 
 
 def test_rerun_failed_triggers_a_session_on_exactly_the_two_failed_checks(
@@ -86,7 +86,7 @@ def test_rerun_with_the_fix_passes_and_a_clean_run_has_nothing_to_rerun(
     code, _ = run(tmp_path / "none", "run", "--rerun-failed", str(tmp_path / "fixed" / "results.json"))
     assert code == 0
     assert capsys.readouterr().out.startswith("nothing to rerun: no check failed")
-    assert len(env.backend.sessions) == 2  # nothing triggered
+    assert len(env.backend.snapshot().sessions) == 2  # nothing triggered
     assert not (tmp_path / "none" / "results.json").exists()
 
 
@@ -127,7 +127,7 @@ def test_an_unusable_results_file_is_a_usage_error(
     err = capsys.readouterr().err
     [line] = err.splitlines()
     assert line.startswith(f"testsession: error: {path}: ") and message in line
-    assert len(env.backend.sessions) == 0
+    assert len(env.backend.snapshot().sessions) == 0
 
 
 def test_rerun_failed_refuses_target_flags(

@@ -53,11 +53,11 @@ schema = schemathesis.pytest.from_fixture("st_schema")
 
 
 def test_openapi_document_lists_every_api_route(st_emulator: Emulator) -> None:
-    from runner.emulator.routes import OPERATIONS
+    from runner.models.operations import OPERATIONS
 
     document = requests.get(f"{st_emulator.url}/openapi.json", timeout=5).json()
     operations = {(method.upper(), path) for path, item in document["paths"].items() for method in item}
-    assert operations == {(op.method, f"/v1{op.path}") for op in OPERATIONS}
+    assert operations == {(op.method, op.template) for op in OPERATIONS}
     assert not any(path.startswith("/_emulator") for _, path in operations)
 
 

@@ -200,7 +200,7 @@ def stored_metadata(emu: Any) -> list[str]:
     """The sessions as the service stored them (GET /v1/test-sessions/{id}), as text."""
     headers = {"Authorization": f"Bearer {API_KEY}", "X-Service-Account": ACCOUNT}
     texts = []
-    for session_id in list(emu.backend.sessions):
+    for session_id in list(emu.backend.snapshot().sessions):
         response = requests.get(f"{emu.url}/v1/test-sessions/{session_id}", headers=headers, timeout=5)
         assert response.status_code == 200
         metadata = response.json()["metadata"] or {}

@@ -369,7 +369,7 @@ def post_comment(
             try:
                 item = destination.item.replace("{id}", comment_id)
                 # Setting the same body twice does no harm: retried like a read.
-                answer = api.call(destination.update_method, item, CallKind.READ, body=payload)
+                answer = api.call(destination.update_method, item, CallKind.IDEMPOTENT, body=payload)
             except CommentError as exc:
                 if exc.status != NotFoundError.status:
                     raise

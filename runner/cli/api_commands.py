@@ -78,6 +78,16 @@ def _body(model: type[RequestModel], data: dict[str, Any], what: str) -> Any:
         raise InvalidRequestError(str(exc).replace("\n", "; ")) from None
 
 
+def _file_body(args: argparse.Namespace, operation: str) -> Any:
+    """The body of `operation` read from FILE ("-" = stdin), checked by the operation's request model
+    (its row in runner.models.operations) before anything is sent."""
+    from runner.models.operations import BY_NAME
+
+    model = BY_NAME[operation].request
+    assert model is not None, operation
+    return _body(model, load_body_file(args.file), "stdin" if args.file == "-" else args.file)
+
+
 def _client(args: argparse.Namespace, ctx: Context, retry_budget: float | None = None) -> ApiClient:
     if args.verbose:
         import logging
@@ -100,9 +110,7 @@ def _positive(value: str) -> float:
 
 
 def sessions_trigger(args: argparse.Namespace, ctx: Context) -> int:
-    from runner.models import TriggerRequest
-
-    body = _body(TriggerRequest, load_body_file(args.file), "stdin" if args.file == "-" else args.file)
+    body = _file_body(args, "trigger")
     with _client(args, ctx) as client:
         _print_json(client.trigger(body))
     return int(ExitCode.OK)
@@ -214,9 +222,7 @@ def client_certificates_delete(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def dashboards_create(args: argparse.Namespace, ctx: Context) -> int:
-    from runner.models import DashboardRequest
-
-    body = _body(DashboardRequest, load_body_file(args.file), "stdin" if args.file == "-" else args.file)
+    body = _file_body(args, "create_dashboard")
     with _client(args, ctx) as client:
         _print_json(client.create_dashboard(body))
     return int(ExitCode.OK)
@@ -225,9 +231,7 @@ def dashboards_create(args: argparse.Namespace, ctx: Context) -> int:
 def checks_update(args: argparse.Namespace, ctx: Context) -> int:
     import warnings
 
-    from runner.models import CheckUpdate
-
-    body = _body(CheckUpdate, load_body_file(args.file), "stdin" if args.file == "-" else args.file)
+    body = _file_body(args, "update_check")
     with _client(args, ctx) as client, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DeprecationWarning)
         check = client.update_check(args.id, body, auto_assign_alerts=not args.no_auto_assign_alerts)

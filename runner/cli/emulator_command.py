@@ -11,7 +11,8 @@ import argparse
 import os
 import sys
 
-ENV_CONTROL_TOKEN = "TESTSESSION_EMULATOR_CONTROL_TOKEN"  # as runner.emulator.access (not imported: slow)
+# As runner.emulator.shell.access (not imported here: it loads FastAPI).
+ENV_CONTROL_TOKEN = "TESTSESSION_EMULATOR_CONTROL_TOKEN"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -44,16 +45,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="world file (YAML or JSON; default: the packaged demo world)",
     )
     parser.add_argument("--speed", type=float, help="simulated seconds per real second (overrides the world)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="only check the world file: print what it holds, or the problem (exit 2); serve nothing",
+    )
     parser.set_defaults(func=handle)
 
 
+def check_world(path: str | None) -> int:
+    """Validates a world without building a server (the emulator's core only: no FastAPI)."""
+    from runner.emulator.core.world import load_world
+
+    world = load_world(path)
+    checks = sum(len(account.checks) for account in world.accounts)
+    faults = f", {len(world.settings.faults)} fault(s)" if world.settings.faults else ""
+    print(f"{path or 'the packaged world'}: ok, {len(world.accounts)} account(s), {checks} check(s){faults}")
+    return 0
+
+
 def handle(args: argparse.Namespace, ctx: Context) -> int:
+    if args.check:
+        return check_world(args.world)
     import signal
     import threading
 
     from runner.core.errors import UsageError
-    from runner.emulator.access import is_loopback
-    from runner.emulator.server import Emulator
+    from runner.emulator.shell.access import is_loopback
+    from runner.emulator.shell.server import Emulator
 
     if args.speed is not None and args.speed <= 0:
         raise UsageError("--speed: must be greater than 0")

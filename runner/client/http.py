@@ -14,8 +14,8 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any, TypeVar
-from urllib.parse import quote, urlsplit
+from typing import Any, TypeVar, cast
+from urllib.parse import urlsplit
 
 import requests
 from pydantic import BaseModel, ValidationError
@@ -24,7 +24,7 @@ from requests.adapters import HTTPAdapter
 from runner import TOOL_NAME, __version__
 from runner.client.answer import MAX_ANSWER_BYTES
 from runner.client.ratelimit import RateLimiter
-from runner.client.retry import CallKind, RetryPolicy, parse_retry_after
+from runner.client.retry import RetryPolicy, parse_retry_after
 from runner.client.transport import exchange
 from runner.core.errors import (
     ApiError,
@@ -47,15 +47,19 @@ from runner.models import (
     RequestModel,
     RootCauseAnalysis,
     TestSession,
+    TestSessionErrorGroup,
     TriggerRequest,
     account_header_problem,
     describe_validation_error,
 )
+from runner.models import operations as ops
 from runner.models.base import ApiModel
+from runner.models.operations import Operation
 
 log = logging.getLogger("runner.client")
 
 M = TypeVar("M", bound=ApiModel)
+A = TypeVar("A", bound=ApiModel | None)
 R = TypeVar("R", bound=RequestModel)
 T = TypeVar("T")
 
@@ -63,6 +67,8 @@ T = TypeVar("T")
 LONG_POLL_MARGIN = 10.0
 MAX_WAIT_SECONDS = 30
 MAX_ERROR_TEXT = 200  # a non-JSON error body is quoted at most this long
+# An operation without an answer body (a delete, a cancel) is done on any of these.
+NO_CONTENT_SUCCESS = (200, 202, 204)
 
 
 def default_user_agent() -> str:
@@ -105,19 +111,6 @@ def check_base_url(url: str) -> str:
     return url.strip()
 
 
-def _segment(value: str, what: str) -> str:
-    """One path segment, quoted so an id can never change the path (e.g. "../x")."""
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidRequestError(f"{what}: must be a non-empty string")
-    return quote(value, safe="")
-
-
-def _window_id(value: str | int) -> str:
-    """A maintenance window id: production's ids are positive integers."""
-    text = str(value).strip()
-    if not text.isascii() or not text.isdigit() or int(text) < 1:
-        raise InvalidRequestError("maintenance window id: must be a positive whole number (e.g. 2001)")
-    return str(int(text))
 
 
 class ApiClient:
@@ -216,22 +209,14 @@ class ApiClient:
     # --- test sessions --------------------------------------------------------------------------
 
     def trigger(self, request: TriggerRequest | dict[str, Any]) -> TestSession:
-        body = validate_request(TriggerRequest, request, "trigger body")
-        return self._request(
-            "POST",
-            "/v1/test-sessions/trigger",
-            CallKind.CREATE,
-            lambda r: self._model(r, TestSession, (200, 201)),
-            body=body,
-        )
+        return self._call(ops.TRIGGER, body=validate_request(TriggerRequest, request, "trigger body"))
 
     def get_session(self, test_session_id: str) -> TestSession:
-        path = f"/v1/test-sessions/{_segment(test_session_id, 'test session id')}"
+        op = ops.GET_SESSION
         return self._request(
-            "GET",
-            path,
-            CallKind.READ,
-            lambda r: _same_session(self._model(r, TestSession), test_session_id, r),
+            op,
+            op.url_path(test_session_id),
+            lambda r: _same_session(self._answer(r, op), test_session_id, r),
         )
 
     def await_completion(self, test_session_id: str, max_wait_seconds: float = 30) -> TestSession | None:
@@ -239,21 +224,20 @@ class ApiClient:
 
         max_wait_seconds is rounded up and clamped to the API's 1..30.
         """
+        op = ops.COMPLETION
         wait = min(max(int(-(-max_wait_seconds // 1)), 1), MAX_WAIT_SECONDS)
-        path = f"/v1/test-sessions/{_segment(test_session_id, 'test session id')}/completion"
 
         def parse(response: requests.Response) -> TestSession | None:
             if response.status_code == 408:
                 return None
-            return _same_session(self._model(response, TestSession), test_session_id, response)
+            return _same_session(self._answer(response, op), test_session_id, response)
 
         # The whole call, retries included, ends by the wait plus one answer's time: a caller that
         # asked for `wait` seconds gets an answer or an error by then, never minutes later.
         answer_seconds = wait + min(self.read_timeout, LONG_POLL_MARGIN)
         return self._request(
-            "GET",
-            path,
-            CallKind.READ,
+            op,
+            op.url_path(test_session_id),
             parse,
             params={"maxWaitSeconds": wait},
             read_timeout=max(self.read_timeout, wait + LONG_POLL_MARGIN),
@@ -264,12 +248,10 @@ class ApiClient:
     def cancel(self, test_session_id: str, *, within: float | None = None) -> None:
         """Cancels the session. With `within`: one attempt that waits at most that long for an
         answer (a run shutting down on a signal has seconds, not minutes)."""
-        path = f"/v1/test-sessions/{_segment(test_session_id, 'test session id')}/cancel"
-        # Cancelling twice does no harm, so it is retried like a read.
+        op = ops.CANCEL
         self._request(
-            "POST",
-            path,
-            CallKind.READ,
+            op,
+            op.url_path(test_session_id),
             self._no_content,
             read_timeout=within,
             answer_seconds=within,
@@ -278,44 +260,33 @@ class ApiClient:
 
     # --- error groups and analyses --------------------------------------------------------------
 
-    def get_test_session_error_group(self, error_group_id: str) -> ErrorGroup:
-        path = f"/v1/test-session-error-groups/{_segment(error_group_id, 'error group id')}"
-        return self._request("GET", path, CallKind.READ, lambda r: self._model(r, ErrorGroup))
+    def get_test_session_error_group(self, error_group_id: str) -> TestSessionErrorGroup:
+        return self._call(ops.GET_TEST_SESSION_ERROR_GROUP, error_group_id)
 
     def get_error_group(self, error_group_id: str) -> ErrorGroup:
-        path = f"/v1/error-groups/{_segment(error_group_id, 'error group id')}"
-        return self._request("GET", path, CallKind.READ, lambda r: self._model(r, ErrorGroup))
+        return self._call(ops.GET_ERROR_GROUP, error_group_id)
 
     def create_test_session_error_group_analysis(
         self, error_group_id: str, user_context: str | None = None
     ) -> RootCauseAnalysis:
-        segment = _segment(error_group_id, "error group id")
-        return self._create_analysis(
-            f"/v1/root-cause-analyses/test-session-error-groups/{segment}", user_context
-        )
+        op = ops.CREATE_TEST_SESSION_ERROR_GROUP_ANALYSIS
+        return self._create_analysis(op, error_group_id, user_context)
 
     def create_error_group_analysis(
         self, error_group_id: str, user_context: str | None = None
     ) -> RootCauseAnalysis:
-        segment = _segment(error_group_id, "error group id")
-        return self._create_analysis(f"/v1/root-cause-analyses/error-groups/{segment}", user_context)
+        return self._create_analysis(ops.CREATE_ERROR_GROUP_ANALYSIS, error_group_id, user_context)
 
-    def _create_analysis(self, path: str, user_context: str | None) -> RootCauseAnalysis:
+    def _create_analysis(
+        self, op: Operation[RootCauseAnalysis], error_group_id: str, user_context: str | None
+    ) -> RootCauseAnalysis:
+        path = op.url_path(error_group_id)  # a bad id is refused before the body is looked at
         body = validate_request(CreateAnalysisRequest, {"userContext": user_context}, "analysis request")
-        return self._request(
-            "POST",
-            path,
-            CallKind.CREATE,
-            lambda r: self._model(r, RootCauseAnalysis, (200, 201, 202)),
-            body=body,
-        )
+        return self._request(op, path, lambda r: self._answer(r, op), body=body)
 
     def get_analysis(self, analysis_id: str) -> RootCauseAnalysis:
         """200 completed or 202 pending; check `.is_completed`."""
-        path = f"/v1/root-cause-analyses/{_segment(analysis_id, 'analysis id')}"
-        return self._request(
-            "GET", path, CallKind.READ, lambda r: self._model(r, RootCauseAnalysis, (200, 202))
-        )
+        return self._call(ops.GET_ANALYSIS, analysis_id)
 
     # --- incidents, maintenance windows, certificates -------------------------------------------
 
@@ -323,37 +294,21 @@ class ApiClient:
         self, incident_id: str, update: IncidentUpdateRequest | dict[str, Any]
     ) -> IncidentUpdate:
         body = validate_request(IncidentUpdateRequest, update, "incident update")
-        path = f"/v1/status-pages/incidents/{_segment(incident_id, 'incident id')}/incident-updates"
-        return self._request(
-            "POST", path, CallKind.CREATE, lambda r: self._model(r, IncidentUpdate, (200, 201)), body=body
-        )
+        return self._call(ops.INCIDENT_UPDATE, incident_id, body=body)
 
     def delete_maintenance_window(self, window_id: str | int) -> None:
-        path = f"/v1/maintenance-windows/{_window_id(window_id)}"
-        self._request("DELETE", path, CallKind.READ, self._no_content)
+        self._call(ops.DELETE_MAINTENANCE_WINDOW, window_id)
 
     def delete_maintenance(self, window_id: str | int, maintenance_id: str) -> None:
-        path = (
-            f"/v1/maintenance-windows/{_window_id(window_id)}"
-            f"/maintenances/{_segment(maintenance_id, 'maintenance id')}"
-        )
-        self._request("DELETE", path, CallKind.READ, self._no_content)
+        self._call(ops.DELETE_MAINTENANCE, window_id, maintenance_id)
 
     def delete_client_certificate(self, certificate_id: str) -> None:
-        path = f"/v1/client-certificates/{_segment(certificate_id, 'client certificate id')}"
-        self._request("DELETE", path, CallKind.READ, self._no_content)
+        self._call(ops.DELETE_CLIENT_CERTIFICATE, certificate_id)
 
     # --- dashboards and checks ------------------------------------------------------------------
 
     def create_dashboard(self, request: DashboardRequest | dict[str, Any]) -> Dashboard:
-        body = validate_request(DashboardRequest, request, "dashboard")
-        return self._request(
-            "POST",
-            "/v1/dashboards",
-            CallKind.CREATE,
-            lambda r: self._model(r, Dashboard, (200, 201)),
-            body=body,
-        )
+        return self._call(ops.CREATE_DASHBOARD, body=validate_request(DashboardRequest, request, "dashboard"))
 
     def update_check(
         self, check_id: str, update: CheckUpdate | dict[str, Any], auto_assign_alerts: bool = True
@@ -366,23 +321,33 @@ class ApiClient:
             stacklevel=2,
         )
         body = validate_request(CheckUpdate, update, "check update")
-        path = f"/v1/checks/{_segment(check_id, 'check id')}"
-        return self._request(
-            "PUT",
-            path,
-            CallKind.CREATE,
-            lambda r: self._model(r, Check),
-            params={"autoAssignAlerts": "true" if auto_assign_alerts else "false"},
+        return self._call(
+            ops.UPDATE_CHECK,
+            check_id,
             body=body,
+            params={"autoAssignAlerts": "true" if auto_assign_alerts else "false"},
         )
 
     # --- the one request loop -------------------------------------------------------------------
 
+    def _call(
+        self,
+        op: Operation[A],
+        *values: str | int,
+        body: RequestModel | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> A:
+        """One operation whose answer is its model (or nothing, for a 204 operation)."""
+        path = op.url_path(*values)
+        if op.response is None:
+            self._request(op, path, self._no_content, body=body, params=params)
+            return cast(A, None)
+        return self._request(op, path, lambda r: self._answer(r, op), body=body, params=params)
+
     def _request(
         self,
-        method: str,
+        op: Operation[Any],
         path: str,
-        kind: CallKind,
         parse: Callable[[requests.Response], T],
         *,
         params: dict[str, Any] | None = None,
@@ -392,6 +357,7 @@ class ApiClient:
         answer_seconds: float | None = None,
         call_deadline: float | None = None,
     ) -> T:
+        method, kind = op.method, op.kind
         json_body = body.to_body() if isinstance(body, RequestModel) else None
         deadlines = [d for d in (self.deadline, call_deadline) if d is not None]
         retry_deadline = min(deadlines) if deadlines else None
@@ -506,8 +472,19 @@ class ApiClient:
                 path=path,
             ) from None
 
+    def _answer(self, response: requests.Response, op: Operation[A]) -> A:
+        model = cast("type[ApiModel] | None", op.response)
+        assert model is not None, op.name
+        return cast(A, self._model(response, model, _success_statuses(op)))
+
     def _no_content(self, response: requests.Response) -> None:
-        self._raise_for_status(response, (200, 202, 204))
+        self._raise_for_status(response, NO_CONTENT_SUCCESS)
+
+
+def _success_statuses(op: Operation[Any]) -> tuple[int, ...]:
+    """The operation's documented success statuses, and the plain 200 and 201 any success may
+    come as (the model then decides what the answer says)."""
+    return tuple(sorted({200, 201, op.status, *op.also}))
 
 
 def _same_session(session: TestSession, asked: str, response: requests.Response) -> TestSession:

@@ -8,8 +8,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 
-DEFAULT_LIMIT = 600  # the service's limit: 600 requests per 60 seconds per key
-DEFAULT_PERIOD = 60.0
+from runner.models.operations import RATE_LIMIT
 
 
 class RateLimiter:
@@ -23,8 +22,8 @@ class RateLimiter:
 
     def __init__(
         self,
-        limit: int = DEFAULT_LIMIT,
-        period: float = DEFAULT_PERIOD,
+        limit: int = RATE_LIMIT.limit,
+        period: float = RATE_LIMIT.window_seconds,
         *,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
@@ -43,10 +42,6 @@ class RateLimiter:
     def _forget_old(self, now: float) -> None:
         while self._stamps and self._stamps[0] <= now - self.period:
             self._stamps.popleft()
-
-    def try_acquire(self) -> float:
-        """Takes a slot and returns 0.0, or returns how long to wait before one may be free."""
-        return self._try_take()[0]
 
     def _try_take(self) -> tuple[float, float | None]:
         """(0.0, the slot's stamp) or (seconds to wait, None)."""

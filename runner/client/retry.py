@@ -3,7 +3,8 @@
 The rule that matters most: a call that creates something (a test session above all) is resent only
 when the request provably did not reach the service (connection refused) or the service said it did
 nothing (rate limited, 503). A 500, a reset connection, a read timeout or an unreadable answer may
-mean the session was started, and a second session must never be started.
+mean the session was started, and a second session must never be started. Each operation's kind
+(READ, IDEMPOTENT, CREATE) is declared in its row of runner/models/operations.py.
 
 Rate limited is a 429, or a RateLimitedError of another status that a caller recognised as one
 (GitHub's primary rate limit answers 403 with `x-ratelimit-remaining: 0`; see `ci/comment.py`).
@@ -16,7 +17,6 @@ import math
 import random
 import time
 from dataclasses import dataclass
-from enum import Enum
 
 from runner.core.errors import (
     ApiError,
@@ -27,6 +27,16 @@ from runner.core.errors import (
     ReadTimeoutError,
     ServerError,
 )
+from runner.models.operations import CallKind
+
+__all__ = [
+    "DID_NOTHING_STATUSES",
+    "CallKind",
+    "RetryPolicy",
+    "did_nothing",
+    "parse_retry_after",
+    "retry_after_of",
+]
 
 # Statuses with which the service says it did not act on the request.
 DID_NOTHING_STATUSES = frozenset({429, 503})
@@ -37,13 +47,6 @@ def did_nothing(exc: ApiError) -> bool:
     if isinstance(exc, RateLimitedError):
         return True
     return isinstance(exc, ServerError) and exc.status in DID_NOTHING_STATUSES
-
-
-class CallKind(Enum):
-    # Safe to resend whatever happened: GET, DELETE, and the idempotent cancel POST.
-    READ = "read"
-    # Creates or changes something: trigger, create analysis, incident update, dashboard, check PUT.
-    CREATE = "create"
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class RetryPolicy:
             if isinstance(exc, ConnectionRefusedByPeerError):
                 return True
             return did_nothing(exc)
+        # READ and IDEMPOTENT: a second copy does no harm, so anything that may pass is retried.
         if isinstance(exc, (ConnectionFailedError, ReadTimeoutError, BadResponseError)):
             return True
         return isinstance(exc, (ServerError, RateLimitedError))

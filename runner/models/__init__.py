@@ -7,8 +7,10 @@ from runner.models.analyses import (
     CreateAnalysisRequest,
     ErrorGroup,
     Evidence,
+    PlaywrightMetadata,
     ReferenceLink,
     RootCauseAnalysis,
+    TestSessionErrorGroup,
 )
 from runner.models.base import ApiModel, RequestModel, describe_validation_error
 from runner.models.errors import STILL_RUNNING_MESSAGE, ErrorBody
@@ -21,6 +23,7 @@ from runner.models.resources import (
     Check,
     CheckUpdate,
     Dashboard,
+    DashboardKeyRequest,
     DashboardRequest,
     IncidentUpdate,
     IncidentUpdateRequest,
@@ -51,6 +54,7 @@ __all__ = [
     "CheckUpdate",
     "CreateAnalysisRequest",
     "Dashboard",
+    "DashboardKeyRequest",
     "DashboardRequest",
     "EnvironmentVariable",
     "ErrorBody",
@@ -59,6 +63,7 @@ __all__ = [
     "GithubMetadata",
     "IncidentUpdate",
     "IncidentUpdateRequest",
+    "PlaywrightMetadata",
     "ReferenceLink",
     "RequestModel",
     "RetryStrategy",
@@ -67,6 +72,7 @@ __all__ = [
     "SessionResult",
     "Target",
     "TestSession",
+    "TestSessionErrorGroup",
     "TriggerRequest",
     "account_header_problem",
     "describe_validation_error",

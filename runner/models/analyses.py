@@ -93,5 +93,26 @@ class ErrorGroup(ApiModel):
     rootCauseAnalyses: list[AnalysisSummary] = Field(default_factory=list)
 
 
+class PlaywrightMetadata(ApiModel):
+    """Where a Playwright check suite's failure is (production's TestSessionErrorGroupPlaywrightMetadata)."""
+
+    projectName: str = ""
+    specId: str | None = None
+    testFile: str = ""
+    testTitle: str = ""
+    suitePath: list[str] = Field(default_factory=list)
+
+
+class TestSessionErrorGroup(ErrorGroup):
+    """A test-session error group: production adds the environments it occurred in and, for Playwright
+    check suites, where in the suite (both required there, and nullable)."""
+
+    __test__ = False
+
+    projectId: str | None = None
+    environments: list[str] | None = None
+    pwtMetadata: list[PlaywrightMetadata] | None = None
+
+
 class CreateAnalysisRequest(RequestModel):
     userContext: str | None = Field(default=None, max_length=MAX_USER_CONTEXT)

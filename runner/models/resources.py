@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from runner.models.base import ApiModel, RequestModel
+from runner.models.sessions import UUID_PATTERN
 
 INCIDENT_STATUSES = ("INVESTIGATING", "IDENTIFIED", "MONITORING", "RESOLVED")
 
@@ -68,6 +69,16 @@ def _url_or_empty(value: str | None) -> str | None:
     return value
 
 
+class DashboardKeyRequest(RequestModel):
+    """A private dashboard's key as production's request schema has it (DashboardKey)."""
+
+    id: Annotated[str, Field(pattern=UUID_PATTERN)]
+    rawKey: str
+    maskedKey: str
+    created_at: datetime
+    updated_at: datetime | None = None
+
+
 class DashboardRequest(RequestModel):
     header: str = Field(min_length=1)
     customUrl: str | None = None
@@ -94,7 +105,7 @@ class DashboardRequest(RequestModel):
     isPrivate: bool = False
     showP95: bool = True
     showP99: bool = True
-    keys: list[str] = Field(default_factory=list)
+    keys: list[DashboardKeyRequest] = Field(default_factory=list)
 
     @field_validator("logo", "favicon", "link")
     @classmethod

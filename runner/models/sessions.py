@@ -6,7 +6,15 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from runner.models.base import ApiModel, RequestModel
 
@@ -48,15 +56,26 @@ class EnvironmentVariable(RequestModel):
     key: str = Field(min_length=1)
     secret: bool = False
     locked: bool = False
-    # Required; a value that is not secret has at least 1 character (secret ones may be empty).
-    value: str
+    # Required, and may be null; a text value of a variable that is not secret has at least 1
+    # character (a secret one may be empty).
+    value: str | None
 
     @field_validator("value")
     @classmethod
-    def _value_rule(cls, value: str, info: ValidationInfo) -> str:
-        if not info.data.get("secret", False) and not value:
-            raise ValueError("a variable that is not secret needs a value of at least 1 character")
+    def _value_rule(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if not info.data.get("secret", False) and value == "":
+            raise ValueError("a variable that is not secret needs a value of at least 1 character, or null")
         return value
+
+    @model_serializer(mode="wrap")
+    def _wire(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data["value"] = self.value  # even when null (to_body leaves nulls out): production requires it
+        return data
+
+
+# Production's SINGLE_RETRY retries once and declares neither field: they are refused, and never sent.
+_NOT_FOR_SINGLE_RETRY = ("maxRetries", "maxDurationSeconds")
 
 
 class RetryStrategy(RequestModel):
@@ -66,6 +85,21 @@ class RetryStrategy(RequestModel):
     maxDurationSeconds: float = Field(default=600, ge=0, le=600, allow_inf_nan=False)
     sameRegion: bool = True
     onlyOn: list[Literal["NETWORK_ERROR"]] | None = None
+
+    @model_validator(mode="after")
+    def _single_retry_fields(self) -> RetryStrategy:
+        given = [name for name in _NOT_FOR_SINGLE_RETRY if name in self.model_fields_set]
+        if self.type == "SINGLE_RETRY" and given:
+            raise ValueError(f"SINGLE_RETRY retries once: leave out {' and '.join(given)}")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _wire(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.type == "SINGLE_RETRY":
+            for name in _NOT_FOR_SINGLE_RETRY:
+                data.pop(name, None)
+        return data
 
 
 class GithubMetadata(RequestModel):

@@ -27,8 +27,8 @@ _DESCRIPTIONS: dict[str, dict[str, str]] = {
     "RetryStrategy": {
         "type": "Backoff between retries.",
         "baseBackoffSeconds": "Seconds before the first retry.",
-        "maxRetries": "Retries of a failed check run, 1 to 10.",
-        "maxDurationSeconds": "Longest time spent retrying, 0 to 600 seconds.",
+        "maxRetries": "Retries of a failed check run, 1 to 10 (not with SINGLE_RETRY: it retries once).",
+        "maxDurationSeconds": "Longest time spent retrying, 0 to 600 seconds (not with SINGLE_RETRY).",
         "sameRegion": "Retry in the same location.",
         "onlyOn": "Retry only on these kinds of failure, e.g. [NETWORK_ERROR].",
     },

@@ -1,1 +1,4 @@
-"""The emulator's pure core (no HTTP serving)."""
+"""The emulated service without HTTP: world, state per resource behind one Backend, simulation, faults.
+
+Nothing here imports FastAPI, Starlette, uvicorn or the shell (tests/test_layers.py).
+"""

@@ -35,7 +35,7 @@ import dns.rcode
 import dns.rdatatype
 import dns.resolver
 
-from runner.emulator.core.checks import sockets
+import runner.emulator.core.checks.sockets as sockets
 from runner.emulator.core.checks.outcome import (
     CONFIGURATION_ERROR,
     NETWORK_ERROR,

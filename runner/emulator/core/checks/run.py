@@ -29,7 +29,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.emulator.core.checks import dns, http, tcp
+import runner.emulator.core.checks.dns as dns
+import runner.emulator.core.checks.http as http
+import runner.emulator.core.checks.tcp as tcp
 from runner.emulator.core.checks.assertions import evaluate_all, parse_json_body
 from runner.emulator.core.checks.limits import DEFAULT_LIMITS, Limits
 from runner.emulator.core.checks.outcome import (

@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from runner.emulator.core.checks import sockets
+import runner.emulator.core.checks.sockets as sockets
 from runner.emulator.core.checks.limits import Limits
 from runner.emulator.core.checks.outcome import (
     NETWORK_ERROR,

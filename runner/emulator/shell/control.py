@@ -9,10 +9,11 @@ from fastapi import APIRouter, Body, Depends, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from runner.emulator.access import control_guard
-from runner.emulator.backend import ApiFailure, Backend
-from runner.emulator.faults import FaultSpec
-from runner.emulator.world import WorldError, parse_world_text
+from runner.emulator.core.backend import Backend
+from runner.emulator.core.failures import ApiFailure
+from runner.emulator.core.faults import FaultSpec
+from runner.emulator.core.world import WorldError, parse_world_text
+from runner.emulator.shell.access import control_guard
 
 
 class Advance(BaseModel):

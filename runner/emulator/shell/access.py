@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 from fastapi import Request
 
-from runner.emulator.backend import ApiFailure, Backend
+from runner.emulator.core.backend import Backend
+from runner.emulator.core.failures import ApiFailure
 
 ENV_CONTROL_TOKEN = "TESTSESSION_EMULATOR_CONTROL_TOKEN"
 
@@ -52,5 +53,5 @@ def page_account(backend: Backend, request: Request) -> str | None:
     if is_loopback(client):
         return None
     return backend.authenticate(
-        request.headers.get("authorization"), request.headers.get("x-service-account"), "GET"
+        request.headers.get("authorization"), request.headers.get(backend.settings.accountHeader), "GET"
     )

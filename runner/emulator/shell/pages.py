@@ -9,8 +9,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from runner.emulator.access import page_account
-from runner.emulator.backend import ApiFailure, Backend
+from runner.emulator.core.backend import Backend
+from runner.emulator.core.failures import ApiFailure
+from runner.emulator.shell.access import page_account
 
 
 def _page(title: str, rows: list[tuple[str, Any]]) -> HTMLResponse:

@@ -13,10 +13,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from runner.core.errors import UsageError
 from runner.core.yamlguard import TooLarge, safe_load_bounded
+from runner.emulator.core.faults import FaultSpec
+from runner.emulator.core.grouping import clean_message
 from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem, describe_validation_error
+from runner.models.operations import RATE_LIMIT
 from runner.models.resources import CHECK_LOCATIONS
 
-DEFAULT_WORLD = Path(__file__).with_name("world.yml")
+DEFAULT_WORLD = Path(__file__).parent.parent / "world.yml"
 Behaviour = Literal["pass", "fail", "degrade", "flaky", "error", "hang"]
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _AGO = re.compile(r"^-([0-9]+(?:\.[0-9]+)?)([smhd])$")
@@ -48,8 +51,9 @@ class _Strict(BaseModel):
 
 
 class RateLimit(_Strict):
-    limit: int = Field(default=600, ge=1)
-    windowSeconds: float = Field(default=60, gt=0)
+    # The service's limit unless the world says otherwise.
+    limit: int = Field(default=RATE_LIMIT.limit, ge=1)
+    windowSeconds: float = Field(default=RATE_LIMIT.window_seconds, gt=0)
 
 
 class Settings(_Strict):
@@ -58,7 +62,7 @@ class Settings(_Strict):
     analysisDelaySeconds: float = Field(default=2.0, ge=0)
     locations: list[str] = Field(default_factory=lambda: list(CHECK_LOCATIONS), min_length=1)
     seed: int = 0
-    faults: list[dict[str, Any]] = Field(default_factory=list)
+    faults: list[FaultSpec] = Field(default_factory=list)  # active from the start (and after a reset)
     # Header that carries the account id; production of this API family reads x-checkly-account.
     accountHeader: str = DEFAULT_ACCOUNT_HEADER
     # By check type (`default` for the rest); what is given here is merged over the defaults.
@@ -266,8 +270,6 @@ def _consistency_problems(world: World) -> list[str]:
 
 
 def _group_problems(a: int, account: Account, check_ids: set[str]) -> list[str]:
-    from runner.emulator.grouping import clean_message
-
     problems: list[str] = []
     seen: dict[tuple[str, str], int] = {}
     for g, group in enumerate(account.errorGroups):
@@ -288,18 +290,6 @@ def _group_problems(a: int, account: Account, check_ids: set[str]) -> list[str]:
     return problems
 
 
-def _fault_problems(world: World) -> list[str]:
-    from runner.emulator.faults import FaultSpec
-
-    problems: list[str] = []
-    for index, spec in enumerate(world.settings.faults):
-        try:
-            FaultSpec.model_validate(spec)
-        except ValidationError as exc:
-            problems += describe_validation_error(exc, f"settings.faults[{index}]")
-    return problems
-
-
 def parse_world(data: Any, source: str = "world") -> World:
     """Validates a parsed world document (after ${VAR} expansion)."""
     if not isinstance(data, dict):
@@ -310,7 +300,6 @@ def parse_world(data: Any, source: str = "world") -> World:
     except ValidationError as exc:
         raise WorldError(f"{source}: " + "; ".join(describe_validation_error(exc))) from None
     problems = _consistency_problems(world)
-    problems += _fault_problems(world)
     if problems:
         raise WorldError(f"{source}: " + "; ".join(problems))
     return world

@@ -1,31 +1,25 @@
-"""The service's API, declared once: one row per operation (name, method, path, handler).
+"""The /v1 API as FastAPI routes: one thin handler per operation of runner.models.operations.
 
-As moto's `urls.py`: the table maps paths to thin handlers over the Backend, which holds the state.
-The FastAPI app is built from it (`build_router`), and the fault injector and the request stats match a
-request on the app's own routes by name (`operation_name`), so a route cannot be added to one and
-missed by the other. Names are unique; `ROUTE_ALIASES` keeps older fault-spec names working.
+As moto's `urls.py`: handlers map the table's paths onto the Backend, which holds the state. The
+router, and so /openapi.json, is built from the table (`build_router`): method, path, models,
+statuses and summary come from its rows; a handler adds only how the answer is rendered.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Annotated, Any, Literal, cast
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
-from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
-from pydantic import BaseModel
-from starlette.routing import BaseRoute, Match
-from starlette.types import Scope
 
-from runner.emulator.backend import Backend
-from runner.emulator.errors import documented, error_response
+from runner.emulator.core.backend import Backend
+from runner.emulator.shell.errors import documented, error_response
 from runner.models import (
-    DEFAULT_ACCOUNT_HEADER,
     STILL_RUNNING_MESSAGE,
     Check,
     CheckUpdate,
@@ -39,9 +33,8 @@ from runner.models import (
     TestSession,
     TriggerRequest,
 )
+from runner.models.operations import NAMES, OPERATIONS, PREFIX
 
-PREFIX = "/v1"
-COMMON_ERRORS = (400, 401, 403, 404, 429)
 _bearer = HTTPBearer(auto_error=False, description="API key: `Authorization: Bearer <API_KEY>`")
 
 
@@ -209,101 +202,60 @@ async def wait_for_completion(
         backend.remove_listener(wake)
 
 
-# --- the table ------------------------------------------------------------------------------------------
+# --- the router: one route per operation of the table ------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Operation:
-    name: str
-    method: str
-    path: str  # below PREFIX
-    handler: Callable[..., Awaitable[Any]]
-    status: int = 200
-    model: type[BaseModel] | None = None
-    errors: tuple[int, ...] = COMMON_ERRORS  # each answers an ErrorBody
+class Handler:
+    """How the emulator serves one operation of runner.models.operations."""
+
+    call: Callable[..., Awaitable[Any]]
     # Fields left out of the answer: "unset" (a session has no `metadata: null` when the trigger sent
     # none), "none" (an analysis shows only what it has).
     omit: Literal["unset", "none"] | None = None
-    responses: Mapping[int | str, dict[str, Any]] = field(default_factory=dict)
-    deprecated: bool = False
 
 
-_PAYMENT_ERRORS = (400, 401, 402, 403, 404, 429)  # also 402: not on the account's plan
-
-OPERATIONS: tuple[Operation, ...] = (
-    Operation("trigger", "POST", "/test-sessions/trigger", trigger, 201, TestSession,
-              _PAYMENT_ERRORS, "unset"),
-    Operation("get_session", "GET", "/test-sessions/{testSessionId}", get_session, 200, TestSession,
-              omit="unset"),
-    Operation("completion", "GET", "/test-sessions/{testSessionId}/completion", completion, 200,
-              TestSession, (400, 401, 403, 404, 408, 429), "unset"),
-    Operation("cancel", "POST", "/test-sessions/{testSessionId}/cancel", cancel, 204),
-    Operation("get_test_session_error_group", "GET", "/test-session-error-groups/{id}",
-              get_test_session_error_group, model=ErrorGroup),
-    Operation("get_error_group", "GET", "/error-groups/{id}", get_error_group, model=ErrorGroup),
-    Operation("create_test_session_error_group_analysis", "POST",
-              "/root-cause-analyses/test-session-error-groups/{id}",
-              create_test_session_error_group_analysis, 202, RootCauseAnalysis, _PAYMENT_ERRORS, "none"),
-    Operation("create_error_group_analysis", "POST", "/root-cause-analyses/error-groups/{id}",
-              create_error_group_analysis, 202, RootCauseAnalysis, _PAYMENT_ERRORS, "none"),
-    Operation("get_analysis", "GET", "/root-cause-analyses/{id}", get_analysis, model=RootCauseAnalysis,
-              omit="none", responses={202: {"model": RootCauseAnalysis, "description": "Pending"}}),
-    Operation("incident_update", "POST", "/status-pages/incidents/{incidentId}/incident-updates",
-              incident_update, model=IncidentUpdate),
-    Operation("delete_maintenance_window", "DELETE", "/maintenance-windows/{id}",
-              delete_maintenance_window, 204),
-    Operation("delete_maintenance", "DELETE", "/maintenance-windows/{id}/maintenances/{maintenanceId}",
-              delete_maintenance, 204),
-    Operation("delete_client_certificate", "DELETE", "/client-certificates/{id}",
-              delete_client_certificate, 204),
-    Operation("create_dashboard", "POST", "/dashboards", create_dashboard, 201, Dashboard,
-              errors=(400, 401, 403, 409, 429)),
-    Operation("update_check", "PUT", "/checks/{id}", update_check, model=Check, deprecated=True),
-)  # fmt: skip
-
-ROUTE_NAMES: tuple[str, ...] = tuple(op.name for op in OPERATIONS)
-if len(set(ROUTE_NAMES)) != len(ROUTE_NAMES):
-    raise RuntimeError("runner.emulator.routes: operation names must be unique")
-
-# Older names a fault spec may still use: one name for several operations.
-ROUTE_ALIASES: dict[str, tuple[str, ...]] = {
-    "create_analysis": ("create_test_session_error_group_analysis", "create_error_group_analysis"),
+HANDLERS: dict[str, Handler] = {
+    "trigger": Handler(trigger, "unset"),
+    "get_session": Handler(get_session, "unset"),
+    "completion": Handler(completion, "unset"),
+    "cancel": Handler(cancel),
+    "get_test_session_error_group": Handler(get_test_session_error_group),
+    "get_error_group": Handler(get_error_group),
+    "create_test_session_error_group_analysis": Handler(create_test_session_error_group_analysis, "none"),
+    "create_error_group_analysis": Handler(create_error_group_analysis, "none"),
+    "get_analysis": Handler(get_analysis, "none"),
+    "incident_update": Handler(incident_update),
+    "delete_maintenance_window": Handler(delete_maintenance_window),
+    "delete_maintenance": Handler(delete_maintenance),
+    "delete_client_certificate": Handler(delete_client_certificate),
+    "create_dashboard": Handler(create_dashboard),
+    # No nulls: production's check has no null frequencyOffset (nor other null fields we know of).
+    "update_check": Handler(update_check, "none"),
 }
+if set(HANDLERS) != set(NAMES):
+    raise RuntimeError("runner.emulator.shell.routes: one handler per operation of runner.models.operations")
 
 
 def build_router(account_header: str) -> APIRouter:
     """The /v1 API as a FastAPI router, one route per row of OPERATIONS."""
     router = APIRouter(prefix=PREFIX, dependencies=[Depends(_credentials(account_header))])
     for op in OPERATIONS:
+        handler = HANDLERS[op.name]
+        also: dict[int | str, dict[str, Any]] = {
+            status: {"model": op.response, "description": HTTPStatus(status).phrase} for status in op.also
+        }
         router.add_api_route(
             op.path,
-            op.handler,
+            handler.call,
             methods=[op.method],
             name=op.name,
+            summary=op.summary,
             status_code=op.status,
-            response_model=op.model,
-            response_model_exclude_unset=op.omit == "unset",
-            response_model_exclude_none=op.omit == "none",
-            responses={**op.responses, **documented(*op.errors)},
+            response_model=op.response,
+            response_model_exclude_unset=handler.omit == "unset",
+            response_model_exclude_none=handler.omit == "none",
+            responses={**also, **documented(*op.errors)},
             deprecated=op.deprecated or None,
         )
     return router
-
-
-def operation_name(routes: Iterable[BaseRoute], scope: Scope) -> str | None:
-    """The name of the API operation a request is for (method and path both match), or None."""
-    for route in routes:
-        if isinstance(route, APIRoute) and route.matches(scope)[0] == Match.FULL:
-            return route.name
-    return None
-
-
-@functools.cache
-def reference_routes() -> list[BaseRoute]:
-    """The API's routes as an app built with the default account header has them."""
-    return build_router(DEFAULT_ACCOUNT_HEADER).routes
-
-
-def route_name(method: str, path: str) -> str | None:
-    """`operation_name` for a method and path, outside a running app (tools and tests)."""
-    return operation_name(reference_routes(), {"type": "http", "method": method.upper(), "path": path})

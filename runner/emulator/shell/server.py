@@ -10,9 +10,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from runner.emulator.access import is_loopback
-from runner.emulator.backend import Backend
-from runner.emulator.world import World, load_world
+from runner.emulator.core.backend import Backend
+from runner.emulator.core.world import World, load_world
+from runner.emulator.shell.access import is_loopback
 
 
 class Emulator:
@@ -49,7 +49,7 @@ class Emulator:
     def start(self) -> Emulator:
         import uvicorn
 
-        from runner.emulator.app import create_app
+        from runner.emulator.shell.app import create_app
 
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted sockets only when the listening

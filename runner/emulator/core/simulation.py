@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.emulator.core.checks.retry import next_retry_delay
-from runner.emulator.world import WorldCheck
+from runner.emulator.core.world import WorldCheck
 from runner.models import RetryStrategy, SessionResult
 
 DEFAULT_MESSAGES = {

@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from runner.emulator.backend import ApiFailure
+from runner.emulator.core.failures import ApiFailure
 from runner.models import ErrorBody, describe_validation_error
 
 

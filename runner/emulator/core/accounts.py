@@ -1,0 +1,160 @@
+"""Each account's resources besides sessions and error groups: its plan and checks, status page
+incidents, maintenance windows, client certificates and dashboards."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from runner.emulator.core.clock import SimClock
+from runner.emulator.core.failures import ApiFailure, not_found
+from runner.emulator.core.world import Account, WorldCheck
+from runner.models import (
+    Check,
+    CheckUpdate,
+    Dashboard,
+    DashboardRequest,
+    IncidentUpdate,
+    IncidentUpdateRequest,
+    frequency_offset_problem,
+)
+
+# What PUT /v1/checks/{id} answers of the check itself; the update's other fields follow as extras.
+CHECK_VIEW = {"id", "name", "checkType", "activated", "tags", "locations", "frequency", "frequencyOffset"}
+
+
+@dataclass
+class AccountState:
+    world: Account
+    checks: dict[str, WorldCheck]
+    check_extras: dict[str, dict[str, Any]]  # fields an update set that a WorldCheck does not have
+    incidents: set[str]
+    windows: dict[str, set[str]]  # maintenance window id -> its maintenance ids
+    certificates: set[str]
+
+
+class Accounts:
+    """Not thread-safe: the Backend calls it under its lock."""
+
+    def __init__(self, clock: SimClock) -> None:
+        self._clock = clock
+        self._accounts: dict[str, AccountState] = {}
+        self._dashboards: dict[str, tuple[str, Dashboard]] = {}  # id -> (account id, dashboard)
+        self._taken: set[str] = set()  # dashboard URLs and domains in use, by anyone, lower case
+        self._incident_updates: list[tuple[str, IncidentUpdate]] = []  # (incident id, update)
+
+    def clear(self) -> None:
+        self._accounts.clear()
+        self._dashboards.clear()
+        self._taken.clear()
+        self._incident_updates.clear()
+
+    def load(self, account: Account) -> AccountState:
+        state = AccountState(
+            world=account,
+            checks={c.id: c.model_copy(deep=True) for c in account.checks},
+            check_extras={},
+            incidents={i.id for i in account.incidents},
+            windows={str(w.id): set(w.maintenances) for w in account.maintenanceWindows},
+            certificates={c.id for c in account.clientCertificates},
+        )
+        self._accounts[account.id] = state
+        for dashboard in account.dashboards:
+            self._taken.update(x.lower() for x in (dashboard.customUrl, dashboard.customDomain) if x)
+        return state
+
+    def get(self, account_id: str) -> AccountState:
+        return self._accounts[account_id]
+
+    def checks(self) -> dict[str, dict[str, WorldCheck]]:
+        """account id -> check id -> the check as it is now (updates applied)."""
+        return {account_id: dict(state.checks) for account_id, state in self._accounts.items()}
+
+    def incident_updates(self) -> list[tuple[str, IncidentUpdate]]:
+        return list(self._incident_updates)
+
+    def dashboards(self) -> dict[str, tuple[str, Dashboard]]:
+        return dict(self._dashboards)
+
+    # --- the API's operations ----------------------------------------------------------------
+
+    def add_incident_update(
+        self, account_id: str, incident_id: str, request: IncidentUpdateRequest
+    ) -> IncidentUpdate:
+        if incident_id not in self.get(account_id).incidents:
+            raise not_found("Incident")
+        now = self._clock.iso(self._clock.now())
+        update = IncidentUpdate(
+            id=request.id or str(uuid.uuid4()),
+            description=request.description,
+            status=request.status or "INVESTIGATING",
+            publicIncidentUpdateDate=request.publicIncidentUpdateDate or now,
+            created_at=request.created_at or now[:10],
+            notifySubscribers=request.notifySubscribers,
+        )
+        self._incident_updates.append((incident_id, update))
+        return update
+
+    def delete_maintenance_window(self, account_id: str, window_id: str) -> None:
+        if self.get(account_id).windows.pop(window_id, None) is None:
+            raise not_found("Maintenance window")
+
+    def delete_maintenance(self, account_id: str, window_id: str, maintenance_id: str) -> None:
+        window = self.get(account_id).windows.get(window_id)
+        if window is None or maintenance_id not in window:
+            raise not_found("Maintenance")
+        window.discard(maintenance_id)
+
+    def delete_client_certificate(self, account_id: str, certificate_id: str) -> None:
+        certificates = self.get(account_id).certificates
+        if certificate_id not in certificates:
+            raise not_found("Client certificate")
+        certificates.discard(certificate_id)
+
+    def create_dashboard(self, account_id: str, request: DashboardRequest) -> Dashboard:
+        for name in ("customUrl", "customDomain"):
+            value = getattr(request, name)
+            if value and value.lower() in self._taken:
+                raise ApiFailure(409, f"{name} is already taken")
+        self._taken.update(x.lower() for x in (request.customUrl, request.customDomain) if x)
+        # As production: a numeric id and a string dashboardId.
+        number = len(self._dashboards) + 1
+        dashboard = Dashboard.model_validate(
+            {
+                **request.model_dump(mode="json"),
+                "id": number,
+                "dashboardId": str(uuid.uuid4()),
+                "created_at": self._clock.iso(self._clock.now()),
+            }
+        )
+        self._dashboards[str(number)] = (account_id, dashboard)
+        return dashboard
+
+    def update_check(self, account_id: str, check_id: str, update: CheckUpdate, auto_assign: bool) -> Check:
+        account = self.get(account_id)
+        check = account.checks.get(check_id)
+        if check is None:
+            raise not_found("Check")
+        changes = update.model_dump(exclude_unset=True)
+        frequency = update.frequency if update.frequency is not None else check.frequency
+        offset = update.frequencyOffset if update.frequencyOffset is not None else check.frequencyOffset
+        check_type = update.checkType or check.checkType
+        if "frequency" in changes or "frequencyOffset" in changes:
+            problem = None
+            if offset is not None:
+                problem = frequency_offset_problem(frequency, offset, check_type)
+            elif frequency == 0 and check_type != "API":
+                problem = "frequency 0 (sub-minute) is allowed for API checks only"
+            if problem:
+                raise ApiFailure(400, f"frequencyOffset: {problem}")
+        known = {k: v for k, v in changes.items() if k in WorldCheck.model_fields and v is not None}
+        account.checks[check_id] = check = check.model_copy(update=known)
+        extras = account.check_extras.setdefault(check_id, {})
+        extras.update(
+            {k: v for k, v in update.model_dump(mode="json", exclude_unset=True).items() if k not in known}
+        )
+        extras["autoAssignAlerts"] = auto_assign
+        view = check.model_dump(mode="json", include=CHECK_VIEW)
+        # The fields the check has, then whatever else the update set (kept as extra fields).
+        return Check.model_validate({**extras, **view})

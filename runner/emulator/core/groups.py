@@ -1,0 +1,207 @@
+"""Error groups (a failure's cleaned message and its hash, per check) and their root cause analyses."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from runner.emulator.core.clock import SimClock
+from runner.emulator.core.failures import not_found
+from runner.emulator.core.grouping import clean_message, error_hash
+from runner.emulator.core.world import Account, WorldCheck, WorldErrorGroup, seen_at
+from runner.models import (
+    Analysis,
+    AnalysisSummary,
+    ErrorGroup,
+    RootCauseAnalysis,
+    TestSessionErrorGroup,
+)
+
+PROVIDER = "emulator"
+
+
+@dataclass
+class Group:
+    id: str
+    account_id: str
+    kind: str  # "test-session" or "check"
+    check: WorldCheck
+    raw: str
+    cleaned: str
+    hash: str
+    first_seen: float
+    last_seen: float
+    analyses: list[str] = field(default_factory=list)  # newest first
+    environments: list[str] = field(default_factory=list)  # of the sessions that failed this way
+
+
+@dataclass
+class AnalysisJob:
+    id: str
+    account_id: str
+    group_id: str
+    created: float
+    ready_at: float
+    user_context: str | None
+    content: Analysis | None = None
+    model: str | None = None
+
+
+class ErrorGroups:
+    """Not thread-safe: the Backend calls it under its lock."""
+
+    def __init__(self, clock: SimClock) -> None:
+        self._clock = clock
+        self._groups: dict[str, Group] = {}
+        # (account id, check id, hash) -> the test-session group later failures land in
+        self._index: dict[tuple[str, str, str], str] = {}
+        self._analyses: dict[str, AnalysisJob] = {}
+
+    def clear(self) -> None:
+        self._groups.clear()
+        self._index.clear()
+        self._analyses.clear()
+
+    @property
+    def analyses_created(self) -> int:
+        return len(self._analyses)
+
+    def load(self, account: Account, checks: dict[str, WorldCheck]) -> None:
+        """The groups (and completed analyses) the world says already exist."""
+        now = self._clock.now()
+        for spec in account.errorGroups:
+            check = checks[spec.checkId]
+            cleaned = clean_message(spec.rawErrorMessage)
+            first, last = self._seen(spec, now)
+            group = Group(
+                spec.id, account.id, spec.kind, check, spec.rawErrorMessage, cleaned, error_hash(cleaned),
+                first, last,
+            )  # fmt: skip
+            self._groups[group.id] = group
+            if spec.kind == "test-session":  # later sessions failing the same way land in it
+                self._index[(account.id, check.id, group.hash)] = group.id
+            for existing in spec.analyses:
+                job = AnalysisJob(
+                    existing.id, account.id, group.id, now - 3600, now - 3600, existing.userContext
+                )
+                self._analyses[job.id] = job
+                group.analyses.append(job.id)
+
+    def _seen(self, spec: WorldErrorGroup, now: float) -> tuple[float, float]:
+        """(firstSeen, lastSeen) in simulated time: relative ones from now, absolute ones as given."""
+
+        def sim(value: str) -> float:
+            moment = seen_at(value)
+            if isinstance(moment, timedelta):
+                return now + moment.total_seconds()
+            return self._clock.from_datetime(moment)
+
+        first = sim(spec.firstSeen) if spec.firstSeen else now - 86400
+        last = sim(spec.lastSeen) if spec.lastSeen else (first if spec.firstSeen else now - 3600)
+        return first, max(first, last)
+
+    def record(
+        self, account_id: str, check: WorldCheck, raw: str, seen: float, environment: str | None
+    ) -> str:
+        """The test-session group of a failure (made on its first occurrence); its id."""
+        cleaned = clean_message(raw)
+        digest = error_hash(cleaned)
+        key = (account_id, check.id, digest)
+        group_id = self._index.get(key)
+        if group_id is not None:
+            group = self._groups[group_id]
+            group.last_seen = max(group.last_seen, seen)
+            group.raw = raw
+        else:
+            group_id = str(uuid.uuid4())
+            group = Group(group_id, account_id, "test-session", check, raw, cleaned, digest, seen, seen)
+            self._groups[group.id] = group
+            self._index[key] = group.id
+        if environment and environment not in group.environments:
+            group.environments.append(environment)
+        return group.id
+
+    def _group(self, account_id: str, group_id: str, kind: str) -> Group:
+        group = self._groups.get(group_id)
+        if group is None or group.account_id != account_id or group.kind != kind:
+            raise not_found("Error group")
+        return group
+
+    def view(self, account_id: str, group_id: str, kind: str) -> ErrorGroup:
+        group = self._group(account_id, group_id, kind)
+        # Production's test-session groups also carry the environments they occurred in and, for
+        # Playwright check suites, where in the suite: the emulator runs no suites, so that is null.
+        extra: dict[str, Any] = (
+            {"environments": list(group.environments), "pwtMetadata": None} if kind == "test-session" else {}
+        )
+        model = TestSessionErrorGroup if kind == "test-session" else ErrorGroup
+        return model(
+            id=group.id,
+            checkId=group.check.id,
+            errorHash=group.hash,
+            rawErrorMessage=group.raw,
+            cleanedErrorMessage=group.cleaned,
+            firstSeen=self._clock.iso(group.first_seen),
+            lastSeen=self._clock.iso(group.last_seen),
+            archivedUntilNextEvent=False,
+            rootCauseAnalyses=[self._summary(self._analyses[a]) for a in group.analyses],
+            **extra,
+        )
+
+    def create_analysis(
+        self, account_id: str, group_id: str, kind: str, user_context: str | None, delay: float
+    ) -> RootCauseAnalysis:
+        group = self._group(account_id, group_id, kind)
+        now = self._clock.now()
+        job = AnalysisJob(str(uuid.uuid4()), account_id, group.id, now, now + delay, user_context)
+        self._analyses[job.id] = job
+        group.analyses.insert(0, job.id)
+        return RootCauseAnalysis(id=job.id, status="PENDING")
+
+    def _complete(self, job: AnalysisJob) -> Analysis | None:
+        """The analysis content once its simulated generation time is over, else None."""
+        if self._clock.now() < job.ready_at:
+            return None
+        if job.content is None:
+            from runner.emulator.core.analyser import analyse  # only once an analysis completes
+
+            group = self._groups[job.group_id]
+            job.content, job.model = analyse(group.raw, group.check.checkType, group.check.name)
+        return job.content
+
+    def _summary(self, job: AnalysisJob) -> AnalysisSummary:
+        content = self._complete(job)
+        return AnalysisSummary(
+            id=job.id,
+            status="COMPLETED" if content else "PENDING",  # not a field of the summary: an extra one
+            created_at=self._clock.iso(job.created),
+            analysis=content,
+            provider=PROVIDER if content else None,
+            model=job.model,
+            durationMs=round((job.ready_at - job.created) * 1000) if content else None,
+            userContext=job.user_context,
+        )
+
+    def analysis(self, account_id: str, analysis_id: str) -> RootCauseAnalysis:
+        """Pending (id and status only) or completed."""
+        job = self._analyses.get(analysis_id)
+        if job is None or job.account_id != account_id:
+            raise not_found("Root cause analysis")
+        content = self._complete(job)
+        if content is None:
+            return RootCauseAnalysis(id=job.id, status="PENDING")
+        group = self._groups[job.group_id]
+        return RootCauseAnalysis(
+            id=job.id,
+            status="COMPLETED",
+            checkType=group.check.checkType,
+            provider=PROVIDER,
+            model=job.model,
+            checkId=group.check.id,
+            errorGroupId=group.id,
+            durationMs=round((job.ready_at - job.created) * 1000),
+            analysis=content,
+            created_at=self._clock.iso(job.created),
+        )

@@ -1,0 +1,200 @@
+"""Test sessions: the trigger (which checks run, planned up front), how a session looks at a moment
+of simulated time, and cancel."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from runner.emulator.core.accounts import AccountState
+from runner.emulator.core.clock import SimClock
+from runner.emulator.core.failures import ApiFailure, not_found
+from runner.emulator.core.groups import ErrorGroups
+from runner.emulator.core.simulation import CheckRun, plan_run, render_run
+from runner.emulator.core.world import Settings, WorldCheck
+from runner.models import SessionResult, TestSession, TriggerRequest
+
+
+@dataclass
+class Session:
+    id: str
+    account_id: str
+    name: str
+    location: str
+    metadata: dict[str, Any] | None
+    start: float
+    runs: list[CheckRun]
+    cancelled_at: float | None = None
+
+    @property
+    def end(self) -> float | None:
+        ends = [run.end for run in self.runs]
+        return (
+            None
+            if any(end is None for end in ends)
+            else max((e for e in ends if e is not None), default=self.start)
+        )
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    """A session as stored, copied out for tests and benchmarks (times in simulated seconds)."""
+
+    id: str
+    account_id: str
+    name: str
+    location: str
+    metadata: dict[str, Any] | None
+    check_ids: tuple[str, ...]
+    start: float
+    end: float | None
+    cancelled_at: float | None
+
+
+def match_checks(account: AccountState, request: TriggerRequest) -> list[WorldCheck]:
+    """The account's checks the trigger's target selects: with tags and ids both given, a check must
+    pass both filters."""
+    target = request.target
+    matched = []
+    for check in account.checks.values():
+        if not check.activated and not (target and target.allowDeactivated):
+            continue
+        if (
+            target
+            and target.matchTags
+            and not any(all(t in check.tags for t in group) for group in target.matchTags)
+        ):
+            continue
+        if target and target.checkId and check.id not in target.checkId:
+            continue
+        matched.append(check)
+    return matched
+
+
+class Sessions:
+    """Not thread-safe: the Backend calls it under its lock."""
+
+    def __init__(self, clock: SimClock, groups: ErrorGroups) -> None:
+        self._clock = clock
+        self._groups = groups  # failures are recorded in their error group as they happen
+        self._sessions: dict[str, Session] = {}
+
+    def clear(self) -> None:
+        self._sessions.clear()
+
+    def created(self) -> Counter[str]:
+        """Sessions created per account id."""
+        return Counter(session.account_id for session in self._sessions.values())
+
+    def records(self) -> dict[str, SessionRecord]:
+        return {s.id: self._record(s) for s in self._sessions.values()}
+
+    @staticmethod
+    def _record(s: Session) -> SessionRecord:
+        checks = tuple(run.check.id for run in s.runs)
+        metadata = copy.deepcopy(s.metadata)
+        return SessionRecord(
+            s.id, s.account_id, s.name, s.location, metadata, checks, s.start, s.end, s.cancelled_at
+        )
+
+    def trigger(self, account: AccountState, request: TriggerRequest, settings: Settings) -> Session:
+        if not account.world.plan.testSessions:
+            raise ApiFailure(402, "Test sessions are not available on this account's plan")
+        if request.runLocation not in settings.locations:
+            raise ApiFailure(400, "runLocation: unknown location; allowed: " + ", ".join(settings.locations))
+        checks = match_checks(account, request)
+        if not checks:
+            raise ApiFailure(404, "No checks matched the target")
+        env: dict[str, str | None] = {v.key: v.value for v in request.environmentVariables or []}
+        start = self._clock.now()
+        runs = [
+            plan_run(check, start, env, request.retryStrategy, settings.max_run_seconds(check))
+            for check in checks
+        ]
+        # Only what was given: production's schema has no null metadata (nor null fields in it).
+        metadata = request.metadata.model_dump(mode="json", exclude_none=True) if request.metadata else None
+        session = Session(
+            str(uuid.uuid4()), account.world.id, request.name, request.runLocation, metadata, start, runs
+        )
+        self._sessions[session.id] = session
+        return session
+
+    def get(self, account_id: str, session_id: str) -> Session:
+        session = self._sessions.get(session_id)
+        if session is None or session.account_id != account_id:
+            raise not_found("Test session")
+        return session
+
+    def find(self, session_id: str) -> Session | None:
+        """A session of any account."""
+        return self._sessions.get(session_id)
+
+    def real_seconds_to_end(self, session: Session) -> float | None:
+        """Real seconds until the session is final; None when it never ends on its own."""
+        if session.cancelled_at is not None:
+            return 0.0
+        end = session.end
+        return None if end is None else self._clock.real_seconds_until(end)
+
+    def cancel(self, session: Session) -> None:
+        now = self._clock.now()
+        end = session.end
+        if session.cancelled_at is None and (end is None or end > now):
+            self._materialize(session, now)
+            session.cancelled_at = now
+
+    def _view_time(self, session: Session) -> float:
+        now = self._clock.now()
+        return min(now, session.cancelled_at) if session.cancelled_at is not None else now
+
+    def _materialize(self, session: Session, at: float) -> None:
+        """Records every failure that has happened by `at` in its test-session error group."""
+        environment = (session.metadata or {}).get("environment")
+        for run in session.runs:
+            for attempt in run.attempts:
+                if attempt.passed or attempt.group_id or attempt.end is None or attempt.end > at:
+                    continue
+                attempt.group_id = self._groups.record(
+                    session.account_id, run.check, attempt.message or "", attempt.end, environment
+                )
+
+    def render(self, session: Session, base_url: str) -> TestSession:
+        """The session as the API shows it now."""
+        clock = self._clock
+        at = self._view_time(session)
+        self._materialize(session, at)
+        link = f"{base_url}/sessions/{session.id}"
+        cancelled = session.cancelled_at is not None
+        results: list[SessionResult] = []
+        for run in session.runs:
+            results.extend(render_run(run, at, cancelled, session.location, link, clock.iso))
+        finals = [r for r in results if r.resultType == "FINAL"]
+        end = session.end
+        if cancelled:
+            status, stopped = "CANCELLED", session.cancelled_at
+        elif end is not None and end <= at:
+            status = "FAILED" if any(r.status == "FAILED" for r in finals) else "PASSED"
+            stopped = end
+        else:
+            status, stopped = "RUNNING", None
+        group_ids: list[str] = []
+        for row in results:
+            group_ids.extend(g for g in row.errorGroupIds if g not in group_ids)
+        # Only what was given is set: no `metadata: null` when the trigger sent none (the route
+        # leaves unset fields out).
+        given = {} if session.metadata is None else {"metadata": session.metadata}
+        return TestSession(
+            testSessionId=session.id,
+            testSessionLink=link,
+            name=session.name,
+            status=status,
+            errorGroupIds=group_ids,
+            startedAt=clock.iso(session.start),
+            timeElapsed=round(((stopped if stopped is not None else at) - session.start) * 1000),
+            stoppedAt=clock.iso(stopped) if stopped is not None else None,
+            results=results,
+            **given,
+        )
