@@ -9,13 +9,14 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runner.core.errors import UsageError
 from runner.core.yamlguard import TooLarge, safe_load_bounded
 from runner.emulator.core.faults import FaultSpec
 from runner.emulator.core.grouping import clean_message
 from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem, describe_validation_error
+from runner.models.check_definitions import CheckDefinition, parse_check_definition
 from runner.models.operations import RATE_LIMIT
 from runner.models.resources import CHECK_LOCATIONS
 
@@ -56,6 +57,13 @@ class RateLimit(_Strict):
     windowSeconds: float = Field(default=RATE_LIMIT.window_seconds, gt=0)
 
 
+class Executor(_Strict):
+    """How the emulator runs real checks: how many at once, and how much of a response it reads."""
+
+    concurrency: int = Field(default=16, ge=1, le=256)
+    bodyBytes: int = Field(default=5 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+
+
 class Settings(_Strict):
     speed: float = Field(default=1.0, gt=0)
     rateLimit: RateLimit = Field(default_factory=RateLimit)
@@ -67,6 +75,10 @@ class Settings(_Strict):
     accountHeader: str = DEFAULT_ACCOUNT_HEADER
     # By check type (`default` for the rest); what is given here is merged over the defaults.
     maxRunSeconds: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_MAX_RUN_SECONDS))
+    executor: Executor = Field(default_factory=Executor)
+    # A matched check that cannot run on this machine (BROWSER, a script, ...): `fail` gives it a
+    # failed result that says so (the gate fails closed); `skip` leaves it out of every session.
+    notRunnable: Literal["fail", "skip"] = "fail"
 
     @field_validator("accountHeader")
     @classmethod
@@ -111,6 +123,29 @@ class Rule(_Strict):
     errorMessage: str | None = None
 
 
+class WorldVariable(_Strict):
+    """An environment variable of an account or a check, in production's shape."""
+
+    key: str = Field(min_length=1)
+    value: str | None = None
+    secret: bool = False
+    locked: bool = False
+
+
+# Production's definition fields: a world check that carries `request` runs for real (see
+# docs/checks.md); the script fields only serve to mark a check that cannot run on this machine.
+SCRIPT_FIELDS = ("script", "localSetupScript", "localTearDownScript", "setupSnippetId", "tearDownSnippetId")
+DEFINITION_FIELDS = (
+    "request",
+    "degradedResponseTime",
+    "maxResponseTime",
+    "shouldFail",
+    "environmentVariables",
+    *SCRIPT_FIELDS,
+)
+SCRIPTED_FIELDS = ("behaviour", "durationSeconds", "errorMessage", "when")
+
+
 class WorldCheck(_Strict):
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)
@@ -127,6 +162,57 @@ class WorldCheck(_Strict):
     # Overrides settings.maxRunSeconds for this check. `never` (for tests only): a hanging run
     # never ends on its own, so its session runs until it is cancelled.
     maxRunSeconds: Annotated[float, Field(gt=0)] | Literal["never"] | None = None
+    # --- a check that runs for real: production's definition (docs/checks.md) ---
+    request: dict[str, Any] | None = None
+    degradedResponseTime: float | None = Field(default=None, ge=0)  # ms
+    maxResponseTime: float | None = Field(default=None, gt=0)  # ms
+    shouldFail: bool = False
+    environmentVariables: list[WorldVariable] = Field(default_factory=list)
+    script: str | None = None
+    localSetupScript: str | None = None
+    localTearDownScript: str | None = None
+    setupSnippetId: int | str | None = None
+    tearDownSnippetId: int | str | None = None
+    # false: kept from a real account (`checks export`) but cannot run here; a session that matches
+    # it fails closed unless settings.notRunnable is `skip`.
+    runsLocally: bool | None = None
+
+    @model_validator(mode="after")
+    def _scripted_or_real(self) -> WorldCheck:
+        if self.request is not None:
+            scripted = [name for name in SCRIPTED_FIELDS if name in self.model_fields_set]
+            if scripted:
+                raise ValueError(
+                    f"{scripted[0]}: a check with a request runs for real; leave out " + ", ".join(scripted)
+                )
+        return self
+
+    def definition(self) -> CheckDefinition | None:
+        """Production's definition of a check that runs for real (or is marked as not runnable)."""
+        if self.request is None and self.runsLocally is not False and not self._has_script():
+            return None
+        data = self.model_dump(include={"id", "name", "checkType", "tags", "activated", *DEFINITION_FIELDS})
+        return parse_check_definition(data)
+
+    def not_runnable(self) -> str | None:
+        """Why this check cannot run on this machine (None: it runs, for real or scripted)."""
+        definition = self.definition()
+        if definition is None:
+            return None
+        reason = definition.local_support()
+        if reason is None and self.script:
+            reason = "checks with a script cannot run locally"
+        if reason is None and self.runsLocally is False:
+            reason = "marked runsLocally: false"
+        if reason is None and self.request is None:
+            reason = f"{self.checkType} check without a request"
+        return reason
+
+    def runs_for_real(self) -> bool:
+        return self.request is not None and self.not_runnable() is None
+
+    def _has_script(self) -> bool:
+        return any(getattr(self, name) not in (None, "") for name in SCRIPT_FIELDS)
 
 
 class Incident(_Strict):
@@ -209,6 +295,8 @@ class Account(_Strict):
     clientCertificates: list[ClientCertificate] = Field(default_factory=list)
     errorGroups: list[WorldErrorGroup] = Field(default_factory=list)
     dashboards: list[WorldDashboard] = Field(default_factory=list)
+    # The account's own variables (production's /v1/variables): {{KEY}} in a real check's request.
+    environmentVariables: list[WorldVariable] = Field(default_factory=list)
 
 
 class World(_Strict):
@@ -261,6 +349,9 @@ def _consistency_problems(world: World) -> list[str]:
             problems.append(f"accounts[{a}].checks: check ids must be unique")
         problems += _group_problems(a, account, check_ids)
         for c, check in enumerate(account.checks):
+            definition = check.definition() if check.request is not None else None
+            if definition is not None and check.not_runnable() is None:
+                problems += [f"accounts[{a}].checks[{c}].{problem}" for problem in definition.problems()]
             for location in check.locations:
                 if location not in world.settings.locations:
                     problems.append(
