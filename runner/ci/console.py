@@ -282,8 +282,9 @@ class Console:
                 self._analyses[event.where] = left
             self._analysis(event)
         elif isinstance(event, Retrying):
+            # `answer` says what happened: "the service answered 503 ..." or "could not connect ...".
             self.line(
-                f"the service answered {_s(event.answer, 200)} to {event.method} {_s(event.path, 200)}; "
+                f"{event.method} {_s(event.path, 200)}: {_s(event.answer, 200)}; "
                 f"retry {event.attempt} in {event.delay:.1f} s"
             )
         elif isinstance(event, Note):

@@ -18,6 +18,7 @@ from runner.emulator.grouping import clean_message, error_hash
 from runner.emulator.simulation import CheckRun, plan_run, render_run
 from runner.emulator.world import Account, World, WorldCheck, WorldErrorGroup, load_world, seen_at
 from runner.models import (
+    NO_MATCHING_CHECKS,
     Analysis,
     AnalysisSummary,
     Check,
@@ -47,12 +48,14 @@ class ApiFailure(Exception):
         message: str,
         attributes: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
+        error_code: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.attributes = attributes
         self.headers = headers or {}
+        self.error_code = error_code  # the body's errorCode, e.g. ERR_NO_MATCHING_CHECKS
 
 
 def _not_found(what: str) -> ApiFailure:
@@ -343,7 +346,8 @@ class Backend:
                 )
             checks = self._match(account, request)
             if not checks:
-                raise ApiFailure(404, "No checks matched the target")
+                # As production: a 403 with this errorCode, the one no-match signal a client reads.
+                raise ApiFailure(403, "No checks matched the target", error_code=NO_MATCHING_CHECKS)
             env: dict[str, str | None] = {v.key: v.value for v in request.environmentVariables or []}
             start = self.clock.now()
             runs = [
