@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -149,11 +150,14 @@ class Console:
         if self.verbosity >= VERBOSE:
             self._emit(f"  · {text}", self.errors)
 
+    def _fit(self, text: str) -> str:
+        width = max(20, shutil.get_terminal_size((100, 20)).columns - 1)
+        return text if len(text) <= width else text[: width - 1] + "…"
+
     def _draw(self, text: str) -> None:
         if not self.interactive or self.broken:
             return
-        width = max(20, shutil.get_terminal_size((100, 20)).columns - 1)
-        shown = text if len(text) <= width else text[: width - 1] + "…"
+        shown = self._fit(text)
         try:
             self.stream.write("\r\033[K" + self.redact(shown))
             self.stream.flush()
@@ -238,6 +242,7 @@ class Console:
                 f"Test session {_place(event.where)}: no check matched the target ({_s(event.message)})"
             )
         elif isinstance(event, ResultFinished):
+            self._no_longer_running(event)
             self._result(event.result)
         elif isinstance(event, Progress):
             self._progress[event.where] = event
@@ -317,16 +322,28 @@ class Console:
         for result in event.unfinished:
             self.always(self.result_line(result, f"still running after {event.timeout:g} s"))
 
-    def _draw_status(self) -> None:
-        if not self.interactive or not self._progress:
-            return
+    def _status_text(self) -> str:
         done = sum(p.done for p in self._progress.values())
         total = sum(p.total for p in self._progress.values())
         running = [_s(name, 60) for p in self._progress.values() for name in p.running]
         names = ", ".join(running[:4]) + (f" and {len(running) - 4} more" if len(running) > 4 else "")
-        self._draw(
-            f"… {self._elapsed:.0f} s · {done}/{total} done" + (f" · running: {names}" if names else "")
-        )
+        return f"… {self._elapsed:.0f} s · {done}/{total} done" + (f" · running: {names}" if names else "")
+
+    def _draw_status(self) -> None:
+        if not self.interactive or not self._progress:
+            return
+        self._draw(self._status_text())
+
+    def _no_longer_running(self, event: ResultFinished) -> None:
+        """A finished check leaves "running" in the very redraw that prints its line (the next
+        Progress would drop it only after the line stood under a status still naming it)."""
+        progress = self._progress.get(event.where)
+        if progress is None:
+            return
+        results = tuple(event.result if r.id == event.result.id else r for r in progress.results)
+        self._progress[event.where] = dataclasses.replace(progress, results=results)
+        if self.interactive and self._status and not self.broken:
+            self._status = "\r\033[K" + self.redact(self._fit(self._status_text()))
 
     def _heartbeat(self) -> None:
         waiting = self._progress or self._analyses

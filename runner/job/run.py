@@ -21,7 +21,7 @@ from functools import partial
 
 from runner import __version__
 from runner.client import ApiClient
-from runner.core.errors import ApiError
+from runner.core.errors import ApiError, NotFoundError
 from runner.core.exitcodes import ExitCode
 from runner.job.analyses import READS_WAIT
 from runner.job.baseline import Baseline, BaselineWarning, mark_baseline
@@ -47,6 +47,7 @@ from runner.job.policy import (
     run_verdict,
     session_exit_code,
 )
+from runner.job.refusals import unknown_session
 from runner.job.session import CANCEL_WITHIN, SessionPlan, SessionWorker, session_outcome
 from runner.job.threads import DaemonPool
 from runner.models import SessionMetadata, TestSession, TriggerRequest
@@ -135,7 +136,10 @@ class Runner:
 
     def wait_for(self, session_id: str) -> Outcome:
         """`testsession wait ID`: a session triggered earlier, maybe by another job."""
-        session = self.client.get_session(session_id)
+        try:
+            session = self.client.get_session(session_id)
+        except NotFoundError as exc:  # the user named an id the service does not have: exit 2
+            raise unknown_session(exc, session_id, self.client.account_id) or exc from None
         location = next((r.runLocation for r in session.results if r.runLocation), None) or "unknown"
         environment = session.metadata.environment if session.metadata else None
         where = Where(session.name, location, 0)
