@@ -89,12 +89,13 @@ def node_lines(node: yaml.Node | None) -> tuple[dict[Loc, int], dict[Loc, str]]:
     return lines, raw
 
 
-def compose_bounded(text: str) -> yaml.Node | None:
-    """The node graph of a YAML document, budget checked (TooLarge, or a yaml.YAMLError)."""
+def load_with_lines(text: str) -> tuple[Any, dict[Loc, int]]:
+    """safe_load_bounded, plus the line of every field (node_lines); TooLarge or a yaml.YAMLError."""
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
         check_node_budget(node)
-        return node
+        lines = node_lines(node)[0]
+        return (loader.construct_document(node) if node is not None else None), lines
     finally:
         loader.dispose()

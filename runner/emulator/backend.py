@@ -127,6 +127,7 @@ class Backend:
 
         self._lock = threading.RLock()
         self.world = world or load_world()
+        self._speed = speed  # the start's --speed, which wins over every world's
         self.clock = SimClock(speed or self.world.settings.speed)
         self.faults = FaultInjector(self.world.settings.seed)
         self.base_url = ""
@@ -136,12 +137,15 @@ class Backend:
     # --- state -------------------------------------------------------------------------------
 
     def load(self, world: World) -> None:
-        """Replaces all state with a fresh copy of `world` (the clock keeps running)."""
+        """Replaces all state with a fresh copy of `world`, its settings included (speed, rate limit,
+        analysis delay, faults: what PATCH /_emulator/settings changed is undone). The clock keeps
+        running, at the world's speed (or the start's --speed)."""
         from runner.emulator.faults import FaultSpec
 
         with self._lock:
             self.world = world
             self.settings = world.settings.model_copy(deep=True)
+            self.clock.set_speed(self._speed or world.settings.speed)
             self.faults.clear()
             for spec in world.settings.faults:
                 self.faults.add(FaultSpec.model_validate(spec))
@@ -217,6 +221,7 @@ class Backend:
         return first, max(first, last)
 
     def reset(self) -> None:
+        """Back to the loaded world: its accounts, sessions and settings, as right after loading."""
         self.load(self.world)
 
     # --- change notification (long polls wake on cancel, clock moves, resets) ----------------
