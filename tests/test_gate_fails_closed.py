@@ -197,7 +197,7 @@ def test_emulator_no_match_exit_5_or_0_only_where_the_spec_allows(
     assert data["verdict"] == "no-match" and data["sessions"][0]["noMatch"]
 
 
-@pytest.mark.parametrize("suffix", ["/v1", "/v1/", "/v1/test-sessions", "/api/v1", "/docs"])
+@pytest.mark.parametrize("suffix", ["/v1", "/v1/", "/v1/test-sessions", "/api/v1", "/docs", "/?a=b", "#x"])
 def test_a_base_url_with_an_api_path_is_refused_before_any_request(
     cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str
 ) -> None:
