@@ -193,7 +193,11 @@ def test_bad_input_is_one_line_exit_2_and_still_sets_status_and_exit_code(tmp_pa
         "testsession: error: input env, line 1: expected KEY=VALUE, KEY of letters, digits, _"
     )
     assert SECRET not in proc.stdout + proc.stderr
-    assert parse_outputs(output.read_text()) == {"status": "usage-error", "exit-code": "2"}
+    outputs = parse_outputs(output.read_text())
+    assert (outputs["status"], outputs["exit-code"], outputs["failed"]) == ("usage-error", "2", "0")
+    # The reports still name the problem (reports on every exit), and the outputs point at them.
+    assert "input env, line 1" in (tmp_path / outputs["junit-path"]).read_text()
+    assert SECRET not in (tmp_path / outputs["json-path"]).read_text()
 
 
 def test_missing_spec_sets_usage_error_outputs(tmp_path):
@@ -201,7 +205,9 @@ def test_missing_spec_sets_usage_error_outputs(tmp_path):
     assert proc.returncode == 2
     assert "nope.yml" in proc.stderr
     assert "Traceback" not in proc.stderr
-    assert parse_outputs(output.read_text()) == {"status": "usage-error", "exit-code": "2"}
+    outputs = parse_outputs(output.read_text())
+    assert (outputs["status"], outputs["exit-code"]) == ("usage-error", "2")
+    assert "nope.yml: no such file" in (tmp_path / outputs["markdown-path"]).read_text()
 
 
 def test_inputs_become_run_arguments():

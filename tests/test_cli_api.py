@@ -27,6 +27,7 @@ HOMEPAGE = "0b9a3c4d-1111-4a5b-8c6d-000000000001"
 CHECKOUT = "0b9a3c4d-1111-4a5b-8c6d-000000000003"
 CHECK_ERROR_GROUP = "7d1e2f3a-2222-4b5c-9d6e-000000000001"
 REPO_ROOT = Path(__file__).resolve().parent.parent
+UNKNOWN_SESSION = "00000000-0000-4000-8000-000000000000"  # well formed, but no session has it
 
 
 @pytest.fixture
@@ -198,9 +199,10 @@ def test_deletes_print_nothing(cli: Run) -> None:
     assert cli("maintenance-windows", "delete-maintenance", "2001", "m-1") == (0, "", "")
     assert cli("maintenance-windows", "delete", "2001") == (0, "", "")
     assert cli("client-certificates", "delete", "cert-3001") == (0, "", "")
-    code, out, err = cli("maintenance-windows", "delete", "2001")
-    assert (code, out) == (4, "")
-    assert "404" in err and "Maintenance window" in err and len(err.strip().splitlines()) == 1
+    code, out, err = cli("maintenance-windows", "delete", "2001")  # gone now: the user's id to fix
+    assert (code, out) == (2, "")
+    assert "no maintenance window with id 2001" in err and "404" in err and "Maintenance window" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 # --- dashboards, checks -------------------------------------------------------------------------
@@ -211,9 +213,10 @@ def test_dashboards_create_and_409(cli: Run, tmp_path: Path) -> None:
     code, out, _ = cli("dashboards", "create", body)
     assert code == 0
     assert json.loads(out)["customUrl"] == "release-cli"
+    # Taken: the user must choose another, so exit 2, naming the URL that is taken.
     code, out, err = cli("dashboards", "create", body)
-    assert (code, out) == (4, "")
-    assert "409" in err and "customUrl is already taken" in err
+    assert (code, out) == (2, "")
+    assert "customUrl 'release-cli' is already taken" in err and "409" in err and "choose another" in err
 
 
 def test_checks_update(cli: Run, tmp_path: Path) -> None:
@@ -295,7 +298,7 @@ def test_missing_file_exits_2(cli: Run, emulator: Emulator, tmp_path: Path) -> N
 
 def test_401_bad_key_exit_4_without_the_key(cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TESTSESSION_API_KEY", "tsk_wrong_key_abcdef")
-    code, out, err = cli("sessions", "get", "whatever")
+    code, out, err = cli("sessions", "get", UNKNOWN_SESSION)
     assert (code, out) == (4, "")
     assert "401 Unauthorized: Bad Token" in err
     assert "tsk_wrong_key_abcdef" not in err
@@ -308,11 +311,23 @@ def test_403_read_only_key_exit_4(cli: Run, monkeypatch: pytest.MonkeyPatch) -> 
     assert "403 Forbidden" in err and "read-only" in err
 
 
-def test_404_exit_4(cli: Run) -> None:
+def test_404_for_an_id_the_user_named_exit_2(cli: Run) -> None:
+    """The user must act (a wrong id), not the service: exit 2, naming the id."""
     code, _, err = cli("error-groups", "get", "no-such-group")
-    assert code == 4
-    assert err.startswith("testsession: error: GET /v1/error-groups/no-such-group: 404 Not Found: ")
-    assert len(err.strip().splitlines()) == 1
+    assert code == 2
+    assert err.startswith("testsession: error: no error group with id no-such-group in account ")
+    assert "404" in err and len(err.strip().splitlines()) == 1
+    code, _, err = cli("sessions", "get", UNKNOWN_SESSION)
+    assert code == 2 and f"no test session with id {UNKNOWN_SESSION}" in err
+
+
+def test_a_malformed_session_id_is_refused_before_any_request(
+    emulator: Emulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["sessions", "get", "not-a-uuid"])
+    assert info.value.code == 2 and "not a test session id: 'not-a-uuid'" in capsys.readouterr().err
+    assert emulator.backend.stats()["requestsTotal"] == 0
 
 
 def test_400_from_the_service_exit_2(cli: Run, tmp_path: Path) -> None:
@@ -349,7 +364,7 @@ def test_402_exit_4(
 
 def test_missing_credentials_exit_2(cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TESTSESSION_API_KEY")
-    code, _, err = cli("sessions", "get", "x")
+    code, _, err = cli("sessions", "get", UNKNOWN_SESSION)
     assert code == 2
     assert "TESTSESSION_API_KEY" in err
 
@@ -388,9 +403,9 @@ def test_a_real_process(emulator: Emulator) -> None:
     assert json.loads(done.stdout)["id"] == CHECK_ERROR_GROUP
 
     done = subprocess.run(
-        [sys.executable, "-m", "runner.cli.main", "sessions", "get", "nope"],
+        [sys.executable, "-m", "runner.cli.main", "sessions", "get", UNKNOWN_SESSION],
         capture_output=True, text=True, env=env, timeout=30, cwd=REPO_ROOT,
     )  # fmt: skip
-    assert done.returncode == 4
+    assert done.returncode == 2
     assert done.stdout == ""
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1

@@ -18,6 +18,7 @@ from runner.core.errors import (
     BadRequestError,
     ConflictError,
     InvalidRequestError,
+    NoMatchingChecksError,
     NotFoundError,
     PaymentRequiredError,
     PermissionDeniedError,
@@ -257,10 +258,12 @@ def test_404_unknown_and_other_accounts_ids(client: ApiClient) -> None:
     assert info.value.status == 404 and info.value.error == "Not Found"
     with pytest.raises(NotFoundError):
         client.get_error_group(OTHER_ERROR_GROUP)  # exists, but in another account
-    with pytest.raises(NotFoundError, match="No checks matched"):
+    # No match is production's 403 with errorCode ERR_NO_MATCHING_CHECKS, kept in the error.
+    with pytest.raises(NoMatchingChecksError, match=r"403 Forbidden \[ERR_NO_MATCHING_CHECKS\]") as nomatch:
         client.trigger(
             {"name": "none", "runLocation": "eu-west-1", "target": {"matchTags": [["no-such-tag"]]}}
         )
+    assert nomatch.value.error_code == "ERR_NO_MATCHING_CHECKS" and nomatch.value.service_body
     assert client.request_count == 3
     assert exit_code_for(info.value) == ExitCode.SERVICE
 

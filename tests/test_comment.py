@@ -552,7 +552,7 @@ def test_a_platform_that_cannot_be_reached_names_the_host_and_what_to_check(
     [line] = out.err.splitlines()
     assert line == (
         f"testsession: warning: comment: not posted: GitHub GET /user: could not connect to 127.0.0.1:{port} "
-        "(request not sent) (gave up after 4 attempts); check that "
+        "(nothing was sent) (gave up after 4 attempts); check that "
         f"http://127.0.0.1:{port} is GitHub's API for this job (GITHUB_API_URL) and that this runner can "
         "reach it (network, proxy settings HTTPS_PROXY/NO_PROXY, firewall)"
     )

@@ -77,17 +77,20 @@ def test_the_live_line_is_redrawn_to_the_new_width_after_a_resize(terminal: tupl
     shown = narrow.removeprefix("\r\x1b[2A\x1b[J")
     assert len(shown) == 39 and shown.startswith("… 4 s · 0/8 done · running: Check") and shown.endswith("…")
 
-    # A result line above it: the line (now one row) cleared, the line printed, the live line refitted.
+    # A result line above it: the line (now one row) cleared, the line printed, the live line refitted,
+    # counting the finished check as done in that same redraw.
     console.notify(ResultFinished(WHERE, result("Check number 1", "failed")))
     screen = read_screen(main)
     assert screen.startswith("\r\x1b[K  FAILED")
     before, _, after = screen.partition("\r\n")
-    assert "Check number 1" in before and after == shown
+    assert "Check number 1" in before and after == shown.replace("0/8 done", "1/8 done")
 
     # Wider again: the whole line, on one row.
     set_columns(main, 200)
     console.notify(Tick(5.0))
-    assert read_screen(main) == "\r\x1b[K" + wide.replace("3 s", "5 s")
+    one_done = wide.replace("3 s", "5 s").replace("0/8 done", "1/8 done")
+    one_done = one_done.replace("Check number 1, ", "").replace("4 and 4 more", "4, Check number 5 and 3 more")
+    assert read_screen(main) == "\r\x1b[K" + one_done
 
 
 def test_a_secret_is_masked_before_the_live_line_is_cut(terminal: tuple[int, TextIO]) -> None:

@@ -134,7 +134,7 @@ def test_target_filters(api: Any) -> None:
         "/v1/test-sessions/trigger",
         json={"name": "x", "runLocation": "eu-west-1", "target": {"checkId": [LEGACY]}},
     )
-    assert response.status_code == 404 and response.json()["message"] == "No checks matched the target"
+    assert response.status_code == 403 and response.json()["errorCode"] == "ERR_NO_MATCHING_CHECKS"
     allowed = trigger(api, target={"checkId": [LEGACY], "allowDeactivated": True})
     assert [r["checkId"] for r in allowed["results"]] == [LEGACY]
 
@@ -147,11 +147,13 @@ def test_trigger_errors(api: Any) -> None:
         "/v1/test-sessions/trigger",
         json={"name": "x", "runLocation": "eu-west-1", "target": {"matchTags": [["nope"]]}},
     )
-    assert response.status_code == 404
+    # As production answers it (the service's own CLI reads exactly this errorCode).
+    assert response.status_code == 403
     assert response.json() == {
-        "statusCode": 404,
-        "error": "Not Found",
+        "statusCode": 403,
+        "error": "Forbidden",
         "message": "No checks matched the target",
+        "errorCode": "ERR_NO_MATCHING_CHECKS",
     }
 
 

@@ -9,6 +9,7 @@ before any network access, which a guard on socket.connect proves.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import socket
 from collections.abc import Iterator
@@ -227,7 +228,11 @@ def check_spec_file(content: bytes, tmp_path: Path, capsys: pytest.CaptureFixtur
     spec.write_bytes(content)
     with fuzz_environment(work):
         v_code, v_out, v_err = call(["validate", str(spec)], capsys)
-        r_code, r_out, r_err = call(["run", str(spec)], capsys)
+        # Report paths from flags (they win over the spec's): a fuzzed `reports:` path never
+        # sends a report outside the work directory.
+        out = work / "out"
+        flags = ["--junit", f"{out}/j.xml", "--markdown", f"{out}/s.md", "--json", f"{out}/r.json"]
+        r_code, r_out, r_err = call(["run", str(spec), *flags], capsys)
     for text in (v_out, v_err, r_out, r_err):
         assert "Traceback" not in text
         assert FUZZ_ENV["FUZZ_SECRET"] not in text or "secret" not in content.decode("utf-8", "replace")
@@ -245,7 +250,13 @@ def check_spec_file(content: bytes, tmp_path: Path, capsys: pytest.CaptureFixtur
         # run names the same problems as validate (validate adds a count line)
         assert r_err.strip().splitlines()[0] == v_err.strip().splitlines()[0]
         assert "missing credentials" not in r_err
-    assert not (work / "testsession-reports").exists(), "a run that never started wrote reports"
+    # Reports on every exit: a run that never started still writes the reports asked for, naming why.
+    assert not (work / "testsession-reports").exists(), "the flags' paths win over the spec's"
+    results = json.loads((out / "r.json").read_text(encoding="utf-8"))
+    assert (results["exitCode"], results["verdict"]) == (2, "usage-error") and results["message"]
+    assert 'errors="1"' in (out / "j.xml").read_text(encoding="utf-8")
+    written = (out / "r.json").read_text(encoding="utf-8")
+    assert FUZZ_ENV["FUZZ_SECRET"] not in written or "secret" not in content.decode("utf-8", "replace")
     return v_code
 
 

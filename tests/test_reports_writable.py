@@ -7,6 +7,7 @@ chmod would not (CI may run the tests as root).
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -66,7 +67,9 @@ def test_run_exits_2_before_triggering_with_one_line_and_the_fix(
     )
     assert "Traceback" not in captured.err
     assert sessions_created(env) == 0
-    assert not (tmp_path / "out" / "results.json").exists()
+    # The reports that can be written say why nothing ran (reports on every exit).
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["verdict"] == "usage-error" and "cannot write somefile/junit.xml" in results["message"]
     assert (tmp_path / "somefile").read_text() == "not a directory\n"
 
 
@@ -93,8 +96,9 @@ def test_in_kubernetes_the_fix_is_a_writable_volume(
 def test_wait_checks_before_it_asks_the_service(
     env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # An unknown id would be a 404 (exit 4) if the service were asked.
-    assert main(["wait", "no-such-session", *reports(tmp_path, "somefile/junit.xml")]) == 2
+    # An unknown id would be a 404 if the service were asked.
+    unknown = "00000000-0000-4000-8000-000000000000"
+    assert main(["wait", unknown, *reports(tmp_path, "somefile/junit.xml")]) == 2
     assert "reports.junit: cannot write somefile/junit.xml" in capsys.readouterr().err
     assert env.backend.stats()["requestsTotal"] == 0
 

@@ -70,7 +70,10 @@ def test_flags_override_the_spec() -> None:
     assert info.value.problems == ["--fail-on: gate.failOn: expected one of 'any' or 'new'"]
 
 
-@pytest.mark.parametrize("command", [["run", "--location", "eu-west-1"], ["wait", "some-session-id"]])
+SESSION_ID = "00000000-0000-4000-8000-000000000000"
+
+
+@pytest.mark.parametrize("command", [["run", "--location", "eu-west-1"], ["wait", SESSION_ID]])
 def test_run_and_wait_take_the_flags(
     command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -299,7 +299,7 @@ def test_a_retried_request_says_what_the_service_answered(watched: Emulator, tmp
     assert proc.returncode == 0, proc.stdout + proc.stderr
     retry = next(line for line in proc.stdout.splitlines() if "the service answered" in line)
     assert re.fullmatch(
-        r"the service answered 503 .* to POST /v1/test-sessions/trigger; retry 1 in \d+\.\d s", retry
+        r"POST /v1/test-sessions/trigger: the service answered 503 .*; retry 1 in \d+\.\d s", retry
     ), retry
 
 

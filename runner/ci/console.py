@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -258,6 +259,7 @@ class Console:
                 f"Test session {_place(event.where)}: no check matched the target ({_s(event.message)})"
             )
         elif isinstance(event, ResultFinished):
+            self._no_longer_running(event)
             self._result(event.result)
         elif isinstance(event, Progress):
             self._progress[event.where] = event
@@ -302,8 +304,9 @@ class Console:
                 self._analyses[event.where] = left
             self._analysis(event)
         elif isinstance(event, Retrying):
+            # `answer` says what happened: "the service answered 503 ..." or "could not connect ...".
             self.line(
-                f"the service answered {_s(event.answer, 200)} to {event.method} {_s(event.path, 200)}; "
+                f"{event.method} {_s(event.path, 200)}: {_s(event.answer, 200)}; "
                 f"retry {event.attempt} in {event.delay:.1f} s"
             )
         elif isinstance(event, Note):
@@ -336,16 +339,28 @@ class Console:
         for result in event.unfinished:
             self.always(self.result_line(result, f"still running after {event.timeout:g} s"))
 
-    def _draw_status(self) -> None:
-        if not self.interactive or not self._progress:
-            return
+    def _status_text(self) -> str:
         done = sum(p.done for p in self._progress.values())
         total = sum(p.total for p in self._progress.values())
         running = [_s(name, 60) for p in self._progress.values() for name in p.running]
         names = ", ".join(running[:4]) + (f" and {len(running) - 4} more" if len(running) > 4 else "")
-        self._draw(
-            f"… {self._elapsed:.0f} s · {done}/{total} done" + (f" · running: {names}" if names else "")
-        )
+        return f"… {self._elapsed:.0f} s · {done}/{total} done" + (f" · running: {names}" if names else "")
+
+    def _draw_status(self) -> None:
+        if not self.interactive or not self._progress:
+            return
+        self._draw(self._status_text())
+
+    def _no_longer_running(self, event: ResultFinished) -> None:
+        """A finished check leaves "running" in the very redraw that prints its line (the next
+        Progress would drop it only after the line stood under a status still naming it)."""
+        progress = self._progress.get(event.where)
+        if progress is None:
+            return
+        results = tuple(event.result if r.id == event.result.id else r for r in progress.results)
+        self._progress[event.where] = dataclasses.replace(progress, results=results)
+        if self.interactive and self._live and not self.broken:
+            self._live = self.redact(self._status_text())
 
     def _heartbeat(self) -> None:
         waiting = self._progress or self._analyses

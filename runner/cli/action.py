@@ -176,6 +176,20 @@ def fallback_outputs(code: int, environ: Mapping[str, str], before: int = 0) -> 
         print(f"testsession: error: could not write step outputs to {path}: {exc.strerror}", file=sys.stderr)
 
 
+def _report_inputs(environ: Mapping[str, str]) -> list[str]:
+    """`run` arguments naming only the spec and the report paths of the inputs (for the reports of
+    inputs that could not be turned into arguments)."""
+    argv = ["run"]
+    spec = environ.get("INPUT_SPEC", "").strip()
+    if spec:
+        argv.append(spec)
+    for kind in ("junit", "markdown", "json"):
+        path = environ.get(f"INPUT_{kind.upper()}_PATH", "").strip()
+        if path:
+            argv += [f"--{kind}", path]
+    return argv
+
+
 def _size(path: str | None) -> int:
     try:
         return os.path.getsize(path) if path else 0
@@ -197,7 +211,9 @@ def main(environ: MutableMapping[str, str] | None = None) -> int:
     mask([env.get("TESTSESSION_API_KEY", "")] + [value for _, value in secrets])
 
     from runner.cli.common import new_context, run_handler
+    from runner.cli.error_reports import after_argument_error
     from runner.cli.main import build_parser
+    from runner.cli.parser import UsageExit
 
     ctx = new_context(env)
     for key, value in secrets:
@@ -207,6 +223,7 @@ def main(environ: MutableMapping[str, str] | None = None) -> int:
         argv = build_argv(env) + [arg for key, _ in secrets for arg in ("--secret-env", key)]
     except InputError as exc:
         print(f"testsession: error: {ctx.redact(str(exc))}", file=sys.stderr)
+        after_argument_error(_report_inputs(env), str(exc), ctx)  # the reports asked for, naming it
         fallback_outputs(int(ExitCode.USAGE), env)
         return int(ExitCode.USAGE)
     print(ctx.redact("testsession " + " ".join(argv)), flush=True)
@@ -214,6 +231,8 @@ def main(environ: MutableMapping[str, str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse has printed its one-line error
+        if isinstance(exc, UsageExit):
+            after_argument_error(argv, exc.message, ctx)
         code = exc.code if isinstance(exc.code, int) else int(ExitCode.USAGE)
         fallback_outputs(code, env)
         return code

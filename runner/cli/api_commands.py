@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from runner.cli.common import Connection, Context, add_connection_options
+from runner.cli.common import Connection, Context, add_connection_options, test_session_id
 from runner.core.exitcodes import ExitCode
 
 if TYPE_CHECKING:
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from runner.models import RequestModel
 
 DEFAULT_WAIT_TIMEOUT = 600.0
+SESSION = ("test session", "id")  # what a command's id names, and its argument (see _naming)
 
 
 # --- helpers used by the handlers ---------------------------------------------------------------
@@ -222,10 +223,28 @@ def client_certificates_delete(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def dashboards_create(args: argparse.Namespace, ctx: Context) -> int:
+    from runner.core.errors import ConflictError
+
     body = _file_body(args, "create_dashboard")
     with _client(args, ctx) as client:
-        _print_json(client.create_dashboard(body))
+        try:
+            _print_json(client.create_dashboard(body))
+        except ConflictError as exc:
+            raise _taken(body, exc) from None
     return int(ExitCode.OK)
+
+
+def _taken(body: Any, exc: Any) -> Exception:
+    """A 409 on a dashboard: the user must choose another URL or domain (exit 2); say which."""
+    from runner.core.errors import UsageError
+
+    given = {name: getattr(body, name, None) for name in ("customUrl", "customDomain")}
+    given = {name: value for name, value in given.items() if value}
+    named = {name: value for name, value in given.items() if name.lower() in exc.message.lower()}
+    shown = " or ".join(f"{name} {value!r}" for name, value in (named or given).items()) or "its URL"
+    return UsageError(
+        f"dashboard: {shown} is already taken (the service answered 409: {exc.message}); choose another"
+    )
 
 
 def checks_update(args: argparse.Namespace, ctx: Context) -> int:
@@ -244,10 +263,35 @@ def checks_update(args: argparse.Namespace, ctx: Context) -> int:
 # --- parsers ------------------------------------------------------------------------------------
 
 
-def _leaf(group: Any, name: str, handler: Any, help_text: str) -> argparse.ArgumentParser:
+def _leaf(
+    group: Any, name: str, handler: Any, help_text: str, names: tuple[str, ...] = ()
+) -> argparse.ArgumentParser:
+    """`names`: what the command's id arguments name ("test session"), for its 404 message."""
     parser: argparse.ArgumentParser = group.add_parser(name, help=help_text, description=help_text)
-    parser.set_defaults(func=handler)
+    parser.set_defaults(func=_naming(handler, names) if names else handler)
     return parser
+
+
+def _naming(handler: Any, names: tuple[str, ...]) -> Any:
+    """A 404 of the service for an id the user typed is the user's to fix: exit 2, naming the id.
+    A 404 that is not the service's own answer (a proxy's page) stays a service error (exit 4)."""
+
+    def run(args: argparse.Namespace, ctx: Context) -> int:
+        from runner.core.errors import NotFoundError, UnknownIdError
+
+        try:
+            return int(handler(args, ctx))
+        except NotFoundError as exc:
+            if not exc.service_body:
+                raise
+            what, attrs = names[0], names[1:]
+            ids = " / ".join(str(getattr(args, a)) for a in attrs if getattr(args, a, None))
+            raise UnknownIdError(
+                f"no {what} with id {ids} in account {args.account_id} "
+                f"(the service answered 404: {exc.message}); check the id"
+            ) from None
+
+    return run
 
 
 def _group(subparsers: Any, name: str, help_text: str) -> Any:
@@ -274,11 +318,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p = _leaf(sessions, "trigger", sessions_trigger, "start a test session (POST /v1/test-sessions/trigger)")
     p.add_argument("--file", "-f", required=True, metavar="BODY", help=body_help)
     _with_connection(p)
-    p = _leaf(sessions, "get", sessions_get, "read a test session")
-    p.add_argument("id", metavar="ID", help="test session id")
+    p = _leaf(sessions, "get", sessions_get, "read a test session", SESSION)
+    p.add_argument("id", metavar="ID", type=test_session_id, help="test session id (a UUID)")
     _with_connection(p)
-    p = _leaf(sessions, "wait", sessions_wait, "long-poll until the session is final (exit 3 on timeout)")
-    p.add_argument("id", metavar="ID", help="test session id")
+    p = _leaf(
+        sessions, "wait", sessions_wait, "long-poll until the session is final (exit 3 on timeout)", SESSION
+    )
+    p.add_argument("id", metavar="ID", type=test_session_id, help="test session id (a UUID)")
     p.add_argument(
         "--timeout",
         type=_positive,
@@ -287,22 +333,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help=f"give up after this long, exit 3 (default {DEFAULT_WAIT_TIMEOUT:g})",
     )
     _with_connection(p)
-    p = _leaf(sessions, "cancel", sessions_cancel, "cancel a running test session")
-    p.add_argument("id", metavar="ID", help="test session id")
+    p = _leaf(sessions, "cancel", sessions_cancel, "cancel a running test session", SESSION)
+    p.add_argument("id", metavar="ID", type=test_session_id, help="test session id (a UUID)")
     _with_connection(p)
 
     groups = _group(subparsers, "error-groups", "read check error groups")
-    p = _leaf(groups, "get", error_groups_get, "read a check error group")
+    p = _leaf(groups, "get", error_groups_get, "read a check error group", ("error group", "id"))
     p.add_argument("id", metavar="ID", help="error group id")
     _with_connection(p)
 
     ts_groups = _group(subparsers, "test-session-error-groups", "read test-session error groups")
-    p = _leaf(ts_groups, "get", test_session_error_groups_get, "read a test-session error group")
+    p = _leaf(
+        ts_groups,
+        "get",
+        test_session_error_groups_get,
+        "read a test-session error group",
+        ("test-session error group", "id"),
+    )
     p.add_argument("id", metavar="ID", help="test-session error group id")
     _with_connection(p)
 
     rca = _group(subparsers, "rca", "root cause analyses: read and create")
-    p = _leaf(rca, "get", rca_get, "read a root cause analysis (pending or completed)")
+    p = _leaf(
+        rca,
+        "get",
+        rca_get,
+        "read a root cause analysis (pending or completed)",
+        ("root cause analysis", "id"),
+    )
     p.add_argument("id", metavar="ID", help="analysis id")
     p.add_argument("--wait", action="store_true", help="poll until the analysis is completed")
     p.add_argument(
@@ -313,7 +371,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help=f"with --wait: give up after this long, exit 3 (default {DEFAULT_WAIT_TIMEOUT:g})",
     )
     _with_connection(p)
-    p = _leaf(rca, "create", rca_create, "ask for a root cause analysis of an error group")
+    p = _leaf(
+        rca,
+        "create",
+        rca_create,
+        "ask for a root cause analysis of an error group",
+        ("error group", "error_group", "test_session_error_group"),
+    )
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--error-group", metavar="ID", help="a check error group id")
     target.add_argument("--test-session-error-group", metavar="ID", help="a test-session error group id")
@@ -323,7 +387,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     _with_connection(p)
 
     incidents = _group(subparsers, "incidents", "status page incidents")
-    p = _leaf(incidents, "add-update", incidents_add_update, "add an update to a status page incident")
+    p = _leaf(
+        incidents,
+        "add-update",
+        incidents_add_update,
+        "add an update to a status page incident",
+        ("incident", "incident_id"),
+    )
     p.add_argument("incident_id", metavar="INCIDENT_ID", help="incident id")
     p.add_argument("--description", required=True, metavar="TEXT", help="the update's text")
     p.add_argument(
@@ -333,7 +403,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     _with_connection(p)
 
     windows = _group(subparsers, "maintenance-windows", "delete maintenance windows and maintenances")
-    p = _leaf(windows, "delete", maintenance_windows_delete, "permanently delete a maintenance window")
+    p = _leaf(
+        windows,
+        "delete",
+        maintenance_windows_delete,
+        "permanently delete a maintenance window",
+        ("maintenance window", "id"),
+    )
     p.add_argument("id", metavar="ID", help="maintenance window id")
     _with_connection(p)
     p = _leaf(
@@ -341,13 +417,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "delete-maintenance",
         maintenance_windows_delete_maintenance,
         "delete one maintenance of a window",
+        ("maintenance window / maintenance", "id", "maintenance_id"),
     )
     p.add_argument("id", metavar="ID", help="maintenance window id")
     p.add_argument("maintenance_id", metavar="MAINTENANCE_ID", help="maintenance id")
     _with_connection(p)
 
     certificates = _group(subparsers, "client-certificates", "delete client certificates")
-    p = _leaf(certificates, "delete", client_certificates_delete, "permanently delete a client certificate")
+    p = _leaf(
+        certificates,
+        "delete",
+        client_certificates_delete,
+        "permanently delete a client certificate",
+        ("client certificate", "id"),
+    )
     p.add_argument("id", metavar="ID", help="client certificate id")
     _with_connection(p)
 
@@ -364,6 +447,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "update",
         checks_update,
         "update a check (deprecated: PUT /v1/checks/api/{id} and PUT /v1/checks/browser/{id} replace it)",
+        ("check", "id"),
     )
     p.add_argument("id", metavar="ID", help="check id")
     p.add_argument("file", metavar="FILE", help=body_help)

@@ -50,6 +50,9 @@ class Connection:
     api_key: str | None = field(default=None, repr=False)
     request_timeout: float = 30.0
     account_header: str | None = None  # None: the document's X-Service-Account
+    # Where credentials for a try-out come from, in the missing-credentials message: only `run` has
+    # --emulator; every other command reads what `testsession emulator` prints.
+    hint: str = "or start `testsession emulator` and export the variables it prints"
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Connection:
@@ -82,7 +85,7 @@ class Connection:
             if not value
         ]
         if missing:
-            raise UsageError("missing credentials: set " + ", ".join(missing) + " (or use `run --emulator`)")
+            raise UsageError("missing credentials: set " + ", ".join(missing) + f" ({self.hint})")
         assert self.base_url and self.api_key and self.account_id
         from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem
 
@@ -104,6 +107,25 @@ class Connection:
 
 
 MAX_REQUEST_TIMEOUT = 3600.0
+
+
+def test_session_id(text: str) -> str:
+    """A test session id argument: the service's ids are UUIDs, so anything else is refused before
+    any request (argparse: a usage error, exit 2) instead of costing a 404 from the service."""
+    import uuid
+
+    try:
+        uuid.UUID(text.strip())
+    except ValueError:
+        shown = text if len(text) <= 60 else text[:59] + "…"
+        raise argparse.ArgumentTypeError(
+            f"not a test session id: {shown!r}; expected a UUID such as "
+            "5b0e6c3a-7d7e-4b3c-9a53-2f0f6f1f0a11 (`run --detach` prints the id)"
+        ) from None
+    return text.strip()
+
+
+test_session_id.__test__ = False  # type: ignore[attr-defined]  # not a pytest test when imported
 
 
 def request_timeout(text: str) -> float:

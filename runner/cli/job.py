@@ -7,6 +7,7 @@ and the environment; everything after gets what it needs at construction.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import sys
@@ -63,6 +64,13 @@ class JobSettings:
         world = getattr(args, "world", None)
         if world and not emulator:
             raise UsageError("--world needs --emulator")
+        if emulator and getattr(args, "detach", False):
+            # The in-process emulator stops when this command exits: the id would lead nowhere.
+            raise UsageError(
+                "--detach with --emulator: the emulator started here stops when this command exits, "
+                "so the session could never be waited for; start `testsession emulator` in another "
+                "terminal, export what it prints, and run with --detach and without --emulator"
+            )
         verbosity = VERBOSE if args.verbose else QUIET if getattr(args, "quiet", False) else NORMAL
         return cls(
             spec=spec,
@@ -81,7 +89,7 @@ class JobSettings:
                     fail_on=spec.gate.failOn,
                 ),
             ),
-            connection=Connection.from_args(args),
+            connection=_connection(args),
             report_paths=_report_paths(spec),
             detach=bool(getattr(args, "detach", False)),
             emulator=emulator,
@@ -95,6 +103,13 @@ class JobSettings:
         """Seconds after the start past which no retry begins: the run's deadlines plus a margin."""
         analyses = self.plan.analyses.timeout_seconds if self.plan.analyses.enabled else 0.0
         return self.plan.timeout_seconds + analyses + 30.0
+
+
+def _connection(args: argparse.Namespace) -> Connection:
+    connection = Connection.from_args(args)
+    if hasattr(args, "emulator"):  # `run` (wait has no --emulator: its hint stays the emulator command)
+        return dataclasses.replace(connection, hint="or use `run --emulator`")
+    return connection
 
 
 def _report_paths(spec: RunSpec) -> dict[str, Path | str]:

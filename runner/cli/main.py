@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from runner import __version__
 from runner.cli.common import exit_help
-from runner.cli.parser import Parser
+from runner.cli.parser import Parser, UsageExit
 from runner.core.exitcodes import ExitCode
 
 # Each module defines register(subparsers); handlers import their heavy dependencies lazily.
@@ -43,7 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageExit as exc:  # a bad flag of `run` or `wait` still leaves the reports asked for
+        from runner.cli.common import new_context
+        from runner.cli.error_reports import after_argument_error
+
+        after_argument_error(list(sys.argv[1:] if argv is None else argv), exc.message, new_context())
+        raise
     if args.command is None:
         parser.print_help(sys.stderr)
         return int(ExitCode.USAGE)

@@ -17,6 +17,14 @@ _UNRECOGNIZED = re.compile(r"unrecognized arguments: (.+)")
 _CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.+)\)")
 
 
+class UsageExit(SystemExit):
+    """argparse refused the arguments (exit 2); `message` is the error line it printed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+
 class Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
@@ -45,7 +53,12 @@ class Parser(argparse.ArgumentParser):
         return [flag for action in parser._actions for flag in action.option_strings]
 
     def error(self, message: str) -> NoReturn:
-        super().error(message + self._suggestion(message))
+        # As argparse prints it (usage, then one line), raised as UsageExit so that `run` and `wait`
+        # can still write their reports (cli/error_reports.py).
+        full = message + self._suggestion(message)
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {full}\n")
+        raise UsageExit(full)
 
     def _suggestion(self, message: str) -> str:
         unknown = _UNRECOGNIZED.search(message)

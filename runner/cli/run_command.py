@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from runner.cli.common import add_connection_options, exit_help
+from runner.cli.common import add_connection_options, exit_help, test_session_id
 
 if TYPE_CHECKING:
     from runner.cli.common import Context
@@ -73,7 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         epilog=exit_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    wait.add_argument("session_id", metavar="ID", help="the test session id")
+    wait.add_argument("session_id", metavar="ID", type=test_session_id, help="the test session id (a UUID)")
     wait.add_argument("--spec", help="a spec whose wait, rca, reports and gate settings apply")
     _add_gate_options(wait)
     add_connection_options(wait)
@@ -182,17 +182,21 @@ def _load(path: str | None, overrides: Overrides, required: bool, ctx: Context) 
 
 
 def handle_run(args: argparse.Namespace, ctx: Context) -> int:
+    from runner.cli.error_reports import ReportsOnError
     from runner.cli.job import Job, JobSettings
 
-    overrides = _overrides(args)
-    if args.rerun_failed is not None:
-        loaded = _load(args.spec, overrides, required=False, ctx=ctx)
-        spec = _rerun_failed_spec(args.rerun_failed, loaded, overrides, ctx)
-        if spec is None:
-            return 0
-    else:
-        spec = _load(args.spec, overrides, required=True, ctx=ctx)
-    return Job(JobSettings.build(args, spec), ctx.redact).run()
+    with ReportsOnError("run", args, ctx) as reports:  # every exit leaves the reports asked for
+        overrides = _overrides(args)
+        if args.rerun_failed is not None:
+            loaded = _load(args.spec, overrides, required=False, ctx=ctx)
+            reports.spec = loaded
+            spec = _rerun_failed_spec(args.rerun_failed, loaded, overrides, ctx)
+            if spec is None:
+                return 0
+        else:
+            spec = _load(args.spec, overrides, required=True, ctx=ctx)
+        reports.spec = spec
+        return Job(JobSettings.build(args, spec), ctx.redact).run()
 
 
 def _rerun_failed_spec(source: str, spec: RunSpec, overrides: Overrides, ctx: Context) -> RunSpec | None:
@@ -226,7 +230,10 @@ def _rerun_failed_spec(source: str, spec: RunSpec, overrides: Overrides, ctx: Co
 
 
 def handle_wait(args: argparse.Namespace, ctx: Context) -> int:
+    from runner.cli.error_reports import ReportsOnError
     from runner.cli.job import Job, JobSettings
 
-    spec = _load(args.spec, _overrides(args), required=False, ctx=ctx)
-    return Job(JobSettings.build(args, spec), ctx.redact).wait(args.session_id)
+    with ReportsOnError(f"wait {args.session_id}", args, ctx) as reports:
+        spec = _load(args.spec, _overrides(args), required=False, ctx=ctx)
+        reports.spec = spec
+        return Job(JobSettings.build(args, spec), ctx.redact).wait(args.session_id)

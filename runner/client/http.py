@@ -10,12 +10,13 @@ from __future__ import annotations
 import logging
 import platform
 import random
+import re
 import threading
 import time
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import requests
 from pydantic import BaseModel, ValidationError
@@ -31,10 +32,12 @@ from runner.core.errors import (
     BadResponseError,
     InvalidRequestError,
     MismatchedAnswerError,
+    NoMatchingChecksError,
     error_class_for_status,
 )
 from runner.models import (
     DEFAULT_ACCOUNT_HEADER,
+    NO_MATCHING_CHECKS,
     Check,
     CheckUpdate,
     CreateAnalysisRequest,
@@ -108,9 +111,48 @@ def check_base_url(url: str) -> str:
         )
     if not parts.hostname:
         raise InvalidRequestError("base URL: has no host")
+    if parts.query or parts.fragment or url.strip().endswith(("?", "#")):
+        raise InvalidRequestError(
+            f"base URL: must not have a query or fragment (?, #); use {_root(parts, parts.path)}"
+        )
+    segments = [s for s in parts.path.split("/") if s]
+    for index, segment in enumerate(segments):
+        if _API_VERSION.fullmatch(segment) or segment.lower() in SERVICE_SEGMENTS:
+            # A path the client adds itself (.../v1) or one of the service's own: every request would
+            # go to a path the service does not have, and its 404 must never read as "no match".
+            root = _root(parts, "/".join(segments[:index]))
+            raise InvalidRequestError(
+                f"base URL: {parts.path.rstrip('/')} is a path of the API, which the client adds itself; "
+                f"use {root}"
+            )
     return url.strip()
 
 
+# Path segments the client adds to the base URL, or the service's own pages: never in a base URL.
+_API_VERSION = re.compile(r"[vV][0-9]+")
+SERVICE_SEGMENTS = frozenset(
+    {
+        "next",
+        "test-sessions",
+        "test-session-error-groups",
+        "error-groups",
+        "root-cause-analyses",
+        "status-pages",
+        "maintenance-windows",
+        "client-certificates",
+        "dashboards",
+        "checks",
+        "_emulator",
+        "docs",
+        "openapi.json",
+    }
+)
+
+
+def _root(parts: SplitResult, path: str) -> str:
+    """The base URL with `path` as its path and no query or fragment."""
+    path = "/" + path.strip("/") if path.strip("/") else ""
+    return f"{parts.scheme}://{parts.netloc}{path}"
 
 
 class ApiClient:
@@ -163,7 +205,7 @@ class ApiClient:
         # Monotonic time (of `clock`) after which no retry is started; the runner sets it.
         self.deadline = deadline
         self._sleep = sleep
-        # Told before each retry (method, path, what the service answered, retry number, delay).
+        # Told before each retry (method, path, what happened, retry number, delay).
         self.on_retry = on_retry
         self._clock = clock
         self._rng = rng or random.Random()
@@ -428,17 +470,27 @@ class ApiClient:
         error: str | None = None
         message = response.reason or "error"
         attributes: dict[str, Any] = {}
+        error_code: str | None = None
+        service_body = False
         if 200 <= status < 300:
             raise BadResponseError(f"unexpected status {status}", status=status, method=method, path=path)
         try:
             data = response.json()
+        except ValueError:
+            data = None
+        try:
             parsed = ErrorBody.model_validate(data)
             error, attributes = parsed.error or None, dict(parsed.attributes or {})
             message = parsed.message or parsed.error or message
-        except (ValueError, ValidationError):
-            text = response.text.strip().replace("\n", " ")
-            if text and status >= 400:
-                message = text[:MAX_ERROR_TEXT]
+            error_code, service_body = _error_code(parsed.errorCode), True
+        except ValidationError:
+            if isinstance(data, dict) and isinstance(data.get("message"), str):
+                # {message, errorCode} without statusCode: a shape the service's own CLI accepts too.
+                message, error_code = data["message"][:MAX_ERROR_TEXT], _error_code(data.get("errorCode"))
+            else:
+                text = response.text.strip().replace("\n", " ")
+                if text and status >= 400:
+                    message = text[:MAX_ERROR_TEXT]
         if self._api_key and len(self._api_key) >= 3:
             message = message.replace(self._api_key, "***")
         retry_after = parse_retry_after(response.headers.get("Retry-After"))
@@ -446,7 +498,20 @@ class ApiClient:
             # The header is authoritative; the retry policy reads it from here.
             attributes["retryAfterSeconds"] = retry_after
         cls = error_class_for_status(status)
-        raise cls(message, status=status, error=error, attributes=attributes, method=method, path=path)
+        if status == 403 and error_code == NO_MATCHING_CHECKS:
+            cls = NoMatchingChecksError
+        url = urlsplit(response.request.url or "")._replace(query="", fragment="").geturl()
+        raise cls(
+            message,
+            status=status,
+            error=error,
+            attributes=attributes,
+            method=method,
+            path=path,
+            error_code=error_code,
+            service_body=service_body,
+            url=url or None,
+        )
 
     def _model(self, response: requests.Response, model: type[M], ok: tuple[int, ...] = (200,)) -> M:
         self._raise_for_status(response, ok)
@@ -499,5 +564,16 @@ def _same_session(session: TestSession, asked: str, response: requests.Response)
     return session
 
 
+_ERROR_CODE = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+
+
+def _error_code(value: object) -> str | None:
+    """The body's errorCode when it is a plain code; service text of any other form is dropped."""
+    return value if isinstance(value, str) and _ERROR_CODE.fullmatch(value) else None
+
+
 def _short(exc: ApiError) -> str:
-    return f"{exc.status} {exc.error or ''}".strip() if exc.status else exc.message
+    """What happened, for a retry line: an answer only when there was one."""
+    if exc.status:
+        return f"the service answered {exc.status} {exc.error or ''}".strip()
+    return exc.message

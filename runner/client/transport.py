@@ -102,7 +102,7 @@ def transport_error(exc: requests.RequestException, where: str, method: str, pat
     """A requests failure (no status) as the error class the retry policy decides on."""
     cls: type[ApiError]
     if never_sent(exc):
-        cls, message = ConnectionRefusedByPeerError, f"could not connect to {where} (request not sent)"
+        cls, message = ConnectionRefusedByPeerError, f"could not connect to {where} (nothing was sent)"
     elif isinstance(exc, requests.Timeout):
         cls, message = ReadTimeoutError, f"no answer from {where} within the read timeout"
     elif isinstance(exc, requests.exceptions.ContentDecodingError):

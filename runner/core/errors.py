@@ -36,6 +36,10 @@ class InvalidRequestError(UsageError):
     """A request body that breaks a limit of the API, caught before it is sent."""
 
 
+class UnknownIdError(UsageError):
+    """The service has nothing under an id (or name) the user gave: the user must act (exit 2)."""
+
+
 class ApiError(TestSessionError):
     """The service answered with an error status."""
 
@@ -50,6 +54,9 @@ class ApiError(TestSessionError):
         attributes: dict[str, Any] | None = None,
         method: str | None = None,
         path: str | None = None,
+        error_code: str | None = None,
+        service_body: bool = False,
+        url: str | None = None,
     ) -> None:
         super().__init__(message)
         if status is not None:
@@ -58,11 +65,18 @@ class ApiError(TestSessionError):
         self.attributes = attributes or {}
         self.method = method
         self.path = path
+        # The body's errorCode, when the service gave one (e.g. ERR_NO_MATCHING_CHECKS).
+        self.error_code = error_code
+        # True when the body was the service's JSON error shape ({statusCode, error, message}):
+        # a proxy's HTML page or another API's JSON is not the service speaking.
+        self.service_body = service_body
+        self.url = url  # the URL called (no query; the base URL never holds credentials)
 
     def __str__(self) -> str:
         where = f"{self.method} {self.path}: " if self.method and self.path else ""
         status = f"{self.status} {self.error or ''}".strip() if self.status else "no answer"
-        return f"{where}{status}: {self.message}"
+        code = f" [{self.error_code}]" if self.error_code else ""
+        return f"{where}{status}{code}: {self.message}"
 
 
 class BadRequestError(ApiError):
@@ -79,6 +93,11 @@ class PaymentRequiredError(ApiError):
 
 class PermissionDeniedError(ApiError):
     status = 403
+
+
+class NoMatchingChecksError(PermissionDeniedError):
+    """The trigger's 403 with errorCode ERR_NO_MATCHING_CHECKS: no check matched the target. The
+    only answer of the trigger that means "nothing to run"; every other 403 or 404 is an error."""
 
 
 class NotFoundError(ApiError):

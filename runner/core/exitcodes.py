@@ -10,10 +10,13 @@ class ExitCode(IntEnum):
 
     0 OK                every check passed (degraded checks pass unless gate.failOnDegraded)
     1 CHECKS_FAILED     a check failed the gate (the rule: see 'gate' below)
-    2 USAGE             bad arguments, spec or request body; nothing was triggered
+    2 USAGE             you must act: bad arguments, spec or body, an id you named that does not exist
+                        or a name that is taken; nothing was triggered
     3 TIMEOUT           the deadline passed before the session finished; the session was cancelled
-    4 SERVICE           the service could not be used: auth, permission, network or server errors
-    5 NO_MATCH          no check matched the target (0 when gate.failOnNoMatchingChecks is false)
+    4 SERVICE           the service or the way to it must be fixed: auth, permission, network, server
+                        errors, or an answer not understood (never read as a pass or a no-match)
+    5 NO_MATCH          the service said no check matched the target (403 ERR_NO_MATCHING_CHECKS);
+                        0 when gate.failOnNoMatchingChecks is false
     130 INTERRUPTED     SIGINT: the session was cancelled and partial reports written
     143 TERMINATED      SIGTERM: the session was cancelled and partial reports written
     """
@@ -50,8 +53,10 @@ def most_severe(codes: list[ExitCode]) -> ExitCode:
 def describe() -> str:
     """The table printed by `--help` and copied into the README."""
     lines = []
-    for line in (ExitCode.__doc__ or "").strip().splitlines()[1:]:
-        line = line.strip()
+    for raw in (ExitCode.__doc__ or "").strip().splitlines()[1:]:
+        line = raw.strip()
         if line:
-            lines.append("  " + line)
+            # A line indented further goes on the meaning of the code above: it stays under it.
+            going_on = len(raw) - len(raw.lstrip()) > 4
+            lines.append("  " + " " * 20 * going_on + line)
     return "exit codes:\n" + "\n".join(lines)

@@ -53,3 +53,49 @@ def safe_load_bounded(text: str) -> Any:
         return loader.construct_document(node) if node is not None else None
     finally:
         loader.dispose()
+
+
+Loc = tuple[str | int, ...]
+
+
+def node_lines(node: yaml.Node | None) -> tuple[dict[Loc, int], dict[Loc, str]]:
+    """The line (1-based) of every mapping key and list item by its path, and every scalar's text as
+    written (`0123`, `no`), for `FILE:LINE:` messages. TooLarge past the budget, as above."""
+    lines: dict[Loc, int] = {}
+    raw: dict[Loc, str] = {}
+    if node is None:
+        return lines, raw
+    lines[()] = node.start_mark.line + 1
+    count = 0
+    stack: list[tuple[yaml.Node, Loc]] = [(node, ())]
+    while stack:
+        current, loc = stack.pop()
+        count += 1
+        if count > MAX_NODES or len(loc) > MAX_DEPTH:
+            raise TooLarge
+        if isinstance(current, yaml.MappingNode):
+            for key_node, value_node in current.value:
+                if isinstance(key_node, yaml.ScalarNode):
+                    child = (*loc, key_node.value)
+                    lines[child] = key_node.start_mark.line + 1
+                    stack.append((value_node, child))
+        elif isinstance(current, yaml.SequenceNode):
+            for index, item in enumerate(current.value):
+                child = (*loc, index)
+                lines[child] = item.start_mark.line + 1
+                stack.append((item, child))
+        elif isinstance(current, yaml.ScalarNode):
+            raw[loc] = current.value
+    return lines, raw
+
+
+def load_with_lines(text: str) -> tuple[Any, dict[Loc, int]]:
+    """safe_load_bounded, plus the line of every field (node_lines); TooLarge or a yaml.YAMLError."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        check_node_budget(node)
+        lines = node_lines(node)[0]
+        return (loader.construct_document(node) if node is not None else None), lines
+    finally:
+        loader.dispose()

@@ -132,7 +132,8 @@ class AnalysisReady:
 
 @dataclass(frozen=True)
 class Retrying:
-    """The client will send a request again: what the service answered, and when."""
+    """The client will send a request again: what happened (the service's answer, or no answer:
+    "could not connect ... (nothing was sent)"), and when."""
 
     method: str
     path: str

@@ -98,7 +98,35 @@ def checks_exit_code(results: list[ResultOutcome], gate: Gate) -> ExitCode:
 
 
 def no_match_exit_code(gate: Gate) -> ExitCode:
+    """Only for the service's own no-match signals: the trigger's 403 ERR_NO_MATCHING_CHECKS, or a
+    finished session with no results. Every other refusal is an error, never this."""
     return ExitCode.NO_MATCH if gate.fail_on_no_match else ExitCode.OK
+
+
+# A gate fails closed: a session that judged no check, and that the service did not call a no-match
+# (and that was not only triggered, --detach), never passes. Nobody saw anything pass.
+NOTHING_JUDGED_CODE = ExitCode.SERVICE
+NOTHING_JUDGED = "the session ended without any check result and the service did not say no check matched"
+
+
+def session_exit_code(
+    code: ExitCode,
+    results: list[ResultOutcome],
+    gate: Gate,
+    *,
+    no_match: bool,
+    problem: bool,
+    detached: bool,
+) -> ExitCode:
+    """A session's code as the run counts it: from its checks when it ran to the end, its own code
+    when it did not (a problem, a no-match), and never OK for an answer nothing was judged from."""
+    if no_match:
+        return code
+    if not results and not detached and code == ExitCode.OK:
+        return NOTHING_JUDGED_CODE
+    if code in (ExitCode.OK, ExitCode.CHECKS_FAILED) and not problem:
+        return checks_exit_code(results, gate)
+    return code
 
 
 def run_exit_code(session_codes: list[ExitCode], stop_code: ExitCode | None) -> ExitCode:

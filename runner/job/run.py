@@ -21,7 +21,7 @@ from functools import partial
 
 from runner import __version__
 from runner.client import ApiClient
-from runner.core.errors import ApiError
+from runner.core.errors import ApiError, NotFoundError
 from runner.core.exitcodes import ExitCode
 from runner.job.analyses import READS_WAIT
 from runner.job.baseline import Baseline, BaselineWarning, mark_baseline
@@ -38,7 +38,16 @@ from runner.job.events import (
 )
 from runner.job.known import mark_known
 from runner.job.outcome import CommitInfo, Outcome, ResultOutcome, SessionOutcome, count_results
-from runner.job.policy import Gate, checks_exit_code, is_partial, run_exit_code, run_verdict
+from runner.job.policy import (
+    NOTHING_JUDGED,
+    NOTHING_JUDGED_CODE,
+    Gate,
+    is_partial,
+    run_exit_code,
+    run_verdict,
+    session_exit_code,
+)
+from runner.job.refusals import unknown_session
 from runner.job.session import CANCEL_WITHIN, SessionPlan, SessionWorker, session_outcome
 from runner.job.threads import DaemonPool
 from runner.models import SessionMetadata, TestSession, TriggerRequest
@@ -127,7 +136,10 @@ class Runner:
 
     def wait_for(self, session_id: str) -> Outcome:
         """`testsession wait ID`: a session triggered earlier, maybe by another job."""
-        session = self.client.get_session(session_id)
+        try:
+            session = self.client.get_session(session_id)
+        except NotFoundError as exc:  # the user named an id the service does not have: exit 2
+            raise unknown_session(exc, session_id, self.client.account_id) or exc from None
         location = next((r.runLocation for r in session.results if r.runLocation), None) or "unknown"
         environment = session.metadata.environment if session.metadata else None
         where = Where(session.name, location, 0)
@@ -266,12 +278,7 @@ def judge(
     forgives known failures), then the run's code, verdict and counts. The one path to a verdict."""
     gated = draft.model_copy(update={"failOnDegraded": gate.fail_on_degraded, "failOn": gate.fail_on})
     marked = mark_baseline(mark_known(gated), baseline)
-    judged = [
-        s.model_copy(update={"exitCode": int(checks_exit_code(s.results, gate))})
-        if s.exitCode in (ExitCode.OK, ExitCode.CHECKS_FAILED) and not s.noMatch and not s.problem
-        else s
-        for s in marked.sessions
-    ]
+    judged = [_judge_session(s, gate, detached) for s in marked.sessions]
     code = run_exit_code([ExitCode(s.exitCode) for s in judged], stop_code)
     all_no_match = bool(judged) and all(s.noMatch for s in judged)
     problems = [f"{s.name} ({s.runLocation}): {s.problem}" for s in judged if s.problem]
@@ -286,6 +293,21 @@ def judge(
             "sessions": judged,
         }
     )
+
+
+def _judge_session(session: SessionOutcome, gate: Gate, detached: bool) -> SessionOutcome:
+    code = session_exit_code(
+        ExitCode(session.exitCode),
+        session.results,
+        gate,
+        no_match=session.noMatch,
+        problem=bool(session.problem),
+        detached=detached,
+    )
+    update: dict[str, object] = {"exitCode": int(code)}
+    if code == NOTHING_JUDGED_CODE and not session.problem and not session.results:
+        update["problem"] = NOTHING_JUDGED
+    return session.model_copy(update=update)
 
 
 def _bind(

@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 
 from runner.client import ApiClient
 from runner.client.polling import SESSION_READS, Pace, wait_for_session
-from runner.core.errors import ApiError, BadRequestError, NotFoundError, exit_code_for
+from runner.core.errors import (
+    ApiError,
+    BadRequestError,
+    NoMatchingChecksError,
+    NotFoundError,
+    PermissionDeniedError,
+    exit_code_for,
+)
 from runner.core.exitcodes import ExitCode
 from runner.job.analyses import AnalysisPlan, GroupReader, checks_by_group, groups_by_frequency
 from runner.job.events import (
@@ -32,7 +39,8 @@ from runner.job.events import (
     Where,
 )
 from runner.job.outcome import ErrorGroupOutcome, ResultOutcome, SessionOutcome
-from runner.job.policy import Gate, checks_exit_code, no_match_exit_code
+from runner.job.policy import NOTHING_JUDGED_CODE, Gate, checks_exit_code, no_match_exit_code
+from runner.job.refusals import trigger_refusal
 from runner.job.verdicts import build_results
 from runner.models import TestSession, TriggerRequest
 
@@ -152,13 +160,17 @@ class SessionWorker:
     def _trigger(self, request: TriggerRequest) -> tuple[TestSession | None, SessionOutcome | None]:
         try:
             session = self.client.trigger(request)
-        except NotFoundError as exc:
+        except NoMatchingChecksError as exc:  # production's no-match signal, and nothing else
             self.emit(NoMatch(self.where, exc.message))
             problem = f"no check matched the target: {exc.message}"
             return None, self._outcome(None, no_match_exit_code(self.plan.gate), problem, no_match=True)
         except BadRequestError as exc:
             self.emit(SessionFailed(self.where, str(exc)))
             return None, self._outcome(None, ExitCode.USAGE, str(exc))
+        except (NotFoundError, PermissionDeniedError) as exc:  # never a no-match: see job/refusals.py
+            problem = trigger_refusal(exc)
+            self.emit(SessionFailed(self.where, problem))
+            return None, self._outcome(None, exit_code_for(exc), problem)
         except ApiError as exc:
             self.emit(SessionFailed(self.where, str(exc)))
             return None, self._outcome(None, exit_code_for(exc), str(exc))
@@ -251,6 +263,9 @@ class _Watch:
                 "no check matched the target: the session finished without results",
                 no_match=True,
             )
+        if not final.results and worker.stop_code() is None:  # cancelled by someone before any result
+            problem = "the session was cancelled before any check reported a result: nothing was judged"
+            return worker._outcome(final, NOTHING_JUDGED_CODE, problem)
         waiting = self.reader.analyses_to_wait_for(final)
         if waiting:
             worker.emit(AnalysesWaiting(worker.where, waiting, plan.analyses.timeout_seconds))

@@ -13,7 +13,7 @@ from runner.models.analyses import (
     TestSessionErrorGroup,
 )
 from runner.models.base import ApiModel, RequestModel, describe_validation_error
-from runner.models.errors import STILL_RUNNING_MESSAGE, ErrorBody
+from runner.models.errors import NO_MATCHING_CHECKS, STILL_RUNNING_MESSAGE, ErrorBody
 from runner.models.headers import (
     DEFAULT_ACCOUNT_HEADER,
     PRODUCTION_ACCOUNT_HEADER,
@@ -44,6 +44,7 @@ from runner.models.sessions import (
 __all__ = [
     "DEFAULT_ACCOUNT_HEADER",
     "FINAL_SESSION_STATUSES",
+    "NO_MATCHING_CHECKS",
     "PRODUCTION_ACCOUNT_HEADER",
     "STILL_RUNNING_MESSAGE",
     "Analysis",

@@ -6,6 +6,10 @@ from typing import Any
 
 from runner.models.base import ApiModel
 
+# The trigger's answer when no check matches its target: 403 with this errorCode (production's own
+# CLI reads exactly this code). It is the only no-match signal besides a session with no results.
+NO_MATCHING_CHECKS = "ERR_NO_MATCHING_CHECKS"
+
 STILL_RUNNING_MESSAGE = (
     "Test session is still in progress, but maximum per-request wait time was exceeded. Please retry."
 )
@@ -16,4 +20,6 @@ class ErrorBody(ApiModel):
     statusCode: int
     error: str = ""
     message: str | None = None
+    # A machine-readable reason beside the status (e.g. ERR_NO_MATCHING_CHECKS on a 403).
+    errorCode: str | None = None
     attributes: dict[str, Any] | None = None

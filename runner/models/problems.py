@@ -6,9 +6,12 @@ which adds the spec's own hints (allowed keys, did-you-mean), for spec files.
 
 from __future__ import annotations
 
+import difflib
+import types
+import typing
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 Loc = tuple[str | int, ...]
 
@@ -86,6 +89,55 @@ def error_message(err: Any) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         message = f"{message} (got {value})"
     return message
+
+
+def _unwrap(annotation: Any) -> Any:
+    """`X | None` -> X."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return args[0] if len(args) == 1 else annotation
+    return annotation
+
+
+def model_at(root: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
+    """The model class that validates the mapping at `loc`, if there is one."""
+    current: Any = root
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(part, int):
+            args = typing.get_args(current)
+            if typing.get_origin(current) is not list or not args:
+                return None
+            current = args[0]
+        elif isinstance(current, type) and issubclass(current, BaseModel) and part in current.model_fields:
+            current = current.model_fields[part].annotation
+        else:
+            return None
+    current = _unwrap(current)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def unknown_key_message(key: str, allowed: list[str]) -> str:
+    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    if not close:  # case slips (runlocation) are the commonest typo
+        close = [a for a in allowed if a.lower() == key.lower()]
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"unknown field {key!r}: {hint}allowed: {', '.join(allowed)}"
+
+
+def described_with_hints(exc: ValidationError, root: type[BaseModel]) -> list[tuple[Loc, str]]:
+    """(field path, what is allowed) per problem; an unknown field gets the allowed ones and a
+    did-you-mean, as spec files do."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = clean_loc(err["loc"])
+        if err["type"] == "extra_forbidden" and loc:
+            model = model_at(root, loc[:-1])
+            message = unknown_key_message(str(loc[-1]), list(model.model_fields) if model else [])
+        else:
+            message = error_message(err)
+        problems.append((loc, message))
+    return problems
 
 
 def describe_validation_error(exc: ValidationError, prefix: str = "") -> list[str]:

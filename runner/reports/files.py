@@ -4,6 +4,7 @@ check, before a run starts, that every report path can be written."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -60,28 +61,36 @@ def check_writable(paths: Mapping[str, Path], environ: Mapping[str, str] | None 
     for kind, path in paths.items():
         problem = _write_problem(path)
         if problem:
+            text, code = problem
             uid = f"uid {os.getuid()}" if hasattr(os, "getuid") else "this user"
-            raise UsageError(f"reports.{kind}: cannot write {path} as {uid} ({problem}); {_fix(env)}")
+            raise UsageError(f"reports.{kind}: cannot write {path} as {uid} ({text}); {_fix(env, code)}")
 
 
-def _write_problem(path: Path) -> str | None:
+def _write_problem(path: Path) -> tuple[str, int | None] | None:
+    """Why `path` cannot be written, and the errno; None when it can."""
     try:
         mode = path.stat().st_mode
     except OSError:
         mode = None
     if mode is not None and not stat.S_ISREG(mode):
-        return None if os.access(path, os.W_OK) else "not writable"
+        return None if os.access(path, os.W_OK) else ("not writable", None)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".probe")
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        return f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc.strerror or exc)
+        text = f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc.strerror or exc)
+        return text, exc.errno
     return None
 
 
-def _fix(environ: Mapping[str, str]) -> str:
+def _fix(environ: Mapping[str, str], code: int | None = None) -> str:
+    if code == errno.EROFS:  # no user or permission makes a read-only mount writable
+        return (
+            "the file system there is read-only: choose a path on a writable one "
+            "(--junit, --markdown, --json or reports: in the spec), e.g. a mounted volume"
+        )
     if "KUBERNETES_SERVICE_HOST" in environ:
         return "mount a volume the pod's runAsUser can write (an emptyDir, or fsGroup) or choose another path"
     if environ.get("container") or any(os.path.exists(mark) for mark in _CONTAINER_MARKS):

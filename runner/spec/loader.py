@@ -22,6 +22,32 @@ def load_spec(path: str | Path, environ: Mapping[str, str], *, allow_unset: bool
     return parse_spec(read_text(path), str(path), environ, allow_unset=allow_unset)
 
 
+def readable_report_paths(path: str | Path, environ: Mapping[str, str]) -> dict[str, str | None]:
+    """The `reports:` paths of a spec that may not validate, as far as they can be read (for the
+    reports of a run that a bad spec stopped): kind -> path, None where the spec turns it off. A
+    kind missing from the answer was not said, or not readably (its default applies)."""
+    try:
+        doc = parse_yaml(read_text(path), str(path))
+    except SpecError:
+        return {}
+    reports = doc.data.get("reports") if isinstance(doc.data, dict) else None
+    if not isinstance(reports, dict):
+        return {}
+    out: dict[str, str | None] = {}
+    for kind in ("junit", "markdown", "json"):
+        if kind not in reports:
+            continue
+        value = reports[kind]
+        if value is None or value == "":
+            out[kind] = None
+        elif isinstance(value, str):
+            expansion = Expansion()
+            expanded = expand(value, environ, ("reports", kind), expansion)
+            if not expansion.problems and not expansion.unset and isinstance(expanded, str):
+                out[kind] = expanded or None
+    return out
+
+
 def parse_spec(text: str, source: str, environ: Mapping[str, str], *, allow_unset: bool = False) -> RunSpec:
     """Like load_spec, for text already read. allow_unset: unset ${VAR}s are not problems (offline checks)."""
     doc = parse_yaml(text, source)

@@ -2,51 +2,14 @@
 
 from __future__ import annotations
 
-import difflib
-import types
-import typing
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from runner.models.problems import Loc, clean_loc, format_loc, kind_of
+from runner.models.problems import Loc, clean_loc, format_loc, kind_of, model_at, unknown_key_message
 from runner.models.problems import error_message as models_error_message
 
 __all__ = ["Loc", "format_loc", "kind_of", "unknown_key_message", "validation_problems"]
-
-
-def _unwrap(annotation: Any) -> Any:
-    """`X | None` -> X."""
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return args[0] if len(args) == 1 else annotation
-    return annotation
-
-
-def model_at(root: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
-    """The model class that validates the mapping at `loc`, if there is one."""
-    current: Any = root
-    for part in loc:
-        current = _unwrap(current)
-        if isinstance(part, int):
-            args = typing.get_args(current)
-            if typing.get_origin(current) is not list or not args:
-                return None
-            current = args[0]
-        elif isinstance(current, type) and issubclass(current, BaseModel) and part in current.model_fields:
-            current = current.model_fields[part].annotation
-        else:
-            return None
-    current = _unwrap(current)
-    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
-
-
-def unknown_key_message(key: str, allowed: list[str]) -> str:
-    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-    if not close:  # case slips (runlocation) are the commonest typo
-        close = [a for a in allowed if a.lower() == key.lower()]
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    return f"unknown field {key!r}: {hint}allowed: {', '.join(allowed)}"
 
 
 def error_message(err: Any, root: type[BaseModel], loc: Loc) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from runner.core.errors import SpecError
-from runner.core.yamlguard import MAX_DEPTH, MAX_NODES, TooLarge, check_node_budget
+from runner.core.yamlguard import MAX_DEPTH, MAX_NODES, TooLarge, check_node_budget, node_lines
 
 Loc = tuple[str | int, ...]
 
@@ -102,35 +102,10 @@ def parse_yaml(text: str, source: str) -> Document:
     doc = Document(data)
     if node is None:
         return doc
-    doc.lines[()] = node.start_mark.line + 1
     try:
-        _walk(node, (), doc, [0])
-    except _TooLarge:
+        doc.lines, doc.raw = node_lines(node)
+    except TooLarge:
         raise SpecError([f"{source}: too large or too deeply nested (recursive aliases?)"]) from None
     for key_line, key in loader.duplicates:
         doc.problems.append((key_line, (), f"duplicate key {key!r}: give each key once per mapping"))
     return doc
-
-
-class _TooLarge(Exception):
-    pass
-
-
-def _walk(node: yaml.Node, loc: Loc, doc: Document, counter: list[int]) -> None:
-    counter[0] += 1
-    if counter[0] > MAX_NODES or len(loc) > MAX_DEPTH:
-        raise _TooLarge
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode):
-                continue
-            child = (*loc, key_node.value)
-            doc.lines[child] = key_node.start_mark.line + 1
-            _walk(value_node, child, doc, counter)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            child = (*loc, index)
-            doc.lines[child] = item.start_mark.line + 1
-            _walk(item, child, doc, counter)
-    elif isinstance(node, yaml.ScalarNode):
-        doc.raw[loc] = node.value

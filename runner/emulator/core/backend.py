@@ -52,6 +52,7 @@ class Backend:
         self._lock = threading.RLock()
         self._listeners: set[Callable[[], None]] = set()
         self.world: World = world or load_world()
+        self._speed = speed  # the start's --speed, which wins over every world's
         self.settings: Settings = self.world.settings.model_copy(deep=True)  # as changed at run time
         # The clock and the injector's random sequence outlive a reset: simulated time never jumps back.
         self.clock = SimClock(speed or self.world.settings.speed)
@@ -67,10 +68,13 @@ class Backend:
     # --- state -------------------------------------------------------------------------------
 
     def load(self, world: World) -> None:
-        """Replaces all state with a fresh copy of `world` (the clock keeps running)."""
+        """Replaces all state with a fresh copy of `world`, its settings included (speed, rate limit,
+        analysis delay, faults: what PATCH /_emulator/settings changed is undone). The clock keeps
+        running, at the world's speed (or the start's --speed)."""
         with self._lock:
             self.world = world
             self.settings = world.settings.model_copy(deep=True)
+            self.clock.set_speed(self._speed or world.settings.speed)
             self.faults.set(world.settings.faults)
             for store in (self._keys, self._accounts, self._groups, self._sessions):
                 store.clear()
@@ -83,6 +87,7 @@ class Backend:
         self._notify()
 
     def reset(self) -> None:
+        """Back to the loaded world: its accounts, sessions and settings, as right after loading."""
         self.load(self.world)
 
     def snapshot(self) -> Snapshot:

@@ -15,12 +15,14 @@ class ApiFailure(Exception):
         message: str,
         attributes: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
+        error_code: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.attributes = attributes
         self.headers = headers or {}
+        self.error_code = error_code  # the body's errorCode, e.g. ERR_NO_MATCHING_CHECKS
 
 
 def not_found(what: str) -> ApiFailure:

@@ -15,7 +15,7 @@ from runner.emulator.core.failures import ApiFailure, not_found
 from runner.emulator.core.groups import ErrorGroups
 from runner.emulator.core.simulation import CheckRun, plan_run, render_run
 from runner.emulator.core.world import Settings, WorldCheck
-from runner.models import SessionResult, TestSession, TriggerRequest
+from runner.models import NO_MATCHING_CHECKS, SessionResult, TestSession, TriggerRequest
 
 
 @dataclass
@@ -107,7 +107,8 @@ class Sessions:
             raise ApiFailure(400, "runLocation: unknown location; allowed: " + ", ".join(settings.locations))
         checks = match_checks(account, request)
         if not checks:
-            raise ApiFailure(404, "No checks matched the target")
+            # As production: a 403 with this errorCode, the one no-match signal a client reads.
+            raise ApiFailure(403, "No checks matched the target", error_code=NO_MATCHING_CHECKS)
         env: dict[str, str | None] = {v.key: v.value for v in request.environmentVariables or []}
         start = self._clock.now()
         runs = [

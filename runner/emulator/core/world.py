@@ -11,13 +11,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from runner.core.errors import UsageError
-from runner.core.yamlguard import TooLarge, safe_load_bounded
+from runner.core.errors import SpecError
+from runner.core.yamlguard import Loc, TooLarge, load_with_lines
 from runner.emulator.core.faults import FaultSpec
 from runner.emulator.core.grouping import clean_message
-from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem, describe_validation_error
+from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem
 from runner.models.check_definitions import CheckDefinition, parse_check_definition
 from runner.models.operations import RATE_LIMIT
+from runner.models.problems import described_with_hints, format_loc
 from runner.models.resources import CHECK_LOCATIONS
 
 DEFAULT_WORLD = Path(__file__).parent.parent / "world.yml"
@@ -42,8 +43,15 @@ DEFAULT_MAX_RUN_SECONDS: dict[str, float] = {
 NEVER = "never"
 
 
-class WorldError(UsageError):
-    """A world file that cannot be used; the message names the file and the field."""
+class WorldError(SpecError):
+    """A world file that cannot be used: one `FILE:LINE: field: what is allowed` line per problem
+    (the line where the file is YAML or JSON text), as spec files say it."""
+
+    def __init__(self, problems: str | list[str]) -> None:
+        super().__init__([problems] if isinstance(problems, str) else problems)
+
+    def __str__(self) -> str:  # one line (the control API answers it as one message)
+        return "; ".join(self.problems)
 
 
 class _Strict(BaseModel):
@@ -312,7 +320,7 @@ class World(_Strict):
         return account.keys[0].key, account.id
 
 
-def _expand(value: Any, source: str) -> Any:
+def _expand(value: Any, source: str, at: Loc = ()) -> Any:
     if isinstance(value, str):
 
         def repl(match: re.Match[str]) -> str:
@@ -322,77 +330,123 @@ def _expand(value: Any, source: str) -> Any:
                 return found
             if default is not None:
                 return default
-            raise WorldError(f"{source}: environment variable {name} is not set and has no default")
+            raise _Unset(at, f"environment variable {name} is not set and has no default")
 
         return _VAR.sub(repl, value)
     if isinstance(value, list):
-        return [_expand(item, source) for item in value]
+        return [_expand(item, source, (*at, i)) for i, item in enumerate(value)]
     if isinstance(value, dict):
-        return {key: _expand(item, source) for key, item in value.items()}
+        return {key: _expand(item, source, (*at, key)) for key, item in value.items()}
     return value
 
 
-def _consistency_problems(world: World) -> list[str]:
-    problems: list[str] = []
+class _Unset(Exception):
+    def __init__(self, at: Loc, message: str) -> None:
+        super().__init__(message)
+        self.at, self.message = at, message
+
+
+Problem = tuple[Loc, str]
+
+
+def _consistency_problems(world: World) -> list[Problem]:
+    problems: list[Problem] = []
     keys: set[str] = set()
     ids: set[str] = set()
     for a, account in enumerate(world.accounts):
         if account.id in ids:
-            problems.append(f"accounts[{a}].id: duplicate account id")
+            problems.append((("accounts", a, "id"), "duplicate account id"))
         ids.add(account.id)
         for k, key in enumerate(account.keys):
             if key.key in keys:
-                problems.append(f"accounts[{a}].keys[{k}].key: the same key is listed twice")
+                problems.append((("accounts", a, "keys", k, "key"), "the same key is listed twice"))
             keys.add(key.key)
         check_ids = {check.id for check in account.checks}
         if len(check_ids) != len(account.checks):
-            problems.append(f"accounts[{a}].checks: check ids must be unique")
+            problems.append((("accounts", a, "checks"), "check ids must be unique"))
         problems += _group_problems(a, account, check_ids)
         for c, check in enumerate(account.checks):
             definition = check.definition() if check.request is not None else None
             if definition is not None and check.not_runnable() is None:
-                problems += [f"accounts[{a}].checks[{c}].{problem}" for problem in definition.problems()]
+                at_check: Loc = ("accounts", a, "checks", c)
+                problems += [((*at_check, *_path(text)), message) for text, message in _split(definition)]
             for location in check.locations:
                 if location not in world.settings.locations:
-                    problems.append(
-                        f"accounts[{a}].checks[{c}].locations: {location!r} is not in settings.locations"
-                    )
+                    at: Loc = ("accounts", a, "checks", c, "locations")
+                    problems.append((at, f"{location!r} is not in settings.locations"))
     return problems
 
 
-def _group_problems(a: int, account: Account, check_ids: set[str]) -> list[str]:
-    problems: list[str] = []
+def _split(definition: CheckDefinition) -> list[tuple[str, str]]:
+    """The definition's `field.path: what is allowed` problems as (path, message)."""
+    pairs = []
+    for problem in definition.problems():
+        path, _, message = problem.partition(": ")
+        pairs.append((path, message))
+    return pairs
+
+
+def _path(text: str) -> Loc:
+    """`request.assertions[0].source` -> ("request", "assertions", 0, "source")."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"[.\[\]]+", text) if part)
+
+
+def _group_problems(a: int, account: Account, check_ids: set[str]) -> list[Problem]:
+    problems: list[Problem] = []
     seen: dict[tuple[str, str], int] = {}
     for g, group in enumerate(account.errorGroups):
-        at = f"accounts[{a}].errorGroups[{g}]"
+        at: Loc = ("accounts", a, "errorGroups", g)
         if group.checkId not in check_ids:
-            problems.append(f"{at}.checkId: no check of this account has it")
+            problems.append(((*at, "checkId"), "no check of this account has it"))
         if group.firstSeen and group.lastSeen:
             first, last = _as_datetime(seen_at(group.firstSeen)), _as_datetime(seen_at(group.lastSeen))
             if last < first:
-                problems.append(f"{at}.lastSeen: before firstSeen")
+                problems.append(((*at, "lastSeen"), "before firstSeen"))
         if group.kind == "test-session":
             key = (group.checkId, clean_message(group.rawErrorMessage))
             if key in seen:
-                problems.append(
-                    f"{at}: the same check and cleaned message as errorGroups[{seen[key]}]: one group"
-                )
+                same = f"the same check and cleaned message as errorGroups[{seen[key]}]: one group"
+                problems.append((at, same))
             seen.setdefault(key, g)
     return problems
 
 
-def parse_world(data: Any, source: str = "world") -> World:
-    """Validates a parsed world document (after ${VAR} expansion)."""
+def _lines(source: str, problems: list[Problem], lines: dict[Loc, int] | None) -> list[str]:
+    """`FILE:LINE: field: message`, by line (the line of the field, or of its nearest parent)."""
+
+    def line_of(loc: Loc) -> int | None:
+        if not lines:
+            return None
+        while loc and loc not in lines:
+            loc = loc[:-1]
+        return lines.get(loc)
+
+    out = []
+    for loc, message in sorted(problems, key=lambda p: line_of(p[0]) or 0):
+        line = line_of(loc)
+        where = f"{source}:{line}" if line else source
+        path = format_loc(loc)
+        text = f"{where}: {path}: {message}" if path else f"{where}: {message}"
+        if text not in out:
+            out.append(text)
+    return out
+
+
+def parse_world(data: Any, source: str = "world", lines: dict[Loc, int] | None = None) -> World:
+    """Validates a parsed world document (after ${VAR} expansion); `lines`: the line of each field."""
     if not isinstance(data, dict):
         raise WorldError(f"{source}: the world must be a mapping with `settings` and `accounts`")
-    data = _expand(data, source)
+    try:
+        data = _expand(data, source)
+    except _Unset as exc:
+        raise WorldError(_lines(source, [(exc.at, exc.message)], lines)) from None
     try:
         world = World.model_validate(data)
     except ValidationError as exc:
-        raise WorldError(f"{source}: " + "; ".join(describe_validation_error(exc))) from None
+        raise WorldError(_lines(source, described_with_hints(exc, World), lines)) from None
     problems = _consistency_problems(world)
     if problems:
-        raise WorldError(f"{source}: " + "; ".join(problems))
+        raise WorldError(_lines(source, problems, lines))
     return world
 
 
@@ -400,16 +454,29 @@ def parse_world_text(text: str, source: str = "world") -> World:
     """YAML or JSON text (JSON is YAML, but json gives better errors for it)."""
     import yaml
 
+    lines: dict[Loc, int] = {}
     try:
-        data = json.loads(text) if text.lstrip().startswith("{") else safe_load_bounded(text)
+        if text.lstrip().startswith("{"):
+            data = json.loads(text)
+            try:  # the lines, for the messages; JSON that YAML 1.1 cannot read just has none
+                lines = load_with_lines(text)[1]
+            except (TooLarge, yaml.YAMLError, RecursionError):
+                lines = {}
+        else:
+            data, lines = load_with_lines(text)
     except TooLarge as exc:
         raise WorldError(f"{source}: too large: {exc}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        at = f"{source}:{mark.line + 1}" if mark else source
+        what = " ".join(p for p in (exc.context, exc.problem) if p) or "syntax error"
+        raise WorldError(f"{at}: not valid YAML or JSON ({what})") from None
+    except json.JSONDecodeError as exc:
+        raise WorldError(f"{source}:{exc.lineno}: not valid YAML or JSON ({exc.msg})") from None
     except (ValueError, yaml.YAMLError, RecursionError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise WorldError(f"{source}: not valid YAML or JSON ({first})") from None
-    return parse_world(data, source)
-
-
+    return parse_world(data, source, lines)
 def load_world(world: World | str | Path | dict[str, Any] | None = None) -> World:
     """A World from a model, a dict, a file path, or None for the packaged default world."""
     if isinstance(world, World):

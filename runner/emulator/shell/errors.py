@@ -1,4 +1,5 @@
-"""Every error leaves the emulator in the service's shape {statusCode, error, message[, attributes]}."""
+"""Every error leaves the emulator in the service's shape
+{statusCode, error, message[, errorCode][, attributes]}."""
 
 from __future__ import annotations
 
@@ -23,22 +24,30 @@ def reason(status: int) -> str:
 
 
 def error_body(
-    status: int, message: str | None = None, attributes: dict[str, Any] | None = None
+    status: int,
+    message: str | None = None,
+    attributes: dict[str, Any] | None = None,
+    error_code: str | None = None,
 ) -> ErrorBody:
     """The service's error body; `message` defaults to the reason phrase."""
     return ErrorBody(
         statusCode=status,
         error=reason(status),
         message=reason(status) if message is None else message,
-        # Left unset when there are none: no `attributes: null` on the wire.
+        # Left unset when there are none: no `attributes: null` or `errorCode: null` on the wire.
         **({} if attributes is None else {"attributes": attributes}),
+        **({} if error_code is None else {"errorCode": error_code}),
     )
 
 
 def error_response(
-    status: int, message: str, attributes: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+    status: int,
+    message: str,
+    attributes: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+    error_code: str | None = None,
 ) -> JSONResponse:
-    body = error_body(status, message, attributes).model_dump(mode="json", exclude_unset=True)
+    body = error_body(status, message, attributes, error_code).model_dump(mode="json", exclude_unset=True)
     return JSONResponse(body, status_code=status, headers=headers)
 
 
@@ -75,7 +84,7 @@ def validation_message(exc: RequestValidationError) -> str:
 def install_error_handlers(app: FastAPI) -> None:
     async def on_api_failure(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ApiFailure)
-        return error_response(exc.status, exc.message, exc.attributes, exc.headers)
+        return error_response(exc.status, exc.message, exc.attributes, exc.headers, exc.error_code)
 
     async def on_validation(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
