@@ -166,6 +166,28 @@ def error_line(ctx: Context, message: str) -> None:
     print(f"testsession: error: {text}", file=sys.stderr)
 
 
+def settle_stdout() -> None:
+    """A reader that closed stdout early (`| head -c 1`) must not change the exit code.
+
+    Python flushes stdout once more at exit; a broken pipe there prints "Exception ignored ...
+    BrokenPipeError" and turns the gate's code into 120 (only with a buffered stdout, which is how
+    CI runners start Python). What is left in the buffer goes to /dev/null instead, as the Python
+    docs advise for SIGPIPE.
+    """
+    stream = sys.stdout
+    if stream is None:
+        return
+    try:
+        stream.flush()
+    except (OSError, ValueError):
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):  # no file descriptor to replace: nothing left to flush at exit
+            pass
+
+
 def run_handler(args: argparse.Namespace, ctx: Context | None = None) -> int:
     """Runs a command's handler; expected errors become one line on stderr and an exit code."""
     from runner.core.errors import SpecError, TestSessionError, exit_code_for

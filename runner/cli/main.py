@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from runner import __version__
-from runner.cli.common import exit_help
+from runner.cli.common import exit_help, settle_stdout
 from runner.cli.parser import Parser
 from runner.core.exitcodes import ExitCode
 
@@ -42,6 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    finally:
+        settle_stdout()  # the exit code stands even when stdout was closed early
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
