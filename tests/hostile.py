@@ -88,6 +88,27 @@ def trickle(interval: float = 1.0) -> Route:
     return route
 
 
+def trickle_headers(interval: float) -> Route:
+    """The status line and headers one byte every `interval` seconds, then a valid body at once:
+    requests returns the response only once the headers are in, so its read timeout never fires."""
+
+    def route(h: BaseHTTPRequestHandler) -> None:
+        body = json.dumps(session_json(SESSION_A)).encode()
+        head = (
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        for i in range(len(head)):
+            if getattr(h.server, "stopping", False):
+                return
+            h.wfile.write(head[i : i + 1])
+            h.wfile.flush()
+            time.sleep(interval)
+        h.wfile.write(body)
+
+    return route
+
+
 def gzip_bomb(inflated: int = 200 * 1024 * 1024) -> Route:
     """A small gzip body that inflates to `inflated` bytes of spaces (valid JSON whitespace)."""
     body = _bomb(inflated)

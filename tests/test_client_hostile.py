@@ -25,6 +25,7 @@ from hostile import (
     no_content,
     session_json,
     trickle,
+    trickle_headers,
 )
 
 from runner.client import ApiClient
@@ -206,6 +207,35 @@ def test_trickling_answer_ends_at_the_request_timeout() -> None:
     assert isinstance(raised, errors.ReadTimeoutError), raised
     assert "not complete within 1 s" in str(raised)
     assert 0.9 < elapsed < 1.6
+
+
+@pytest.mark.timeout(60)
+def test_trickling_headers_end_at_the_request_timeout() -> None:
+    """The status line and headers a byte every 0.1 s: requests waits for them without a bound of
+    its own (each read is quick); the call as a whole is cut at 1 s all the same."""
+    with (
+        HostileServer({("GET", SESSION_PATH): trickle_headers(0.1)}) as server,
+        ApiClient(server.url, KEY, ACCOUNT, read_timeout=1, max_retries=0) as client,
+    ):
+        raised, elapsed, _ = measure(lambda: client.get_session(SESSION_A))
+    assert isinstance(raised, errors.ReadTimeoutError), raised
+    assert "not complete within 1 s" in str(raised)
+    assert 0.9 < elapsed < 1.6
+
+
+@pytest.mark.timeout(60)
+def test_slow_headers_within_the_request_timeout_are_read() -> None:
+    """The bound is the deadline, not the pace: headers trickled over about 0.5 s of 3 s are read, and
+    the client's next call on the pool is bounded too."""
+    with (
+        HostileServer({("GET", SESSION_PATH): trickle_headers(0.007)}) as server,
+        ApiClient(server.url, KEY, ACCOUNT, read_timeout=3, max_retries=0) as client,
+    ):
+        assert client.get_session(SESSION_A).testSessionId == SESSION_A
+        server.routes[("GET", SESSION_PATH)] = trickle_headers(0.1)
+        raised, elapsed, _ = measure(lambda: client.get_session(SESSION_A))
+    assert isinstance(raised, errors.ReadTimeoutError), raised
+    assert 2.9 < elapsed < 3.6
 
 
 @pytest.mark.timeout(60)

@@ -22,10 +22,17 @@ from urllib.parse import quote, urlsplit
 import requests
 import urllib3
 from pydantic import BaseModel, ValidationError
-from requests.adapters import HTTPAdapter
 
 from runner import TOOL_NAME, __version__
-from runner.client.answer import MAX_ANSWER_BYTES, AnswerTooLarge, AnswerTooSlow, UnknownEncoding, load_answer
+from runner.client.answer import (
+    MAX_ANSWER_BYTES,
+    AnswerTooLarge,
+    AnswerTooSlow,
+    BoundedAdapter,
+    UnknownEncoding,
+    headers_by,
+    load_answer,
+)
 from runner.client.ratelimit import RateLimiter
 from runner.client.retry import CallKind, RetryPolicy, parse_retry_after
 from runner.core.errors import (
@@ -212,7 +219,7 @@ class ApiClient:
         self._api_key = api_key  # only for masking it, should a proxy ever echo it in an error page
         self._session = requests.Session()
         # No retries inside urllib3: every resend is decided by our policy.
-        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
+        adapter = BoundedAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
         self._session.headers.update(
@@ -470,18 +477,19 @@ class ApiClient:
                 self._request_count += 1
             answer_deadline = time.monotonic() + answer_seconds
             try:
-                response = self._session.request(
-                    method,
-                    self.base_url + path,
-                    params=params,
-                    json=json_body,
-                    timeout=(
-                        min(self.connect_timeout, read_timeout or self.connect_timeout),
-                        min(read_timeout or self.read_timeout, answer_seconds),
-                    ),
-                    allow_redirects=False,
-                    stream=True,
-                )
+                with headers_by(answer_deadline):  # a status line trickled byte by byte ends here too
+                    response = self._session.request(
+                        method,
+                        self.base_url + path,
+                        params=params,
+                        json=json_body,
+                        timeout=(
+                            min(self.connect_timeout, read_timeout or self.connect_timeout),
+                            min(read_timeout or self.read_timeout, answer_seconds),
+                        ),
+                        allow_redirects=False,
+                        stream=True,
+                    )
                 load_answer(response, max_bytes=self.max_answer_bytes, deadline=answer_deadline)
                 return response
             except AnswerTooSlow:
