@@ -358,6 +358,38 @@ def test_percent_encoded_echo_and_query_token_leak_nothing(tmp_path: Path, world
 
 
 @pytest.mark.parametrize(
+    ("query", "stored"),
+    [
+        (f"?ref={SPEC_SECRET}&page=2", "https://git.example.com/acme/shop.git?page=2"),
+        (f"?q=v-{urllib.parse.quote(SPEC_SECRET_ODD)}", None),
+    ],
+    ids=["ordinary-name", "inside-a-value"],
+)
+def test_a_secret_under_an_ordinary_query_parameter_never_reaches_the_service(
+    tmp_path: Path, world_factory: Any, query: str, stored: str | None
+) -> None:
+    """The origin URL carries a spec secret under a name that says nothing (`ref`), or inside a
+    value: the service's copy of metadata.repoUrl drops the parameter, or the URL when it cannot."""
+    emu = world_factory(world())
+    work = workspace(tmp_path)
+    git(work, "remote", "set-url", "origin", f"https://git.example.com/acme/shop.git{query}")
+    env = base_env(tmp_path)
+    env.update(TESTSESSION_API_KEY=API_KEY, TESTSESSION_ACCOUNT_ID=ACCOUNT, TESTSESSION_BASE_URL=emu.url)
+    proc = run(["-m", "runner", "run", "--tag", "ok", "--verbose"], env, work)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (session,) = json.loads((work / "out" / "results.json").read_text(encoding="utf-8"))["sessions"]
+    session_id = session["testSessionId"]
+    headers = {"Authorization": f"Bearer {API_KEY}", "X-Service-Account": ACCOUNT}
+    answer = requests.get(f"{emu.url}/v1/test-sessions/{session_id}", headers=headers, timeout=5)
+    metadata = answer.json()["metadata"]
+    assert metadata.get("repoUrl") == stored
+    assert metadata["commitId"]  # the rest of the commit metadata is still sent
+    assert leaks("session metadata", json.dumps(metadata), (SPEC_SECRET, SPEC_SECRET_ODD)) == []
+    if stored is None:
+        assert "metadata: repoUrl: left out, it holds a secret value of this run" in proc.stderr
+
+
+@pytest.mark.parametrize(
     ("source", "named"),
     [("spec", "secret variable DB_PASSWORD"), ("flag", "--secret-env PIN"), ("action", "--secret-env PIN")],
 )

@@ -206,7 +206,9 @@ class Job:
         requests = []
         for session in self.settings.spec.sessions:
             # The spec's own fields win over CI variables, which win over the local repository.
-            metadata = resolve_metadata(session.metadata, self.environ, Path.cwd(), self._note)
+            metadata = resolve_metadata(
+                session.metadata, self.environ, Path.cwd(), self._note, self.redact.secrets
+            )
             requests.append(session.to_trigger(metadata))
         commit = requests[0].metadata if requests and requests[0].metadata else SessionMetadata()
         return requests, commit
