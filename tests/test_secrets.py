@@ -391,7 +391,13 @@ def test_a_secret_under_an_ordinary_query_parameter_never_reaches_the_service(
 
 @pytest.mark.parametrize(
     ("source", "named"),
-    [("spec", "secret variable DB_PASSWORD"), ("flag", "--secret-env PIN"), ("action", "--secret-env PIN")],
+    [
+        ("spec", "secret variable DB_PASSWORD"),
+        ("flag", "--secret-env PIN"),
+        ("action", "--secret-env PIN"),
+        ("api-key", "TESTSESSION_API_KEY"),
+        ("action-api-key", "TESTSESSION_API_KEY"),
+    ],
 )
 def test_secret_too_short_to_mask_is_refused(tmp_path: Path, source: str, named: str) -> None:
     """A 1-2 character secret cannot be masked without shredding ordinary text: exit 2, one line
@@ -414,13 +420,23 @@ def test_secret_too_short_to_mask_is_refused(tmp_path: Path, source: str, named:
     elif source == "flag":
         env["PIN"] = "7"
         procs = [run(["-m", "runner", "run", "--secret-env", "PIN"], env, work)]
-    else:
+    elif source == "action":
         env.update({"GITHUB_ACTIONS": "true", "INPUT_API_KEY": API_KEY, "INPUT_SECRET_ENV": "PIN=7"})
+        procs = [run(["-m", "runner.cli.action"], env, work)]
+    elif source == "api-key":
+        env["TESTSESSION_API_KEY"] = "k7"
+        procs = [run(["-m", "runner", *argv], env, work) for argv in (["run"], ["sessions", "get", "x"])]
+    else:
+        env.update({"GITHUB_ACTIONS": "true", "INPUT_API_KEY": "k"})
         procs = [run(["-m", "runner.cli.action"], env, work)]
     for proc in procs:
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert named in proc.stderr and "at least 3 characters" in proc.stderr
         assert "Traceback" not in proc.stderr
+        if source.endswith("api-key"):  # one line, and the key is not in it
+            (line,) = proc.stderr.splitlines()
+            assert line.startswith("testsession: error: TESTSESSION_API_KEY: a secret must be at least 3")
+            assert " k7" not in line and "'k'" not in line
 
 
 def test_query_credentials_are_stripped_from_urls() -> None:

@@ -102,6 +102,9 @@ class Connection:
         if missing:
             raise UsageError("missing credentials: set " + ", ".join(missing) + " (or use `run --emulator`)")
         assert self.base_url and self.api_key and self.account_id
+        from runner.core.redact import check_secret
+
+        check_secret(self.api_key, ENV_API_KEY)  # a 1-2 character key could not be masked
         from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem
 
         header = self.account_header or DEFAULT_ACCOUNT_HEADER
