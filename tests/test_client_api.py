@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import requests
 from conftest import never_ending_world
+from hostile import SESSION_A, HostileServer, json_answer, session_json
 
 from runner.client import ApiClient
 from runner.core.errors import (
@@ -205,13 +206,24 @@ def test_update_check_warns_and_sends_auto_assign(client: ApiClient) -> None:
     assert (check.model_extra or {}).get("autoAssignAlerts") is False
 
 
-def test_lenient_parsing_keeps_unknown_fields(client: ApiClient) -> None:
-    session = trigger_checkout(client)
-    # The emulator's results carry fields our model does not name (e.g. responseTime is named, but
-    # unknown ones must not break parsing); the answer round-trips as JSON.
+def test_lenient_parsing_keeps_unknown_fields() -> None:
+    """A service newer than this client: fields it does not name and a status it does not know, on
+    the session and on a result, are kept (and dumped again), never fatal."""
+    answer = session_json(SESSION_A, status="QUEUED_FOR_REVIEW", result_status="SKIPPED_BY_POLICY")
+    answer["costCenter"] = {"team": "checkout", "budget": 12}
+    answer["results"][0]["carbonGrams"] = 0.42
+    with (
+        HostileServer({("GET", f"/v1/test-sessions/{SESSION_A}"): json_answer(answer)}) as server,
+        ApiClient(server.url, "tsk_lenient_0123", "acct", max_retries=0) as client,
+    ):
+        session = client.get_session(SESSION_A)
+    assert session.status == "QUEUED_FOR_REVIEW"
+    assert session.model_extra == {"costCenter": {"team": "checkout", "budget": 12}}
+    (result,) = session.results
+    assert result.status == "SKIPPED_BY_POLICY" and result.model_extra == {"carbonGrams": 0.42}
     dumped = session.model_dump(mode="json")
-    assert dumped["testSessionId"] == session.testSessionId
-    assert isinstance(dumped["results"], list)
+    assert dumped["costCenter"] == {"team": "checkout", "budget": 12}
+    assert dumped["results"][0]["carbonGrams"] == 0.42
 
 
 # --- error statuses ----------------------------------------------------------------------------

@@ -48,5 +48,7 @@ def test_demo_with_stdout_closed_early_exits_with_the_gates_code(tmp_path: Path,
     assert first
     assert code == 1, said  # the demo world has failing checks: the gate says 1, whoever reads stdout
     assert "Exception ignored" not in said and "Traceback" not in said and "BrokenPipeError" not in said
-    outcome = json.loads((tmp_path / "testsession-reports" / "results.json").read_text(encoding="utf-8"))
-    assert outcome["exitCode"] == 1 and outcome["verdict"] == "failed"
+    reports = tmp_path / "testsession-reports"
+    outcome = json.loads((reports / "results.json").read_text(encoding="utf-8"))
+    assert outcome["exitCode"] == 1 and outcome["verdict"] == "failed" and outcome["partial"] is False
+    assert (reports / "junit.xml").stat().st_size > 0 and (reports / "summary.md").stat().st_size > 0
