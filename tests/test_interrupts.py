@@ -14,7 +14,6 @@ import subprocess
 import sys
 import threading
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 import requests
 from conftest import REPO_ROOT, auth_headers, never_ending_world
+from helpers import junit_xsd_errors
 
 from runner.emulator import Emulator
 from runner.reports import load_outcome
@@ -29,7 +29,6 @@ from runner.reports import load_outcome
 # A check that hangs must stay running until the test cancels or interrupts it (see conftest).
 EMULATOR_WORLD = never_ending_world()
 
-XSD = REPO_ROOT.parent / "shared" / "junit" / "junit-10.xsd"
 PHASE_LIMIT = 30.0  # seconds to reach a phase (a cold interpreter on a loaded machine included)
 EXIT_LIMIT = 10.0  # seconds from the signal to the exit: the 5 s cancel grace plus slack
 SIGNALS = [
@@ -183,14 +182,7 @@ def partial_reports(tmp_path: Path, code: int, signal_name: str) -> Any:
     assert outcome.exitCode == code
     assert outcome.verdict == "interrupted"
     assert outcome.message == f"interrupted by {signal_name}"
-    ET.parse(reports / "junit.xml")
-    if XSD.exists():
-        import xmlschema
-
-        errors = [
-            str(e.reason) for e in xmlschema.XMLSchema(str(XSD)).iter_errors(str(reports / "junit.xml"))
-        ]
-        assert errors == []
+    assert junit_xsd_errors(reports / "junit.xml") == []
     markdown = reports / "summary.md"
     assert 0 < markdown.stat().st_size < 1024 * 1024
     return outcome
