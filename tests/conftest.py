@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import JUNIT_XSD, REPO_ROOT
+from helpers import CI_PREFIXES, JUNIT_XSD, REPO_ROOT
 
 from runner.emulator import Emulator
 from runner.emulator.world import DEFAULT_WORLD
@@ -69,9 +69,6 @@ def emulator(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) ->
         yield emu
     finally:
         emu.stop(wait=False)  # its thread winds down while the next test runs
-
-
-CI_PREFIXES = ("GITHUB_", "GITLAB", "CI_", "CIRCLE", "BUILDKITE", "JENKINS", "BITBUCKET")
 
 
 @pytest.fixture

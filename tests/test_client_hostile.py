@@ -5,7 +5,6 @@ session's. Every answer is bounded in time and size, and a wrong answer is never
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers import child_env
 from hostile import (
     SESSION_A,
     SESSION_B,
@@ -55,8 +55,7 @@ def session_routes(completion: Route, session: Route | None = None) -> dict[tupl
 def run_cli(
     url: str, tmp_path: Path, *extra: str, timeout: float = 60
 ) -> tuple[subprocess.CompletedProcess[str], float]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GITLAB_", "CI"))}
-    env.update(TESTSESSION_API_KEY=KEY, TESTSESSION_ACCOUNT_ID=ACCOUNT, TESTSESSION_BASE_URL=url)
+    env = child_env(TESTSESSION_API_KEY=KEY, TESTSESSION_ACCOUNT_ID=ACCOUNT, TESTSESSION_BASE_URL=url)
     argv = [sys.executable, "-m", "runner", "run", "--location", "eu-west-1", "--check-id", CHECK]
     argv += ["--no-rca", "--json", str(tmp_path / "results.json"), "--junit", "", "--markdown", ""]
     started = time.monotonic()

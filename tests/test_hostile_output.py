@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO_ROOT, default_world_dict
+from conftest import default_world_dict
+from helpers import child_env
 
 from runner.ci.console import Console
 from runner.emulator import Emulator
@@ -45,7 +45,7 @@ def test_the_line_check_catches_what_it_is_for() -> None:
 
 def test_every_service_text_on_the_console_stays_inside_its_line() -> None:
     stream = io.StringIO()
-    console = Console(stream=stream, environ={"GITHUB_ACTIONS": "true", "NO_COLOR": "1"})
+    console = Console(stream=stream, environ={"GITHUB_ACTIONS": "true"})
     where = Where(HOSTILE, HOSTILE)
     result = ResultOutcome(
         id="r1",
@@ -85,22 +85,15 @@ HOSTILE_WORLD["accounts"][0]["checks"].append(
 )
 
 
-def run_env(emu: Emulator, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TESTSESSION_", "GITHUB_", "GITLAB_"))}
-    env.update(
-        TESTSESSION_API_KEY=emu.api_key,
-        TESTSESSION_ACCOUNT_ID=emu.account_id,
-        TESTSESSION_BASE_URL=emu.url,
-        PYTHONPATH=str(REPO_ROOT),
-        NO_COLOR="1",
-        **extra,
-    )
-    return env
-
-
 def test_a_hostile_check_in_a_github_log(tmp_path: Path) -> None:
     with Emulator(world=HOSTILE_WORLD, speed=25) as emu:
-        env = run_env(emu, GITHUB_ACTIONS="true", GITHUB_OUTPUT=str(tmp_path / "out.txt"))
+        env = child_env(
+            TESTSESSION_API_KEY=emu.api_key,
+            TESTSESSION_ACCOUNT_ID=emu.account_id,
+            TESTSESSION_BASE_URL=emu.url,
+            GITHUB_ACTIONS="true",
+            GITHUB_OUTPUT=str(tmp_path / "out.txt"),
+        )
         proc = subprocess.run(
             [sys.executable, "-m", "runner", "run", "--location", "eu-west-1", "--tag", "hostile"],
             env=env,

@@ -8,7 +8,6 @@ still in flight, from the emulator's fault counter; every wait is bounded.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -20,8 +19,8 @@ from typing import Any
 
 import pytest
 import requests
-from conftest import REPO_ROOT, auth_headers, never_ending_world
-from helpers import junit_xsd_errors
+from conftest import auth_headers, never_ending_world
+from helpers import child_env, junit_xsd_errors
 
 from runner.emulator import Emulator
 from runner.reports import load_outcome
@@ -41,14 +40,10 @@ class RunProcess:
     """`python -m runner run SPEC` against the emulator; stdout lines collected by a reader thread."""
 
     def __init__(self, emulator: Emulator, spec: Path, workdir: Path) -> None:
-        env = {
-            k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GITLAB_", "TESTSESSION_"))
-        }
-        env.update(
+        env = child_env(
             TESTSESSION_BASE_URL=emulator.url,
             TESTSESSION_API_KEY=emulator.api_key,
             TESTSESSION_ACCOUNT_ID=emulator.account_id,
-            PYTHONPATH=str(REPO_ROOT),
         )
         self.stderr_path = workdir / "stderr.txt"
         self._stderr = self.stderr_path.open("w", encoding="utf-8")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import html
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -24,6 +23,7 @@ from typing import Any
 
 import pytest
 import requests
+from helpers import child_env
 
 REPO = Path(__file__).resolve().parent.parent
 API_KEY = "tsk_LEAKCHECK_3f9a8b7c5d1e2f40"
@@ -112,9 +112,7 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def base_env(tmp_path: Path) -> dict[str, str]:
-    drop = ("GITHUB_", "GITLAB_", "CI_", "RUNNER_", "INPUT_", "TESTSESSION_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(drop) and k != "CI"}
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env = child_env()
     config = tmp_path / "gitconfig"
     config.write_text("")
     env.update(
