@@ -7,7 +7,6 @@ and the environment; everything after gets what it needs at construction.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import signal
 import sys
@@ -108,7 +107,7 @@ class JobSettings:
 def _connection(args: argparse.Namespace) -> Connection:
     connection = Connection.from_args(args)
     if hasattr(args, "emulator"):  # `run` (wait has no --emulator: its hint stays the emulator command)
-        return dataclasses.replace(connection, hint="or use `run --emulator`")
+        connection.hint = "or use `run --emulator`"
     return connection
 
 
@@ -221,7 +220,9 @@ class Job:
         requests = []
         for session in self.settings.spec.sessions:
             # The spec's own fields win over CI variables, which win over the local repository.
-            metadata = resolve_metadata(session.metadata, self.environ, Path.cwd(), self._note)
+            metadata = resolve_metadata(
+                session.metadata, self.environ, Path.cwd(), self._note, self.redact.secrets
+            )
             requests.append(session.to_trigger(metadata))
         commit = requests[0].metadata if requests and requests[0].metadata else SessionMetadata()
         return requests, commit

@@ -20,10 +20,9 @@ from urllib.parse import SplitResult, urlsplit
 
 import requests
 from pydantic import BaseModel, ValidationError
-from requests.adapters import HTTPAdapter
 
 from runner import TOOL_NAME, __version__
-from runner.client.answer import MAX_ANSWER_BYTES
+from runner.client.answer import MAX_ANSWER_BYTES, BoundedAdapter
 from runner.client.ratelimit import RateLimiter
 from runner.client.retry import RetryPolicy, parse_retry_after
 from runner.client.transport import exchange
@@ -214,7 +213,7 @@ class ApiClient:
         self._api_key = api_key  # only for masking it, should a proxy ever echo it in an error page
         self._session = requests.Session()
         # No retries inside urllib3: every resend is decided by our policy.
-        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
+        adapter = BoundedAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
         self._session.headers.update(
