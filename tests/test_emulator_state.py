@@ -248,8 +248,12 @@ def sqlite_file(path: Path, *statements: str) -> Path:
             lambda p: sqlite_file(p, f"PRAGMA application_id = {APPLICATION_ID}", "PRAGMA user_version = 7"),
             "a testsession state file of a newer schema (version 7; this testsession reads versions up to 1)",
         ),
+        (
+            lambda p: p.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 8) and p,
+            "cannot be used as a state file (file is not a database)",
+        ),
     ],
-    ids=["text", "foreign-tables", "foreign-application-id", "newer-schema"],
+    ids=["text", "foreign-tables", "foreign-application-id", "newer-schema", "damaged"],
 )
 def test_a_file_that_is_not_ours_is_refused_untouched(
     make: Any, says: str, tmp_path: Path, fast_world: Path, capsys: pytest.CaptureFixture[str]
@@ -325,3 +329,21 @@ def test_a_reset_keeps_the_files_history_and_a_restart_reads_it(
         )
         assert restored.json()["firstSeen"] == group.json()["firstSeen"]
         assert finished(emu, PROFILE)["errorGroupIds"] == [group_id]
+
+
+def test_the_file_keeps_the_newest_sessions_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from runner.emulator.core import state as state_module
+
+    for name in ("TESTSESSION_API_KEY", "TESTSESSION_ACCOUNT_ID", "TESTSESSION_ACCOUNT_HEADER"):
+        monkeypatch.delenv(name, raising=False)
+    state = tmp_path / "state.db"
+    with Emulator(speed=40, state=state) as emu:
+        sessions = [finished(emu, PROFILE)["testSessionId"] for _ in range(3)]
+    monkeypatch.setattr(state_module, "MAX_SESSIONS", 2)
+    with Emulator(speed=40, state=state) as emu:
+        headers = auth_headers(emu)
+        codes = [
+            requests.get(f"{emu.url}/v1/test-sessions/{s}", headers=headers, timeout=5).status_code
+            for s in sessions
+        ]
+    assert codes == [404, 200, 200]

@@ -12,6 +12,8 @@ only and nothing here runs.
   schema (PRAGMA application_id / user_version) is refused with one line naming the file.
 - A session still running when its process died is read back as CANCELLED at the moment it was last
   rendered (its checks will never finish: the process that ran them is gone).
+- Bounded: at open, only the newest MAX_SESSIONS sessions and the MAX_GROUPS most recently seen error
+  groups (with their analyses) are kept.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ from runner.models import TestSession
 APPLICATION_ID = 0x54534553  # "TSES": PRAGMA application_id of a testsession state file
 SCHEMA_VERSION = 1  # PRAGMA user_version; MIGRATIONS[v] turns version v into v + 1
 LOCK_WAIT_SECONDS = 2.0
+# The file stays bounded however many pipelines use it: the newest sessions and the most recently seen
+# error groups are kept (a group is what makes a failure known; a session only answers a late GET).
+MAX_SESSIONS = 500
+MAX_GROUPS = 10_000
 SQLITE_HEADER = b"SQLite format 3\x00"
 _LOCK_OFFSET = 64  # Windows locks a byte range; the pid is written before it, where others can read it
 
@@ -277,6 +283,7 @@ class StateFile:
                 if refusal:
                     raise StateFileError(refusal)
                 _prepare(connection)
+                _tidy(connection)
             except BaseException:
                 connection.close()
                 raise
@@ -286,9 +293,7 @@ class StateFile:
         except BaseException:
             os.close(lock_fd)
             raise
-        state = cls(path, connection, lock_fd)
-        state._abandon_running()
-        return state
+        return cls(path, connection, lock_fd)
 
     def close(self) -> None:
         with self._mutex:
@@ -438,26 +443,6 @@ class StateFile:
             return None
         return SessionRow(row[0], row[1], row[2], json.loads(row[3]))
 
-    def _abandon_running(self) -> None:
-        """Sessions whose process died while they ran: CANCELLED when they were last rendered."""
-        with self._connection() as db:
-            if db is None:
-                return
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                for session_id, rendered_at, body in db.execute(
-                    "SELECT id, rendered_at, body FROM sessions WHERE final = 0"
-                ).fetchall():
-                    cancelled = _cancelled(json.loads(body), rendered_at)
-                    db.execute(
-                        "UPDATE sessions SET status = 'CANCELLED', final = 1, body = ? WHERE id = ?",
-                        (json.dumps(cancelled), session_id),
-                    )
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-
 
 def _prepare(connection: sqlite3.Connection) -> None:
     """WAL, then the schema: created in an empty file, migrated in an older one, in one transaction."""
@@ -473,6 +458,32 @@ def _prepare(connection: sqlite3.Connection) -> None:
                 connection.execute(statement)
         connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+
+
+def _tidy(connection: sqlite3.Connection) -> None:
+    """At open, in one transaction: the sessions whose process died while they ran become CANCELLED
+    as they were last rendered (their checks will never finish), and what is beyond the bounds goes."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        for session_id, rendered_at, body in connection.execute(
+            "SELECT id, rendered_at, body FROM sessions WHERE final = 0"
+        ).fetchall():
+            connection.execute(
+                "UPDATE sessions SET status = 'CANCELLED', final = 1, body = ? WHERE id = ?",
+                (json.dumps(_cancelled(json.loads(body), rendered_at)), session_id),
+            )
+        connection.execute(
+            "DELETE FROM sessions WHERE id NOT IN"
+            " (SELECT id FROM sessions ORDER BY rendered_at DESC LIMIT ?)",
+            (MAX_SESSIONS,),
+        )
+        stale = "SELECT id FROM error_groups ORDER BY last_seen DESC LIMIT -1 OFFSET ?"
+        connection.execute(f"DELETE FROM analyses WHERE group_id IN ({stale})", (MAX_GROUPS,))
+        connection.execute(f"DELETE FROM error_groups WHERE id IN ({stale})", (MAX_GROUPS,))
         connection.execute("COMMIT")
     except BaseException:
         connection.execute("ROLLBACK")
