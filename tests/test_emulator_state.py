@@ -99,7 +99,7 @@ def test_a_failure_of_the_first_run_is_known_in_the_second(tmp_path: Path, fast_
 # --- a real `testsession emulator --state` process ---------------------------------------------------
 
 
-def start_emulator(state: Path, cwd: Path, speed: str = "10") -> tuple[subprocess.Popen[str], str]:
+def start_emulator(state: Path, cwd: Path, speed: str = "5") -> tuple[subprocess.Popen[str], str]:
     """`testsession emulator --port 0 --state STATE` and its base URL (read from its export line)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "runner", "emulator", "--port", "0", "--speed", speed, "--state", str(state)],
@@ -150,7 +150,7 @@ def test_sigkill_mid_session_loses_nothing_committed(tmp_path: Path) -> None:
     proc, url = start_emulator(state, tmp_path)
     try:
         api = Client(url)
-        # Profile page script errors after 3 simulated seconds; the hanging export runs for 60.
+        # Profile page script errors after 3 simulated seconds (0.6 s); the hanging export runs for 60.
         body = {"name": "ci", "runLocation": "eu-west-1", "target": {"matchTags": [["profile"], ["hang"]]}}
         session_id = api.call("POST", "/v1/test-sessions/trigger", json=body)["testSessionId"]
 
