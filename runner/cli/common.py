@@ -21,6 +21,14 @@ ENV_API_KEY = "TESTSESSION_API_KEY"
 ENV_ACCOUNT_ID = "TESTSESSION_ACCOUNT_ID"
 ENV_BASE_URL = "TESTSESSION_BASE_URL"
 ENV_ACCOUNT_HEADER = "TESTSESSION_ACCOUNT_HEADER"
+# The emulator's state file (`emulator --state`, `run --emulator --state`): set once for a whole
+# pipeline, it applies wherever the emulator runs and is ignored where it does not.
+ENV_EMULATOR_STATE = "TESTSESSION_EMULATOR_STATE"
+STATE_HELP = (
+    "keep the emulator's error groups (first and last seen), analyses and sessions in this SQLite file, "
+    "so a failure seen by an earlier run is known (created when missing; locked while in use; env: "
+    f"{ENV_EMULATOR_STATE}). Without it, the emulator's state lasts as long as the process"
+)
 
 
 class Context:

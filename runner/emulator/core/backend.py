@@ -3,6 +3,9 @@ are (keys, accounts, sessions, error groups). The shell's routes are thin wrappe
 
 Thread-safe: every public method takes the one lock, and the stores behind it are only ever called
 under it. Tests and benchmarks read the state through `snapshot()`, a copy taken under the lock.
+
+With a state file (`state=PATH`, core/state.py), the error groups and sessions stores save every change
+to it and read back what earlier runs left; `close()` releases it.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from runner.emulator.core.accounts import Accounts
@@ -20,6 +24,7 @@ from runner.emulator.core.faults import FaultInjector
 from runner.emulator.core.groups import ErrorGroups
 from runner.emulator.core.keys import Keys, rate_limited
 from runner.emulator.core.sessions import SessionRecord, Sessions
+from runner.emulator.core.state import StateFile
 from runner.emulator.core.world import Settings, World, WorldCheck, load_world
 from runner.models import (
     Check,
@@ -39,7 +44,7 @@ from runner.models import (
 class Snapshot:
     """The emulator's state at one moment, copied out (changing it changes nothing in the emulator)."""
 
-    sessions: dict[str, SessionRecord]  # by id, in the order they were triggered
+    sessions: dict[str, SessionRecord]  # by id, in the order they were triggered (by this process)
     checks: dict[str, dict[str, WorldCheck]]  # account id -> check id -> the check, updates applied
     incident_updates: list[tuple[str, IncidentUpdate]]  # (incident id, update)
     dashboards: dict[str, tuple[str, Dashboard]]  # id -> (account id, dashboard)
@@ -48,7 +53,9 @@ class Snapshot:
 class Backend:
     """The emulated service."""
 
-    def __init__(self, world: World | None = None, speed: float | None = None) -> None:
+    def __init__(
+        self, world: World | None = None, speed: float | None = None, state: str | Path | None = None
+    ) -> None:
         self._lock = threading.RLock()
         self._listeners: set[Callable[[], None]] = set()
         self.world: World = world or load_world()
@@ -58,12 +65,34 @@ class Backend:
         self.clock = SimClock(speed or self.world.settings.speed)
         self.faults = FaultInjector(self.world.settings.seed)
         self.base_url = ""  # where the server listens, once it does: session links point there
+        self.state = StateFile.open(state) if state is not None else None
+        if self.state is not None:
+            self._catch_up(self.state)
         self._keys = Keys()
         self._accounts = Accounts(self.clock)
-        self._groups = ErrorGroups(self.clock)
-        self._sessions = Sessions(self.clock, self._groups)
+        self._groups = ErrorGroups(self.clock, self.state)
+        self._sessions = Sessions(self.clock, self._groups, self.state)
         self._requests: dict[str, Counter[str]] = {}  # operation name -> status -> requests
-        self.load(self.world)
+        try:
+            self.load(self.world)
+        except BaseException:
+            self.close()
+            raise
+
+    def _catch_up(self, state: StateFile) -> None:
+        """Simulated time never goes back, across processes too: at a speed above 1 an earlier run's
+        times lie ahead of the wall clock, and this run's sessions must start after them (or a failure
+        of that run would look new)."""
+        latest = state.latest()
+        if latest is not None:
+            self.clock.advance(max(0.0, self.clock.from_epoch(latest) - self.clock.now() + 0.001))
+
+    def close(self) -> None:
+        """Releases the state file (its running sessions saved as cancelled); without one, nothing."""
+        with self._lock:
+            if self.state is not None:
+                self._sessions.abandon(self.base_url)
+                self.state.close()
 
     # --- state -------------------------------------------------------------------------------
 
@@ -76,6 +105,7 @@ class Backend:
             self.settings = world.settings.model_copy(deep=True)
             self.clock.set_speed(self._speed or world.settings.speed)
             self.faults.set(world.settings.faults)
+            self._sessions.abandon(self.base_url)  # with a state file: kept there, running ones cancelled
             for store in (self._keys, self._accounts, self._groups, self._sessions):
                 store.clear()
             self._requests.clear()
@@ -209,7 +239,10 @@ class Backend:
 
     def cancel(self, account_id: str, session_id: str) -> None:
         with self._lock:
-            self._sessions.cancel(self._sessions.get(account_id, session_id))
+            session = self._sessions.get(account_id, session_id)
+            self._sessions.cancel(session)
+            if self.state is not None:
+                self._sessions.render(session, self.base_url)  # saves the cancel at once
         self._notify()
 
     # --- error groups and analyses -----------------------------------------------------------

@@ -14,6 +14,7 @@ from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import ApiFailure, not_found
 from runner.emulator.core.groups import ErrorGroups
 from runner.emulator.core.simulation import CheckRun, plan_run, render_run
+from runner.emulator.core.state import SessionRow, StateFile
 from runner.emulator.core.world import Settings, WorldCheck
 from runner.models import NO_MATCHING_CHECKS, SessionResult, TestSession, TriggerRequest
 
@@ -54,6 +55,16 @@ class SessionRecord:
     cancelled_at: float | None
 
 
+@dataclass(frozen=True)
+class StoredSession:
+    """A session of an earlier process (or from before a reset), read back from the state file: final,
+    as it was last rendered (one that was still running is CANCELLED, see state.py)."""
+
+    id: str
+    account_id: str
+    row: SessionRow
+
+
 def match_checks(account: AccountState, request: TriggerRequest) -> list[WorldCheck]:
     """The account's checks the trigger's target selects: with tags and ids both given, a check must
     pass both filters."""
@@ -77,10 +88,20 @@ def match_checks(account: AccountState, request: TriggerRequest) -> list[WorldCh
 class Sessions:
     """Not thread-safe: the Backend calls it under its lock."""
 
-    def __init__(self, clock: SimClock, groups: ErrorGroups) -> None:
+    def __init__(self, clock: SimClock, groups: ErrorGroups, state: StateFile | None = None) -> None:
         self._clock = clock
         self._groups = groups  # failures are recorded in their error group as they happen
         self._sessions: dict[str, Session] = {}
+        self._state = state  # with --state: each rendering that shows a change is saved
+
+    def abandon(self, base_url: str) -> None:
+        """Before the sessions are dropped (reset, stop), with a state file: each is saved as it is
+        now, the running ones cancelled first, so the file never keeps a session that no process runs."""
+        if self._state is None:
+            return
+        for session in self._sessions.values():
+            self.cancel(session)  # does nothing to a session that has ended
+            self.render(session, base_url)
 
     def clear(self) -> None:
         self._sessions.clear()
@@ -123,24 +144,30 @@ class Sessions:
         self._sessions[session.id] = session
         return session
 
-    def get(self, account_id: str, session_id: str) -> Session:
-        session = self._sessions.get(session_id)
+    def get(self, account_id: str, session_id: str) -> Session | StoredSession:
+        session = self.find(session_id)
         if session is None or session.account_id != account_id:
             raise not_found("Test session")
         return session
 
-    def find(self, session_id: str) -> Session | None:
-        """A session of any account."""
-        return self._sessions.get(session_id)
+    def find(self, session_id: str) -> Session | StoredSession | None:
+        """A session of any account: of this process, else one the state file keeps."""
+        session = self._sessions.get(session_id)
+        if session is not None or self._state is None:
+            return session
+        row = self._state.session(session_id)
+        return StoredSession(row.id, row.account_id, row) if row else None
 
-    def real_seconds_to_end(self, session: Session) -> float | None:
+    def real_seconds_to_end(self, session: Session | StoredSession) -> float | None:
         """Real seconds until the session is final; None when it never ends on its own."""
-        if session.cancelled_at is not None:
+        if isinstance(session, StoredSession) or session.cancelled_at is not None:
             return 0.0
         end = session.end
         return None if end is None else self._clock.real_seconds_until(end)
 
-    def cancel(self, session: Session) -> None:
+    def cancel(self, session: Session | StoredSession) -> None:
+        if isinstance(session, StoredSession):
+            return  # final
         now = self._clock.now()
         end = session.end
         if session.cancelled_at is None and (end is None or end > now):
@@ -162,8 +189,10 @@ class Sessions:
                     session.account_id, run.check, attempt.message or "", attempt.end, environment
                 )
 
-    def render(self, session: Session, base_url: str) -> TestSession:
+    def render(self, session: Session | StoredSession, base_url: str) -> TestSession:
         """The session as the API shows it now."""
+        if isinstance(session, StoredSession):
+            return _stored_rendering(session.row, base_url)
         clock = self._clock
         at = self._view_time(session)
         self._materialize(session, at)
@@ -187,7 +216,7 @@ class Sessions:
         # Only what was given is set: no `metadata: null` when the trigger sent none (the route
         # leaves unset fields out).
         given = {} if session.metadata is None else {"metadata": session.metadata}
-        return TestSession(
+        rendering = TestSession(
             testSessionId=session.id,
             testSessionLink=link,
             name=session.name,
@@ -199,3 +228,24 @@ class Sessions:
             results=results,
             **given,
         )
+        if self._state is not None:
+            self._state.save_session(session.account_id, rendering, base_url, clock.to_epoch(at))
+        return rendering
+
+
+def _stored_rendering(row: SessionRow, base_url: str) -> TestSession:
+    """A stored rendering, its links moved to where this emulator listens now."""
+
+    def moved(link: Any) -> Any:
+        if isinstance(link, str) and row.base_url and link.startswith(row.base_url + "/"):
+            return base_url + link[len(row.base_url) :]
+        return link
+
+    body = dict(row.body)
+    if "testSessionLink" in body:
+        body["testSessionLink"] = moved(body["testSessionLink"])
+    body["results"] = [
+        {**r, "testSessionResultLink": moved(r.get("testSessionResultLink"))} if isinstance(r, dict) else r
+        for r in body.get("results") or []
+    ]
+    return TestSession.model_validate(body)

@@ -25,6 +25,7 @@ class Emulator:
         port: int = 0,
         speed: float | None = None,
         control_token: str | None = None,
+        state: str | Path | None = None,
     ) -> None:
         self.world = load_world(world)
         self.host, self.port = host, port
@@ -34,7 +35,9 @@ class Emulator:
         if self.control_token_generated:
             control_token = secrets.token_urlsafe(24)
         self.control_token = control_token
-        self.backend = Backend(self.world, speed=speed)
+        # With `state`, error groups, analyses and sessions live in that SQLite file (locked while this
+        # emulator runs) and outlast it: core/state.py.
+        self.backend = Backend(self.world, speed=speed, state=state)
         self.api_key, self.account_id = self.world.first_key()
         self.account_header = self.world.settings.accountHeader
         self._server: Any = None
@@ -92,12 +95,14 @@ class Emulator:
         if self._thread is not None:
             if not wait:  # uvicorn closes the listening socket itself as it winds down
                 self._thread = self._socket = None
+                self.backend.close()
                 return
             self._thread.join(5)
             self._thread = None
         if self._socket is not None:
             self._socket.close()
             self._socket = None
+        self.backend.close()
 
     def __enter__(self) -> Emulator:
         return self.start()
