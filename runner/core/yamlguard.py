@@ -19,8 +19,8 @@ MAX_DEPTH = 40
 class TooLarge(ValueError):
     """More nodes (aliases expanded) or deeper nesting than a document of ours ever has."""
 
-    def __init__(self) -> None:
-        super().__init__(f"more than {MAX_NODES} nodes or {MAX_DEPTH} levels (recursive aliases?)")
+    def __init__(self, max_nodes: int = MAX_NODES) -> None:
+        super().__init__(f"more than {max_nodes} nodes or {MAX_DEPTH} levels (recursive aliases?)")
 
 
 def check_node_budget(node: yaml.Node | None, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH) -> None:
@@ -34,7 +34,7 @@ def check_node_budget(node: yaml.Node | None, max_nodes: int = MAX_NODES, max_de
         current, depth = stack.pop()
         count += 1
         if count > max_nodes or depth > max_depth:
-            raise TooLarge
+            raise TooLarge(max_nodes)
         if isinstance(current, yaml.MappingNode):
             for key, value in current.value:
                 stack.append((key, depth + 1))
@@ -43,13 +43,13 @@ def check_node_budget(node: yaml.Node | None, max_nodes: int = MAX_NODES, max_de
             stack.extend((item, depth + 1) for item in current.value)
 
 
-def safe_load_bounded(text: str) -> Any:
+def safe_load_bounded(text: str, max_nodes: int = MAX_NODES) -> Any:
     """yaml.safe_load with the node budget checked before any object is constructed; TooLarge or a
     yaml.YAMLError otherwise."""
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
-        check_node_budget(node)
+        check_node_budget(node, max_nodes)
         return loader.construct_document(node) if node is not None else None
     finally:
         loader.dispose()

@@ -21,6 +21,7 @@ from runner.models.headers import (
 )
 from runner.models.resources import (
     Check,
+    CheckList,
     CheckUpdate,
     Dashboard,
     DashboardKeyRequest,
@@ -51,6 +52,7 @@ __all__ = [
     "ApiModel",
     "Artifact",
     "Check",
+    "CheckList",
     "CheckUpdate",
     "CreateAnalysisRequest",
     "Dashboard",
