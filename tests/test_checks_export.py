@@ -477,3 +477,16 @@ def test_a_secret_is_read_from_a_valid_environment_variable_name() -> None:
     assert env_name("SHOP_TOKEN") == "SHOP_TOKEN"
     assert env_name("card-number") == "card_number"
     assert env_name("1st.key") == "_1st_key"
+
+
+def test_hundreds_of_checks_export_to_a_world_that_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More nodes than a spec's YAML budget (20,000): worlds have their own, larger one."""
+    monkeypatch.setenv("TESTSESSION_API_KEY", KEY)
+    assertions = [{"source": "STATUS_CODE", "comparison": "EQUALS", "target": "200"}] * 3
+    checks = [
+        {"id": f"c{i}", "name": f"API {i}", "checkType": "API", "tags": ["t"],
+         "request": {"url": f"http://127.0.0.1:9/{i}", "assertions": assertions}}
+        for i in range(600)
+    ]  # fmt: skip
+    result = export_world(checks, account_id=ACCOUNT)
+    assert len(parse_world_text(result.text).accounts[0].checks) == 600

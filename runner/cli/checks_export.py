@@ -27,6 +27,10 @@ def checks_export(args: argparse.Namespace, ctx: Context) -> int:
     from runner.emulator.core.world import WorldError, parse_world_text
     from runner.reports.files import write_atomic
 
+    if args.verbose:
+        import logging
+
+        logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="testsession: %(message)s")
     tags = [tag for tag in args.tag or [] if tag.strip()]
     if args.tag and not tags:
         raise UsageError("--tag: must not be empty")
@@ -47,7 +51,7 @@ def checks_export(args: argparse.Namespace, ctx: Context) -> int:
         # The file must load as the emulator loads it: a world that does not is never written.
         parse_world_text(result.text, target)
     except WorldError as exc:
-        raise TestSessionError(f"the exported world does not load, nothing written (a bug): {exc}") from None
+        raise TestSessionError(f"the exported world does not load, nothing written: {exc}") from None
     if args.output:
         try:
             write_atomic(args.output, result.text)

@@ -46,7 +46,8 @@ def check_node_budget(node: yaml.Node | None, max_nodes: int = MAX_NODES, max_de
 def safe_load_bounded(text: str, max_nodes: int = MAX_NODES) -> Any:
     """yaml.safe_load with the node budget checked before any object is constructed; TooLarge or a
     yaml.YAMLError otherwise."""
-    loader = yaml.SafeLoader(text)
+    # libyaml's loader when PyYAML has it (the same nodes, ~10x faster: an exported world is large).
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
         node = loader.get_single_node()
         check_node_budget(node, max_nodes)

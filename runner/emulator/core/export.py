@@ -230,8 +230,9 @@ def _comment(text: str) -> str:
     return "# " + for_line(text, limit=400)
 
 
-class _Dumper(yaml.SafeDumper):
-    """Multi-line text (a script, a body) as a literal block where YAML allows one."""
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Multi-line text (a script, a body) as a literal block where YAML allows one (libyaml's
+    emitter when PyYAML has it)."""
 
 
 def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
