@@ -217,6 +217,24 @@ def test_a_check_is_served_with_its_definition_and_never_a_secret_value(emu: Emu
     assert get(emu, "/v1/checks/no-such-check").json()["message"] == "Check not found"
 
 
+def test_a_check_updated_by_put_is_served_as_updated_and_its_new_secret_never(emu: Emulator) -> None:
+    headers = {"Authorization": f"Bearer {KEY}", "X-Service-Account": ACCOUNT}
+    path = f"{emu.url}/v1/checks/{IDS['status']}"
+    try:
+        pin = {"key": "PIN", "value": "9981", "secret": True}
+        update = {"description": "new", "environmentVariables": [pin]}
+        assert requests.put(path, json=update, headers=headers, timeout=5).status_code == 200
+        served = get(emu, f"/v1/checks/{IDS['status']}").json()
+        assert served["description"] == "new" and "autoAssignAlerts" not in served
+        assert served["environmentVariables"] == [{**pin, "value": None, "locked": False}]
+        stored = emu.backend.snapshot().checks[ACCOUNT][IDS["status"]]
+        assert stored.environmentVariables[0].value == "9981"  # a session still has it
+        bad = requests.put(path, json={"environmentVariables": [{"value": "x"}]}, headers=headers, timeout=5)
+        assert bad.status_code == 400 and "environmentVariables" in bad.json()["message"]
+    finally:
+        emu.backend.reset()
+
+
 # --- the client reads every page, within bounds ---------------------------------------------------------
 
 

@@ -7,6 +7,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import ApiFailure, not_found
 from runner.emulator.core.world import SCRIPT_FIELDS, Account, WorldCheck
@@ -17,6 +19,7 @@ from runner.models import (
     DashboardRequest,
     IncidentUpdate,
     IncidentUpdateRequest,
+    describe_validation_error,
     frequency_offset_problem,
 )
 
@@ -223,7 +226,13 @@ class Accounts:
             if problem:
                 raise ApiFailure(400, f"frequencyOffset: {problem}")
         known = {k: v for k, v in changes.items() if k in WorldCheck.model_fields and v is not None}
-        account.checks[check_id] = check = check.model_copy(update=known)
+        try:
+            # Validated, not model_copy(update=...): a variable must become a WorldVariable (what GET
+            # serves, with a secret's value null, and what a session reads), never stay a plain dict.
+            check = WorldCheck.model_validate({**check.model_dump(exclude_unset=True), **known})
+        except ValidationError as exc:
+            raise ApiFailure(400, "; ".join(describe_validation_error(exc))) from None
+        account.checks[check_id] = check
         extras = account.check_extras.setdefault(check_id, {})
         extras.update(
             {k: v for k, v in update.model_dump(mode="json", exclude_unset=True).items() if k not in known}
