@@ -155,7 +155,9 @@ def read(srv: Server, **kwargs: Any) -> requests.Response:
         ("GET", "/v1/test-sessions/trigger/extra", None),
         ("DELETE", "/v1/test-sessions/5f0c", None),
         ("GET", "/_emulator/state", None),
-        ("GET", "/v1/checks/c1", None),
+        ("GET", "/v1/checks/c1", "get_check"),
+        ("GET", "/v1/checks", "list_checks"),
+        ("DELETE", "/v1/checks/c1", None),
         ("GET", "/", None),
     ],
 )

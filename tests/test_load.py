@@ -100,12 +100,14 @@ def cross_account_calls(ids: dict[str, str]) -> dict[str, list[tuple[str, str, A
         "delete_maintenance": [("DELETE", "/v1/maintenance-windows/9001/maintenances/m-9", None)],
         "delete_client_certificate": [("DELETE", "/v1/client-certificates/cert-9001", None)],
         "update_check": [("PUT", f"/v1/checks/{OTHER_CHECK}", {"name": "taken over"})],
+        "get_check": [("GET", f"/v1/checks/{OTHER_CHECK}", None)],
     }
 
 
 # create_dashboard names no resource: dashboards' customUrl/customDomain are one namespace for all
 # accounts (a taken name is 409 for everyone), so there is no id of the other account to refuse.
-NO_OWNED_ID = {"create_dashboard"}
+# list_checks names none either: it lists the caller's own checks (checked below: never the other's).
+NO_OWNED_ID = {"create_dashboard", "list_checks"}
 
 
 def test_every_route_refuses_the_other_accounts_ids(api: Any, emulator: Any) -> None:
@@ -124,6 +126,9 @@ def test_every_route_refuses_the_other_accounts_ids(api: Any, emulator: Any) -> 
             assert OTHER_ACCOUNT not in response.text
             checked.add(route)
     assert checked == set(NAMES) - NO_OWNED_ID  # every operation that names an id was refused
+    listed = api("GET", "/v1/checks?limit=100")
+    assert listed.status_code == 200 and listed.json()
+    assert OTHER_CHECK not in listed.text and OTHER_ACCOUNT not in listed.text
     # Nothing of the other account changed: its running session is not cancelled, its resources remain.
     other = {"key": OTHER_KEY, "account": OTHER_ACCOUNT}
     assert api("GET", f"/v1/test-sessions/{ids['running']}", **other).json()["status"] != "CANCELLED"

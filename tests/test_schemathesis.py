@@ -118,6 +118,9 @@ def test_every_route_answers_its_success_schema(st_schema: Any, st_emulator: Emu
     )  # fmt: skip
     call("POST", "/v1/dashboards", 201, body={"header": "st", "customUrl": "st-dash"})
     call("PUT", "/v1/checks/{id}", 200, path_parameters={"id": HOMEPAGE}, body={"name": "Homepage v2"})
+    call("GET", "/v1/checks/{id}", 200, path_parameters={"id": HOMEPAGE})
+    listed = call("GET", "/v1/checks", 200, query={"limit": 2, "page": 1, "tag": ["smoke"]})
+    assert len(listed) == 2
     call(
         "DELETE", "/v1/maintenance-windows/{id}/maintenances/{maintenanceId}", 204,
         path_parameters={"id": "2001", "maintenanceId": "m-1"},

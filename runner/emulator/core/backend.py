@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.emulator.core.accounts import Accounts
+from runner.emulator.core.accounts import Accounts, CheckFilter, CheckPage
 from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import ApiFailure
 from runner.emulator.core.faults import FaultInjector
@@ -288,6 +288,14 @@ class Backend:
     def create_dashboard(self, account_id: str, request: DashboardRequest) -> Dashboard:
         with self._lock:
             return self._accounts.create_dashboard(account_id, request)
+
+    def list_checks(self, account_id: str, where: CheckFilter, page: int, limit: int) -> CheckPage:
+        with self._lock:
+            return self._accounts.list_checks(account_id, where, page, limit)
+
+    def get_check(self, account_id: str, check_id: str) -> dict[str, Any]:
+        with self._lock:
+            return self._accounts.get_check(account_id, check_id)
 
     def update_check(self, account_id: str, check_id: str, update: CheckUpdate, auto_assign: bool) -> Check:
         with self._lock:
