@@ -291,7 +291,7 @@ def _too_slow(f: _Facts) -> tuple[Analysis, str]:
 _NETWORK = {
     "connection_refused": (
         "Nothing listens{at}: the connection was refused. The service is not running, crashed on "
-        "start, or listens on another port or address than the check's URL says.",
+        "start, or listens on another port or address than the check says.",
         "Start the service before the checks run and wait until its health endpoint answers; check "
         "the variables that build the check's address (host and port) for this environment.",
     ),
