@@ -68,8 +68,12 @@ def _ms(value: float) -> str:
     return f"{value:.1f} ms" if value < 10 else f"{value:.0f} ms"
 
 
+SUCCESS = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 301: "Moved Permanently",
+           302: "Found", 304: "Not Modified"}  # fmt: skip
+
+
 def _status(code: int) -> str:
-    reason = REASONS.get(code)
+    reason = REASONS.get(code) or SUCCESS.get(code)
     return f"{code} {reason}" if reason else str(code)
 
 
@@ -120,12 +124,25 @@ class _Facts:
         return f"; {what}: {self.body}" if self.body else ""
 
     def where_time_went(self) -> str:
-        slowest = slowest_phase(self.ev.timing)
-        if slowest is None or self.total <= 0:
+        timing = self.ev.timing
+        slowest = slowest_phase(timing)
+        if timing is None or slowest is None or self.total <= 0:
             return ""
         label, value = slowest
+        cut = ""
+        if timing.first_byte_ms is None:  # cut off before any answer: the phase it was stuck in
+            stuck = "connect" if timing.connect_ms is None else "first byte"
+            if (
+                stuck == "first byte"
+                and timing.tls_ms is None
+                and self.target.split(" ")[-1].startswith("https")
+            ):
+                stuck = "TLS"
+            rest = timing.total_ms - sum(v for n, _ in PHASES if (v := getattr(timing, n)) is not None)
+            if rest > value:
+                label, value, cut = stuck, rest, ", still under way when it was cut off"
         return (
-            f"The time went to {PHASE_MEANING[label]}: {label} {_ms(value)} of {_ms(self.total)} "
+            f"The time went to {PHASE_MEANING[label]}: {label} {_ms(value)} of {_ms(self.total)}{cut} "
             f"({self.timing})."
         )
 
@@ -212,9 +229,12 @@ def _http_status(f: _Facts, code: int) -> tuple[Analysis, str]:
     assertion = f" The assertion failed: {_assertion_detail(ev)}." if ev.failed_assertion is not None else ""
     classification, why, fix = _STATUS_RULES.get(code, _STATUS_RULES[500 if code >= 500 else 400])
     if code in GATEWAY:
-        classification, why = "INFRA ERROR", (
-            f"{pace} A {code} comes from a gateway or a service that declares itself unavailable: a "
-            "dependency behind it (a store, an upstream, a pool) is down or not ready in this build."
+        classification, why = (
+            "INFRA ERROR",
+            (
+                f"{pace} A {code} comes from a gateway or a service that declares itself unavailable: a "
+                "dependency behind it (a store, an upstream, a pool) is down or not ready in this build."
+            ),
         )
         fix = (
             f"Read the body and the log of the service for why it answered {code} (the dependency it "
@@ -239,22 +259,26 @@ def _http_status(f: _Facts, code: int) -> tuple[Analysis, str]:
 
 def _assertion(f: _Facts) -> tuple[Analysis, str]:
     ev = f.ev
+    failed = ev.failed_assertion
+    # "The assertion failed: STATUS_CODE ...", or for a DNS answer code no assertion looked at,
+    # "The check failed: DNS answer NXDOMAIN ...".
+    what = "assertion" if failed is not None else "check"
     detail = _assertion_detail(ev)
-    if ev.failed_assertion is None:  # a DNS answer code: no assertion looked at it
-        detail = f"failed: {detail}"
-    status = f" with {_status(ev.status_code)}" if ev.status_code is not None else ""
+    status = f" {_status(ev.status_code)}" if ev.status_code is not None else ""
     if ev.response_code is not None:
-        status = f" with {_q(ev.response_code, 20)}"
+        status = f" {_q(ev.response_code, 20)}"
+    # The body is quoted once: an assertion on it already says what came back.
+    said = "" if failed is not None and failed.source in ("TEXT_BODY", "RESPONSE_DATA") else f.said()
     return (
         Analysis(
             classification="ASSERTION FAILURE",
             userImpact=f"What {f.check} verifies changed: {detail}; users may see the same difference.",
-            rootCause=f"{f.target} answered{status}{f.at} after {_ms(f.total)}{f.said()}. The check "
+            rootCause=f"{f.target} answered{status}{f.at} after {_ms(f.total)}{said}. The {what} failed: "
             f"{detail}. Either the build changed this behaviour (a regression) or the check's "
             "expectation is out of date.",
             codeFix="Decide which side is right: fix the regression in the build, or update the "
             "assertion if the new behaviour is intended.",
-            evidence=f.artifacts(f"The answer of {f.target}{status}{f.said()}; the check {detail}."),
+            evidence=f.artifacts(f"The answer of {f.target}:{status}{said}; the {what} failed: {detail}."),
             referenceLinks=[LINKS["assertions"]],
         ),
         "run-assertion",
