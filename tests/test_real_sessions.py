@@ -414,3 +414,33 @@ def test_real_messages_group_across_ports_and_durations() -> None:
         "timeout: no answer within 3000 ms: localhost:9381",
     ]
     assert len({clean_message(m) for m in tcp}) == 1
+
+
+def test_the_pool_runs_at_most_its_limit_and_its_idle_threads_end() -> None:
+    import threading
+
+    from runner.emulator.core.realruns import Pool
+
+    pool = Pool(2, idle_seconds=0.1)
+    lock, running, most, done = threading.Lock(), [0], [0], threading.Semaphore(0)
+
+    def job() -> None:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+        done.release()
+
+    for _ in range(6):
+        pool.submit(job)
+    for _ in range(6):
+        assert done.acquire(timeout=5)
+    assert most[0] == 2 and pool.workers == 2
+    deadline = time.monotonic() + 5
+    while pool.workers and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert pool.workers == 0  # idle workers ended
+    pool.submit(job)  # and a new job still finds one
+    assert done.acquire(timeout=5)

@@ -13,6 +13,7 @@ wait within a fraction of a second (the executor's own guarantee).
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import uuid
@@ -96,38 +97,50 @@ def internal_error(exc: BaseException) -> Evidence:
 
 
 class Pool:
-    """At most `limit` jobs at once on daemon threads, first come first served; threads are started
-    as jobs arrive and then wait for more (a process may exit while they do)."""
+    """At most `limit` jobs at once on daemon threads, first come first served. Threads start as jobs
+    arrive and end after `idle_seconds` without one (a process may exit while they wait)."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, idle_seconds: float = 30.0) -> None:
         self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # every put, and every worker's decision to end, under it
         self._limit = limit
+        self._idle = idle_seconds
         self._workers = 0
+
+    @property
+    def workers(self) -> int:
+        """Threads alive (busy or waiting for a job)."""
+        with self._lock:
+            return self._workers
 
     def set_limit(self, limit: int) -> None:
         with self._lock:
             self._limit = limit
 
     def submit(self, work: Callable[[], None]) -> None:
-        self._jobs.put(work)
         with self._lock:
+            self._jobs.put(work)
             if self._workers >= self._limit:
-                return
+                return  # a worker takes it when it is free
             self._workers += 1
         threading.Thread(target=self._work, name="real-check", daemon=True).start()
 
     def _work(self) -> None:
         while True:
+            try:
+                work = self._jobs.get(timeout=self._idle)
+            except queue.Empty:
+                with self._lock:
+                    if self._jobs.empty():  # nothing was put since: no job is left without a worker
+                        self._workers -= 1
+                        return
+                continue
+            with contextlib.suppress(Exception):  # `execute` never raises; a worker outlives a bug anyway
+                work()
             with self._lock:
                 if self._workers > self._limit:  # the limit went down
                     self._workers -= 1
                     return
-            work = self._jobs.get()
-            try:
-                work()
-            except Exception:  # `execute` never raises; a worker must outlive a bug anyway
-                continue
 
 
 # --- a real check's run in the session, changed only under the Backend's lock --------------------------
