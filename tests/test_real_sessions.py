@@ -444,3 +444,33 @@ def test_the_pool_runs_at_most_its_limit_and_its_idle_threads_end() -> None:
     assert pool.workers == 0  # idle workers ended
     pool.submit(job)  # and a new job still finds one
     assert done.acquire(timeout=5)
+
+
+def test_tcp_and_dns_failures_are_analysed_from_their_answers(
+    start: Callable[..., Api], tcp_port: int, dns_server: DnsServer
+) -> None:
+    def dns(name: str, query: str, *assertions: dict[str, str]) -> dict[str, Any]:
+        request = {"query": query, "recordType": "A", "nameServer": "127.0.0.1", "port": dns_server.port,
+                   "assertions": list(assertions)}  # fmt: skip
+        return {"id": name, "name": name, "checkType": "DNS", "tags": ["real"], "request": request}
+
+    tcp = {
+        "id": "tcp", "name": "tcp", "checkType": "TCP", "tags": ["real"],
+        "request": {"hostname": "127.0.0.1", "port": tcp_port, "data": "HELLO\n",
+                    "assertions": [{"source": "RESPONSE_DATA", "comparison": "CONTAINS", "target": "PONG"}]},
+    }  # fmt: skip
+    client = start(world(tcp, dns("missing", "nope.app.test")))
+    final = finals(client.final(client.trigger()["testSessionId"]))
+    assert final["tcp"]["errorMessage"] == "RESPONSE_DATA CONTAINS PONG: received hello there"
+    tcp_analysis = client.analysis(final["tcp"]["errorGroupIds"][0])
+    assert tcp_analysis["model"] == "rules-v1/run-assertion"
+    assert f"CONNECT 127.0.0.1:{tcp_port} answered" in tcp_analysis["analysis"]["rootCause"]
+    names = {a["name"] for e in tcp_analysis["analysis"]["evidence"] for a in e["artifacts"]}
+    assert names == {"TCP_REQUEST", "TIMING_PHASES"}
+    assert final["missing"]["errorMessage"].startswith("DNS answer NXDOMAIN for nope.app.test A")
+    dns_analysis = client.analysis(final["missing"]["errorGroupIds"][0])
+    assert dns_analysis["model"] == "rules-v1/run-dns-response-code"
+    assert (
+        f"The name server at 127.0.0.1:{dns_server.port} answered NXDOMAIN"
+        in (dns_analysis["analysis"]["rootCause"])
+    )

@@ -268,7 +268,8 @@ def _assertion(f: _Facts) -> tuple[Analysis, str]:
     if ev.response_code is not None:
         status = f" {_q(ev.response_code, 20)}"
     # The body is quoted once: an assertion on it already says what came back.
-    said = "" if failed is not None and failed.source in ("TEXT_BODY", "RESPONSE_DATA") else f.said()
+    quoted = ("TEXT_BODY", "RESPONSE_DATA", "TEXT_ANSWER", "JSON_ANSWER")
+    said = "" if failed is not None and failed.source in quoted else f.said()
     return (
         Analysis(
             classification="ASSERTION FAILURE",
@@ -278,10 +279,45 @@ def _assertion(f: _Facts) -> tuple[Analysis, str]:
             "expectation is out of date.",
             codeFix="Decide which side is right: fix the regression in the build, or update the "
             "assertion if the new behaviour is intended.",
-            evidence=f.artifacts(f"The answer of {f.target}:{status}{said}; the {what} failed: {detail}."),
+            evidence=f.artifacts(
+                f"The answer of {f.target}{':' if status else ''}{status}{said}; the {what} failed: {detail}."
+            ),
             referenceLinks=[LINKS["assertions"]],
         ),
         "run-assertion",
+    )
+
+
+def _dns_code(f: _Facts) -> tuple[Analysis, str]:
+    ev = f.ev
+    code = _q(ev.response_code or "an error", 20)
+    answered = f"The name server{f.at} answered {code} to {f.target} after {_ms(f.total)}"
+    missing = code == "NXDOMAIN"
+    why = (
+        "the name does not exist there: the record is missing from the zone this build serves, or the "
+        "check asks for a misspelled name"
+        if missing
+        else "the server could not answer the query (a broken zone, a failing upstream, or a refused query)"
+    )
+    return (
+        Analysis(
+            classification="INFRA ERROR",
+            userImpact=f"Clients that resolve this name, like {f.check}, get {code} and cannot reach the "
+            "service behind it.",
+            rootCause=f"{answered}: {why}. The check failed: {_q(ev.message, 200)}.",
+            codeFix="Add the record to the zone the build serves (or fix its name), or point the check "
+            "at the name server of this environment; assert RESPONSE_CODE if this answer is expected."
+            if missing
+            else "Look at the name server's log for why it failed the query, and at the zone it serves.",
+            evidence=f.artifacts(f"{answered}."),
+            referenceLinks=[
+                ReferenceLink(
+                    url="https://www.iana.org/assignments/dns-parameters/dns-parameters.xhtml#dns-parameters-6",
+                    title="IANA: DNS RCODEs",
+                )
+            ],
+        ),
+        "run-dns-response-code",
     )
 
 
@@ -429,7 +465,9 @@ def analyse_run(ev: Attempt, message: str, check_type: str | None, check_name: s
         ev.status_code is not None and ev.status_code >= 400 and ev.error_kind in ("http_status", "assertion")
     ):
         analysis, rule = _http_status(f, ev.status_code)
-    elif ev.error_kind in ("assertion", "dns_response_code"):
+    elif ev.error_kind == "dns_response_code":
+        analysis, rule = _dns_code(f)
+    elif ev.error_kind == "assertion":
         analysis, rule = _assertion(f)
     else:
         return analyse(message, check_type, check_name)
