@@ -114,7 +114,8 @@ def handle(args: argparse.Namespace, ctx: Context) -> int:
     if not is_loopback(args.host):
         print(
             f"warning: the emulator listens on {args.host}, reachable from other machines; it holds demo "
-            "credentials, its control API needs the control token, its HTML pages an API key",
+            "credentials, its control API needs the control token, its HTML pages an API key, and it runs "
+            "real checks only for keys of your own in the world file, never for a demo key (tsk_demo_...)",
             file=sys.stderr,
             flush=True,
         )

@@ -6,6 +6,8 @@ under it. Tests and benchmarks read the state through `snapshot()`, a copy taken
 
 With a state file (`state=PATH`, core/state.py), the error groups and sessions stores save every change
 to it and read back what earlier runs left; `close()` releases it.
+Checks that run for real do so on the pool's daemon threads (realruns.py), which report back through
+the `attempt_*` methods, under the lock too.
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.emulator.core.accounts import Accounts, CheckFilter, CheckPage
 from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import ApiFailure
 from runner.emulator.core.faults import FaultInjector
 from runner.emulator.core.groups import ErrorGroups
-from runner.emulator.core.keys import Keys, rate_limited
+from runner.emulator.core.keys import Keys, bearer_key, rate_limited, real_checks_refusal
+from runner.emulator.core.realruns import Pool, RealJob, execute
 from runner.emulator.core.sessions import SessionRecord, Sessions
 from runner.emulator.core.state import StateFile
 from runner.emulator.core.world import Settings, World, WorldCheck, load_world
@@ -38,6 +41,9 @@ from runner.models import (
     TestSession,
     TriggerRequest,
 )
+
+if TYPE_CHECKING:
+    from runner.emulator.core.checks.outcome import Attempt as Evidence
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,10 @@ class Backend:
         self._groups = ErrorGroups(self.clock, self.state)
         self._sessions = Sessions(self.clock, self._groups, self.state)
         self._requests: dict[str, Counter[str]] = {}  # operation name -> status -> requests
+        self._pool = Pool(self.world.settings.executor.concurrency)
+        # Reachable from other machines (the server binds beyond loopback): real checks then run only
+        # for keys of the caller's own, never for the documented demo keys (keys.real_checks_refusal).
+        self.exposed = False
         try:
             self.load(self.world)
         except BaseException:
@@ -104,6 +114,7 @@ class Backend:
             self.world = world
             self.settings = world.settings.model_copy(deep=True)
             self.clock.set_speed(self._speed or world.settings.speed)
+            self._pool.set_limit(world.settings.executor.concurrency)
             self.faults.set(world.settings.faults)
             self._sessions.abandon(self.base_url)  # with a state file: kept there, running ones cancelled
             for store in (self._keys, self._accounts, self._groups, self._sessions):
@@ -119,6 +130,11 @@ class Backend:
     def reset(self) -> None:
         """Back to the loaded world: its accounts, sessions and settings, as right after loading."""
         self.load(self.world)
+
+    def shutdown(self) -> None:
+        """Stops every real check run (the server is stopping); the state stays readable."""
+        with self._lock:
+            self._sessions.stop_all()
 
     def snapshot(self) -> Snapshot:
         with self._lock:
@@ -216,11 +232,33 @@ class Backend:
 
     # --- test sessions -----------------------------------------------------------------------
 
-    def trigger(self, account_id: str, request: TriggerRequest) -> TestSession:
+    def trigger(
+        self, account_id: str, request: TriggerRequest, authorization: str | None = None
+    ) -> TestSession:
+        """`authorization`: the request's header, to know which key asks for real checks."""
         with self._lock:
             account = self._accounts.get(account_id)
-            session = self._sessions.trigger(account, request, self.settings)
-            return self._sessions.render(session, self.base_url)
+            refusal = real_checks_refusal(bearer_key(authorization)) if self.exposed else None
+            session, jobs = self._sessions.trigger(account, request, self.settings, refusal)
+            view = self._sessions.render(session, self.base_url)
+        for job in jobs:
+            self._pool.submit(lambda job=job: execute(job, self))  # type: ignore[misc]
+        return view
+
+    # --- what the workers of real checks report (realruns.RealRunHooks) ----------------------
+
+    def attempt_started(self, job: RealJob) -> None:
+        with self._lock:
+            self._sessions.attempt_started(job)
+
+    def attempt_planned(self, job: RealJob, delay_seconds: float) -> None:
+        with self._lock:
+            self._sessions.attempt_planned(job, delay_seconds)
+
+    def attempt_finished(self, job: RealJob, attempt: Evidence, final: bool) -> None:
+        with self._lock:
+            self._sessions.attempt_finished(job, attempt, final)
+        self._notify()  # a long poll waiting for the session's end looks again
 
     def get_session(self, account_id: str, session_id: str) -> TestSession:
         with self._lock:

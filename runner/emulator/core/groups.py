@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import not_found
@@ -19,6 +19,9 @@ from runner.models import (
     RootCauseAnalysis,
     TestSessionErrorGroup,
 )
+
+if TYPE_CHECKING:
+    from runner.emulator.core.checks.outcome import Attempt as Evidence
 
 PROVIDER = "emulator"
 
@@ -36,6 +39,9 @@ class Group:
     last_seen: float
     analyses: list[str] = field(default_factory=list)  # newest first
     environments: list[str] = field(default_factory=list)  # of the sessions that failed this way
+    # What really happened in its latest failure, when a real check failed (secrets masked): the
+    # analyser reads it. None for scripted failures.
+    evidence: Evidence | None = None
 
 
 @dataclass
@@ -107,7 +113,13 @@ class ErrorGroups:
         return first, max(first, last)
 
     def record(
-        self, account_id: str, check: WorldCheck, raw: str, seen: float, environment: str | None
+        self,
+        account_id: str,
+        check: WorldCheck,
+        raw: str,
+        seen: float,
+        environment: str | None,
+        evidence: Evidence | None = None,
     ) -> str:
         """The test-session group of a failure (made on its first occurrence); its id."""
         cleaned = clean_message(raw)
@@ -116,11 +128,13 @@ class ErrorGroups:
         group_id = self._index.get(key)
         if group_id is not None:
             group = self._groups[group_id]
+            if seen >= group.last_seen:  # the latest failure's message and evidence
+                group.raw, group.evidence = raw, evidence
             group.last_seen = max(group.last_seen, seen)
-            group.raw = raw
         else:
             group_id = str(uuid.uuid4())
             group = Group(group_id, account_id, "test-session", check, raw, cleaned, digest, seen, seen)
+            group.evidence = evidence
             self._groups[group.id] = group
             self._index[key] = group.id
         if environment and environment not in group.environments:
@@ -168,14 +182,23 @@ class ErrorGroups:
         return RootCauseAnalysis(id=job.id, status="PENDING")
 
     def _complete(self, job: AnalysisJob) -> Analysis | None:
-        """The analysis content once its simulated generation time is over, else None."""
+        """The analysis content once its simulated generation time is over, else None. One completed
+        before (read back from a state file) stays completed, whatever this process's clock says."""
+        if job.content is not None:
+            return job.content
         if self._clock.now() < job.ready_at:
             return None
         if job.content is None:
-            from runner.emulator.core.analyser import analyse  # only once an analysis completes
+            # Only once an analysis completes: a real failure's evidence, else its message.
+            from runner.emulator.core.analyser import analyse
+            from runner.emulator.core.analyser_real import analyse_run
 
             group = self._groups[job.group_id]
-            job.content, job.model = analyse(group.raw, group.check.checkType, group.check.name)
+            check = group.check
+            if group.evidence is not None:
+                job.content, job.model = analyse_run(group.evidence, group.raw, check.checkType, check.name)
+            else:
+                job.content, job.model = analyse(group.raw, check.checkType, check.name)
             self._save_analysis(job)
         return job.content
 

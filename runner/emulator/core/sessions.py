@@ -1,22 +1,30 @@
-"""Test sessions: the trigger (which checks run, planned up front), how a session looks at a moment
-of simulated time, and cancel."""
+"""Test sessions: the trigger (which checks run: scripted ones planned up front, real ones handed to
+the executor), how a session looks at a moment of simulated time, and cancel."""
 
 from __future__ import annotations
 
 import copy
+import threading
 import uuid
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from runner.emulator.core import realruns
 from runner.emulator.core.accounts import AccountState
+from runner.emulator.core.checks.limits import Limits
+from runner.emulator.core.checks.variables import VariableSources, variables_from
 from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import ApiFailure, not_found
 from runner.emulator.core.groups import ErrorGroups
-from runner.emulator.core.simulation import CheckRun, plan_run, render_run
+from runner.emulator.core.realruns import RealJob
+from runner.emulator.core.simulation import CheckRun, not_run, plan_run, render_run
 from runner.emulator.core.state import SessionRow, StateFile
 from runner.emulator.core.world import Settings, WorldCheck
 from runner.models import NO_MATCHING_CHECKS, SessionResult, TestSession, TriggerRequest
+
+if TYPE_CHECKING:
+    from runner.emulator.core.checks.outcome import Attempt as Evidence
 
 
 @dataclass
@@ -29,6 +37,8 @@ class Session:
     start: float
     runs: list[CheckRun]
     cancelled_at: float | None = None
+    # Set on cancel, reset and emulator stop: the session's real runs end within a second.
+    stop: threading.Event = field(default_factory=threading.Event)
 
     @property
     def end(self) -> float | None:
@@ -53,6 +63,14 @@ class SessionRecord:
     start: float
     end: float | None
     cancelled_at: float | None
+
+
+def cannot_run_message(reason: str) -> str:
+    """The one failed result of a matched check that cannot run on this machine."""
+    return (
+        f"cannot run on this machine: {reason}; leave it out with settings.notRunnable: skip in the "
+        "world, or target other tags"
+    )
 
 
 @dataclass(frozen=True)
@@ -104,7 +122,13 @@ class Sessions:
             self.render(session, base_url)
 
     def clear(self) -> None:
+        self.stop_all()
         self._sessions.clear()
+
+    def stop_all(self) -> None:
+        """Stops every real run (a reset, the emulator's stop)."""
+        for session in self._sessions.values():
+            session.stop.set()
 
     def created(self) -> Counter[str]:
         """Sessions created per account id."""
@@ -121,28 +145,74 @@ class Sessions:
             s.id, s.account_id, s.name, s.location, metadata, checks, s.start, s.end, s.cancelled_at
         )
 
-    def trigger(self, account: AccountState, request: TriggerRequest, settings: Settings) -> Session:
+    def trigger(
+        self, account: AccountState, request: TriggerRequest, settings: Settings, refusal: str | None = None
+    ) -> tuple[Session, list[RealJob]]:
+        """The new session and the real runs to hand to the executor's pool. `refusal`: why real
+        checks may not run for this caller (each then fails closed with it)."""
         if not account.world.plan.testSessions:
             raise ApiFailure(402, "Test sessions are not available on this account's plan")
         if request.runLocation not in settings.locations:
             raise ApiFailure(400, "runLocation: unknown location; allowed: " + ", ".join(settings.locations))
-        checks = match_checks(account, request)
-        if not checks:
+        matched = [(check, check.not_runnable()) for check in match_checks(account, request)]
+        if settings.notRunnable == "skip":
+            matched = [(check, reason) for check, reason in matched if reason is None]
+        if not matched:
             # As production: a 403 with this errorCode, the one no-match signal a client reads.
             raise ApiFailure(403, "No checks matched the target", error_code=NO_MATCHING_CHECKS)
         env: dict[str, str | None] = {v.key: v.value for v in request.environmentVariables or []}
         start = self._clock.now()
-        runs = [
-            plan_run(check, start, env, request.retryStrategy, settings.max_run_seconds(check))
-            for check in checks
-        ]
         # Only what was given: production's schema has no null metadata (nor null fields in it).
         metadata = request.metadata.model_dump(mode="json", exclude_none=True) if request.metadata else None
         session = Session(
-            str(uuid.uuid4()), account.world.id, request.name, request.runLocation, metadata, start, runs
+            str(uuid.uuid4()), account.world.id, request.name, request.runLocation, metadata, start, []
         )
+        variables = VariableSources(
+            session=tuple(variables_from(request.environmentVariables)),
+            account=tuple(variables_from(account.world.environmentVariables)),
+            runtime={"ACCOUNT_ID": account.world.id, "REGION": request.runLocation},
+        )
+        limits = Limits(body_cap_bytes=settings.executor.bodyBytes)
+        jobs: list[RealJob] = []
+        for check, reason in matched:
+            max_run = settings.max_run_seconds(check)
+            definition = check.definition() if reason is None and check.request is not None else None
+            if reason is not None:
+                session.runs.append(not_run(check, start, cannot_run_message(reason), "not_runnable_locally"))
+            elif definition is None:
+                session.runs.append(plan_run(check, start, env, request.retryStrategy, max_run))
+            elif refusal is not None:
+                session.runs.append(not_run(check, start, refusal, "refused"))
+            else:
+                run = realruns.open_run(check, start)
+                session.runs.append(run)
+                retry, stop = request.retryStrategy, session.stop
+                jobs.append(RealJob(session, run, definition, variables, retry, max_run, limits, stop))
         self._sessions[session.id] = session
-        return session
+        return session, jobs
+
+    # --- what a real run's worker reports (the Backend calls these under its lock) ---------------
+
+    def _live(self, job: RealJob) -> bool:
+        """False once the job's session was cancelled or dropped (reset): its reports are ignored."""
+        session = job.owner
+        return (
+            isinstance(session, Session)
+            and self._sessions.get(session.id) is session
+            and session.cancelled_at is None
+        )
+
+    def attempt_started(self, job: RealJob) -> None:
+        if self._live(job):
+            realruns.begin(job.run, self._clock.now())
+
+    def attempt_planned(self, job: RealJob, delay_seconds: float) -> None:
+        if self._live(job):
+            realruns.plan_next(job.run, self._clock.now() + delay_seconds * self._clock.speed)
+
+    def attempt_finished(self, job: RealJob, evidence: Evidence, final: bool) -> None:
+        if self._live(job):
+            realruns.finish(job.run, evidence, final, self._clock.now())
 
     def get(self, account_id: str, session_id: str) -> Session | StoredSession:
         session = self.find(session_id)
@@ -173,6 +243,7 @@ class Sessions:
         if session.cancelled_at is None and (end is None or end > now):
             self._materialize(session, now)
             session.cancelled_at = now
+        session.stop.set()
 
     def _view_time(self, session: Session) -> float:
         now = self._clock.now()
@@ -186,8 +257,9 @@ class Sessions:
                 if attempt.passed or attempt.group_id or attempt.end is None or attempt.end > at:
                     continue
                 attempt.group_id = self._groups.record(
-                    session.account_id, run.check, attempt.message or "", attempt.end, environment
-                )
+                    session.account_id, run.check, attempt.message or "", attempt.end, environment,
+                    attempt.evidence,
+                )  # fmt: skip
 
     def render(self, session: Session | StoredSession, base_url: str) -> TestSession:
         """The session as the API shows it now."""

@@ -38,6 +38,8 @@ class Emulator:
         # With `state`, error groups, analyses and sessions live in that SQLite file (locked while this
         # emulator runs) and outlast it: core/state.py.
         self.backend = Backend(self.world, speed=speed, state=state)
+        # Beyond loopback, real checks run only for keys of the world's own (access.py explains).
+        self.backend.exposed = not is_loopback(host)
         self.api_key, self.account_id = self.world.first_key()
         self.account_header = self.world.settings.accountHeader
         self._server: Any = None
@@ -89,7 +91,9 @@ class Emulator:
 
     def stop(self, wait: bool = True) -> None:
         """Stops serving; `wait=False` returns at once and lets the server thread (a daemon) finish
-        on its own (uvicorn takes about 0.2 s to wind down), as tests that start many do."""
+        on its own (uvicorn takes about 0.2 s to wind down), as tests that start many do. Real check
+        runs stop too (within a second, on their daemon threads)."""
+        self.backend.shutdown()
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
