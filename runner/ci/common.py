@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from runner.core.text import sanitize
 from runner.job.digest import Digest
 from runner.job.outcome import Outcome
-from runner.reports.text import clean
 
 MAX_ERROR = 1000  # characters of an error or root cause in an output or annotation
 
@@ -42,9 +42,8 @@ class FailedCheck:
 
 
 def flat(text: str | None, limit: int = MAX_ERROR) -> str:
-    """One line: escape codes and illegal characters removed, whitespace runs (newlines too) collapsed."""
-    line = " ".join(clean(text, limit * 2).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    """One line for an output value or an annotation: the one sanitiser, line breaks joined."""
+    return sanitize(text, limit=limit, lines="join")
 
 
 def failed_checks(digest: Digest) -> list[FailedCheck]:

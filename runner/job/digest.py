@@ -1,7 +1,9 @@
 """The run's digest: computed once from the outcome, rendered by every front end and report.
 
 Counts, the headline, and the results that fail the gate (with their message, root cause and link)
-in the order a reader wants them: failures first, then errors, unfinished, cancelled, degraded.
+in the order a reader wants them: failures first, then errors, unfinished, cancelled, degraded; and
+for each failure its known/new history (runner/job/known.py), decided once. The console, markdown,
+JUnit, GitHub, GitLab and the comment read these and only format them.
 Texts here are raw service text: each renderer passes them through the sanitiser of its output.
 """
 
@@ -11,6 +13,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from runner.core.exitcodes import ExitCode
+from runner.core.words import counted
+from runner.job.known import History, history, run_start
 from runner.job.outcome import (
     BaselineOutcome,
     CheckRef,
@@ -22,7 +26,7 @@ from runner.job.outcome import (
     SlowerCheck,
     count_results,
 )
-from runner.job.policy import LABELS, Gate, failing_verdict, forgiven, is_known, result_fails
+from runner.job.policy import LABELS, Gate, failing_verdict, forgiven
 
 # The reading order of failing results, and of the rows of a table of all results.
 ORDER = ("failed", "error", "running", "cancelled", "degraded", "flaky", "passed")
@@ -39,7 +43,7 @@ TITLES = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: 100,000 of them are made per report, and nothing changes them
 class Item:
     """One result with what a reader needs beside it."""
 
@@ -48,6 +52,9 @@ class Item:
     location: str
     root_cause: str | None  # of its first error group with a completed analysis
     classification: str | None
+    history: History | None  # known or new: for results whose verdict fails (`Digest.failures`)
+    fails_gate: bool
+    forgiven: bool  # a known failure that `failOn: new` lets pass
 
     @property
     def label(self) -> str:
@@ -68,30 +75,26 @@ class Digest:
     @cached_property
     def failures(self) -> tuple[Item, ...]:
         """Every result whose verdict fails a gate that forgives nothing, in reading order: those that
-        fail this gate and those `failOn: new` forgives."""
-        return tuple(i for i in self.items if failing_verdict(i.result, self.gate.fail_on_degraded))
+        fail this gate and those `failOn: new` forgives. Each has its `history`."""
+        return tuple(i for i in self.items if i.history is not None)
+
+    def _novel(self, *which: str) -> tuple[Item, ...]:
+        return tuple(i for i in self.failures if i.history is not None and i.history.novelty in which)
 
     @cached_property
     def known_failures(self) -> tuple[Item, ...]:
-        """Failures already there before this build: error group seen before this run, or failing in
-        the baseline too (the policy's `is_known`)."""
-        return tuple(item for item in self.failures if is_known(item.result))
+        """Failures already there before this build (the policy's `novelty`)."""
+        return self._novel("known")
 
     @cached_property
     def new_failures(self) -> tuple[Item, ...]:
-        """Failures not known to have been there before: first seen in this run, newly failing
-        against the baseline, or with no history to tell (`untold`)."""
-        return tuple(item for item in self.failures if not is_known(item.result))
+        """Failures not known to have been there before: new, or with no history to tell (`untold`)."""
+        return self._novel("new", "untold")
 
     @property
     def untold(self) -> tuple[Item, ...]:
-        """New failures whose history could not be read (no error group read, no baseline mark):
-        counted as new, since the gate never forgives them."""
-        return tuple(
-            item
-            for item in self.new_failures
-            if item.result.known is None and item.result.baseline != "newly-failing"
-        )
+        """Failures whose history could not be told: counted as new, since the gate never forgives them."""
+        return self._novel("untold")
 
     @property
     def failure_split(self) -> str:
@@ -108,10 +111,6 @@ class Digest:
     @property
     def baseline_used(self) -> bool:
         return self.outcome.baseline is not None and self.outcome.baseline.used
-
-    @property
-    def baseline_warning(self) -> str | None:
-        return self.outcome.baseline.warning if self.outcome.baseline else None
 
     def _marked(self, mark: str) -> tuple[Item, ...]:
         return tuple(item for item in self.items if item.result.baseline == mark)
@@ -175,12 +174,14 @@ class Digest:
         if total == 0:
             return "no check results"
         if self.failing:
-            return f"{len(self.failing)} of {total} checks failed the gate ({breakdown(self.failing)})"
+            # "the 1 check failed the gate", "1 of 4 checks failed the gate"
+            which = "the 1 check" if total == 1 else f"{len(self.failing)} of {total} checks"
+            return f"{which} failed the gate ({breakdown(self.failing)})"
         if self.forgiven:
-            n = len(self.forgiven)
-            return f"gate passed: {n} known failure{'s' if n != 1 else ''}, no new ones"
+            return f"gate passed: {counted(len(self.forgiven), 'known failure')}, no new ones"
         soft = [f"{getattr(self.counts, v)} {v}" for v in ("degraded", "flaky") if getattr(self.counts, v)]
-        return f"all {total} checks passed" + (f" ({', '.join(soft)})" if soft else "")
+        which = "the 1 check" if total == 1 else f"all {total} checks"
+        return f"{which} passed" + (f" ({', '.join(soft)})" if soft else "")
 
     @property
     def headline(self) -> str:
@@ -204,13 +205,17 @@ class Digest:
             "fixed": str(len(self.fixed)),
         }
 
-    def count_line(self) -> str:
+    def count_parts(self) -> list[str]:
+        """['2 passed', '1 failed', ...]: every verdict's count, 'did not finish' only when there are any."""
         c = self.counts
         parts = [f"{c.passed} passed", f"{c.failed} failed", f"{c.degraded} degraded", f"{c.flaky} flaky"]
         parts += [f"{c.error} error", f"{c.cancelled} cancelled"]
         if c.running:
             parts.append(f"{c.running} did not finish")
-        return ", ".join(parts)
+        return parts
+
+    def count_line(self) -> str:
+        return ", ".join(self.count_parts())
 
 
 def breakdown(items: tuple[Item, ...] | list[Item]) -> str:
@@ -232,20 +237,34 @@ def analysis_of(result: ResultOutcome, groups: dict[str, ErrorGroupOutcome]) -> 
 
 def digest(outcome: Outcome) -> Digest:
     gate = Gate.of(outcome)
+    since = run_start(outcome)
     rank = {verdict: index for index, verdict in enumerate(ORDER)}
     items: list[Item] = []
     for session in outcome.sessions:
         groups = {group.id: group for group in session.errorGroups}
         for result in session.results:
-            root_cause, classification = analysis_of(result, groups)
+            root_cause, classification = analysis_of(result, groups) if result.errorGroupIds else (None, None)
             location = result.runLocation or session.runLocation
-            items.append(Item(result, session, location, root_cause, classification))
+            failure = failing_verdict(result, gate.fail_on_degraded)
+            excused = failure and forgiven(result, gate)
+            items.append(
+                Item(
+                    result,
+                    session,
+                    location,
+                    root_cause,
+                    classification,
+                    history(result, since) if failure else None,
+                    fails_gate=failure and not excused,
+                    forgiven=excused,
+                )
+            )
     items.sort(key=lambda item: rank.get(item.result.verdict, 0))  # stable: session order kept
     return Digest(
         outcome=outcome,
         gate=gate,
         counts=count_results([item.result for item in items]),
         items=tuple(items),
-        failing=tuple(item for item in items if result_fails(item.result, gate)),
-        forgiven=tuple(item for item in items if forgiven(item.result, gate)),
+        failing=tuple(item for item in items if item.fails_gate),
+        forgiven=tuple(item for item in items if item.forgiven),
     )

@@ -18,6 +18,9 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
+from runner.core.text import sanitize
+from runner.core.words import counted
+from runner.job.digest import Item, digest
 from runner.job.outcome import ErrorGroupOutcome, Outcome, ResultOutcome, SessionOutcome
 from runner.job.policy import Gate, JunitKind, junit_kind
 from runner.reports.text import (
@@ -46,7 +49,7 @@ def _text_limit(outcome: Outcome) -> int:
 
 def _attr(text: str | None, limit: int = MAX_NAME) -> str:
     # Attributes are single-line for every reader; ElementTree escapes what remains.
-    return clean(text, limit).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+    return sanitize(text, limit=limit, lines="join")
 
 
 def _named(name: str | None, location: str | None) -> str:
@@ -80,7 +83,7 @@ def _analysis_text(group: ErrorGroupOutcome, limit: int) -> str:
     """The error group's root cause analysis as plain text, or why there is none."""
     head = f"Error group {group.id}"
     if group.count:
-        head += f" ({group.count} result{'s' if group.count != 1 else ''})"
+        head += f" ({counted(group.count, 'result')})"
     lines = [head]
     state = group.analysis.state if group.analysis else None
     analysis = group.analysis.analysis if group.analysis else None
@@ -126,22 +129,13 @@ TYPES = {
 }
 
 
-def known_line(result: ResultOutcome) -> str:
-    """The first line of a failure's text: new in this build, or there before it."""
-    if result.known is True:
-        since = f" (first seen {result.firstSeen.isoformat(timespec='seconds')})" if result.firstSeen else ""
-        return f"Known failure: seen before this session{since}."
-    if result.baseline == "still-failing":
-        return "Known failure: already failing in the baseline."
-    if result.known is False:
-        return "New failure: first seen in this session."
-    return ""
-
-
 def history_lines(result: ResultOutcome) -> list[str]:
     """Known/new, firstSeen and the baseline mark as `testsession.<key>=<value>` lines for the
-    testcase's system-out: junit-10.xsd has no testcase <properties>, and GitLab, Jenkins and
-    EnricoMi show a testcase's system-out. Values are a fixed vocabulary or ISO 8601 times."""
+    testcase's system-out, for tools that read them there: Jenkins and EnricoMi show a testcase's
+    system-out, and junit-10.xsd has no testcase <properties>. GitLab reads a testcase's system-out
+    only for an `[[ATTACHMENT|path]]` of a failed test, so what a reader there must see (new or
+    known, in words) is in the failure's text, after the error. Values are a fixed vocabulary or
+    ISO 8601 times."""
     lines = []
     if result.known is not None:
         lines.append(f"testsession.known={'true' if result.known else 'false'}")
@@ -168,6 +162,8 @@ class _Renderer:
     def __init__(self, outcome: Outcome) -> None:
         self.outcome = outcome
         self.gate = Gate.of(outcome)
+        # The digest's items by result: their known/new history is decided there, once.
+        self.items: dict[int, Item] = {id(item.result): item for item in digest(outcome).failures}
         self.limit = _text_limit(outcome)
         self.used_names: set[tuple[str, str]] = set()
         self.analysis_cache: dict[str, str] = {}
@@ -193,10 +189,14 @@ class _Renderer:
         groups: dict[str, ErrorGroupOutcome],
         lead: str,
         always_lead: bool = False,
+        note: str = "",
     ) -> str:
-        """Error first (readers show the start), then the analyses, then the result's link."""
+        """Error first (readers show the start: GitLab's merge request widget the first lines), then
+        the known/new `note`, the analyses, and the result's link."""
         error = clean(result.error, self.limit)
         parts = [lead, error] if always_lead and error else [error or lead]
+        if note:
+            parts.append(note)
         parts.extend(self.group_texts(result, groups))
         if result.link:
             parts.append(f"Result: {clean(result.link, MAX_NAME)}")
@@ -244,22 +244,22 @@ class _Renderer:
         )
         kind = junit_kind(result, self.gate)
         lead, message = self.wording(result, session)
-        note = known_line(result)
+        item = self.items.get(id(result))
+        note = item.history.sentence if item is not None and item.history is not None else ""
         if kind in ("failure", "error"):
             # `type` is a fixed word: GitLab's parser reads it as a type conversion, so no
             # service text goes there (the classification is in the body).
-            body = self.body(result, groups, lead, always_lead=result.verdict in ("running", "degraded"))
+            always_lead = result.verdict in ("running", "degraded")
             # A failed check's type is its analysis' classification where it is a plain word.
             word = self.classification(result, groups) if result.verdict == "failed" else None
-            ET.SubElement(case, kind, {"message": message, "type": word or TYPES[result.verdict]}).text = (
-                f"{note}\n\n{body}" if note else body
-            )
+            attributes = {"message": message, "type": word or TYPES[result.verdict]}
+            ET.SubElement(case, kind, attributes).text = self.body(result, groups, lead, always_lead, note)
         elif kind == "skipped":
-            # GitLab drops `message`: the text says it too, with the failure under it.
+            # GitLab drops `message`: the text says it too, after the error.
             forgiven = f"{note.rstrip('.')}; it did not fail the gate (failOn: new forgives known failures)."
             ET.SubElement(
-                case, "skipped", {"message": one_line(f"{note.rstrip('.')}: {message}")}
-            ).text = f"{forgiven}\n\n{self.body(result, groups, lead)}"
+                case, "skipped", {"message": one_line(f"{message} (known failure: failOn: new forgives it)")}
+            ).text = self.body(result, groups, lead, note=forgiven)
         elif result.verdict == "flaky":
             self.flaky(case, result)
         elif result.verdict == "degraded":
@@ -311,9 +311,10 @@ class _Renderer:
             ET.SubElement(
                 case,
                 "flakyFailure",
-                {"message": f"{failed} earlier attempt(s) failed", "type": "FAILED"},
+                {"message": f"{counted(failed, 'earlier attempt')} failed", "type": "FAILED"},
             )
-        note = f"flaky: passed on attempt {max(result.attempts, failed + 1)} after {failed} failed attempt(s)"
+        passed_on = max(result.attempts, failed + 1)
+        note = f"flaky: passed on attempt {passed_on} after {counted(failed, 'failed attempt')}"
         if result.link:
             note += f"\nResult: {clean(result.link, MAX_NAME)}"
         ET.SubElement(case, "system-out").text = note
