@@ -24,7 +24,6 @@ from runner.job.outcome import (
     ResultOutcome,
     SessionOutcome,
     SlowerCheck,
-    count_results,
 )
 from runner.job.policy import LABELS, Gate, failing_verdict, forgiven
 
@@ -43,7 +42,7 @@ TITLES = {
 }
 
 
-@dataclass(slots=True)  # not frozen: 100,000 of them are made per report, and nothing changes them
+@dataclass(frozen=True, slots=True)
 class Item:
     """One result with what a reader needs beside it."""
 
@@ -66,17 +65,38 @@ class Digest:
     outcome: Outcome
     gate: Gate
     counts: Counts
-    items: tuple[Item, ...]  # every result, in reading order
+    # Every result whose verdict fails a gate that forgives nothing, in reading order, each with its
+    # known/new `history`: those that fail this gate and those `failOn: new` forgives.
+    failures: tuple[Item, ...]
     failing: tuple[Item, ...]  # those that fail the gate, in reading order
     forgiven: tuple[Item, ...]  # known failures that `failOn: new` lets pass
+    # The other results (passed, flaky, degraded unless it fails), by verdict, with their sessions
+    # (parallel lists). They become Items only where a table shows them (`rows`): most results of a
+    # big run pass, and 100,000 objects living until the reports are written would cost the garbage
+    # collector walks over the whole run (seconds at that size).
+    others: dict[str, tuple[list[ResultOutcome], list[SessionOutcome]]]
+
+    def rows(self, limit: int) -> list[Item]:
+        """The first `limit` results in reading order (see ORDER), failures with their history."""
+        rows: list[Item] = []
+        failures = iter(self.failures)
+        pending = next(failures, None)
+        groups: dict[int, dict[str, ErrorGroupOutcome]] = {}
+        for verdict in ORDER:
+            while pending is not None and pending.result.verdict == verdict and len(rows) < limit:
+                rows.append(pending)
+                pending = next(failures, None)
+            results, sessions = self.others.get(verdict) or ([], [])
+            for result, session in zip(results, sessions, strict=True):
+                if len(rows) >= limit:
+                    return rows
+                found = groups.get(id(session))
+                if found is None:
+                    found = groups[id(session)] = {group.id: group for group in session.errorGroups}
+                rows.append(_item(result, session, found))
+        return rows
 
     # -- known or new, and the baseline (runner/job/known.py, runner/job/baseline.py) ---------------
-
-    @cached_property
-    def failures(self) -> tuple[Item, ...]:
-        """Every result whose verdict fails a gate that forgives nothing, in reading order: those that
-        fail this gate and those `failOn: new` forgives. Each has its `history`."""
-        return tuple(i for i in self.items if i.history is not None)
 
     def _novel(self, *which: str) -> tuple[Item, ...]:
         return tuple(i for i in self.failures if i.history is not None and i.history.novelty in which)
@@ -113,7 +133,16 @@ class Digest:
         return self.outcome.baseline is not None and self.outcome.baseline.used
 
     def _marked(self, mark: str) -> tuple[Item, ...]:
-        return tuple(item for item in self.items if item.result.baseline == mark)
+        """The results with this baseline mark, in reading order."""
+        marked = [item for item in self.failures if item.result.baseline == mark]
+        for verdict in ORDER:
+            results, sessions = self.others.get(verdict) or ([], [])
+            marked += [
+                _item(result, session, {})
+                for result, session in zip(results, sessions, strict=True)
+                if result.baseline == mark
+            ]
+        return tuple(marked)
 
     @property
     def newly_failing(self) -> tuple[Item, ...]:
@@ -235,36 +264,45 @@ def analysis_of(result: ResultOutcome, groups: dict[str, ErrorGroupOutcome]) -> 
     return None, None
 
 
+def _item(
+    result: ResultOutcome,
+    session: SessionOutcome,
+    groups: dict[str, ErrorGroupOutcome],
+    history: History | None = None,
+    fails_gate: bool = False,
+    forgiven: bool = False,
+) -> Item:
+    root_cause, classification = analysis_of(result, groups) if result.errorGroupIds else (None, None)
+    location = result.runLocation or session.runLocation
+    return Item(result, session, location, root_cause, classification, history, fails_gate, forgiven)
+
+
 def digest(outcome: Outcome) -> Digest:
     gate = Gate.of(outcome)
     since = run_start(outcome)
-    rank = {verdict: index for index, verdict in enumerate(ORDER)}
-    items: list[Item] = []
+    counts = dict.fromkeys(ORDER, 0)
+    # Failures in reading order: one bucket per verdict, session order kept within each.
+    buckets: dict[str, list[Item]] = {verdict: [] for verdict in ORDER}
+    others: dict[str, tuple[list[ResultOutcome], list[SessionOutcome]]] = {v: ([], []) for v in ORDER}
     for session in outcome.sessions:
         groups = {group.id: group for group in session.errorGroups}
         for result in session.results:
-            root_cause, classification = analysis_of(result, groups) if result.errorGroupIds else (None, None)
-            location = result.runLocation or session.runLocation
-            failure = failing_verdict(result, gate.fail_on_degraded)
-            excused = failure and forgiven(result, gate)
-            items.append(
-                Item(
-                    result,
-                    session,
-                    location,
-                    root_cause,
-                    classification,
-                    history(result, since) if failure else None,
-                    fails_gate=failure and not excused,
-                    forgiven=excused,
-                )
-            )
-    items.sort(key=lambda item: rank.get(item.result.verdict, 0))  # stable: session order kept
+            counts[result.verdict] = counts.get(result.verdict, 0) + 1
+            if not failing_verdict(result, gate.fail_on_degraded):
+                results, sessions = others.setdefault(result.verdict, ([], []))
+                results.append(result)
+                sessions.append(session)
+                continue
+            excused = forgiven(result, gate)
+            item = _item(result, session, groups, history(result, since), not excused, excused)
+            buckets.setdefault(result.verdict, []).append(item)
+    failures = tuple(item for bucket in buckets.values() for item in bucket)
     return Digest(
         outcome=outcome,
         gate=gate,
-        counts=count_results([item.result for item in items]),
-        items=tuple(items),
-        failing=tuple(item for item in items if item.fails_gate),
-        forgiven=tuple(item for item in items if item.forgiven),
+        counts=Counts(total=sum(counts.values()), **counts),
+        failures=failures,
+        failing=tuple(item for item in failures if item.fails_gate),
+        forgiven=tuple(item for item in failures if item.forgiven),
+        others=others,
     )

@@ -137,7 +137,7 @@ class History:
             else ("its error was seen before this run")
         )
         if self.novelty == "untold":
-            return "cannot be told: no error group with a history was read, and no baseline says"
+            return "cannot be told (no error group with a history was read, and no baseline says)"
         if self.known is False:
             if self.baseline == "still-failing":
                 return "its error was first seen in this run, though the check failed in the baseline too"
@@ -156,7 +156,7 @@ class History:
     def sentence(self) -> str:
         """'Known failure: its error was first seen 3 days before this run.' (the JUnit's line)."""
         if self.novelty == "untold":
-            return f"New or known failure: {self.reason}; the gate counts it as new."
+            return f"New or known: {self.reason}; the gate counts it as new."
         return f"{self.label.capitalize()} failure: {self.reason}."
 
 

@@ -421,31 +421,29 @@ def render_markdown(outcome: Outcome, max_bytes: int = MAX_BYTES) -> str:
     reserve = min(4096, max_bytes // 4)  # for the notices at the end
     budget = max_bytes - reserve
     d = digest(outcome)
-    pairs = [(item.result, item.session) for item in d.items]
-    failing = [(item.result, item.session) for item in d.failing]
-    failing_ids = {id(result) for result, _session in failing}
 
     out = _Out()
     out.add("\n".join(_header(d)) + "\n")
     notices: list[str] = []
 
-    if pairs:
+    total = d.counts.total
+    if total:
         table_limit = budget
         if d.failures:
             table_limit = out.size + int(max(0, budget - out.size) * TABLE_SHARE)
         out.add("| Status | Check | Type | Location | Duration | Attempts | Link |\n")
         out.add("|---|---|---|---|---|---|---|\n")
-        shown = 0
-        for result, session in pairs[:MAX_ROWS]:
-            if not out.add(_row(result, session), table_limit):
+        shown = failing_shown = 0
+        for item in d.rows(MAX_ROWS):
+            if not out.add(_row(item.result, item.session), table_limit):
                 break
             shown += 1
+            failing_shown += item.fails_gate
         out.add("\n")
-        if shown < len(pairs):
-            left = pairs[shown:]
-            failing_left = sum(1 for r, _ in left if id(r) in failing_ids)
+        if shown < total:
+            failing_left = len(d.failing) - failing_shown
             notices.append(
-                f"_Table shows {shown} of {counted(len(pairs), 'result')}; {len(left)} left out "
+                f"_Table shows {shown} of {counted(total, 'result')}; {total - shown} left out "
                 f"({failing_left} of them failing). Every result is in junit.xml and results.json._"
             )
             out.add(notices[-1] + "\n\n")
