@@ -82,10 +82,11 @@ def sanitize(text: object, *, limit: int, lines: Lines = "join", log: bool = Fal
     """
     if text is None:
         return ""
-    value = text if isinstance(text, str) else str(text)
+    value = text if type(text) is str else str(text)
     if not value:
         return ""
-    limit = max(1, limit)
+    if limit < 1:
+        limit = 1
     scan = _SCAN_FACTOR * limit + 1024
     dropped = 0
     if len(value) > scan:  # no regex pass over a runaway message

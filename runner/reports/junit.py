@@ -278,8 +278,16 @@ class _Renderer:
         check = result.name or result.checkId or result.id
         name = self.unique_name(classname, self.named(check, location), result.id)
         kind = junit_kind(result, self.gate)
+        # Written here rather than by _element: one testcase per result, the report's hot path.
+        head = (
+            f'{INDENT * 2}<testcase name="{_xml_attr(name)}" classname="{self.classname_xml}" '
+            f'time="{format_seconds(result.durationSeconds)}"'
+        )
+        out = history_lines(result)  # the system-out lines
+        if kind == "passed" and result.verdict == "passed" and not out:
+            lines.append(head + " />")
+            return kind
         children: list[str] = []
-        out: list[str] = []  # the system-out lines
         if kind != "passed" or result.verdict in ("degraded", "flaky"):
             lead, message = self.wording(result, session)
             item = self.items.get(id(result))
@@ -300,17 +308,11 @@ class _Renderer:
                 text = self.body(result, groups, lead, note=forgiven)
                 children.append(_element(3, "skipped", {"message": message}, text))
             elif result.verdict == "flaky":
-                out.append(self.flaky(children, result))
+                out.insert(0, self.flaky(children, result))
             elif result.verdict == "degraded":
-                out += [lead] + ([f"Result: {clean(result.link, MAX_NAME)}"] if result.link else [])
-        out += history_lines(result)
+                out[:0] = [lead] + ([f"Result: {clean(result.link, MAX_NAME)}"] if result.link else [])
         if out:
             children.append(_element(3, "system-out", {}, "\n".join(out)))
-        # Written here rather than by _parent: one testcase per result, the report's hot path.
-        head = (
-            f'{INDENT * 2}<testcase name="{_xml_attr(name)}" classname="{self.classname_xml}" '
-            f'time="{format_seconds(result.durationSeconds)}"'
-        )
         if children:
             lines += [head + ">", *children, f"{INDENT * 2}</testcase>"]
         else:
