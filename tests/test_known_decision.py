@@ -10,6 +10,7 @@ is new, whatever the baseline says; the gate fails it and every output says "new
 from __future__ import annotations
 
 import io
+import json
 import xml.etree.ElementTree as ET
 from datetime import timedelta
 
@@ -118,6 +119,9 @@ def test_a_known_error_on_a_check_that_passed_in_the_baseline_is_new_too() -> No
     assert f"  new: {reason}" in out["console"]
     # The live line knew only the error group's half: seen 3 days before the session started.
     assert live_line(out["console"]).endswith(" [known since 3 days]")
+    values = github.outputs(digest(judged), {})
+    (failed,) = json.loads(values["failed-checks"])
+    assert (values["new-failures"], values["known-failures"], failed["known"]) == ("1", "0", False)
 
 
 @pytest.mark.parametrize(

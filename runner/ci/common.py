@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runner.core.text import sanitize
-from runner.job.digest import Digest
+from runner.job.digest import Digest, Item
 from runner.job.outcome import Outcome
 
 MAX_ERROR = 1000  # characters of an error or root cause in an output or annotation
@@ -46,6 +46,13 @@ def flat(text: str | None, limit: int = MAX_ERROR) -> str:
     return sanitize(text, limit=limit, lines="join")
 
 
+def _known(item: Item) -> bool | None:
+    """The digest's decision (the error group and the baseline weighed): None when it cannot be told."""
+    if item.history is None or item.history.novelty == "untold":
+        return None
+    return item.history.novelty == "known"
+
+
 def failed_checks(digest: Digest) -> list[FailedCheck]:
     """Every result that fails the gate, in the digest's reading order."""
     return [
@@ -60,7 +67,7 @@ def failed_checks(digest: Digest) -> list[FailedCheck]:
             check_id=item.result.checkId or "",
             session=item.session.name,
             test_session_id=item.session.testSessionId or "",
-            known=item.result.known,
+            known=_known(item),
         )
         for item in digest.failing
     ]
