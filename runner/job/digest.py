@@ -25,7 +25,7 @@ from runner.job.outcome import (
     SessionOutcome,
     SlowerCheck,
 )
-from runner.job.policy import LABELS, Gate, failing_verdict, forgiven
+from runner.job.policy import LABELS, Gate, failing_verdicts, forgiven
 
 # The reading order of failing results, and of the rows of a table of all results.
 ORDER = ("failed", "error", "running", "cancelled", "degraded", "flaky", "passed")
@@ -280,6 +280,7 @@ def _item(
 def digest(outcome: Outcome) -> Digest:
     gate = Gate.of(outcome)
     since = run_start(outcome)
+    failing = failing_verdicts(gate.fail_on_degraded)
     counts = dict.fromkeys(ORDER, 0)
     # Failures in reading order: one bucket per verdict, session order kept within each.
     buckets: dict[str, list[Item]] = {verdict: [] for verdict in ORDER}
@@ -287,15 +288,16 @@ def digest(outcome: Outcome) -> Digest:
     for session in outcome.sessions:
         groups = {group.id: group for group in session.errorGroups}
         for result in session.results:
-            counts[result.verdict] = counts.get(result.verdict, 0) + 1
-            if not failing_verdict(result, gate.fail_on_degraded):
-                results, sessions = others.setdefault(result.verdict, ([], []))
+            verdict = result.verdict
+            counts[verdict] = counts.get(verdict, 0) + 1
+            if verdict not in failing:
+                results, sessions = others.get(verdict) or others.setdefault(verdict, ([], []))
                 results.append(result)
                 sessions.append(session)
                 continue
             excused = forgiven(result, gate)
             item = _item(result, session, groups, history(result, since), not excused, excused)
-            buckets.setdefault(result.verdict, []).append(item)
+            buckets.setdefault(verdict, []).append(item)
     failures = tuple(item for bucket in buckets.values() for item in bucket)
     return Digest(
         outcome=outcome,

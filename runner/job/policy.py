@@ -92,12 +92,15 @@ def forgiven(result: ResultOutcome, gate: Gate) -> bool:
     return gate.fail_on == "new" and result.verdict == "failed" and is_known(result)
 
 
+def failing_verdicts(fail_on_degraded: bool) -> frozenset[str]:
+    """The verdicts that fail a gate that forgives nothing (failOn: any)."""
+    return ALWAYS_FAILING | {"degraded"} if fail_on_degraded else ALWAYS_FAILING
+
+
 def failing_verdict(result: ResultOutcome, fail_on_degraded: bool) -> bool:
     """The result's verdict fails a gate that forgives nothing (failOn: any): what known/new and the
     baseline compare."""
-    if result.verdict == "degraded":
-        return fail_on_degraded
-    return result.verdict in ALWAYS_FAILING
+    return result.verdict in failing_verdicts(fail_on_degraded)
 
 
 def result_fails(result: ResultOutcome, gate: Gate) -> bool:

@@ -88,14 +88,13 @@ def _text_limit(outcome: Outcome) -> int:
 
 
 def _attr(text: str | None, limit: int = MAX_NAME) -> str:
-    # Attributes are single-line for every reader; ElementTree escapes what remains.
+    # Attributes are single-line for every reader; _xml_attr escapes what remains.
     return sanitize(text, limit=limit, lines="join")
 
 
-def _named(name: str | None, location: str | None) -> str:
-    """"<name> [<location>]", at most MAX_NAME long: a long name is cut, never the location, which
-    keeps the same check in two locations two distinct tests."""
-    suffix = f" [{_attr(location, 200)}]"
+def _named(name: str | None, suffix: str) -> str:
+    """"<name> [<location>]" (`suffix`: " [<location>]"), at most MAX_NAME long: a long name is cut,
+    never the location, which keeps the same check in two locations two distinct tests."""
     head = _attr(name, 4 * MAX_NAME)
     room = MAX_NAME - len(suffix)
     if len(head) > room:
@@ -320,15 +319,11 @@ class _Renderer:
         return kind
 
     def named(self, check: str, location: str | None) -> str:
-        """`_named`, with the location's part computed once per location (one per session, mostly)."""
+        """`_named`, the location's part sanitised once per location (one per session, mostly)."""
         suffix = self.locations.get(location)
         if suffix is None:
             suffix = self.locations[location] = f" [{_attr(location, 200)}]"
-        head = _attr(check, 4 * MAX_NAME)
-        room = MAX_NAME - len(suffix)
-        if len(head) > room:
-            head = head[: room - 1].rstrip() + "…"
-        return head + suffix
+        return _named(check, suffix)
 
     def wording(self, result: ResultOutcome, session: SessionOutcome) -> tuple[str, str]:
         """The lead sentence of a result's body, and its one-line message."""
@@ -381,7 +376,7 @@ class _Renderer:
         reporters do not show a green, empty suite for a red job."""
         if not session.problem or session.exitCode in (0, 1):
             return False
-        name = self.unique_name(classname, _named("(session)", session.runLocation), "session")
+        name = self.unique_name(classname, self.named("(session)", session.runLocation), "session")
         text = clean(session.problem, self.limit)
         if session.link:
             text += f"\n\nSession: {clean(session.link, MAX_NAME)}"
