@@ -131,11 +131,10 @@ class History:
     @property
     def reason(self) -> str:
         """Why, in one clause: 'its error was first seen 3 days before this run'."""
-        seen_before = (
-            f"its error was first seen {self.age} before this run"
-            if self.age
-            else ("its error was seen before this run")
-        )
+        if self.age:
+            seen_before = f"its error was first seen {self.age} before this run"
+        else:
+            seen_before = "its error was seen before this run"
         if self.novelty == "untold":
             return "cannot be told (no error group with a history was read, and no baseline says)"
         if self.known is False:

@@ -22,6 +22,8 @@ JunitKind = Literal["passed", "failure", "error", "skipped"]
 # did not finish before the run ended, or was cancelled (from outside: nobody saw it pass).
 ALWAYS_FAILING: frozenset[ResultVerdict] = frozenset({"failed", "error", "running", "cancelled"})
 
+_FAILING_WITH_DEGRADED: frozenset[str] = ALWAYS_FAILING | {"degraded"}
+
 # What each verdict is called where people read it.
 LABELS: dict[str, str] = {
     "passed": "passed",
@@ -83,6 +85,7 @@ def novelty(result: ResultOutcome) -> Novelty:
 
 
 def is_known(result: ResultOutcome) -> bool:
+    """A failure that was there before this build (see `novelty`)."""
     return novelty(result) == "known"
 
 
@@ -94,7 +97,7 @@ def forgiven(result: ResultOutcome, gate: Gate) -> bool:
 
 def failing_verdicts(fail_on_degraded: bool) -> frozenset[str]:
     """The verdicts that fail a gate that forgives nothing (failOn: any)."""
-    return ALWAYS_FAILING | {"degraded"} if fail_on_degraded else ALWAYS_FAILING
+    return _FAILING_WITH_DEGRADED if fail_on_degraded else ALWAYS_FAILING
 
 
 def failing_verdict(result: ResultOutcome, fail_on_degraded: bool) -> bool:
