@@ -6,10 +6,10 @@ another's. Time: the three reports rendered, redacted and written (write_atomic,
 (ru_maxrss, which includes building the Outcome of that size in the same process) and the peak above
 the memory the process held once the Outcome was built (VmHWM reset via /proc/self/clear_refs).
 
-Alone, `python bench/reports.py [--against REF] [--rounds N]` measures this figure and writes
+Alone, `python bench/reports.py [--against REF ...] [--rounds N]` measures this figure and writes
 bench/reports-figures.md. With --against, the same benchmark of a git ref's tree (its own worker,
-factory and runner, e.g. the commit before a change) runs beside this tree's, the two alternating
-round by round, so that a shared machine's load falls on both alike.
+factory and runner, e.g. the commit before a change) runs beside this tree's, the trees taking turns
+round by round, so that a shared machine's load falls on all alike.
 """
 
 from __future__ import annotations
@@ -110,7 +110,9 @@ def load() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python bench/reports.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--against", metavar="REF", help="also measure this git ref's tree, interleaved")
+    parser.add_argument(
+        "--against", metavar="REF", action="append", default=[], help="also measure a git ref's tree"
+    )
     parser.add_argument("--rounds", type=int, default=3, help="rounds per size (default 3)")
     parser.add_argument("--no-write", action="store_true", help=f"do not write {FIGURES_FILE.name}")
     args = parser.parse_args(argv)
@@ -118,13 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     load_before, began = load(), time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-ref-") as tmp:
         trees = {"this tree": REPO}
-        if args.against:
-            trees[args.against] = tree_of(args.against, Path(tmp))
+        for ref in args.against:
+            trees[ref] = tree_of(ref, Path(tmp) / ref)
         runs: dict[tuple[str, int], list[dict[str, object]]] = {}
         for number in range(args.rounds):
             for size in SIZES:
                 order = list(trees.items())
-                for label, tree in order if number % 2 == 0 else reversed(order):
+                for label, tree in order[number % len(order) :] + order[: number % len(order)]:
                     print(f"round {number + 1}: {label}, {size:,} results", file=sys.stderr, flush=True)
                     runs.setdefault((label, size), []).append(run_worker(tree, size, repeats[size]))
     rows = {
@@ -139,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     notes = [f"- {label}, {size:,}: {measured.note}" for (label, size), measured in rows.items()]
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    command = "python bench/reports.py" + (f" --against {args.against}" if args.against else "")
+    command = "python bench/reports.py" + "".join(f" --against {ref}" for ref in args.against)
     machine = f"{platform.system()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     text = "\n\n".join(
         [
