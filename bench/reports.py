@@ -56,7 +56,8 @@ def row(size: int, data: dict[str, object], repeats: int, label: str = "") -> Ro
     peak = float(data["process_peak_mib"])  # type: ignore[arg-type]
     parts = ", ".join(f"{k} {v:.3f}" for k, v in data["seconds"].items())  # type: ignore[attr-defined]
     baseline, render_peak = data["baseline_mib"], data["render_peak_mib"]
-    memory = f"process peak {peak:.0f} MiB"
+    cpu = data.get("cpu_seconds")
+    memory = (f"CPU {float(cpu):.3f} s; " if cpu is not None else "") + f"process peak {peak:.0f} MiB"  # type: ignore[arg-type]
     if render_peak and baseline:
         above = float(render_peak) - float(baseline)  # type: ignore[arg-type]
         memory += f" (+{above:.0f} MiB over the {float(baseline):.0f} MiB holding the Outcome)"  # type: ignore[arg-type]
