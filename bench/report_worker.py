@@ -3,7 +3,10 @@ JUnit, markdown and JSON reports as `testsession run` does (render, redact, writ
 times. Prints one JSON line: per-report median times, the median CPU time of the three, the memory
 before rendering, the peak while rendering, and the process's peak.
 
-Usage: python report_worker.py N REPEATS OUT_DIR
+Usage: python report_worker.py N REPEATS OUT_DIR [TREE]
+
+TREE (default: this repository) is the source tree whose runner/ and tests/outcome_factory.py are
+measured, so that one harness measures an older commit's code too (bench/reports.py --against).
 """
 
 from __future__ import annotations
@@ -41,10 +44,14 @@ def reset_peak() -> bool:
 
 def main() -> None:
     size, repeats, out_dir = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
-    sys.path.insert(0, str(REPO / "tests"))
+    tree = Path(sys.argv[4]) if len(sys.argv) > 4 else REPO
+    sys.path[:0] = [str(tree), str(tree / "tests")]
     from outcome_factory import big_outcome
 
-    from runner.core.redact import Redactor
+    try:
+        from runner.core.redact import Redactor
+    except ImportError:  # an older tree: the redactor lived at the package's top
+        from runner.redact import Redactor  # type: ignore[no-redef]
     from runner.reports import render_json, render_junit, render_markdown, write_atomic
 
     started = time.perf_counter()

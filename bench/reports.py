@@ -7,9 +7,9 @@ another's. Time: the three reports rendered, redacted and written (write_atomic,
 the memory the process held once the Outcome was built (VmHWM reset via /proc/self/clear_refs).
 
 Alone, `python bench/reports.py [--against REF ...] [--rounds N]` measures this figure and writes
-bench/reports-figures.md. With --against, the same benchmark of a git ref's tree (its own worker,
-factory and runner, e.g. the commit before a change) runs beside this tree's, the trees taking turns
-round by round, so that a shared machine's load falls on all alike.
+bench/reports-figures.md. With --against, the same benchmark (this worker, the ref's own runner and
+outcome factory) of a git ref's tree, e.g. the commit before a change, runs beside this tree's, the
+trees taking turns round by round, so that a shared machine's load falls on all alike.
 """
 
 from __future__ import annotations
@@ -34,13 +34,14 @@ from common import MIB, REPO, Row, clean_env, python, run_child
 TARGETS = {10_000: (0.2, 80.0), 100_000: (2.0, 400.0)}
 SIZES = [1_000, 10_000, 100_000]
 FIGURES_FILE = Path(__file__).with_name("reports-figures.md")
+WORKER = Path(__file__).with_name("report_worker.py")
 
 
 def run_worker(tree: Path, size: int, repeats: int) -> dict[str, object]:
-    """One fresh process of `tree`'s worker on `tree`'s own code: its JSON line."""
+    """One fresh process of the worker on `tree`'s code (its runner and outcome factory): its JSON line."""
     with tempfile.TemporaryDirectory(prefix="bench-reports-") as tmp:
         child = run_child(
-            [python(), str(tree / "bench" / "report_worker.py"), str(size), str(repeats), tmp],
+            [python(), str(WORKER), str(size), str(repeats), tmp, str(tree)],
             env=clean_env({"PYTHONPATH": str(tree)}),
             cwd=tree,
             timeout=240,
