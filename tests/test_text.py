@@ -18,7 +18,7 @@ from runner.ci.common import flat
 from runner.ci.console import Console
 from runner.core.text import for_line, sanitize
 from runner.core.words import counted, plural, span
-from runner.emulator.analyser import _quote
+from runner.emulator.analyser import analyse
 from runner.job.events import ResultFinished, Where
 from runner.job.outcome import ResultOutcome
 from runner.reports.junit import _attr
@@ -40,7 +40,9 @@ ONE_LINE: dict[str, Callable[[str], str]] = {
     "JUnit attribute": _attr,
     "GitHub output flat": flat,
     "markdown cell": escape_cell,
-    "emulator quote": _quote,
+    "emulator analysis": lambda text: " ".join(
+        getattr(analyse(text, text, text)[0], field) for field in ("userImpact", "rootCause")
+    ),
 }
 PRESETS: dict[str, Callable[[str], str]] = {**ONE_LINE, "JUnit/markdown body clean": clean}
 
