@@ -75,7 +75,7 @@ def test_world_file_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 def test_control_api_loads_a_world_and_resets(emulator: Any) -> None:
     control = f"{emulator.url}/_emulator"
     bad = requests.post(f"{control}/world", data="accounts: []", timeout=5)
-    assert bad.status_code == 400 and bad.json()["message"] == "world:1: accounts: at least 1 item(s)"
+    assert bad.status_code == 400 and bad.json()["message"] == "world:1: accounts: at least 1 item"
     new_world = minimal(behaviour="fail", errorMessage="boom", durationSeconds=0)
     assert requests.post(f"{control}/world", json=new_world, timeout=5).status_code == 204
     headers = {"Authorization": "Bearer tsk_minimal_key", "X-Service-Account": "acc-1"}
@@ -135,4 +135,4 @@ def test_emulator_command_rejects_a_bad_world(repo_root: Path, tmp_path: Path) -
         timeout=20,
     )
     assert result.returncode == 2
-    assert result.stderr == f"{world}:1: accounts[0].keys: at least 1 item(s)\n"
+    assert result.stderr == f"{world}:1: accounts[0].keys: at least 1 item\n"

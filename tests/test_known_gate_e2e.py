@@ -75,7 +75,7 @@ def test_fail_on_new_passes_known_failures_and_fails_new_ones_then_forgives_them
     profile = first.result("Profile page script")
     assert profile["verdict"] == "error" and profile["known"] is False
     assert profile["firstSeen"] >= first.data["sessions"][0]["startedAt"]
-    assert verdict_line(first.console).startswith("verdict: FAILED — 1 of 1 checks failed the gate")
+    assert verdict_line(first.console).startswith("verdict: FAILED — the 1 check failed the gate")
     assert "### New in this build (1)" in first.markdown and "[new]" in first.console
     assert first.junit.get("errors") == "1"
 

@@ -68,12 +68,17 @@ def test_markdown_opens_with_the_changes_then_splits_new_from_known() -> None:
     assert "- Home page \\[us-east-1\\]: 1.2 s in the baseline, 4.0 s now" in block
     assert "**Missing now (1)**" in block and "1 still failing since the baseline." in block
     new_part = md[md.index("### New in this build") : md.index("### Already failing")]
-    assert "Profile page" in new_part and "**New:** first seen 2024-05-17 12:00 UTC, in this run" in new_part
-    assert "**Baseline:** newly failing" in new_part
+    assert "Profile page" in new_part
+    assert (
+        "**New:** its error was first seen in this run, and the check passed in the baseline · "
+        "first seen 2024-05-17 12:00 UTC"
+    ) in new_part
     known_part = md[md.index("### Already failing") :]
-    assert "**Known:** first seen 2024-05-14 12:00 UTC (3 days before this run)" in known_part
-    assert "last seen before this run 2024-05-17 07:00 UTC" in known_part
-    assert "**Baseline:** still failing" in known_part and "Did not fail the gate" not in md
+    assert (
+        "**Known:** its error was first seen 3 days before this run, and the check failed in the "
+        "baseline too · first seen 2024-05-14 12:00 UTC, last seen before this run 2024-05-17 07:00 UTC"
+    ) in known_part
+    assert "Did not fail the gate" not in md
 
 
 def test_hostile_check_names_in_the_changes_are_escaped() -> None:
@@ -142,8 +147,19 @@ def test_junit_carries_known_first_seen_and_the_baseline_mark_and_is_valid() -> 
         "testsession.baseline=newly-failing",
     ]
     assert out["Login API [us-east-1]"] == ["testsession.baseline=fixed"]
-    assert (cases["Checkout flow [us-east-1]"].findtext("failure") or "").startswith("Known failure:")
-    assert (cases["Profile page [us-east-1]"].findtext("failure") or "").startswith("New failure:")
+    # The error first (GitLab's merge request widget shows the first lines), then known or new.
+    checkout = (cases["Checkout flow [us-east-1]"].findtext("failure") or "").split("\n\n")
+    assert checkout[0] == "Error: expect(received).toBe(expected)"
+    known_line = next(part for part in checkout if part.startswith(("Known", "New")))
+    assert known_line == (
+        "Known failure: its error was first seen 3 days before this run, and the check failed in the "
+        "baseline too."
+    )
+    profile = (cases["Profile page [us-east-1]"].findtext("failure") or "").split("\n\n")
+    assert profile[0] == "Error: expect(received).toBe(expected)"
+    assert (
+        "New failure: its error was first seen in this run, and the check passed in the baseline." in profile
+    )
     assert junit_xsd_errors(xml) == []
 
 
@@ -152,9 +168,12 @@ def test_junit_forgiven_known_failure_is_a_skip_with_its_text_not_a_failure() ->
     root = ET.fromstring(xml)
     assert root.get("failures") == "0" and root.get("errors") == "0"
     (skipped,) = root.iter("skipped")
-    assert (skipped.text or "").startswith("Known failure: seen before this session (first seen 2024-05-14")
-    assert "it did not fail the gate (failOn: new forgives known failures)" in (skipped.text or "")
-    assert "503" in (skipped.text or "")  # the failure itself is still there to read
+    text = skipped.text or ""
+    assert text.startswith("Error: expect(received).toBe(expected)\n\nExpected: 200\nReceived: 503")
+    assert (
+        "\n\nKnown failure: its error was first seen 3 days before this run; it did not fail the gate "
+        "(failOn: new forgives known failures).\n\n"
+    ) in text
     assert junit_xsd_errors(xml) == []
 
 

@@ -109,6 +109,6 @@ def test_a_session_cancelled_from_outside_is_red_everywhere() -> None:
     judged = judge(draft("cancelled", "unread"), Gate())
     out = outputs(judged)
     assert judged.exitCode == 1
-    assert out["markdown"] == "## ❌ Failed — 1 of 1 checks failed the gate (1 cancelled)"
+    assert out["markdown"] == "## ❌ Failed — the 1 check failed the gate (1 cancelled)"
     assert out["junit"] == (0, 1) and out["junit_skipped"] == 0
     assert "all 1 checks passed" not in out["markdown"] + out["console"]

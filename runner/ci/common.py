@@ -7,9 +7,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
-from runner.job.digest import Digest
+from runner.core.text import sanitize
+from runner.job.digest import Digest, Item
 from runner.job.outcome import Outcome
-from runner.reports.text import clean
 
 MAX_ERROR = 1000  # characters of an error or root cause in an output or annotation
 
@@ -56,9 +56,15 @@ class FailedCheck:
 
 
 def flat(text: str | None, limit: int = MAX_ERROR) -> str:
-    """One line: escape codes and illegal characters removed, whitespace runs (newlines too) collapsed."""
-    line = " ".join(clean(text, limit * 2).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    """One line for an output value or an annotation: the one sanitiser, line breaks joined."""
+    return sanitize(text, limit=limit, lines="join")
+
+
+def _known(item: Item) -> bool | None:
+    """The digest's decision (the error group and the baseline weighed): None when it cannot be told."""
+    if item.history is None or item.history.novelty == "untold":
+        return None
+    return item.history.novelty == "known"
 
 
 def failed_checks(digest: Digest) -> list[FailedCheck]:
@@ -75,7 +81,7 @@ def failed_checks(digest: Digest) -> list[FailedCheck]:
             check_id=item.result.checkId or "",
             session=item.session.name,
             test_session_id=item.session.testSessionId or "",
-            known=item.result.known,
+            known=_known(item),
         )
         for item in digest.failing
     ]

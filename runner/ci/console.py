@@ -20,13 +20,14 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TextIO
 
 from runner.ci.platform import CiPlatform, platform_for
 from runner.core.ciprovider import in_ci
 from runner.core.redact import Redactor
 from runner.core.text import for_line
+from runner.core.words import counted
 from runner.job.digest import Digest, Item
 from runner.job.events import (
     AnalysesWaiting,
@@ -47,6 +48,7 @@ from runner.job.events import (
     Triggered,
     Where,
 )
+from runner.job.known import history
 from runner.job.outcome import ResultOutcome
 from runner.job.policy import LABELS, Gate, failing_verdict
 
@@ -71,28 +73,6 @@ def _s(text: object, limit: int = 1000) -> str:
 
 def _place(where: Where) -> str:
     return f"'{_s(where.name, 200)}' ({_s(where.location, 100)})"
-
-
-def age(since: datetime, now: datetime | None = None) -> str:
-    """'3 days', '5 hours', '12 minutes': how long ago, in the largest whole unit."""
-    current = now or datetime.now(timezone.utc)
-    try:
-        seconds = max(0.0, (current - since).total_seconds())
-    except TypeError:  # a naive timestamp: read it as UTC
-        seconds = max(0.0, (current - since.replace(tzinfo=timezone.utc)).total_seconds())
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size:
-            n = int(seconds // size)
-            return f"{n} {unit}{'s' if n != 1 else ''}"
-    return f"{int(seconds)} seconds"
-
-
-def known_note(result: ResultOutcome) -> str:
-    if result.known is True:
-        return f"known since {age(result.firstSeen)}" if result.firstSeen else "known"
-    if result.known is False:
-        return "new"
-    return ""
 
 
 class Console:
@@ -224,7 +204,10 @@ class Console:
 
     # --- results ------------------------------------------------------------------------------
 
-    def result_line(self, result: ResultOutcome, tail: str = "") -> str:
+    def result_line(self, result: ResultOutcome, tail: str = "", since: datetime | None = None) -> str:
+        """A check's line; a failure's with its error and its known/new mark (`since`: the session's
+        start, which a known error's age counts from). The live line knows the error group's half
+        of the history only: the baseline is compared at the end, in the digest."""
         seconds = result.durationSeconds
         duration = "-" if seconds is None else f"{seconds:.1f}s"
         if seconds is not None and seconds < 1:  # real checks answer in milliseconds: not "0.0s"
@@ -237,19 +220,20 @@ class Console:
         if tail:
             return f"{text} {tail}"
         if result.verdict != "running" and failing_verdict(result, fail_on_degraded=True):
-            note = known_note(result)
+            note = history(result, since).tag
             if result.error:
                 text += f" — {_s(result.error, 300)}"
             if note:
                 text += f" [{note}]"
         return text
 
-    def _result(self, result: ResultOutcome) -> None:
+    def _result(self, event: ResultFinished) -> None:
         # A known failure forgiven by `failOn: new` is still a failure: -q shows it too.
-        if failing_verdict(result, self.gate.fail_on_degraded):
-            self.always(self.result_line(result))
+        line = self.result_line(event.result, since=event.since)
+        if failing_verdict(event.result, self.gate.fail_on_degraded):
+            self.always(line)
         else:
-            self.line(self.result_line(result))
+            self.line(line)
 
     # --- events -------------------------------------------------------------------------------
 
@@ -263,7 +247,7 @@ class Console:
             )
         elif isinstance(event, ResultFinished):
             self._no_longer_running(event)
-            self._result(event.result)
+            self._result(event)
         elif isinstance(event, Progress):
             self._progress[event.where] = event
             self._draw_status()
@@ -296,10 +280,9 @@ class Console:
                 self.line(f"Test session {_place(event.where)} cancelled")
         elif isinstance(event, AnalysesWaiting):
             self._analyses[event.where] = event.count
-            n = event.count
             self.line(
-                f"Waiting for {n} root cause analys{'es' if n != 1 else 'is'} of {_place(event.where)} "
-                f"(up to {event.timeout:g} s)"
+                f"Waiting for {counted(event.count, 'root cause analysis')} of "
+                f"{_place(event.where)} (up to {event.timeout:g} s)"
             )
         elif isinstance(event, AnalysisReady):
             left = self._analyses.pop(event.where, 0) - 1
@@ -335,7 +318,7 @@ class Console:
         n, total = len(event.unfinished), len(event.unfinished) + len(event.finished)
         self.always(
             f"Test session {_place(event.where)}: the {event.timeout:g} s deadline passed with {n} of "
-            f"{total} checks unfinished; cancelling the session"
+            f"{counted(total, 'check')} unfinished; cancelling the session"
         )
         for result in event.finished:
             self.line(self.result_line(result))
@@ -371,10 +354,8 @@ class Console:
             return
         for where, count in self._analyses.items():
             if where not in self._progress:
-                plural = "es" if count != 1 else "is"
-                self.always(
-                    f"… {_place(where)}: {self._elapsed:.0f} s, waiting for {count} root cause analys{plural}"
-                )
+                analyses = counted(count, "root cause analysis")
+                self.always(f"… {_place(where)}: {self._elapsed:.0f} s, waiting for {analyses}")
         for progress in self._progress.values():
             running = [_s(name, 100) for name in progress.running]
             names = ", ".join(running[:10]) + (f" and {len(running) - 10} more" if len(running) > 10 else "")
@@ -395,6 +376,8 @@ class Console:
                 self._details(number, item, digest.outcome.message)
         for kind, path in written.items():
             self.line(f"{kind} report: {_s(path)}")
+        if digest.failure_split:
+            self.line(f"failures: {digest.failure_split}")
         if digest.changes and digest.baseline is not None:
             self.line(f"since the baseline {_s(digest.baseline.path, 300)}: {digest.changes}")
         self.always(self.verdict_line(digest))
@@ -408,9 +391,8 @@ class Console:
             if result.verdict == "running":
                 why = item.session.problem or run_message
                 self.line(f"  the run ended before it finished{': ' + _s(why, 500) if why else ''}")
-            note = known_note(result)
-            if note:
-                self.line(f"  {note}")
+            if item.history is not None:
+                self.line(f"  {item.history.label}: {item.history.reason}")
             if item.classification or item.root_cause:
                 self.line(f"  root cause ({_s(item.classification, 100)}): {_s(item.root_cause, 2000)}")
             if result.link:
@@ -431,7 +413,9 @@ class Console:
                 "interrupted": "31",
             },
         )
-        return f"{head} — {digest.summary} · {digest.count_line()} · exit code {outcome.exitCode}{detail}"
+        return (
+            f"{head} — {digest.summary} · {digest.count_line()} · exit code {int(digest.exit_code)}{detail}"
+        )
 
 
 def _isatty(stream: TextIO) -> bool:

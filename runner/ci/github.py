@@ -18,6 +18,7 @@ from typing import Any
 
 from runner.ci.common import FailedCheck, Log, failed_checks, session_ids, session_links
 from runner.core.redact import Redactor
+from runner.core.words import counted
 from runner.job.digest import Digest
 from runner.reports import render_markdown
 
@@ -119,7 +120,7 @@ def annotation_lines(checks: list[FailedCheck], redact: Redactor) -> list[str]:
     hidden = len(checks) - len(shown)
     if hidden > 0:
         shown.append(
-            f"::notice title=testsession::{hidden} more failed check{'s' if hidden != 1 else ''} "
+            f"::notice title=testsession::{counted(hidden, 'more failed check')} "
             "not annotated; see the step summary or the JUnit report"
         )
     return shown

@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from runner.core.exitcodes import ExitCode
+from runner.core.words import counted
 
 if TYPE_CHECKING:
     from runner.cli.common import Context
@@ -50,14 +51,14 @@ def _target(session: SessionSpec) -> str:
         parts.append("tags " + " or ".join("+".join(group) for group in target.matchTags))
     if target and target.checkId:
         count = len(target.checkId)
-        parts.append(f"{count} check id{'s' if count != 1 else ''}")
+        parts.append(counted(count, "check id"))
     return " and ".join(parts) or "all eligible checks"
 
 
 def summary(spec: RunSpec) -> str:
     count = len(spec.sessions)
     sessions = "; ".join(f'"{s.name}" in {s.runLocation}: {_target(s)}' for s in spec.sessions)
-    return f"{count} session{'s' if count != 1 else ''}: {sessions}"
+    return f"{counted(count, 'session')}: {sessions}"
 
 
 def handle_validate(args: argparse.Namespace, ctx: Context) -> int:
@@ -73,7 +74,7 @@ def handle_validate(args: argparse.Namespace, ctx: Context) -> int:
             for problem in exc.problems:
                 print(ctx.redact(problem), file=sys.stderr)
             count = len(exc.problems)
-            print(f"{path}: {count} problem{'s' if count != 1 else ''}", file=sys.stderr)
+            print(f"{path}: {counted(count, 'problem')}", file=sys.stderr)
             continue
         for session in spec.sessions:
             for secret in session.secret_values():

@@ -1,7 +1,9 @@
 """The run's digest: computed once from the outcome, rendered by every front end and report.
 
 Counts, the headline, and the results that fail the gate (with their message, root cause and link)
-in the order a reader wants them: failures first, then errors, unfinished, cancelled, degraded.
+in the order a reader wants them: failures first, then errors, unfinished, cancelled, degraded; and
+for each failure its known/new history (runner/job/known.py), decided once. The console, markdown,
+JUnit, GitHub, GitLab and the comment read these and only format them.
 Texts here are raw service text: each renderer passes them through the sanitiser of its output.
 """
 
@@ -11,6 +13,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from runner.core.exitcodes import ExitCode
+from runner.core.words import counted
+from runner.job.known import History, history, run_start
 from runner.job.outcome import (
     BaselineOutcome,
     CheckRef,
@@ -20,9 +24,8 @@ from runner.job.outcome import (
     ResultOutcome,
     SessionOutcome,
     SlowerCheck,
-    count_results,
 )
-from runner.job.policy import LABELS, Gate, failing_verdict, forgiven, is_known, result_fails
+from runner.job.policy import LABELS, Gate, failing_verdicts, forgiven
 
 # The reading order of failing results, and of the rows of a table of all results.
 ORDER = ("failed", "error", "running", "cancelled", "degraded", "flaky", "passed")
@@ -39,7 +42,7 @@ TITLES = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Item:
     """One result with what a reader needs beside it."""
 
@@ -48,6 +51,9 @@ class Item:
     location: str
     root_cause: str | None  # of its first error group with a completed analysis
     classification: str | None
+    history: History | None  # known or new: for results whose verdict fails (`Digest.failures`)
+    fails_gate: bool
+    forgiven: bool  # a known failure that `failOn: new` lets pass
 
     @property
     def label(self) -> str:
@@ -59,39 +65,56 @@ class Digest:
     outcome: Outcome
     gate: Gate
     counts: Counts
-    items: tuple[Item, ...]  # every result, in reading order
+    # Every result whose verdict fails a gate that forgives nothing, in reading order, each with its
+    # known/new `history`: those that fail this gate and those `failOn: new` forgives.
+    failures: tuple[Item, ...]
     failing: tuple[Item, ...]  # those that fail the gate, in reading order
     forgiven: tuple[Item, ...]  # known failures that `failOn: new` lets pass
+    # The other results (passed, flaky, degraded unless it fails), by verdict, with their sessions
+    # (parallel lists). They become Items only where a table shows them (`rows`): most results of a
+    # big run pass, and 100,000 objects living until the reports are written would cost the garbage
+    # collector walks over the whole run (seconds at that size).
+    others: dict[str, tuple[list[ResultOutcome], list[SessionOutcome]]]
+
+    def rows(self, limit: int) -> list[Item]:
+        """The first `limit` results in reading order (see ORDER), failures with their history."""
+        rows: list[Item] = []
+        failures = iter(self.failures)
+        pending = next(failures, None)
+        groups: dict[int, dict[str, ErrorGroupOutcome]] = {}
+        for verdict in ORDER:
+            while pending is not None and pending.result.verdict == verdict and len(rows) < limit:
+                rows.append(pending)
+                pending = next(failures, None)
+            results, sessions = self.others.get(verdict) or ([], [])
+            for result, session in zip(results, sessions, strict=True):
+                if len(rows) >= limit:
+                    return rows
+                found = groups.get(id(session))
+                if found is None:
+                    found = groups[id(session)] = {group.id: group for group in session.errorGroups}
+                rows.append(_item(result, session, found))
+        return rows
 
     # -- known or new, and the baseline (runner/job/known.py, runner/job/baseline.py) ---------------
 
-    @cached_property
-    def failures(self) -> tuple[Item, ...]:
-        """Every result whose verdict fails a gate that forgives nothing, in reading order: those that
-        fail this gate and those `failOn: new` forgives."""
-        return tuple(i for i in self.items if failing_verdict(i.result, self.gate.fail_on_degraded))
+    def _novel(self, *which: str) -> tuple[Item, ...]:
+        return tuple(i for i in self.failures if i.history is not None and i.history.novelty in which)
 
     @cached_property
     def known_failures(self) -> tuple[Item, ...]:
-        """Failures already there before this build: error group seen before this run, or failing in
-        the baseline too (the policy's `is_known`)."""
-        return tuple(item for item in self.failures if is_known(item.result))
+        """Failures already there before this build (the policy's `novelty`)."""
+        return self._novel("known")
 
     @cached_property
     def new_failures(self) -> tuple[Item, ...]:
-        """Failures not known to have been there before: first seen in this run, newly failing
-        against the baseline, or with no history to tell (`untold`)."""
-        return tuple(item for item in self.failures if not is_known(item.result))
+        """Failures not known to have been there before: new, or with no history to tell (`untold`)."""
+        return self._novel("new", "untold")
 
     @property
     def untold(self) -> tuple[Item, ...]:
-        """New failures whose history could not be read (no error group read, no baseline mark):
-        counted as new, since the gate never forgives them."""
-        return tuple(
-            item
-            for item in self.new_failures
-            if item.result.known is None and item.result.baseline != "newly-failing"
-        )
+        """Failures whose history could not be told: counted as new, since the gate never forgives them."""
+        return self._novel("untold")
 
     @property
     def failure_split(self) -> str:
@@ -109,12 +132,17 @@ class Digest:
     def baseline_used(self) -> bool:
         return self.outcome.baseline is not None and self.outcome.baseline.used
 
-    @property
-    def baseline_warning(self) -> str | None:
-        return self.outcome.baseline.warning if self.outcome.baseline else None
-
     def _marked(self, mark: str) -> tuple[Item, ...]:
-        return tuple(item for item in self.items if item.result.baseline == mark)
+        """The results with this baseline mark, in reading order."""
+        marked = [item for item in self.failures if item.result.baseline == mark]
+        for verdict in ORDER:
+            results, sessions = self.others.get(verdict) or ([], [])
+            marked += [
+                _item(result, session, {})
+                for result, session in zip(results, sessions, strict=True)
+                if result.baseline == mark
+            ]
+        return tuple(marked)
 
     @property
     def newly_failing(self) -> tuple[Item, ...]:
@@ -175,12 +203,14 @@ class Digest:
         if total == 0:
             return "no check results"
         if self.failing:
-            return f"{len(self.failing)} of {total} checks failed the gate ({breakdown(self.failing)})"
+            # "the 1 check failed the gate", "1 of 4 checks failed the gate"
+            which = "the 1 check" if total == 1 else f"{len(self.failing)} of {total} checks"
+            return f"{which} failed the gate ({breakdown(self.failing)})"
         if self.forgiven:
-            n = len(self.forgiven)
-            return f"gate passed: {n} known failure{'s' if n != 1 else ''}, no new ones"
+            return f"gate passed: {counted(len(self.forgiven), 'known failure')}, no new ones"
         soft = [f"{getattr(self.counts, v)} {v}" for v in ("degraded", "flaky") if getattr(self.counts, v)]
-        return f"all {total} checks passed" + (f" ({', '.join(soft)})" if soft else "")
+        which = "the 1 check" if total == 1 else f"all {total} checks"
+        return f"{which} passed" + (f" ({', '.join(soft)})" if soft else "")
 
     @property
     def headline(self) -> str:
@@ -204,13 +234,17 @@ class Digest:
             "fixed": str(len(self.fixed)),
         }
 
-    def count_line(self) -> str:
+    def count_parts(self) -> list[str]:
+        """['2 passed', '1 failed', ...]: every verdict's count, 'did not finish' only when there are any."""
         c = self.counts
         parts = [f"{c.passed} passed", f"{c.failed} failed", f"{c.degraded} degraded", f"{c.flaky} flaky"]
         parts += [f"{c.error} error", f"{c.cancelled} cancelled"]
         if c.running:
             parts.append(f"{c.running} did not finish")
-        return ", ".join(parts)
+        return parts
+
+    def count_line(self) -> str:
+        return ", ".join(self.count_parts())
 
 
 def breakdown(items: tuple[Item, ...] | list[Item]) -> str:
@@ -230,22 +264,47 @@ def analysis_of(result: ResultOutcome, groups: dict[str, ErrorGroupOutcome]) -> 
     return None, None
 
 
+def _item(
+    result: ResultOutcome,
+    session: SessionOutcome,
+    groups: dict[str, ErrorGroupOutcome],
+    history: History | None = None,
+    fails_gate: bool = False,
+    forgiven: bool = False,
+) -> Item:
+    root_cause, classification = analysis_of(result, groups) if result.errorGroupIds else (None, None)
+    location = result.runLocation or session.runLocation
+    return Item(result, session, location, root_cause, classification, history, fails_gate, forgiven)
+
+
 def digest(outcome: Outcome) -> Digest:
     gate = Gate.of(outcome)
-    rank = {verdict: index for index, verdict in enumerate(ORDER)}
-    items: list[Item] = []
+    since = run_start(outcome)
+    failing = failing_verdicts(gate.fail_on_degraded)
+    counts = dict.fromkeys(ORDER, 0)
+    # Failures in reading order: one bucket per verdict, session order kept within each.
+    buckets: dict[str, list[Item]] = {verdict: [] for verdict in ORDER}
+    others: dict[str, tuple[list[ResultOutcome], list[SessionOutcome]]] = {v: ([], []) for v in ORDER}
     for session in outcome.sessions:
         groups = {group.id: group for group in session.errorGroups}
         for result in session.results:
-            root_cause, classification = analysis_of(result, groups)
-            location = result.runLocation or session.runLocation
-            items.append(Item(result, session, location, root_cause, classification))
-    items.sort(key=lambda item: rank.get(item.result.verdict, 0))  # stable: session order kept
+            verdict = result.verdict
+            counts[verdict] = counts.get(verdict, 0) + 1
+            if verdict not in failing:
+                results, sessions = others.get(verdict) or others.setdefault(verdict, ([], []))
+                results.append(result)
+                sessions.append(session)
+                continue
+            excused = forgiven(result, gate)
+            item = _item(result, session, groups, history(result, since), not excused, excused)
+            buckets.setdefault(verdict, []).append(item)
+    failures = tuple(item for bucket in buckets.values() for item in bucket)
     return Digest(
         outcome=outcome,
         gate=gate,
-        counts=count_results([item.result for item in items]),
-        items=tuple(items),
-        failing=tuple(item for item in items if result_fails(item.result, gate)),
-        forgiven=tuple(item for item in items if forgiven(item.result, gate)),
+        counts=Counts(total=sum(counts.values()), **counts),
+        failures=failures,
+        failing=tuple(item for item in failures if item.fails_gate),
+        forgiven=tuple(item for item in failures if item.forgiven),
+        others=others,
     )

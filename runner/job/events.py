@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol, Union
 from runner.job.outcome import ErrorGroupOutcome, ResultOutcome
 
 if TYPE_CHECKING:
+    from datetime import datetime
     from pathlib import Path
 
     from runner.job.digest import Digest
@@ -48,6 +49,7 @@ class ResultFinished:
 
     where: Where
     result: ResultOutcome
+    since: datetime | None = None  # the session's start (service clock): what a known error's age counts from
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,10 @@ What can be known and what cannot:
 - A group that was not read (beyond the groups read per session, or its read failed) has no times: a
   result whose groups are all known but one unread cannot be told, `known` is None, and the gate must
   never forgive it.
+
+That is the error group's half. The baseline (runner/job/baseline.py) is the other; the policy's
+`novelty` weighs the two once, and `history` below is what every output shows of it: the console,
+the markdown, the JUnit and the comment only format a `History`, the digest carries one per failure.
 """
 
 from __future__ import annotations
@@ -26,8 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from runner.job.outcome import ErrorGroupOutcome, Outcome
-from runner.job.policy import failing_verdict
+from runner.core.words import span
+from runner.job.outcome import BaselineMark, ErrorGroupOutcome, Outcome, ResultOutcome
+from runner.job.policy import Novelty, failing_verdict, novelty
 
 
 @dataclass(frozen=True)
@@ -94,3 +99,77 @@ def mark_known(outcome: Outcome) -> Outcome:
             result.firstSeen = knowledge.firstSeen
             result.lastSeenBefore = knowledge.lastSeenBefore
     return marked
+
+
+@dataclass(frozen=True)
+class History:
+    """Known or new of one failing result, as every output shows it.
+
+    `novelty` is the policy's decision; the rest are the facts it came from. `age` is how long
+    before the run's start the error was first seen ("3 days", "1 second"), None when it was not
+    first seen before it."""
+
+    novelty: Novelty
+    known: bool | None  # the error group's half: None when it cannot be told
+    baseline: BaselineMark | None  # the baseline's half: None without a usable baseline
+    first_seen: datetime | None = None
+    last_seen_before: datetime | None = None
+    age: str | None = None
+
+    @property
+    def label(self) -> str:
+        """'known', 'new', or 'new or known' when it cannot be told."""
+        return "new or known" if self.novelty == "untold" else self.novelty
+
+    @property
+    def tag(self) -> str:
+        """The console's short mark beside a failure: 'known since 3 days', 'new'; '' when untold."""
+        if self.novelty == "known":
+            return f"known since {self.age}" if self.age else "known"
+        return "new" if self.novelty == "new" else ""
+
+    @property
+    def reason(self) -> str:
+        """Why, in one clause: 'its error was first seen 3 days before this run'."""
+        if self.age:
+            seen_before = f"its error was first seen {self.age} before this run"
+        else:
+            seen_before = "its error was seen before this run"
+        if self.novelty == "untold":
+            return "cannot be told (no error group with a history was read, and no baseline says)"
+        if self.known is False:
+            if self.baseline == "still-failing":
+                return "its error was first seen in this run, though the check failed in the baseline too"
+            if self.baseline == "newly-failing":
+                return "its error was first seen in this run, and the check passed in the baseline"
+            return "its error was first seen in this run"
+        if self.baseline == "newly-failing":
+            return "the check passed in the baseline" + (f" ({seen_before})" if self.known else "")
+        if self.known and self.baseline == "still-failing":
+            return f"{seen_before}, and the check failed in the baseline too"
+        if self.known:
+            return seen_before
+        return "the check was already failing in the baseline"
+
+    @property
+    def sentence(self) -> str:
+        """'Known failure: its error was first seen 3 days before this run.' (the JUnit's line)."""
+        if self.novelty == "untold":
+            return f"New or known: {self.reason}; the gate counts it as new."
+        return f"{self.label.capitalize()} failure: {self.reason}."
+
+
+def history(result: ResultOutcome, since: datetime | None) -> History:
+    """The history of a failing result, the run having started at `since` (the service's clock)."""
+    age = None
+    if result.firstSeen is not None and since is not None:
+        seconds = (_utc(since) - _utc(result.firstSeen)).total_seconds()
+        age = span(seconds) if seconds > 0 else None
+    return History(
+        novelty=novelty(result),
+        known=result.known,
+        baseline=result.baseline,
+        first_seen=result.firstSeen,
+        last_seen_before=result.lastSeenBefore,
+        age=age,
+    )

@@ -162,7 +162,9 @@ class Outcome(OutcomeModel):
 
 
 def count_results(results: list[ResultOutcome]) -> Counts:
-    counts = Counts(total=len(results))
+    # Counted in a plain dict: a pydantic attribute per result is slow over 100,000 of them.
+    counts = dict.fromkeys(Counts.model_fields, 0)
     for result in results:
-        setattr(counts, result.verdict, getattr(counts, result.verdict) + 1)
-    return counts
+        counts[result.verdict] += 1
+    counts["total"] = len(results)
+    return Counts(**counts)

@@ -22,6 +22,8 @@ JunitKind = Literal["passed", "failure", "error", "skipped"]
 # did not finish before the run ended, or was cancelled (from outside: nobody saw it pass).
 ALWAYS_FAILING: frozenset[ResultVerdict] = frozenset({"failed", "error", "running", "cancelled"})
 
+_FAILING_WITH_DEGRADED: frozenset[str] = ALWAYS_FAILING | {"degraded"}
+
 # What each verdict is called where people read it.
 LABELS: dict[str, str] = {
     "passed": "passed",
@@ -62,10 +64,29 @@ class Gate:
         return cls(fail_on_degraded=outcome.failOnDegraded, fail_on=outcome.failOn)
 
 
+# Known or new (see runner/job/known.py): "untold" when no history says either.
+Novelty = Literal["new", "known", "untold"]
+
+
+def novelty(result: ResultOutcome) -> Novelty:
+    """Whether a failure was there before this build, decided here once for the gate and every output.
+
+    Two histories answer it: the result's error group (`known`: first seen before this run or in
+    it) and the baseline (`baseline`: failing there too, or newly failing). A gate fails closed, so
+    a failure is known only when one of them says known and neither says new: an error first seen in
+    this run is new even on a check that failed in the baseline (with another error), and a check
+    that passed in the baseline is newly failing even with an error seen before. With neither, it
+    cannot be told: never forgiven, counted as new."""
+    if result.known is False or result.baseline == "newly-failing":
+        return "new"
+    if result.known is True or result.baseline == "still-failing":
+        return "known"
+    return "untold"
+
+
 def is_known(result: ResultOutcome) -> bool:
-    """A failure that was there before this build: its error group was seen before this session,
-    or it was already failing in the baseline."""
-    return bool(result.known) or result.baseline == "still-failing"
+    """A failure that was there before this build (see `novelty`)."""
+    return novelty(result) == "known"
 
 
 def forgiven(result: ResultOutcome, gate: Gate) -> bool:
@@ -74,12 +95,15 @@ def forgiven(result: ResultOutcome, gate: Gate) -> bool:
     return gate.fail_on == "new" and result.verdict == "failed" and is_known(result)
 
 
+def failing_verdicts(fail_on_degraded: bool) -> frozenset[str]:
+    """The verdicts that fail a gate that forgives nothing (failOn: any)."""
+    return _FAILING_WITH_DEGRADED if fail_on_degraded else ALWAYS_FAILING
+
+
 def failing_verdict(result: ResultOutcome, fail_on_degraded: bool) -> bool:
     """The result's verdict fails a gate that forgives nothing (failOn: any): what known/new and the
     baseline compare."""
-    if result.verdict == "degraded":
-        return fail_on_degraded
-    return result.verdict in ALWAYS_FAILING
+    return result.verdict in failing_verdicts(fail_on_degraded)
 
 
 def result_fails(result: ResultOutcome, gate: Gate) -> bool:
@@ -152,5 +176,5 @@ def describe_gate() -> str:
     return (
         f"a check that {', '.join(always[:-1])} or {always[-1]} fails the gate; a degraded one only "
         "with gate.failOnDegraded; with gate.failOn: new, a failed check whose failure is known "
-        "(seen before this session, or failing in the baseline) does not"
+        "(its error seen before this run, or failing in the baseline, and neither says new) does not"
     )

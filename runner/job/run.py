@@ -233,11 +233,13 @@ class Runner:
         failed = sum(1 for c in pending if c.done() and c.exception() is not None)
         unanswered = sum(1 for c in pending if not c.done())
         if failed or unanswered:
+            from runner.core.words import counted, plural
             from runner.job.events import Note
 
             self.observer.notify(
                 Note(
-                    f"{failed + unanswered} of {len(pending)} sessions may still run: their cancel "
+                    f"{failed + unanswered} of {counted(len(pending), 'session')} may still run: "
+                    f"{plural(failed + unanswered, 'its', 'their')} cancel "
                     f"{'failed' if failed else 'got no answer in time'}"
                 )
             )

@@ -226,7 +226,9 @@ class _Watch:
             by_id = {r.id: r for r in build_results(session, self.reader.groups(ids, MESSAGE_WAIT))}
             for result in fresh:
                 self.reported.add(result.id)
-                self.worker.emit(ResultFinished(self.worker.where, by_id.get(result.id, result)))
+                self.worker.emit(
+                    ResultFinished(self.worker.where, by_id.get(result.id, result), session.startedAt)
+                )
         elapsed = self.worker.clock() - self.started
         self.worker.emit(Progress(self.worker.where, elapsed, tuple(current)))
         return bool(fresh)

@@ -13,6 +13,14 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from runner.core.words import counted
+
+
+def _counted(value: object, noun: str) -> str:
+    """'1 character', '5 items': pydantic's limits, counted (a limit it did not give: as it is)."""
+    return counted(value, noun) if isinstance(value, int) else f"{value} {noun}s"
+
+
 Loc = tuple[str | int, ...]
 
 _TYPE_NAMES = {
@@ -80,11 +88,11 @@ def error_message(err: Any) -> str:
         return "must not be empty"
     if kind == "string_too_long":
         got = f" (got {len(value)})" if isinstance(value, str) else ""
-        return f"at most {ctx.get('max_length')} characters{got}"
+        return f"at most {_counted(ctx.get('max_length'), 'character')}{got}"
     if kind == "too_long":
-        return f"at most {ctx.get('max_length')} items (got {ctx.get('actual_length')})"
+        return f"at most {_counted(ctx.get('max_length'), 'item')} (got {ctx.get('actual_length')})"
     if kind == "too_short":
-        return f"at least {ctx.get('min_length')} item(s)"
+        return f"at least {_counted(ctx.get('min_length'), 'item')}"
     message = str(err["msg"]).removeprefix("Value error, ").replace("Input should be", "must be")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         message = f"{message} (got {value})"

@@ -1,8 +1,10 @@
 """JUnit XML for CI test reporters (GitLab, Jenkins, dorny, mikepenz, EnricoMi).
 
-Built with the standard library's ElementTree, as pytest's junitxml is, rather than the junit-xml
-package: that one writes a `disabled` attribute junit-10.xsd rejects, raises on lone surrogates and
-U+FFFE/U+FFFF (so one bad character costs the whole report), and is several times slower.
+Written as text, element by element, with the escaping XML 1.0 asks for (`_xml_text`, `_xml_attr`),
+rather than with the junit-xml package (it writes a `disabled` attribute junit-10.xsd rejects,
+raises on lone surrogates and U+FFFE/U+FFFF, and is several times slower) or an ElementTree (whose
+tree and pure-Python serialiser took most of the time and memory of a 100,000-result report). Every
+text passes the one sanitiser first, so no character XML cannot hold reaches the file.
 
 Layout: <testsuites> holds one <testsuite> per session (name "<session> [<location>]") with
 <properties>, and one <testcase> per final check result, named "<check> [<location>]" so that the
@@ -15,9 +17,10 @@ from __future__ import annotations
 import contextlib
 import math
 import re
-import xml.etree.ElementTree as ET
-from collections.abc import Iterable
 
+from runner.core.text import sanitize
+from runner.core.words import counted
+from runner.job.digest import Item, digest
 from runner.job.outcome import ErrorGroupOutcome, Outcome, ResultOutcome, SessionOutcome
 from runner.job.policy import Gate, JunitKind, junit_kind
 from runner.reports.text import (
@@ -38,6 +41,46 @@ MIN_TEXT = 2 * 1024
 MAX_NAME = 1000  # names and attributes: readers show them on one line
 MAX_GROUPS_PER_RESULT = 5
 
+INDENT = "  "
+
+
+def _xml_text(text: str) -> str:
+    """Element text: &, < and > as entities (the text is sanitised: no character XML cannot hold)."""
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
+def _xml_attr(text: str) -> str:
+    """An attribute value in double quotes: also the quote, and line breaks and tabs as references
+    (a parser would turn them into spaces)."""
+    text = _xml_text(text)
+    if '"' in text:
+        text = text.replace('"', "&quot;")
+    if not text.isprintable():
+        text = text.replace("\n", "&#10;").replace("\r", "&#13;").replace("\t", "&#9;")
+    return text
+
+
+def _element(depth: int, tag: str, attributes: dict[str, str], text: str | None = None) -> str:
+    """One element on its own line at `depth`, with its text or empty (`<tag ... />`)."""
+    pairs = "".join(f' {name}="{_xml_attr(value)}"' for name, value in attributes.items())
+    if text:
+        return f"{INDENT * depth}<{tag}{pairs}>{_xml_text(text)}</{tag}>"
+    return f"{INDENT * depth}<{tag}{pairs} />"
+
+
+def _parent(depth: int, tag: str, attributes: dict[str, str], children: list[str]) -> list[str]:
+    """An element whose children are lines already written at depth + 1."""
+    if not children:
+        return [_element(depth, tag, attributes)]
+    pairs = "".join(f' {name}="{_xml_attr(value)}"' for name, value in attributes.items())
+    return [f"{INDENT * depth}<{tag}{pairs}>", *children, f"{INDENT * depth}</{tag}>"]
+
 
 def _text_limit(outcome: Outcome) -> int:
     bodies = 1 + sum(1 for s in outcome.sessions for r in s.results if r.verdict != "passed")
@@ -45,14 +88,13 @@ def _text_limit(outcome: Outcome) -> int:
 
 
 def _attr(text: str | None, limit: int = MAX_NAME) -> str:
-    # Attributes are single-line for every reader; ElementTree escapes what remains.
-    return clean(text, limit).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+    # Attributes are single-line for every reader; _xml_attr escapes what remains.
+    return sanitize(text, limit=limit, lines="join")
 
 
-def _named(name: str | None, location: str | None) -> str:
-    """"<name> [<location>]", at most MAX_NAME long: a long name is cut, never the location, which
-    keeps the same check in two locations two distinct tests."""
-    suffix = f" [{_attr(location, 200)}]"
+def _named(name: str | None, suffix: str) -> str:
+    """"<name> [<location>]" (`suffix`: " [<location>]"), at most MAX_NAME long: a long name is cut,
+    never the location, which keeps the same check in two locations two distinct tests."""
     head = _attr(name, 4 * MAX_NAME)
     room = MAX_NAME - len(suffix)
     if len(head) > room:
@@ -80,7 +122,7 @@ def _analysis_text(group: ErrorGroupOutcome, limit: int) -> str:
     """The error group's root cause analysis as plain text, or why there is none."""
     head = f"Error group {group.id}"
     if group.count:
-        head += f" ({group.count} result{'s' if group.count != 1 else ''})"
+        head += f" ({counted(group.count, 'result')})"
     lines = [head]
     state = group.analysis.state if group.analysis else None
     analysis = group.analysis.analysis if group.analysis else None
@@ -114,6 +156,8 @@ def _analysis_text(group: ErrorGroupOutcome, limit: int) -> str:
     return cap("\n".join(lines), limit)
 
 
+FORGIVEN = "failOn: new forgives known failures"
+
 # The `type` of a failure or error: a fixed vocabulary, never text from the service.
 TYPES = {
     "failed": "FAILED",
@@ -126,22 +170,13 @@ TYPES = {
 }
 
 
-def known_line(result: ResultOutcome) -> str:
-    """The first line of a failure's text: new in this build, or there before it."""
-    if result.known is True:
-        since = f" (first seen {result.firstSeen.isoformat(timespec='seconds')})" if result.firstSeen else ""
-        return f"Known failure: seen before this session{since}."
-    if result.baseline == "still-failing":
-        return "Known failure: already failing in the baseline."
-    if result.known is False:
-        return "New failure: first seen in this session."
-    return ""
-
-
 def history_lines(result: ResultOutcome) -> list[str]:
     """Known/new, firstSeen and the baseline mark as `testsession.<key>=<value>` lines for the
-    testcase's system-out: junit-10.xsd has no testcase <properties>, and GitLab, Jenkins and
-    EnricoMi show a testcase's system-out. Values are a fixed vocabulary or ISO 8601 times."""
+    testcase's system-out, for tools that read them there: Jenkins and EnricoMi show a testcase's
+    system-out, and junit-10.xsd has no testcase <properties>. GitLab reads a testcase's system-out
+    only for an `[[ATTACHMENT|path]]` of a failed test, so what a reader there must see (new or
+    known, in words) is in the failure's text, after the error. Values are a fixed vocabulary or
+    ISO 8601 times."""
     lines = []
     if result.known is not None:
         lines.append(f"testsession.known={'true' if result.known else 'false'}")
@@ -154,23 +189,17 @@ def history_lines(result: ResultOutcome) -> list[str]:
     return lines
 
 
-def _add_out(case: ET.Element, lines: list[str]) -> None:
-    """Appends lines to the testcase's system-out, making one when there is none."""
-    if not lines:
-        return
-    out = case.find("system-out")
-    if out is None:
-        out = ET.SubElement(case, "system-out")
-    out.text = "\n".join([out.text, *lines] if out.text else lines)
-
-
 class _Renderer:
     def __init__(self, outcome: Outcome) -> None:
         self.outcome = outcome
         self.gate = Gate.of(outcome)
+        # The digest's items by result: their known/new history is decided there, once.
+        self.items: dict[int, Item] = {id(item.result): item for item in digest(outcome).failures}
         self.limit = _text_limit(outcome)
-        self.used_names: set[tuple[str, str]] = set()
+        self.used_names: dict[str, set[str]] = {}
         self.analysis_cache: dict[str, str] = {}
+        self.locations: dict[str | None, str] = {}
+        self.classname_xml = ""  # the current suite's classname, escaped once
 
     # -- texts --------------------------------------------------------------------------------
 
@@ -193,10 +222,14 @@ class _Renderer:
         groups: dict[str, ErrorGroupOutcome],
         lead: str,
         always_lead: bool = False,
+        note: str = "",
     ) -> str:
-        """Error first (readers show the start), then the analyses, then the result's link."""
+        """Error first (readers show the start: GitLab's merge request widget the first lines), then
+        the known/new `note`, the analyses, and the result's link."""
         error = clean(result.error, self.limit)
         parts = [lead, error] if always_lead and error else [error or lead]
+        if note:
+            parts.append(note)
         parts.extend(self.group_texts(result, groups))
         if result.link:
             parts.append(f"Result: {clean(result.link, MAX_NAME)}")
@@ -211,62 +244,86 @@ class _Renderer:
 
     # -- elements -----------------------------------------------------------------------------
 
-    def unique_name(self, classname: str, name: str, result_id: str) -> str:
-        candidates: Iterable[str] = (name, f"{name} #{result_id[:8]}", f"{name} #{result_id}")
-        for candidate in candidates:
-            if (classname, candidate) not in self.used_names:
-                self.used_names.add((classname, candidate))
+    def unique_name(self, classname: str, name: str, raw_id: str) -> str:
+        # Names by classname, as strings: the garbage collector does not follow strings, and
+        # 100,000 tuples living until the report is written would make it walk the whole run.
+        used = self.used_names.setdefault(classname, set())
+        if name not in used:
+            used.add(name)
+            return name
+        result_id = _attr(raw_id, 100)
+        for candidate in (f"{name} #{result_id[:8]}", f"{name} #{result_id}"):
+            if candidate not in used:
+                used.add(candidate)
                 return candidate
         n = 2
-        while (classname, f"{name} #{result_id} ({n})") in self.used_names:
+        while f"{name} #{result_id} ({n})" in used:
             n += 1
         unique = f"{name} #{result_id} ({n})"
-        self.used_names.add((classname, unique))
+        used.add(unique)
         return unique
 
     def testcase(
         self,
-        suite: ET.Element,
+        lines: list[str],
         session: SessionOutcome,
         classname: str,
         result: ResultOutcome,
         groups: dict[str, ErrorGroupOutcome],
     ) -> JunitKind:
-        """Adds the result's testcase; returns what it counts as, which the verdict policy decides:
+        """Writes the result's testcase; returns what it counts as, which the verdict policy decides:
         a result that fails the gate is a failure or an error, never a skip."""
         location = result.runLocation or session.runLocation
         check = result.name or result.checkId or result.id
-        name = self.unique_name(classname, _named(check, location), _attr(result.id, 100))
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            {"name": name, "classname": classname, "time": format_seconds(result.durationSeconds)},
-        )
+        name = self.unique_name(classname, self.named(check, location), result.id)
         kind = junit_kind(result, self.gate)
-        lead, message = self.wording(result, session)
-        note = known_line(result)
-        if kind in ("failure", "error"):
-            # `type` is a fixed word: GitLab's parser reads it as a type conversion, so no
-            # service text goes there (the classification is in the body).
-            body = self.body(result, groups, lead, always_lead=result.verdict in ("running", "degraded"))
-            # A failed check's type is its analysis' classification where it is a plain word.
-            word = self.classification(result, groups) if result.verdict == "failed" else None
-            ET.SubElement(case, kind, {"message": message, "type": word or TYPES[result.verdict]}).text = (
-                f"{note}\n\n{body}" if note else body
-            )
-        elif kind == "skipped":
-            # GitLab drops `message`: the text says it too, with the failure under it.
-            forgiven = f"{note.rstrip('.')}; it did not fail the gate (failOn: new forgives known failures)."
-            ET.SubElement(
-                case, "skipped", {"message": one_line(f"{note.rstrip('.')}: {message}")}
-            ).text = f"{forgiven}\n\n{self.body(result, groups, lead)}"
-        elif result.verdict == "flaky":
-            self.flaky(case, result)
-        elif result.verdict == "degraded":
-            out = [lead] + ([f"Result: {clean(result.link, MAX_NAME)}"] if result.link else [])
-            ET.SubElement(case, "system-out").text = "\n".join(out)
-        _add_out(case, history_lines(result))
+        # Written here rather than by _element: one testcase per result, the report's hot path.
+        head = (
+            f'{INDENT * 2}<testcase name="{_xml_attr(name)}" classname="{self.classname_xml}" '
+            f'time="{format_seconds(result.durationSeconds)}"'
+        )
+        out = history_lines(result)  # the system-out lines
+        if kind == "passed" and result.verdict == "passed" and not out:
+            lines.append(head + " />")
+            return kind
+        children: list[str] = []
+        if kind != "passed" or result.verdict in ("degraded", "flaky"):
+            lead, message = self.wording(result, session)
+            item = self.items.get(id(result))
+            note = item.history.sentence if item is not None and item.history is not None else ""
+            if kind in ("failure", "error"):
+                # `type` is a fixed word: GitLab's parser reads it as a type conversion, so no
+                # service text goes there (the classification is in the body).
+                always_lead = result.verdict in ("running", "degraded")
+                # A failed check's type is its analysis' classification where it is a plain word.
+                word = self.classification(result, groups) if result.verdict == "failed" else None
+                text = self.body(result, groups, lead, always_lead, note)
+                failure = {"message": message, "type": word or TYPES[result.verdict]}
+                children.append(_element(3, kind, failure, text))
+            elif kind == "skipped":
+                # GitLab drops `message`: the text says it too, after the error.
+                forgiven = f"{note.rstrip('.')}; it did not fail the gate ({FORGIVEN})."
+                message = one_line(f"{message} (known failure: failOn: new forgives it)")
+                text = self.body(result, groups, lead, note=forgiven)
+                children.append(_element(3, "skipped", {"message": message}, text))
+            elif result.verdict == "flaky":
+                out.insert(0, self.flaky(children, result))
+            elif result.verdict == "degraded":
+                out[:0] = [lead] + ([f"Result: {clean(result.link, MAX_NAME)}"] if result.link else [])
+        if out:
+            children.append(_element(3, "system-out", {}, "\n".join(out)))
+        if children:
+            lines += [head + ">", *children, f"{INDENT * 2}</testcase>"]
+        else:
+            lines.append(head + " />")
         return kind
+
+    def named(self, check: str, location: str | None) -> str:
+        """`_named`, the location's part sanitised once per location (one per session, mostly)."""
+        suffix = self.locations.get(location)
+        if suffix is None:
+            suffix = self.locations[location] = f" [{_attr(location, 200)}]"
+        return _named(check, suffix)
 
     def wording(self, result: ResultOutcome, session: SessionOutcome) -> tuple[str, str]:
         """The lead sentence of a result's body, and its one-line message."""
@@ -290,55 +347,51 @@ class _Renderer:
             f"check failed (status {status})"
         )
 
-    def flaky(self, case: ET.Element, result: ResultOutcome) -> None:
-        # surefire's rerun format: one flakyFailure per failed attempt, the test itself passed.
+    def flaky(self, children: list[str], result: ResultOutcome) -> str:
+        """surefire's rerun format: one flakyFailure per failed attempt, the test itself passed.
+        Returns the line for the testcase's system-out."""
         attempts = result.failedAttempts
         for attempt in attempts:
-            element = ET.SubElement(
-                case,
-                "flakyFailure",
-                {
-                    "message": one_line(attempt.error) or f"attempt failed (status {_attr(attempt.status)})",
-                    "type": _type(attempt.status, "FAILED"),
-                },
-            )
+            attributes = {
+                "message": one_line(attempt.error) or f"attempt failed (status {_attr(attempt.status)})",
+                "type": _type(attempt.status, "FAILED"),
+            }
             text = clean(attempt.error, self.limit) or f"The attempt failed (status {attempt.status})."
             if attempt.link:
                 text += f"\n\nAttempt: {clean(attempt.link, MAX_NAME)}"
-            ET.SubElement(element, "stackTrace").text = cap(text, self.limit)
+            trace = [_element(4, "stackTrace", {}, cap(text, self.limit))]
+            children += _parent(3, "flakyFailure", attributes, trace)
         failed = len(attempts) or max(1, result.attempts - 1)
         if not attempts:
-            ET.SubElement(
-                case,
-                "flakyFailure",
-                {"message": f"{failed} earlier attempt(s) failed", "type": "FAILED"},
-            )
-        note = f"flaky: passed on attempt {max(result.attempts, failed + 1)} after {failed} failed attempt(s)"
+            message = f"{counted(failed, 'earlier attempt')} failed"
+            children.append(_element(3, "flakyFailure", {"message": message, "type": "FAILED"}))
+        passed_on = max(result.attempts, failed + 1)
+        note = f"flaky: passed on attempt {passed_on} after {counted(failed, 'failed attempt')}"
         if result.link:
             note += f"\nResult: {clean(result.link, MAX_NAME)}"
-        ET.SubElement(case, "system-out").text = note
+        return note
 
-    def session_problem(self, suite: ET.Element, session: SessionOutcome, classname: str) -> bool:
+    def session_problem(self, lines: list[str], session: SessionOutcome, classname: str) -> bool:
         """A session that could not run to the end shows as one error testcase, so that test
         reporters do not show a green, empty suite for a red job."""
         if not session.problem or session.exitCode in (0, 1):
             return False
-        name = self.unique_name(classname, _named("(session)", session.runLocation), "session")
-        # Time 0: the session's time is on the testsuite; readers that add up testcase times
-        # (GitLab, dorny) would count it twice here.
-        case = ET.SubElement(suite, "testcase", {"name": name, "classname": classname, "time": "0.000"})
+        name = self.unique_name(classname, self.named("(session)", session.runLocation), "session")
         text = clean(session.problem, self.limit)
         if session.link:
             text += f"\n\nSession: {clean(session.link, MAX_NAME)}"
-        ET.SubElement(case, "error", {"message": one_line(session.problem), "type": "SESSION"}).text = text
+        error = _element(3, "error", {"message": one_line(session.problem), "type": "SESSION"}, text)
+        # Time 0: the session's time is on the testsuite; readers that add up testcase times
+        # (GitLab, dorny) would count it twice here.
+        lines += _parent(2, "testcase", {"name": name, "classname": classname, "time": "0.000"}, [error])
         return True
 
-    def suite(self, root: ET.Element, session: SessionOutcome) -> tuple[int, int, int, int, float]:
+    def suite(self, lines: list[str], session: SessionOutcome) -> tuple[int, int, int, int, float]:
         location = session.runLocation
         classname = _attr(session.name) or _attr(f"testsession.{location}")
-        suite = ET.SubElement(root, "testsuite", {"name": _attr(f"{session.name} [{location}]")})
-        properties = ET.SubElement(suite, "properties")
+        self.classname_xml = _xml_attr(classname)
         commit = self.outcome.commit
+        properties = []
         for key, value in (
             ("testSessionId", session.testSessionId),
             ("link", session.link),
@@ -349,44 +402,47 @@ class _Renderer:
         ):
             value = _attr(value)
             if value:
-                ET.SubElement(properties, "property", {"name": key, "value": value})
-        if not len(properties):
-            suite.remove(properties)
+                properties.append(_element(3, "property", {"name": key, "value": value}))
+        children = _parent(2, "properties", {}, properties) if properties else []
 
         groups = {group.id: group for group in session.errorGroups}
         counts: dict[JunitKind, int] = {"passed": 0, "failure": 0, "error": 0, "skipped": 0}
         for result in session.results:
-            counts[self.testcase(suite, session, classname, result, groups)] += 1
+            counts[self.testcase(children, session, classname, result, groups)] += 1
         # A session that could not run to the end, with no result that says so: one error testcase.
-        if not counts["error"] + counts["failure"] and self.session_problem(suite, session, classname):
+        if not counts["error"] + counts["failure"] and self.session_problem(children, session, classname):
             counts["error"] += 1
         if session.problem:
-            ET.SubElement(suite, "system-err").text = clean(session.problem, self.limit)
+            children.append(_element(2, "system-err", {}, clean(session.problem, self.limit)))
 
         tests = sum(counts.values())
         duration = session.durationSeconds
         if duration is None:
             duration = sum(r.durationSeconds or 0.0 for r in session.results)
-        suite.set("tests", str(tests))
-        suite.set("failures", str(counts["failure"]))
-        suite.set("errors", str(counts["error"]))
-        suite.set("skipped", str(counts["skipped"]))
-        suite.set("time", format_seconds(duration))
+        attributes = {
+            "name": _attr(f"{session.name} [{location}]"),
+            "tests": str(tests),
+            "failures": str(counts["failure"]),
+            "errors": str(counts["error"]),
+            "skipped": str(counts["skipped"]),
+            "time": format_seconds(duration),
+        }
         if session.startedAt:
-            suite.set("timestamp", session.startedAt.isoformat(timespec="seconds"))
+            attributes["timestamp"] = session.startedAt.isoformat(timespec="seconds")
         if session.testSessionId:
-            suite.set("id", _attr(session.testSessionId))
+            attributes["id"] = _attr(session.testSessionId)
         if session.link:
-            suite.set("url", _attr(session.link))
+            attributes["url"] = _attr(session.link)
+        lines += _parent(1, "testsuite", attributes, children)
         return tests, counts["failure"], counts["error"], counts["skipped"], duration
 
     def render(self) -> str:
         outcome = self.outcome
-        root = ET.Element("testsuites", {"name": "testsession"})
+        suites: list[str] = []
         tests = failures = errors = 0
         total_time = 0.0
         for session in outcome.sessions:
-            t, f, e, _skipped, d = self.suite(root, session)
+            t, f, e, _skipped, d = self.suite(suites, session)
             tests, failures, errors = tests + t, failures + f, errors + e
             total_time += d if math.isfinite(d) and d > 0 else 0.0
         if outcome.startedAt and outcome.finishedAt:
@@ -394,12 +450,14 @@ class _Renderer:
             with contextlib.suppress(TypeError):
                 total_time = max(0.0, (outcome.finishedAt - outcome.startedAt).total_seconds())
         # junit-10.xsd allows no `skipped` on <testsuites>; the suites carry it.
-        root.set("tests", str(tests))
-        root.set("failures", str(failures))
-        root.set("errors", str(errors))
-        root.set("time", format_seconds(total_time))
-        ET.indent(root, space="  ")
-        return XML_DECLARATION + ET.tostring(root, encoding="unicode") + "\n"
+        attributes = {
+            "name": "testsession",
+            "tests": str(tests),
+            "failures": str(failures),
+            "errors": str(errors),
+            "time": format_seconds(total_time),
+        }
+        return XML_DECLARATION + "\n".join(_parent(0, "testsuites", attributes, suites)) + "\n"
 
 
 def render_junit(outcome: Outcome) -> str:

@@ -12,8 +12,9 @@ import re
 from collections.abc import Callable, Sequence
 from urllib.parse import quote
 
+from runner.core.text import sanitize
+from runner.core.words import counted, plural
 from runner.job.digest import Digest, Item, digest
-from runner.job.known import run_start
 from runner.job.outcome import (
     CheckRef,
     ErrorGroupOutcome,
@@ -22,8 +23,7 @@ from runner.job.outcome import (
     SessionOutcome,
     SlowerCheck,
 )
-from runner.job.policy import Gate, forgiven, is_known
-from runner.reports.text import ago, analysis_state_line, clean, human_duration, one_line, utc_minute
+from runner.reports.text import analysis_state_line, clean, human_duration, one_line, utc_minute
 
 MAX_BYTES = 1_000_000
 MAX_ROWS = 1_000
@@ -75,26 +75,22 @@ _MARKDOWN = str.maketrans(
         "!": "\\!",
     }
 )
-_NEWLINES = re.compile(r"\s*[\r\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]+\s*")  # as str.splitlines
 _BACKTICKS = re.compile(r"`{3,}")
 
 
-def escape_html(text: str) -> str:
-    return _NEWLINES.sub(" ", text).translate(_HTML)
+def html_line(text: str | None, limit: int) -> str:
+    """The first line of `text` inside raw HTML (a <summary>): sanitised, entities for <, >, &, "."""
+    return one_line(text, limit).translate(_HTML)
 
 
 def escape_cell(text: str | None, limit: int = MAX_CELL) -> str:
     """A table cell: one line, no `|`, no markdown or HTML that could spill out of the cell."""
-    cleaned = clean(text, limit * 4)
-    cleaned = _NEWLINES.sub(" ", cleaned).strip()
-    if len(cleaned) > limit:
-        cleaned = cleaned[: limit - 1] + "…"
-    return cleaned.translate(_MARKDOWN)
+    return sanitize(text, limit=limit, lines="join").translate(_MARKDOWN)
 
 
 def escape_text(text: str | None, limit: int = MAX_FIELD) -> str:
     """Prose from the service as a markdown paragraph with its line breaks kept, nothing else."""
-    lines = [line.strip().translate(_MARKDOWN) for line in clean(text, limit).splitlines()]
+    lines = [line.strip().translate(_MARKDOWN) for line in clean(text, limit).split("\n")]
     return "  \n".join(line for line in lines if line)
 
 
@@ -140,14 +136,10 @@ class _Out:
 def _header(d: Digest) -> list[str]:
     outcome = d.outcome
     counts = d.counts
-    title = f"{ICONS.get(outcome.verdict, '')} {escape_cell(d.title, 100)}".strip()
-    lines = [f"## {title} — {escape_cell(d.summary, 500)}", ""]
-    numbers = [f"{counts.passed} passed", f"{counts.failed} failed"]
-    numbers += [f"{counts.degraded} degraded", f"{counts.flaky} flaky", f"{counts.error} error"]
-    numbers.append(f"{counts.cancelled} cancelled")
-    if counts.running:
-        numbers.append(f"{counts.running} did not finish")
-    lines.append(f"**Exit code {outcome.exitCode}** · " + " · ".join(numbers))
+    icon = ICONS.get(outcome.verdict)
+    headline = escape_cell(d.headline, 600)
+    lines = [f"## {icon} {headline}" if icon else f"## {headline}", ""]
+    lines.append(f"**Exit code {int(d.exit_code)}** · " + " · ".join(d.count_parts()))
     lines += _known_lines(d)
     lines += _baseline_lines(d)
     if d.gate.fail_on_degraded and counts.degraded:
@@ -202,13 +194,13 @@ def _known_lines(d: Digest) -> list[str]:
         return []
     new, known = len(d.new_failures), len(d.known_failures)
     line = (
-        f"**{new} new failure{'s' if new != 1 else ''}** (in this build) · "
+        f"**{counted(new, 'new failure')}** (in this build) · "
         f"**{known} known** (already failing before this build)"
     )
     lines = ["", line]
     if d.gate.fail_on == "new" and d.forgiven:
         n = len(d.forgiven)
-        these, are = ("this known failure", "It is") if n == 1 else (f"these {n} known failures", "They are")
+        these = "this known failure" if n == 1 else f"these {n} known failures"
         if d.failing:
             lines += [
                 "",
@@ -219,16 +211,15 @@ def _known_lines(d: Digest) -> list[str]:
             lines += [
                 "",
                 f"**The gate passed because it fails on new failures only (failOn: new):** {these} "
-                f"already failed before this build and did not fail it. {are} listed below under "
-                "*Already failing before this build*.",
+                f"already failed before this build and did not fail it. {plural(n, 'It', 'They')} "
+                f"{plural(n, 'is')} listed below under *Already failing before this build*.",
             ]
-    unforgiven = [item for item in d.failing if is_known(item.result)]
+    unforgiven = [i for i in d.failing if i.history is not None and i.history.novelty == "known"]
     if d.gate.fail_on == "new" and unforgiven:
-        n = len(unforgiven)
         lines += [
             "",
-            f"{n} known result{'s' if n != 1 else ''} still failed the gate: failOn: new forgives known "
-            "failed checks only, never errors, unfinished or cancelled checks.",
+            f"{counted(len(unforgiven), 'known result')} still failed the gate: failOn: new forgives "
+            "known failed checks only, never errors, unfinished or cancelled checks.",
         ]
     return lines
 
@@ -344,14 +335,13 @@ def _analysis(group: ErrorGroupOutcome, seen: dict[str, str]) -> str:
 
 def _details(
     outcome: Outcome,
-    result: ResultOutcome,
-    session: SessionOutcome,
+    item: Item,
     groups: dict[str, ErrorGroupOutcome],
     seen: dict[str, str],
 ) -> str:
-    location = result.runLocation or session.runLocation
-    title = escape_html(one_line(f"{result.name or result.id} [{location}]", 200))
-    first = escape_html(one_line(result.error, 160))
+    result = item.result
+    title = html_line(f"{result.name or result.id} [{item.location}]", 200)
+    first = html_line(result.error, 160)
     summary = f"{STATUS.get(result.verdict, '')} <b>{title}</b>" + (f" — {first}" if first else "")
     facts = [f"status {escape_cell(result.status, 40)}", human_duration(result.durationSeconds)]
     if result.attempts > 1:
@@ -359,7 +349,7 @@ def _details(
     if result.link and safe_url(result.link):
         facts.append(link(result.link, "result"))
     parts = [f"<details><summary>{summary}</summary>", " · ".join(facts)]
-    history = _history(outcome, result)
+    history = _history(item)
     if history:
         parts.append(history)
     if result.verdict == "running":
@@ -381,43 +371,28 @@ def _details(
     return "\n\n".join(parts) + "\n\n"
 
 
-_BASELINE_WORDS = {
-    "newly-failing": "newly failing (it did not fail in the baseline)",
-    "still-failing": "still failing (it failed in the baseline too)",
-    "new-check": "not in the baseline",
-}
-
-
-def _history(outcome: Outcome, result: ResultOutcome) -> str:
-    """Known or new, first and last seen, the baseline mark, and whether failOn: new forgave it."""
-    start = run_start(outcome)
-    words = []
-    if result.known is True and result.firstSeen is not None:
-        seen = f"**Known:** first seen {utc_minute(result.firstSeen)}"
-        if start is not None:
-            seen += f" ({ago(result.firstSeen, start)} before this run)"
-        if result.lastSeenBefore is not None:
-            seen += f", last seen before this run {utc_minute(result.lastSeenBefore)}"
+def _history(item: Item) -> str:
+    """The digest's known/new history of a failure: the decision and why, first and last seen, and
+    whether failOn: new forgave it."""
+    history = item.history
+    if history is None:
+        return ""
+    words = [f"**{history.label.capitalize()}:** {escape_text(history.reason)}"]
+    if history.first_seen is not None:
+        seen = f"first seen {utc_minute(history.first_seen)}"
+        if history.last_seen_before is not None:
+            seen += f", last seen before this run {utc_minute(history.last_seen_before)}"
         words.append(seen)
-    elif result.known is False:
-        first = f" {utc_minute(result.firstSeen)}" if result.firstSeen else ""
-        # Known through the baseline alone: its error group is new, the failure is not.
-        label = "Error group" if result.baseline == "still-failing" else "New"
-        words.append(f"**{label}:** first seen{first}, in this run")
-    elif result.baseline != "still-failing":
-        words.append("**New or known:** cannot be told (no error group with a history was read)")
-    mark = _BASELINE_WORDS.get(result.baseline or "")
-    if mark:
-        words.append(f"**Baseline:** {mark}")
-    if forgiven(result, Gate.of(outcome)):
+    if history.baseline == "new-check":
+        words.append("not in the baseline")
+    if item.forgiven:
         words.append("**Did not fail the gate** (failOn: new forgives known failures)")
     return " · ".join(words)
 
 
 def _sections(d: Digest) -> list[tuple[str, tuple[Item, ...]]]:
     """The failures under their headings: new ones first, then those that were already there."""
-    untold = {id(item) for item in d.untold}
-    new = tuple(item for item in d.new_failures if id(item) not in untold)
+    new = tuple(item for item in d.failures if item.history is not None and item.history.novelty == "new")
     if not new and not d.known_failures:
         return [("Failures", d.untold)]
     sections = [
@@ -446,31 +421,29 @@ def render_markdown(outcome: Outcome, max_bytes: int = MAX_BYTES) -> str:
     reserve = min(4096, max_bytes // 4)  # for the notices at the end
     budget = max_bytes - reserve
     d = digest(outcome)
-    pairs = [(item.result, item.session) for item in d.items]
-    failing = [(item.result, item.session) for item in d.failing]
-    failing_ids = {id(result) for result, _session in failing}
 
     out = _Out()
     out.add("\n".join(_header(d)) + "\n")
     notices: list[str] = []
 
-    if pairs:
+    total = d.counts.total
+    if total:
         table_limit = budget
         if d.failures:
             table_limit = out.size + int(max(0, budget - out.size) * TABLE_SHARE)
         out.add("| Status | Check | Type | Location | Duration | Attempts | Link |\n")
         out.add("|---|---|---|---|---|---|---|\n")
-        shown = 0
-        for result, session in pairs[:MAX_ROWS]:
-            if not out.add(_row(result, session), table_limit):
+        shown = failing_shown = 0
+        for item in d.rows(MAX_ROWS):
+            if not out.add(_row(item.result, item.session), table_limit):
                 break
             shown += 1
+            failing_shown += item.fails_gate
         out.add("\n")
-        if shown < len(pairs):
-            left = pairs[shown:]
-            failing_left = sum(1 for r, _ in left if id(r) in failing_ids)
+        if shown < total:
+            failing_left = len(d.failing) - failing_shown
             notices.append(
-                f"_Table shows {shown} of {len(pairs)} results; {len(left)} left out "
+                f"_Table shows {shown} of {counted(total, 'result')}; {total - shown} left out "
                 f"({failing_left} of them failing). Every result is in junit.xml and results.json._"
             )
             out.add(notices[-1] + "\n\n")
@@ -487,14 +460,13 @@ def render_markdown(outcome: Outcome, max_bytes: int = MAX_BYTES) -> str:
                 groups = group_maps.get(id(session))
                 if groups is None:
                     groups = group_maps[id(session)] = {g.id: g for g in session.errorGroups}
-                if detailed >= MAX_DETAILS or not out.add(
-                    _details(outcome, item.result, session, groups, seen), budget
-                ):
+                if detailed >= MAX_DETAILS or not out.add(_details(outcome, item, groups, seen), budget):
                     break
                 detailed += 1
         if detailed < len(d.failures):
+            more = len(d.failures) - detailed
             notices.append(
-                f"_{len(d.failures) - detailed} more failing results are not detailed here; "
+                f"_{counted(more, 'more failing result')} {plural(more, 'is')} not detailed here; "
                 "see junit.xml and results.json._"
             )
             out.add(notices[-1] + "\n")

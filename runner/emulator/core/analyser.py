@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from runner.core.text import sanitize
 from runner.models import Analysis, Artifact, Evidence, ReferenceLink
 
 MODEL_PREFIX = "rules-v1"
@@ -72,8 +73,8 @@ class Context:
 
 
 def _quote(text: str, limit: int = MAX_QUOTE) -> str:
-    text = " ".join(_CONTROL.sub(" ", text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    # The one sanitiser (controls, escapes, bidi marks out), then whitespace runs as one space.
+    return " ".join(sanitize(text, limit=limit, lines="join").split())
 
 
 def _host(message: str) -> str | None:
