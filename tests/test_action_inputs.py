@@ -101,6 +101,7 @@ def test_the_action_runs_the_users_world_against_the_build_on_the_runner(
     assert failed["Cart API"]["error"] == "STATUS_CODE EQUALS 200: received 503"  # the build's answer
     assert failed["Line service"]["error"] == f"connection refused: 127.0.0.1:{shop.tcp_port}"
     assert "answered 503 Service Unavailable" in failed["Cart API"]["rootCause"]
+    assert failed["Cart API"]["known"] is False
     assert "Cart API" in summary.read_text()
     assert (tmp_path / ".testsession" / "state.db").is_file()  # what actions/cache/save keeps
 
