@@ -1,15 +1,18 @@
-"""The action's inputs: each one declared in action.yml reaches the tool, and `rerun-failed` reruns
-exactly what failed, run as a workflow runs it (`python -m runner.cli.action`) against the emulator."""
+"""The action's inputs: each one declared in action.yml reaches the tool, `rerun-failed` reruns
+exactly what failed, and `emulator-world` runs the user's own world (real checks against a build on
+the runner), run as a workflow runs it (`python -m runner.cli.action`) against the emulator."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from test_ci_github import REPO, parse_outputs, run_action
+from test_local_checks_example import Shop
 
-from runner.cli.action import build_argv
+from runner.cli.action import InputError, build_argv
 from runner.emulator import Emulator
 
 # Inputs the run step does not pass as INPUT_*: the setup step's, and the token (as GITHUB_TOKEN).
@@ -40,6 +43,67 @@ def test_emulator_state_input_becomes_the_flag() -> None:
     argv = build_argv(inputs)
     assert argv == ["run", "s.yml", "--emulator", "--state", ".ts/state.db"]
     assert "--state" not in build_argv({"INPUT_EMULATOR": "true", "INPUT_EMULATOR_STATE": ""})
+
+
+def test_emulator_world_input_becomes_the_flag_and_needs_the_emulator() -> None:
+    inputs = {"INPUT_SPEC": "s.yml", "INPUT_EMULATOR": "true", "INPUT_EMULATOR_WORLD": " ci/world.yml "}
+    assert build_argv(inputs) == ["run", "s.yml", "--emulator", "--world", "ci/world.yml"]
+    assert "--world" not in build_argv({"INPUT_EMULATOR": "true", "INPUT_EMULATOR_WORLD": ""})
+    for name in ("emulator-world", "emulator-state"):
+        variable = f"INPUT_{name.upper().replace('-', '_')}"
+        for emulator in ("", "false"):
+            with pytest.raises(InputError, match=f'^input {name}: only with emulator: "true"'):
+                build_argv({"INPUT_EMULATOR": emulator, variable: "x"})
+
+
+def test_emulator_world_without_the_emulator_is_a_usage_error_with_outputs(tmp_path: Path) -> None:
+    proc, output, _ = run_action(tmp_path, {"emulator-world": "ci/world.yml"})
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        'testsession: error: input emulator-world: only with emulator: "true" '
+        "(it is the world file the embedded emulator runs)"
+    )
+    outputs = parse_outputs(output.read_text())
+    assert (outputs["status"], outputs["exit-code"]) == ("usage-error", "2")
+
+
+def test_the_action_runs_the_users_world_against_the_build_on_the_runner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The local-checks job of examples/github-workflow.yml: a build started on the runner (the
+    broken shop), its world's checks executed for real, the state file where the cache keeps it."""
+    shop = Shop(broken=True)
+    try:
+        assert shop.banner.startswith("shop ("), shop.banner
+        # Where the build listens, as the job's environment says it (read by the spec and the world).
+        monkeypatch.setenv("SHOP_URL", f"http://127.0.0.1:{shop.port}")
+        monkeypatch.setenv("SHOP_TCP_PORT", str(shop.tcp_port))
+        monkeypatch.setenv("SHOP_DNS_PORT", str(shop.dns_port))
+        examples = REPO / "examples"
+        proc, output, summary = run_action(
+            tmp_path,
+            {
+                "spec": str(examples / "local-checks-spec.yml"),
+                "emulator": "true",
+                "emulator-world": str(examples / "local-checks.yml"),
+                "emulator-state": ".testsession/state.db",
+            },
+        )
+    finally:
+        shop.stop()
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the broken build fails the gate
+    assert "--emulator --world " in proc.stdout and "--state .testsession/state.db" in proc.stdout
+    outputs = parse_outputs(output.read_text())
+    assert (outputs["status"], outputs["failed"], outputs["degraded"]) == ("failed", "1", "1")
+    assert (outputs["new-failures"], outputs["known-failures"]) == ("2", "0")  # a state with no past
+    failed = {c["name"]: c for c in json.loads(outputs["failed-checks"])}
+    assert set(failed) == {"Cart API", "Line service"}
+    assert failed["Cart API"]["error"] == "STATUS_CODE EQUALS 200: received 503"  # the build's answer
+    assert failed["Line service"]["error"] == f"connection refused: 127.0.0.1:{shop.tcp_port}"
+    assert "answered 503 Service Unavailable" in failed["Cart API"]["rootCause"]
+    assert failed["Cart API"]["known"] is False
+    assert "Cart API" in summary.read_text()
+    assert (tmp_path / ".testsession" / "state.db").is_file()  # what actions/cache/save keeps
 
 
 def test_the_action_reruns_exactly_the_checks_that_failed(tmp_path: Path, emulator: Emulator) -> None:

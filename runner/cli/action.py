@@ -15,7 +15,10 @@ Input formats:
 - baseline: path of an earlier run's results.json; empty leaves the spec's baseline.
 - rerun-failed: path of an earlier run's results.json: run exactly the checks that failed there
   (`run --rerun-failed`; not with location, tags, check-ids).
+- emulator-world: path of a world file (`run --emulator --world`): the user's own checks, e.g. real
+  checks against the build on the runner. Only with emulator: true.
 - emulator-state: path of the emulator's state file (`run --emulator --state`), kept with actions/cache.
+  Only with emulator: true.
 - comment: true posts the summary as a sticky pull-request comment with GITHUB_TOKEN (the
   github-token input; the job needs `permissions: pull-requests: write`).
 """
@@ -39,6 +42,11 @@ CREDENTIALS = {
 _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Inputs that are files of the embedded emulator: (input as INPUT_*, `run` flag, what it is).
+_EMULATOR_FILES = (
+    ("EMULATOR_WORLD", "--world", "world file the embedded emulator runs"),
+    ("EMULATOR_STATE", "--state", "state file of the embedded emulator"),
+)
 
 
 class InputError(ValueError):
@@ -134,10 +142,15 @@ def build_argv(environ: Mapping[str, str]) -> list[str]:
     comment = parse_bool("comment", get("COMMENT"))
     if comment is not None:
         argv.append("--comment" if comment else "--no-comment")
-    if parse_bool("emulator", get("EMULATOR")):
+    emulator = parse_bool("emulator", get("EMULATOR"))
+    if emulator:
         argv.append("--emulator")
-    if get("EMULATOR_STATE"):
-        argv += ["--state", get("EMULATOR_STATE")]  # without emulator: true, the run says it needs it
+    for name, flag, what in _EMULATOR_FILES:
+        if get(name):
+            if not emulator:  # named as the workflow names it, not as the flag it would become
+                input_name = name.lower().replace("_", "-")
+                raise InputError(f'input {input_name}: only with emulator: "true" (it is the {what})')
+            argv += [flag, get(name)]
     if parse_bool("verbose", get("VERBOSE")):
         argv.append("--verbose")
     return argv

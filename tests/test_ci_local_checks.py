@@ -1,0 +1,114 @@
+"""The CI examples' local-checks jobs (examples/github-workflow.yml `local-checks`, examples/gitlab-ci.yml
+`testsession-local`): the build started in the job, the state file kept in the CI cache, the checks of
+examples/local-checks.yml run by the action or the template's script. The GitLab job's script runs as
+the runner would run it against the broken example shop; the GitHub job's action is run for real in
+test_action_inputs.py."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+from helpers import REPO_ROOT, child_env
+from test_local_checks_example import Shop
+
+WORKFLOW = REPO_ROOT / "examples" / "github-workflow.yml"
+GITLAB = REPO_ROOT / "examples" / "gitlab-ci.yml"
+
+
+def within(path: str, directory: str) -> bool:
+    return PurePosixPath(directory.rstrip("/")) in PurePosixPath(path).parents
+
+
+def merged(base: Any, override: Any) -> Any:
+    """GitLab's `extends`: hashes merge key by key, anything else is replaced."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        return {**base, **{key: merged(base.get(key), value) for key, value in override.items()}}
+    return override
+
+
+def gitlab_job(name: str) -> dict[str, Any]:
+    jobs = yaml.safe_load(GITLAB.read_text(encoding="utf-8"))
+    job = jobs[name]
+    return merged(gitlab_job(job["extends"]), job) if "extends" in job else dict(job)
+
+
+def test_the_github_job_starts_the_build_then_restores_runs_and_always_saves_the_state() -> None:
+    workflow = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    steps = workflow["jobs"]["local-checks"]["steps"]
+    uses = [step.get("uses", "").split("@")[0] for step in steps]
+    start = next(i for i, step in enumerate(steps) if "examples/local-app/shop.py" in step.get("run", ""))
+    restore, run = uses.index("actions/cache/restore"), uses.index("testsession-runner/testsession-runner")
+    save = uses.index("actions/cache/save")
+    assert start < run and restore < run < save
+
+    inputs = steps[run]["with"]
+    assert inputs["emulator"] == "true"
+    for name in ("spec", "emulator-world"):
+        assert (REPO_ROOT / inputs[name]).is_file(), inputs[name]
+    # The state file is inside what the cache restores and saves, under one key (never an exact hit
+    # on restore: the newest earlier save whose key starts with the prefix).
+    cached = steps[restore]["with"]["path"]
+    assert within(inputs["emulator-state"], cached) and steps[save]["with"]["path"] == cached
+    assert steps[save]["with"]["key"] == steps[restore]["with"]["key"]
+    assert steps[restore]["with"]["key"].startswith(steps[restore]["with"]["restore-keys"])
+    assert steps[save]["if"].startswith("always()")  # a failed gate is when it has most to remember
+
+    # Waiting for the build is bounded, and on the port the world's checks use by default.
+    script = steps[start]["run"]
+    assert "$(seq 60)" in script and "--max-time" in script and "127.0.0.1:8380/health" in script
+    assert "http://127.0.0.1:8380" in (REPO_ROOT / inputs["spec"]).read_text(encoding="utf-8")
+    assert "local-checks" in workflow["jobs"]["production"]["needs"]
+
+
+def test_the_gitlab_job_keeps_the_state_in_a_cache_per_branch_and_reports_junit(tmp_path: Path) -> None:
+    job = gitlab_job("testsession-local")
+    variables = job["variables"]
+    cache = job["cache"]
+    assert cache["key"] == "testsession-state-$CI_COMMIT_REF_SLUG" and cache["when"] == "always"
+    assert any(within(variables["TESTSESSION_EMULATOR_STATE"], path) for path in cache["paths"])
+    assert job["artifacts"]["when"] == "always"
+    assert job["artifacts"]["reports"]["junit"] == "testsession-reports/junit.xml"
+    assert "testsession-reports/" in job["artifacts"]["paths"]  # kept from .testsession by extends
+    assert any("examples/local-app/shop.py" in line for line in job["before_script"])
+
+    # The job's script as the runner runs it, in a checkout (the example files), against the broken
+    # shop that the test starts on free ports (the job's before_script starts it on the defaults).
+    for name in ("local-checks.yml", "local-checks-spec.yml"):
+        (tmp_path / "examples").mkdir(exist_ok=True)
+        shutil.copy(REPO_ROOT / "examples" / name, tmp_path / "examples" / name)
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "testsession").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m runner "$@"\n')
+    (shim / "testsession").chmod(0o755)
+    shop = Shop(broken=True)
+    try:
+        env = child_env(
+            PATH=f"{shim}{os.pathsep}{os.environ['PATH']}", CI="true", GITLAB_CI="true",
+            CI_COMMIT_SHA="89abcdef0123456789abcdef0123456789abcdef", CI_COMMIT_REF_NAME="main",
+            SHOP_URL=f"http://127.0.0.1:{shop.port}", SHOP_TCP_PORT=str(shop.tcp_port),
+            SHOP_DNS_PORT=str(shop.dns_port), **{key: str(value) for key, value in variables.items()},
+        )  # fmt: skip
+        proc = subprocess.run(
+            ["bash", "-eo", "pipefail", "-c", "\n".join(job["script"])],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        shop.stop()
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # a failed check: not an allowed exit code
+    assert "Cart API" in proc.stdout and "STATUS_CODE EQUALS 200: received 503" in proc.stdout
+    assert (tmp_path / job["artifacts"]["reports"]["junit"]).is_file()
+    dotenv = dict(
+        line.split("=", 1) for line in (tmp_path / variables["TESTSESSION_DOTENV"]).read_text().splitlines()
+    )
+    assert (dotenv["TESTSESSION_FAILED"], dotenv["TESTSESSION_ERROR"], dotenv["TESTSESSION_DEGRADED"]) == (
+        "1", "1", "1",
+    )  # fmt: skip
+    # New: the cart, the line service and (the job runs --fail-on-degraded) the slow search.
+    assert (dotenv["TESTSESSION_NEW_FAILURES"], dotenv["TESTSESSION_KNOWN_FAILURES"]) == ("3", "0")
+    assert (tmp_path / variables["TESTSESSION_EMULATOR_STATE"]).is_file()  # where the cache keeps it
