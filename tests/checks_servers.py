@@ -147,6 +147,10 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, b"b" * int(query.get("bytes", "100000")))
         elif path == "/notjson":
             self._send(200, "{not json", "application/json")
+        elif path == "/hostile":
+            # What a compromised or buggy build may answer: escapes, line breaks, CI log commands.
+            hostile = "\x1b[31mboom\x1b[0m\r\n::error::injected\r\nsection_start:1:x\u202e"
+            self._send(500, hostile, "text/plain")
         elif path == "/textjson":
             self._send(200, json.dumps(JSON_DOC), "text/plain")
         else:

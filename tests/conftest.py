@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import CI_PREFIXES, JUNIT_XSD, REPO_ROOT
 
 from runner.emulator import Emulator
 from runner.emulator.core.world import DEFAULT_WORLD
@@ -20,7 +21,6 @@ from runner.emulator.core.world import DEFAULT_WORLD
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 # Fast enough that every default-world session (checks take 2-4 simulated seconds) ends in < 0.2 s.
 TEST_SPEED = 25.0
 
@@ -30,10 +30,9 @@ def repo_root() -> Path:
     return REPO_ROOT
 
 
-@pytest.fixture
-def shared_dir() -> Path:
-    """/work/shared (the API documents, the JUnit XSD); tests needing it skip when it is absent."""
-    return REPO_ROOT.parent / "shared"
+def pytest_report_header() -> str:
+    found = "found" if JUNIT_XSD.exists() else "absent: JUnit is checked for well-formedness only"
+    return f"../shared/junit/junit-10.xsd: {found}"
 
 
 HANG_CHECK = "0b9a3c4d-1111-4a5b-8c6d-000000000008"  # the default world's `hang` check
@@ -70,9 +69,6 @@ def emulator(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) ->
         yield emu
     finally:
         emu.stop(wait=False)  # its thread winds down while the next test runs
-
-
-CI_PREFIXES = ("GITHUB_", "GITLAB", "CI_", "CIRCLE", "BUILDKITE", "JENKINS", "BITBUCKET")
 
 
 @pytest.fixture

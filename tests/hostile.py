@@ -69,6 +69,17 @@ def endless_chunked(h: BaseHTTPRequestHandler) -> None:
         h.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
 
 
+def _drip(h: BaseHTTPRequestHandler, data: bytes, interval: float) -> bool:
+    """Writes `data` one byte every `interval` seconds; False if the server stopped meanwhile."""
+    for i in range(len(data)):
+        if getattr(h.server, "stopping", False):
+            return False
+        h.wfile.write(data[i : i + 1])
+        h.wfile.flush()
+        time.sleep(interval)
+    return True
+
+
 def trickle(interval: float = 1.0) -> Route:
     """Valid-looking JSON, one byte every `interval` seconds: each read is quick, the answer never is."""
 
@@ -78,12 +89,20 @@ def trickle(interval: float = 1.0) -> Route:
         h.send_header("Content-Type", "application/json")
         h.send_header("Content-Length", str(len(body)))
         h.end_headers()
-        for i in range(len(body)):
-            if getattr(h.server, "stopping", False):
-                return
-            h.wfile.write(body[i : i + 1])
-            h.wfile.flush()
-            time.sleep(interval)
+        _drip(h, body, interval)
+
+    return route
+
+
+def trickle_headers(interval: float) -> Route:
+    """The status line and headers one byte every `interval` seconds, then a valid body at once:
+    requests returns the response only once the headers are in, so its read timeout never fires."""
+
+    def route(h: BaseHTTPRequestHandler) -> None:
+        body = json.dumps(session_json(SESSION_A)).encode()
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        if _drip(h, head.encode(), interval):
+            h.wfile.write(body)
 
     return route
 

@@ -35,6 +35,13 @@ def test_rerun_failed_input_becomes_the_flag() -> None:
     assert "--rerun-failed" not in build_argv({"INPUT_RERUN_FAILED": ""})
 
 
+def test_emulator_state_input_becomes_the_flag() -> None:
+    inputs = {"INPUT_SPEC": "s.yml", "INPUT_EMULATOR": "true", "INPUT_EMULATOR_STATE": " .ts/state.db "}
+    argv = build_argv(inputs)
+    assert argv == ["run", "s.yml", "--emulator", "--state", ".ts/state.db"]
+    assert "--state" not in build_argv({"INPUT_EMULATOR": "true", "INPUT_EMULATOR_STATE": ""})
+
+
 def test_the_action_reruns_exactly_the_checks_that_failed(tmp_path: Path, emulator: Emulator) -> None:
     spec = str(REPO / "examples" / "testsession.yml")
     service = {"api-key": emulator.api_key, "account-id": emulator.account_id, "base-url": emulator.url}

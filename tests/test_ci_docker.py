@@ -13,16 +13,17 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import TEST_SPEED, default_world_dict
+from helpers import child_env, fast_world
 
 REPO = Path(__file__).resolve().parent.parent
 DOCKERFILE = REPO / "Dockerfile"
 
 
 def ci_free_env() -> dict[str, str]:
-    drop = ("GITHUB_", "GITLAB_", "CI_", "RUNNER_", "INPUT_", "TESTSESSION_", "PIP_REQUIRE_VIRTUALENV")
-    return {k: v for k, v in os.environ.items() if not k.startswith(drop) and k != "CI"}
+    """child_env(), and pip free to install into the replay's own venv."""
+    env = child_env()
+    env.pop("PIP_REQUIRE_VIRTUALENV", None)
+    return env
 
 
 def instructions() -> list[tuple[str, str]]:
@@ -35,14 +36,6 @@ def instructions() -> list[tuple[str, str]]:
             keyword, _, rest = line.partition(" ")
             result.append((keyword.upper(), rest.strip()))
     return result
-
-
-def fast_world(tmp_path: Path) -> Path:
-    world = default_world_dict()
-    world["settings"]["speed"] = TEST_SPEED
-    path = tmp_path / "world.yml"
-    path.write_text(yaml.safe_dump(world))
-    return path
 
 
 def test_dockerfile_follows_the_contract():
@@ -136,7 +129,6 @@ def gate(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     (shim / "testsession").chmod(0o755)
     env = ci_free_env()
     env["PATH"] = f"{shim}{os.pathsep}{env['PATH']}"
-    env["PYTHONPATH"] = str(REPO)
     return subprocess.run(
         ["bash", str(REPO / "examples" / "pre-deploy-gate.sh"), *args],
         cwd=tmp_path,

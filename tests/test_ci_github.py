@@ -4,7 +4,6 @@ the pieces it is made of (outputs file format, annotations, summary cap)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import child_env
 from outcome_factory import big_outcome, sample_outcome
 
 from runner.ci import github
@@ -23,14 +23,6 @@ from runner.job.digest import digest
 
 REPO = Path(__file__).resolve().parent.parent
 SECRET = "s3cr3t-value-for-the-checks"
-
-
-def ci_free_env() -> dict[str, str]:
-    """This process's environment without any CI system's variables (the tests may run in CI)."""
-    drop = ("GITHUB_", "GITLAB_", "CI_", "RUNNER_", "INPUT_", "TESTSESSION_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(drop) and k != "CI"}
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
 
 
 def parse_outputs(text: str) -> dict[str, str]:
@@ -57,7 +49,7 @@ def run_action(tmp_path: Path, inputs: dict[str, str]) -> tuple[subprocess.Compl
     output, summary = tmp_path / "github_output", tmp_path / "step_summary"
     output.write_text("")
     summary.write_text("# earlier step\n")
-    env = ci_free_env()
+    env = child_env()
     env.update(
         {
             "CI": "true",

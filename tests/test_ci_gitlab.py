@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import child_env
 from outcome_factory import big_outcome, sample_outcome
 
 from runner.ci import gitlab
@@ -20,13 +21,6 @@ REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = REPO / "examples" / "gitlab-ci.yml"
 SECTION_START = re.compile(r"\x1b\[0Ksection_start:\d+:(?P<name>[A-Za-z0-9_.-]+)(\[[^\]]*\])?\r\x1b\[0K")
 SECTION_END = re.compile(r"\x1b\[0Ksection_end:\d+:(?P<name>[A-Za-z0-9_.-]+)\r\x1b\[0K")
-
-
-def ci_free_env() -> dict[str, str]:
-    drop = ("GITHUB_", "GITLAB_", "CI_", "RUNNER_", "INPUT_", "TESTSESSION_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(drop) and k != "CI"}
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
@@ -40,7 +34,7 @@ def run_job(tmp_path: Path, emulator, variables: dict[str, str]) -> subprocess.C
     shim.mkdir()
     (shim / "testsession").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m runner "$@"\n')
     (shim / "testsession").chmod(0o755)
-    env = ci_free_env()
+    env = child_env()
     env.update({k: str(v) for k, v in job["variables"].items()})
     env.update(
         {

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 import requests
 from conftest import never_ending_world
+from helpers import child_env
 
 from runner.cli.main import main
 from runner.emulator import Emulator
@@ -394,7 +394,11 @@ def test_help_lists_every_command_and_the_environment(capsys: pytest.CaptureFixt
 
 
 def test_a_real_process(emulator: Emulator) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env = child_env(
+        TESTSESSION_BASE_URL=emulator.url,
+        TESTSESSION_API_KEY=emulator.api_key,
+        TESTSESSION_ACCOUNT_ID=emulator.account_id,
+    )
     done = subprocess.run(
         [sys.executable, "-m", "runner.cli.main", "error-groups", "get", CHECK_ERROR_GROUP],
         capture_output=True, text=True, env=env, timeout=30, cwd=REPO_ROOT,

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import requests
 from conftest import never_ending_world
+from helpers import emulator_stats, sessions_created
+from hostile import SESSION_A, HostileServer, json_answer, session_json
 
 from runner.client import ApiClient
 from runner.core.errors import (
@@ -63,23 +65,6 @@ def emulator(module_emulator: Emulator) -> Emulator:
     return module_emulator
 
 
-def sessions_created(emulator: Emulator) -> int:
-    return int(emulator.backend.stats()["sessionsTotal"])
-
-
-def stats(emulator: Emulator, total: int) -> dict[str, Any]:
-    """The emulator's stats once `total` requests are counted (it counts after the answer is sent)."""
-    deadline = time.monotonic() + 3
-    while True:
-        current: dict[str, Any] = emulator.backend.stats()
-        if current["requestsTotal"] >= total or time.monotonic() > deadline:
-            return current
-
-
-def requests_seen(emulator: Emulator, total: int = 0) -> int:
-    return int(stats(emulator, total)["requestsTotal"])
-
-
 def trigger_checkout(client: ApiClient) -> TestSession:
     return client.trigger(
         TriggerRequest(name="checkout", runLocation="eu-west-1", target=Target(checkId=[CHECKOUT]))
@@ -112,7 +97,7 @@ def test_session_lifecycle_trigger_get_await(client: ApiClient, emulator: Emulat
     final = wait_final(client, started.testSessionId)
     assert final.status == "PASSED" and final.is_final and final.stoppedAt is not None
     assert sessions_created(emulator) == 1
-    assert requests_seen(emulator, client.request_count) == client.request_count
+    assert emulator_stats(emulator, client.request_count)["requestsTotal"] == client.request_count
 
 
 def test_await_completion_returns_none_while_running_and_cancel_stops_it(
@@ -122,7 +107,7 @@ def test_await_completion_returns_none_while_running_and_cancel_stops_it(
         {"name": "hang", "runLocation": "eu-west-1", "target": {"matchTags": [["hang"]]}}
     )
     assert client.await_completion(session.testSessionId, max_wait_seconds=1) is None
-    assert stats(emulator, 2)["requests"]["completion"] == {"408": 1}
+    assert emulator_stats(emulator, 2)["requests"]["completion"] == {"408": 1}
 
     assert client.cancel(session.testSessionId) is None
     cancelled = client.get_session(session.testSessionId)
@@ -178,7 +163,7 @@ def test_deletes(client: ApiClient, emulator: Emulator) -> None:
         client.delete_maintenance_window("2002")
     with pytest.raises(NotFoundError):
         client.delete_maintenance("2001", "m-1")
-    statuses = stats(emulator, client.request_count)["requests"]
+    statuses = emulator_stats(emulator, client.request_count)["requests"]
     assert statuses["delete_maintenance"] == {"204": 1, "404": 1}
     assert statuses["delete_client_certificate"] == {"204": 1}
 
@@ -206,13 +191,24 @@ def test_update_check_warns_and_sends_auto_assign(client: ApiClient) -> None:
     assert (check.model_extra or {}).get("autoAssignAlerts") is False
 
 
-def test_lenient_parsing_keeps_unknown_fields(client: ApiClient) -> None:
-    session = trigger_checkout(client)
-    # The emulator's results carry fields our model does not name (e.g. responseTime is named, but
-    # unknown ones must not break parsing); the answer round-trips as JSON.
+def test_lenient_parsing_keeps_unknown_fields() -> None:
+    """A service newer than this client: fields it does not name and a status it does not know, on
+    the session and on a result, are kept (and dumped again), never fatal."""
+    answer = session_json(SESSION_A, status="QUEUED_FOR_REVIEW", result_status="SKIPPED_BY_POLICY")
+    answer["costCenter"] = {"team": "checkout", "budget": 12}
+    answer["results"][0]["carbonGrams"] = 0.42
+    with (
+        HostileServer({("GET", f"/v1/test-sessions/{SESSION_A}"): json_answer(answer)}) as server,
+        ApiClient(server.url, "tsk_lenient_0123", "acct", max_retries=0) as client,
+    ):
+        session = client.get_session(SESSION_A)
+    assert session.status == "QUEUED_FOR_REVIEW"
+    assert session.model_extra == {"costCenter": {"team": "checkout", "budget": 12}}
+    (result,) = session.results
+    assert result.status == "SKIPPED_BY_POLICY" and result.model_extra == {"carbonGrams": 0.42}
     dumped = session.model_dump(mode="json")
-    assert dumped["testSessionId"] == session.testSessionId
-    assert isinstance(dumped["results"], list)
+    assert dumped["costCenter"] == {"team": "checkout", "budget": 12}
+    assert dumped["results"][0]["carbonGrams"] == 0.42
 
 
 # --- error statuses ----------------------------------------------------------------------------
@@ -470,14 +466,14 @@ def test_client_side_limits_send_nothing(
     assert client.request_count == 0
     client.close()
     time.sleep(0.02)  # a request, had one been sent, would be counted by now
-    assert requests_seen(emulator) == 0
+    assert emulator_stats(emulator)["requestsTotal"] == 0
 
 
 def test_analysis_context_limit_sends_nothing(client: ApiClient, emulator: Emulator) -> None:
     expected = "analysis request: userContext: at most 256"
     with pytest.raises(InvalidRequestError, match=expected):
         client.create_error_group_analysis(CHECK_ERROR_GROUP, user_context="c" * 257)
-    assert requests_seen(emulator) == 0
+    assert emulator_stats(emulator)["requestsTotal"] == 0
 
 
 def test_every_request_carries_the_headers(emulator: Emulator) -> None:

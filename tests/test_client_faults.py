@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import requests
+from helpers import emulator_stats, sessions_created
 
 from runner.client import ApiClient, RateLimiter
 from runner.core.errors import (
@@ -61,15 +62,6 @@ def inject(emulator: Emulator, *faults: dict[str, Any]) -> None:
     assert answer.status_code == 200, answer.text
 
 
-def stats(emulator: Emulator, total: int) -> dict[str, Any]:
-    """Stats once `total` requests are counted (the emulator counts after it answered or dropped one)."""
-    deadline = time.monotonic() + 3
-    while True:
-        current: dict[str, Any] = requests.get(f"{emulator.url}/_emulator/stats", timeout=5).json()
-        if current["requestsTotal"] >= total or time.monotonic() > deadline:
-            return current
-
-
 def a_session_id(emulator: Emulator) -> str:
     with ApiClient(emulator.url, emulator.api_key, emulator.account_id) as setup:
         return setup.trigger(TRIGGER).testSessionId
@@ -87,7 +79,7 @@ def test_503_burst_on_get_session_is_retried(client: ApiClient, emulator: Emulat
     assert len(sleeps.calls) == 3
     # Full jitter below the exponential ceilings 0.5, 1, 2.
     assert all(0 <= s <= c for s, c in zip(sleeps.calls, (0.5, 1.0, 2.0), strict=True))
-    assert stats(emulator, 5)["requests"]["get_session"] == {"503": 3, "200": 1}
+    assert emulator_stats(emulator, 5)["requests"]["get_session"] == {"503": 3, "200": 1}
 
 
 @pytest.mark.parametrize("status", [500, 502])
@@ -163,7 +155,7 @@ def test_slow_read_times_out_then_is_retried(emulator: Emulator, sleeps: Sleeps)
         assert api.get_session(session_id).testSessionId == session_id
         assert api.request_count == 2
     # Let the slow first answer finish, so it is not counted in the next test.
-    assert stats(emulator, 3)["requests"]["get_session"] == {"200": 2}
+    assert emulator_stats(emulator, 3)["requests"]["get_session"] == {"200": 2}
 
 
 def test_deadline_stops_retries(emulator: Emulator, sleeps: Sleeps) -> None:
@@ -185,10 +177,6 @@ def test_deadline_stops_retries(emulator: Emulator, sleeps: Sleeps) -> None:
 
 
 # --- creates: a second session must never start ------------------------------------------------
-
-
-def sessions_created(emulator: Emulator, total: int) -> int:
-    return int(stats(emulator, total)["sessionsTotal"])
 
 
 @pytest.mark.parametrize("status", [500, 502])
@@ -374,7 +362,7 @@ def test_shared_rate_limiter_keeps_threads_under_the_service_limit(emulator: Emu
         errors = hammer(api, threads=5, calls=6)
         assert errors == []
         assert api.request_count == 30
-    counted = stats(emulator, 30)
+    counted = emulator_stats(emulator, 30)
     assert counted["rateLimited"] == 0
     assert counted["requests"]["get_error_group"] == {"200": 30}
 

@@ -5,7 +5,6 @@ session's. Every answer is bounded in time and size, and a wrong answer is never
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers import child_env
 from hostile import (
     SESSION_A,
     SESSION_B,
@@ -25,6 +25,7 @@ from hostile import (
     no_content,
     session_json,
     trickle,
+    trickle_headers,
 )
 
 from runner.client import ApiClient
@@ -54,8 +55,7 @@ def session_routes(completion: Route, session: Route | None = None) -> dict[tupl
 def run_cli(
     url: str, tmp_path: Path, *extra: str, timeout: float = 60
 ) -> tuple[subprocess.CompletedProcess[str], float]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GITLAB_", "CI"))}
-    env.update(TESTSESSION_API_KEY=KEY, TESTSESSION_ACCOUNT_ID=ACCOUNT, TESTSESSION_BASE_URL=url)
+    env = child_env(TESTSESSION_API_KEY=KEY, TESTSESSION_ACCOUNT_ID=ACCOUNT, TESTSESSION_BASE_URL=url)
     argv = [sys.executable, "-m", "runner", "run", "--location", "eu-west-1", "--check-id", CHECK]
     argv += ["--no-rca", "--json", str(tmp_path / "results.json"), "--junit", "", "--markdown", ""]
     started = time.monotonic()
@@ -196,16 +196,33 @@ def test_gzip_answer_within_the_cap_is_read() -> None:
 
 
 @pytest.mark.timeout(60)
-def test_trickling_answer_ends_at_the_request_timeout() -> None:
-    """A byte every 0.1 s: every socket read succeeds, the answer as a whole is cut at 1 s."""
+@pytest.mark.parametrize("drip", [trickle, trickle_headers], ids=["body", "headers"])
+def test_trickling_answer_ends_at_the_request_timeout(drip: Callable[[float], Route]) -> None:
+    """A byte every 0.1 s, of the body or of the status line and headers (for which requests has no
+    bound of its own): every socket read succeeds, the answer as a whole is cut at 1 s."""
     with (
-        HostileServer({("GET", SESSION_PATH): trickle(0.1)}) as server,
+        HostileServer({("GET", SESSION_PATH): drip(0.1)}) as server,
         ApiClient(server.url, KEY, ACCOUNT, read_timeout=1, max_retries=0) as client,
     ):
         raised, elapsed, _ = measure(lambda: client.get_session(SESSION_A))
     assert isinstance(raised, errors.ReadTimeoutError), raised
     assert "not complete within 1 s" in str(raised)
     assert 0.9 < elapsed < 1.6
+
+
+@pytest.mark.timeout(60)
+def test_slow_headers_within_the_request_timeout_are_read() -> None:
+    """The bound is the deadline, not the pace: headers trickled over about 0.5 s of 3 s are read, and
+    the client's next call on the pool is bounded too."""
+    with (
+        HostileServer({("GET", SESSION_PATH): trickle_headers(0.007)}) as server,
+        ApiClient(server.url, KEY, ACCOUNT, read_timeout=3, max_retries=0) as client,
+    ):
+        assert client.get_session(SESSION_A).testSessionId == SESSION_A
+        server.routes[("GET", SESSION_PATH)] = trickle_headers(0.1)
+        raised, elapsed, _ = measure(lambda: client.get_session(SESSION_A))
+    assert isinstance(raised, errors.ReadTimeoutError), raised
+    assert 2.9 < elapsed < 3.6
 
 
 @pytest.mark.timeout(60)

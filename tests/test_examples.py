@@ -15,30 +15,21 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import REPO_ROOT
+from helpers import child_env, fast_world
 
 EXAMPLES = REPO_ROOT / "examples"
 
 
-@pytest.fixture
-def fast_world(tmp_path: Path) -> Path:
-    world = yaml.safe_load((EXAMPLES / "emulator-world.yml").read_text(encoding="utf-8"))
-    world["settings"]["speed"] = 40
-    path = tmp_path / "world.yml"
-    path.write_text(yaml.safe_dump(world), encoding="utf-8")
-    return path
-
-
-def env() -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TESTSESSION_", "GITHUB_", "GITLAB_"))}
-    clean.pop("CI", None)
-    return {**clean, "PYTHONPATH": str(REPO_ROOT), "NO_COLOR": "1"}
+@pytest.fixture(name="fast_world")
+def fast_world_file(tmp_path: Path) -> Path:
+    return fast_world(tmp_path)
 
 
 def run_testsession(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "runner", *args],
         cwd=cwd,
-        env=env(),
+        env=child_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -76,7 +67,7 @@ def gate(tmp_path: Path, *run_args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["bash", *command],
         cwd=tmp_path,
-        env={**env(), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
+        env=child_env(PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"),
         capture_output=True,
         text=True,
         timeout=120,

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import io
-import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import REPO_ROOT, default_world_dict
+import pytest
+from conftest import default_world_dict
+from helpers import child_env
 
 from runner.ci.console import Console
 from runner.emulator import Emulator
@@ -20,23 +20,32 @@ from runner.job.outcome import AnalysisOutcome, ErrorGroupOutcome, ResultOutcome
 from runner.models import Analysis
 
 HOSTILE = "boom\n::stop-commands::pwned\r\n::add-mask::x\u2028::error::fake\x85section_start:1:x\x1b[2J"
-OUR_COMMANDS = ("::group::", "::endgroup::", "::error ", "::notice ", "::add-mask::")
+OUR_COMMANDS = ("::group::", "::endgroup::", "::error ", "::notice ")
 
 
-def our_lines_only(text: str) -> None:
+def our_lines_only(text: str, masked: tuple[str, ...] = ()) -> None:
+    """Every workflow command in `text` is one of ours: service text only after our command's own
+    delimiters (GitHub reads the rest as data), and `::add-mask::` only for the run's own secrets
+    (an injected one would hide any text the service chooses from the log)."""
     for line in text.splitlines():
-        if line.startswith("::"):
+        if line.startswith("::add-mask::"):
+            assert line.removeprefix("::add-mask::") in masked, line
+        elif line.startswith("::"):
             assert line.startswith(OUR_COMMANDS), line
-            # Service text only after our command's own delimiters: GitHub reads the rest as data.
         assert not line.startswith(("section_start", "section_end"))
-    assert "\x1b[2J" not in text and "::stop-commands::pwned" not in [
-        line.strip() for line in text.splitlines()
-    ]
+    assert "\x1b[2J" not in text
+
+
+def test_the_line_check_catches_what_it_is_for() -> None:
+    for injected in ("::add-mask::x", "::stop-commands::pwned", "section_start:1:x", "\x1b[2J"):
+        with pytest.raises(AssertionError):
+            our_lines_only(f"ok\n{injected}\n")
+    our_lines_only("::add-mask::tsk_key_123\n::group::title\n", masked=("tsk_key_123",))
 
 
 def test_every_service_text_on_the_console_stays_inside_its_line() -> None:
     stream = io.StringIO()
-    console = Console(stream=stream, environ={"GITHUB_ACTIONS": "true", "NO_COLOR": "1"})
+    console = Console(stream=stream, environ={"GITHUB_ACTIONS": "true"})
     where = Where(HOSTILE, HOSTILE)
     result = ResultOutcome(
         id="r1",
@@ -76,22 +85,15 @@ HOSTILE_WORLD["accounts"][0]["checks"].append(
 )
 
 
-def run_env(emu: Emulator, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TESTSESSION_", "GITHUB_", "GITLAB_"))}
-    env.update(
-        TESTSESSION_API_KEY=emu.api_key,
-        TESTSESSION_ACCOUNT_ID=emu.account_id,
-        TESTSESSION_BASE_URL=emu.url,
-        PYTHONPATH=str(REPO_ROOT),
-        NO_COLOR="1",
-        **extra,
-    )
-    return env
-
-
 def test_a_hostile_check_in_a_github_log(tmp_path: Path) -> None:
     with Emulator(world=HOSTILE_WORLD, speed=25) as emu:
-        env = run_env(emu, GITHUB_ACTIONS="true", GITHUB_OUTPUT=str(tmp_path / "out.txt"))
+        env = child_env(
+            TESTSESSION_API_KEY=emu.api_key,
+            TESTSESSION_ACCOUNT_ID=emu.account_id,
+            TESTSESSION_BASE_URL=emu.url,
+            GITHUB_ACTIONS="true",
+            GITHUB_OUTPUT=str(tmp_path / "out.txt"),
+        )
         proc = subprocess.run(
             [sys.executable, "-m", "runner", "run", "--location", "eu-west-1", "--tag", "hostile"],
             env=env,
@@ -101,33 +103,22 @@ def test_a_hostile_check_in_a_github_log(tmp_path: Path) -> None:
             timeout=60,
         )
     assert proc.returncode == 1, proc.stderr
-    our_lines_only(proc.stdout)
+    our_lines_only(proc.stdout, masked=(emu.api_key,))
     assert "Injected ::stop-commands::pwned" in proc.stdout  # shown, as text, inside our own line
 
 
-def test_stdout_closed_early_never_changes_the_verdict(tmp_path: Path) -> None:
-    """`testsession run ... | head -c 1`: the failing run still exits 1 with complete reports."""
-    with Emulator(world=HOSTILE_WORLD, speed=25) as emu:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "runner", "run", "--location", "eu-west-1", "--tag", "hostile"],
-            env=run_env(emu),
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        assert proc.stdout is not None
-        proc.stdout.read(1)
-        proc.stdout.close()
-        _out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 1, err
-    data = json.loads((tmp_path / "testsession-reports" / "results.json").read_text())
-    assert data["verdict"] == "failed" and data["exitCode"] == 1 and data["partial"] is False
-    assert (tmp_path / "testsession-reports" / "junit.xml").stat().st_size > 0
-
-
-def test_the_digest_keeps_hostile_text_raw_for_each_renderer_to_clean() -> None:
-    # The digest is shared by every output; sanitising is the renderer's job, for its own output.
+def test_the_verdict_summary_of_a_hostile_failure_stays_inside_its_lines() -> None:
+    """The digest carries the service's text raw; the console's end of run (the failure's details
+    in a ::group::, the verdict) cleans it for a GitHub log."""
     from outcome_factory import outcome, result, session
 
-    d = digest(outcome([session([result("failed", error=HOSTILE)])]))
-    assert d.failing[0].result.error == HOSTILE
+    stream = io.StringIO()
+    console = Console(stream=stream, environ={"GITHUB_ACTIONS": "true"})
+    console.finish(digest(outcome([session([result("failed", name=HOSTILE, error=HOSTILE)])])), {})
+    shown = stream.getvalue()
+    our_lines_only(shown)
+    lines = shown.splitlines()
+    (title,) = [line for line in lines if line.startswith("::group::")]
+    (error,) = [line for line in lines if line.startswith("  error: ")]
+    for line in (title, error):  # shown, as text, inside our own line
+        assert "boom" in line and "::stop-commands::pwned" in line and "::add-mask::x" in line

@@ -8,20 +8,19 @@ still in flight, from the emulator's fault counter; every wait is bounded.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
-from conftest import REPO_ROOT, auth_headers, never_ending_world
+from conftest import auth_headers, never_ending_world
+from helpers import child_env, junit_xsd_errors
 
 from runner.emulator import Emulator
 from runner.reports import load_outcome
@@ -29,7 +28,6 @@ from runner.reports import load_outcome
 # A check that hangs must stay running until the test cancels or interrupts it (see conftest).
 EMULATOR_WORLD = never_ending_world()
 
-XSD = REPO_ROOT.parent / "shared" / "junit" / "junit-10.xsd"
 PHASE_LIMIT = 30.0  # seconds to reach a phase (a cold interpreter on a loaded machine included)
 EXIT_LIMIT = 10.0  # seconds from the signal to the exit: the 5 s cancel grace plus slack
 SIGNALS = [
@@ -42,14 +40,10 @@ class RunProcess:
     """`python -m runner run SPEC` against the emulator; stdout lines collected by a reader thread."""
 
     def __init__(self, emulator: Emulator, spec: Path, workdir: Path) -> None:
-        env = {
-            k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GITLAB_", "TESTSESSION_"))
-        }
-        env.update(
+        env = child_env(
             TESTSESSION_BASE_URL=emulator.url,
             TESTSESSION_API_KEY=emulator.api_key,
             TESTSESSION_ACCOUNT_ID=emulator.account_id,
-            PYTHONPATH=str(REPO_ROOT),
         )
         self.stderr_path = workdir / "stderr.txt"
         self._stderr = self.stderr_path.open("w", encoding="utf-8")
@@ -183,14 +177,7 @@ def partial_reports(tmp_path: Path, code: int, signal_name: str) -> Any:
     assert outcome.exitCode == code
     assert outcome.verdict == "interrupted"
     assert outcome.message == f"interrupted by {signal_name}"
-    ET.parse(reports / "junit.xml")
-    if XSD.exists():
-        import xmlschema
-
-        errors = [
-            str(e.reason) for e in xmlschema.XMLSchema(str(XSD)).iter_errors(str(reports / "junit.xml"))
-        ]
-        assert errors == []
+    assert junit_xsd_errors(reports / "junit.xml") == []
     markdown = reports / "summary.md"
     assert 0 < markdown.stat().st_size < 1024 * 1024
     return outcome

@@ -7,27 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from outcome_factory import result
 
 from runner.job.baseline import Baseline, BaselineWarning, compare, load_baseline, mark_baseline
 from runner.job.outcome import Outcome, ResultOutcome, SessionOutcome
 
 EU = "eu-west-1"
-
-
-def result(
-    name: str, verdict: str, check_id: str | None = None, location: str = EU, seconds: float | None = 2.0
-) -> ResultOutcome:
-    return ResultOutcome.model_validate(
-        {
-            "id": f"{name}-{location}",
-            "name": name,
-            "checkId": check_id,
-            "runLocation": location,
-            "status": "X",
-            "verdict": verdict,
-            "durationSeconds": seconds,
-        }
-    )
 
 
 def baseline(*results: ResultOutcome) -> Baseline:
@@ -40,17 +25,17 @@ def marks(now: list[ResultOutcome], then: Baseline, fail_on_degraded: bool = Fal
 
 def test_each_mark() -> None:
     then = baseline(
-        result("a", "passed", "A"),
-        result("b", "failed", "B"),
-        result("c", "error", "C"),
-        result("d", "passed", "D"),
+        result("passed", "a", EU, checkId="A"),
+        result("failed", "b", EU, checkId="B"),
+        result("error", "c", EU, checkId="C"),
+        result("passed", "d", EU, checkId="D"),
     )
     now = [
-        result("a", "failed", "A"),
-        result("b", "failed", "B"),
-        result("c", "passed", "C"),
-        result("d", "flaky", "D"),
-        result("e", "failed", "E"),
+        result("failed", "a", EU, checkId="A"),
+        result("failed", "b", EU, checkId="B"),
+        result("passed", "c", EU, checkId="C"),
+        result("flaky", "d", EU, checkId="D"),
+        result("failed", "e", EU, checkId="E"),
     ]
     assert marks(now, then) == ["newly-failing", "still-failing", "fixed", "still-passing", "new-check"]
     summary = compare(now, then).summary
@@ -58,21 +43,39 @@ def test_each_mark() -> None:
 
 
 def test_unfinished_and_cancelled_count_as_failing_degraded_only_with_the_flag() -> None:
-    then = baseline(result("r", "running", "R"), result("x", "passed", "X"), result("g", "passed", "G"))
-    now = [result("r", "passed", "R"), result("x", "cancelled", "X"), result("g", "degraded", "G")]
+    then = baseline(
+        result("running", "r", EU, checkId="R"),
+        result("passed", "x", EU, checkId="X"),
+        result("passed", "g", EU, checkId="G"),
+    )
+    now = [
+        result("passed", "r", EU, checkId="R"),
+        result("cancelled", "x", EU, checkId="X"),
+        result("degraded", "g", EU, checkId="G"),
+    ]
     assert marks(now, then) == ["fixed", "newly-failing", "still-passing"]
     assert marks(now, then, fail_on_degraded=True) == ["fixed", "newly-failing", "newly-failing"]
 
 
 def test_matched_by_check_id_and_location_even_when_renamed() -> None:
-    then = baseline(result("old name", "failed", "A"), result("a", "passed", "A", location="us-east-1"))
-    now = [result("new name", "failed", "A"), result("a", "failed", "A", location="us-east-1")]
+    then = baseline(
+        result("failed", "old name", EU, checkId="A"), result("passed", "a", "us-east-1", checkId="A")
+    )
+    now = [result("failed", "new name", EU, checkId="A"), result("failed", "a", "us-east-1", checkId="A")]
     assert marks(now, then) == ["still-failing", "newly-failing"]
 
 
 def test_name_and_location_when_the_check_id_is_missing_on_either_side() -> None:
-    then = baseline(result("a", "failed", None), result("b", "failed", "B"), result("c", "failed", "C1"))
-    now = [result("a", "passed", "A"), result("b", "passed", None), result("c", "passed", "C2")]
+    then = baseline(
+        result("failed", "a", EU, checkId=None),
+        result("failed", "b", EU, checkId="B"),
+        result("failed", "c", EU, checkId="C1"),
+    )
+    now = [
+        result("passed", "a", EU, checkId="A"),
+        result("passed", "b", EU, checkId=None),
+        result("passed", "c", EU, checkId="C2"),
+    ]
     # A different check id under the same name is a different check: new, and the old one is missing.
     got = compare(now, then)
     assert got.marks == ["fixed", "fixed", "new-check"]
@@ -80,14 +83,20 @@ def test_name_and_location_when_the_check_id_is_missing_on_either_side() -> None
 
 
 def test_checks_missing_now_are_listed_with_their_location() -> None:
-    then = baseline(result("a", "passed", "A"), result("gone", "failed", "G", location="ap-south-1"))
-    got = compare([result("a", "passed", "A")], then)
+    then = baseline(
+        result("passed", "a", EU, checkId="A"), result("failed", "gone", "ap-south-1", checkId="G")
+    )
+    got = compare([result("passed", "a", EU, checkId="A")], then)
     assert [(m.checkId, m.name, m.runLocation) for m in got.summary.missing] == [("G", "gone", "ap-south-1")]
 
 
 def test_the_same_check_twice_pairs_in_order_each_baseline_result_once() -> None:
-    then = baseline(result("a", "failed", "A"), result("a", "passed", "A"))
-    now = [result("a", "failed", "A"), result("a", "failed", "A"), result("a", "failed", "A")]
+    then = baseline(result("failed", "a", EU, checkId="A"), result("passed", "a", EU, checkId="A"))
+    now = [
+        result("failed", "a", EU, checkId="A"),
+        result("failed", "a", EU, checkId="A"),
+        result("failed", "a", EU, checkId="A"),
+    ]
     assert marks(now, then) == ["still-failing", "newly-failing", "new-check"]
 
 
@@ -108,7 +117,8 @@ def test_slower_needs_both_at_least_a_second_and_one_and_a_half_times(
     then_s: float | None, now_s: float | None, slower: bool
 ) -> None:
     got = compare(
-        [result("a", "passed", "A", seconds=now_s)], baseline(result("a", "passed", "A", seconds=then_s))
+        [result("passed", "a", EU, checkId="A", duration=now_s)],
+        baseline(result("passed", "a", EU, checkId="A", duration=then_s)),
     )
     assert bool(got.summary.slower) is slower
     if slower:
@@ -128,7 +138,7 @@ def _outcome_document(*results: ResultOutcome, **fields: Any) -> dict[str, Any]:
 
 
 def test_loads_a_results_file_written_by_a_run(tmp_path: Path) -> None:
-    path = _results_file(tmp_path, _outcome_document(result("a", "failed", "A")))
+    path = _results_file(tmp_path, _outcome_document(result("failed", "a", EU, checkId="A")))
     loaded = load_baseline(path)
     assert isinstance(loaded, Baseline) and loaded.warning is None
     assert [(r.checkId, r.verdict) for r in loaded.results] == [("A", "failed")]
@@ -136,7 +146,7 @@ def test_loads_a_results_file_written_by_a_run(tmp_path: Path) -> None:
 
 def test_a_partial_baseline_is_used_with_a_caveat(tmp_path: Path) -> None:
     path = _results_file(
-        tmp_path, _outcome_document(result("a", "running", "A"), partial=True, verdict="timeout")
+        tmp_path, _outcome_document(result("running", "a", EU, checkId="A"), partial=True, verdict="timeout")
     )
     loaded = load_baseline(path)
     assert isinstance(loaded, Baseline) and loaded.warning and "partial run (timeout)" in loaded.warning
@@ -192,14 +202,22 @@ def test_a_huge_file_is_refused_without_reading_it_all(
     import runner.job.baseline as module
 
     monkeypatch.setattr(module, "MAX_BASELINE_BYTES", 100)
-    path = _results_file(tmp_path, _outcome_document(*(result(f"c{i}", "passed", f"C{i}") for i in range(5))))
+    path = _results_file(
+        tmp_path, _outcome_document(*(result("passed", f"c{i}", EU, checkId=f"C{i}") for i in range(5)))
+    )
     loaded = load_baseline(path)
     assert isinstance(loaded, BaselineWarning) and "larger than" in loaded.warning
 
 
 def test_mark_baseline_sets_marks_and_the_summary() -> None:
-    now = Outcome.model_validate(_outcome_document(result("a", "passed", "A"), result("b", "failed", "B")))
-    then = baseline(result("a", "failed", "A"), result("b", "failed", "B"), result("z", "passed", "Z"))
+    now = Outcome.model_validate(
+        _outcome_document(result("passed", "a", EU, checkId="A"), result("failed", "b", EU, checkId="B"))
+    )
+    then = baseline(
+        result("failed", "a", EU, checkId="A"),
+        result("failed", "b", EU, checkId="B"),
+        result("passed", "z", EU, checkId="Z"),
+    )
     marked = mark_baseline(now, then)
     assert [r.baseline for r in marked.all_results()] == ["fixed", "still-failing"]
     assert marked.baseline is not None and [m.checkId for m in marked.baseline.missing] == ["Z"]
@@ -208,7 +226,7 @@ def test_mark_baseline_sets_marks_and_the_summary() -> None:
 
 
 def test_mark_baseline_with_an_unusable_file_keeps_only_the_warning() -> None:
-    now = Outcome.model_validate(_outcome_document(result("a", "failed", "A")))
+    now = Outcome.model_validate(_outcome_document(result("failed", "a", EU, checkId="A")))
     marked = mark_baseline(now, BaselineWarning("x.json", "baseline x.json: no such file; comparing without"))
     assert (
         marked.baseline is not None and not marked.baseline.used and "no such file" in marked.baseline.warning

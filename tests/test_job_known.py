@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+from outcome_factory import result
+
 from runner.job.known import classify, mark_known, run_start
-from runner.job.outcome import ErrorGroupOutcome, Outcome, ResultOutcome, SessionOutcome
+from runner.job.outcome import ErrorGroupOutcome, Outcome, SessionOutcome
 
 START = datetime(2024, 5, 17, 12, 0, 0, tzinfo=timezone.utc)
 DAY = timedelta(days=1)
@@ -14,12 +16,6 @@ SEC = timedelta(seconds=1)
 
 def group(gid: str, first: datetime | None, last: datetime | None = None) -> ErrorGroupOutcome:
     return ErrorGroupOutcome(id=gid, firstSeen=first, lastSeen=last if last is not None else first)
-
-
-def result(name: str, verdict: str, *groups: str) -> ResultOutcome:
-    return ResultOutcome.model_validate(
-        {"id": name, "name": name, "status": "X", "verdict": verdict, "errorGroupIds": list(groups)}
-    )
 
 
 def test_group_first_seen_before_the_session_is_known_with_first_seen() -> None:
@@ -82,13 +78,13 @@ def _outcome(fail_on_degraded: bool = False) -> Outcome:
         runLocation="eu-west-1",
         startedAt=START + 2 * SEC,
         results=[
-            result("known", "failed", "g-old"),
-            result("new", "error", "g-new"),
+            result("failed", "known", group_ids=["g-old"]),
+            result("error", "new", group_ids=["g-new"]),
             result("passed", "passed"),
-            result("flaky", "flaky", "g-old"),
+            result("flaky", "flaky", group_ids=["g-old"]),
             result("degraded", "degraded"),
-            result("unread", "failed", "g-missing"),
-            result("sibling-first", "failed", "g-sib"),
+            result("failed", "unread", group_ids=["g-missing"]),
+            result("failed", "sibling-first", group_ids=["g-sib"]),
         ],
         errorGroups=[
             group("g-old", START - 3 * DAY, START + 5 * SEC),
@@ -101,7 +97,7 @@ def _outcome(fail_on_degraded: bool = False) -> Outcome:
         name="s",
         runLocation="us-east-1",
         startedAt=START,
-        results=[result("sibling", "failed", "g-sib")],
+        results=[result("failed", "sibling", group_ids=["g-sib"])],
         errorGroups=[group("g-sib", START + SEC)],
     )
     return Outcome(sessions=[eu, us], failOnDegraded=fail_on_degraded)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +13,10 @@ import pytest
 import requests
 from conftest import auth_headers
 from emulator_ids import CHECKOUT, KNOWN_CHECKOUT_GROUP, PROFILE
+from helpers import cli_run
 
-from runner.cli.main import main
 from runner.emulator import Emulator
 from runner.job.known import mark_known
-from runner.job.outcome import Outcome
 from runner.models import ErrorGroup, TestSession
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -100,14 +100,11 @@ def cli_env(cli_env: Emulator) -> Emulator:
     return cli_env
 
 
-def run(tmp_path: Path, name: str, *args: str) -> Outcome:
-    out = tmp_path / name
-    main(["run", *args, "--no-rca", "--json", str(out / "r.json"), "--junit", "", "--markdown", ""])
-    return Outcome.model_validate_json((out / "r.json").read_text(encoding="utf-8"))
+run = partial(cli_run, rca=False, reports=("json",))  # run(OUT_DIR, *ARGV): (exit code, results.json)
 
 
 def test_runs_demo_known_and_new_from_their_results_json(cli_env: Emulator, tmp_path: Path) -> None:
-    first = mark_known(run(tmp_path, "one", str(EXAMPLES / "testsession.yml")))
+    first = mark_known(run(tmp_path / "one", "run", str(EXAMPLES / "testsession.yml")).outcome)
     results = {r.name: r for r in first.all_results()}
     checkout, profile = results["Checkout flow"], results["Profile page script"]
     assert first.sessions[0].startedAt is not None and checkout.firstSeen is not None
@@ -117,7 +114,7 @@ def test_runs_demo_known_and_new_from_their_results_json(cli_env: Emulator, tmp_
     assert profile.firstSeen >= first.sessions[0].startedAt
     assert all(r.known is None for r in results.values() if r.verdict in ("passed", "flaky", "degraded"))
     # The second run: the profile error, new in the first, is known now, first seen in the first run.
-    second = mark_known(run(tmp_path, "two", "--location", "eu-west-1", "--tag", "profile"))
+    second = mark_known(run(tmp_path / "two", "run", "--location", "eu-west-1", "--tag", "profile").outcome)
     (again,) = second.all_results()
     assert again.known is True and again.firstSeen == profile.firstSeen
     assert second.sessions[0].startedAt is not None and again.firstSeen < second.sessions[0].startedAt

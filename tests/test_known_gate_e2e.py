@@ -6,14 +6,13 @@ script's error is new the first time it is seen and known in every later session
 
 from __future__ import annotations
 
-import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import cli_run
 
-from runner.cli.main import main
 from runner.emulator import Emulator
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -26,28 +25,19 @@ def env(cli_env: Emulator) -> Emulator:
 
 
 class Run:
-    def __init__(self, out: Path, code: int, console: str) -> None:
-        self.out, self.code, self.console = out, code, console
-        self.data: dict[str, Any] = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    """`testsession run SPEC --no-rca ARGS` with its reports in OUT: what it printed and wrote."""
+
+    def __init__(self, out: Path, capsys: pytest.CaptureFixture[str], *args: str) -> None:
+        self.out = out
+        self.code, self.data = cli_run(out, "run", SPEC, *args, rca=False)
+        captured = capsys.readouterr()
+        self.console = captured.out + captured.err
         self.markdown = (out / "summary.md").read_text(encoding="utf-8")
         self.junit = ET.fromstring((out / "junit.xml").read_text(encoding="utf-8"))
 
     def result(self, name: str) -> dict[str, Any]:
         (found,) = [r for s in self.data["sessions"] for r in s["results"] if r["name"] == name]
         return found
-
-
-def run(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, *args: str) -> Run:
-    out = tmp_path / name
-    code = main(
-        [
-            *("run", SPEC, "--no-rca", *args),
-            *("--json", str(out / "results.json"), "--junit", str(out / "junit.xml")),
-            *("--markdown", str(out / "summary.md")),
-        ]
-    )
-    captured = capsys.readouterr()
-    return Run(out, code, captured.out + captured.err)
 
 
 def verdict_line(console: str) -> str:
@@ -63,7 +53,7 @@ def test_fail_on_new_passes_known_failures_and_fails_new_ones_then_forgives_them
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "step_summary"))
 
     # Only the known failure (Checkout flow, seeded 3 days ago): the gate passes, every output says so.
-    known = run(tmp_path, capsys, "known", "--fail-on", "new", "--tag", "checkout")
+    known = Run(tmp_path / "known", capsys, "--fail-on", "new", "--tag", "checkout")
     assert known.code == 0, known.console
     said = "gate passed: 1 known failure, no new ones"
     assert verdict_line(known.console).startswith(f"verdict: PASSED — {said}")
@@ -80,7 +70,7 @@ def test_fail_on_new_passes_known_failures_and_fails_new_ones_then_forgives_them
     assert (tmp_path / "step_summary").read_text().startswith(f"## ✅ Passed — {said}")
 
     # Profile page script's error, never seen before: new, and the gate fails.
-    first = run(tmp_path, capsys, "new", "--fail-on", "new", "--tag", "profile")
+    first = Run(tmp_path / "new", capsys, "--fail-on", "new", "--tag", "profile")
     assert first.code == 1, first.console
     profile = first.result("Profile page script")
     assert profile["verdict"] == "error" and profile["known"] is False
@@ -91,7 +81,7 @@ def test_fail_on_new_passes_known_failures_and_fails_new_ones_then_forgives_them
 
     # The same error in a later session of the same service: known, first seen in the run above. It
     # still fails the gate: failOn: new forgives known failed checks, never errors.
-    again = run(tmp_path, capsys, "again", "--fail-on", "new", "--tag", "profile")
+    again = Run(tmp_path / "again", capsys, "--fail-on", "new", "--tag", "profile")
     later = again.result("Profile page script")
     assert later["known"] is True and later["firstSeen"] == profile["firstSeen"]
     assert later["firstSeen"] < again.data["sessions"][0]["startedAt"]
@@ -103,7 +93,7 @@ def test_fail_on_new_passes_known_failures_and_fails_new_ones_then_forgives_them
 def test_results_json_marks_failing_results_known_or_new_and_passing_ones_null(
     env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    done = run(tmp_path, capsys, "all")
+    done = Run(tmp_path / "all", capsys)
     assert done.code == 1
     results = [r for s in done.data["sessions"] for r in s["results"]]
     for item in results:
@@ -122,9 +112,9 @@ def test_baseline_newly_failing_still_failing_fixed_end_to_end(
     env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # A: the checkout fix deployed (Checkout flow passes). B: the fix reverted. C: the fix again.
-    a = run(tmp_path, capsys, "a", "--env", "CHECKOUT_FIXED=true")
+    a = Run(tmp_path / "a", capsys, "--env", "CHECKOUT_FIXED=true")
     assert a.result("Checkout flow")["verdict"] == "passed"
-    b = run(tmp_path, capsys, "b", "--baseline", str(a.out / "results.json"))
+    b = Run(tmp_path / "b", capsys, "--baseline", str(a.out / "results.json"))
     assert b.code == a.code == 1
     assert b.result("Checkout flow")["baseline"] == "newly-failing"
     assert b.result("Profile page script")["baseline"] == "still-failing"
@@ -141,7 +131,7 @@ def test_baseline_newly_failing_still_failing_fixed_end_to_end(
     baseline_path = a.out / "results.json"
     assert f"since the baseline {baseline_path}: 1 newly failing, 0 fixed, 0 slower" in b.console
 
-    c = run(tmp_path, capsys, "c", "--env", "CHECKOUT_FIXED=true", "--baseline", str(b.out / "results.json"))
+    c = Run(tmp_path / "c", capsys, "--env", "CHECKOUT_FIXED=true", "--baseline", str(b.out / "results.json"))
     assert c.result("Checkout flow")["baseline"] == "fixed"
     assert c.result("Profile page script")["baseline"] == "still-failing"
     assert [ref["name"] for ref in c.data["baseline"]["fixed"]] == ["Checkout flow"]
@@ -150,17 +140,8 @@ def test_baseline_newly_failing_still_failing_fixed_end_to_end(
     assert "testsession.baseline=fixed" in (cases["Checkout flow [eu-west-1]"].findtext("system-out") or "")
 
     # With failOn new, a failed check still failing since the baseline is known and forgiven.
-    d = run(
-        tmp_path,
-        capsys,
-        "d",
-        "--tag",
-        "checkout",
-        "--fail-on",
-        "new",
-        "--baseline",
-        str(b.out / "results.json"),
-    )
+    baseline = str(b.out / "results.json")
+    d = Run(tmp_path / "d", capsys, "--tag", "checkout", "--fail-on", "new", "--baseline", baseline)
     assert d.code == 0 and d.result("Checkout flow")["baseline"] == "still-failing"
 
 
@@ -179,8 +160,8 @@ def test_a_bad_baseline_is_a_warning_and_the_exit_code_is_unchanged(
     path = tmp_path / "old.json"
     if content is not None:
         path.write_bytes(content)
-    without = run(tmp_path, capsys, "without", "--tag", "checkout")
-    warned = run(tmp_path, capsys, "with", "--tag", "checkout", "--baseline", str(path))
+    without = Run(tmp_path / "without", capsys, "--tag", "checkout")
+    warned = Run(tmp_path / "with", capsys, "--tag", "checkout", "--baseline", str(path))
     assert warned.code == without.code == 1
     warning = next(line for line in warned.console.splitlines() if "warning: baseline" in line)
     assert why in warning and "comparing without a baseline" in warning

@@ -100,19 +100,21 @@ def cross_account_calls(ids: dict[str, str]) -> dict[str, list[tuple[str, str, A
         "delete_maintenance": [("DELETE", "/v1/maintenance-windows/9001/maintenances/m-9", None)],
         "delete_client_certificate": [("DELETE", "/v1/client-certificates/cert-9001", None)],
         "update_check": [("PUT", f"/v1/checks/{OTHER_CHECK}", {"name": "taken over"})],
+        "get_check": [("GET", f"/v1/checks/{OTHER_CHECK}", None)],
     }
 
 
 # create_dashboard names no resource: dashboards' customUrl/customDomain are one namespace for all
 # accounts (a taken name is 409 for everyone), so there is no id of the other account to refuse.
-NO_OWNED_ID = {"create_dashboard"}
+# list_checks names none either: it lists the caller's own checks (checked below: never the other's).
+NO_OWNED_ID = {"create_dashboard", "list_checks"}
 
 
 def test_every_route_refuses_the_other_accounts_ids(api: Any, emulator: Any) -> None:
     ids = other_account_resources(api)
     calls = cross_account_calls(ids)
     assert set(calls) | NO_OWNED_ID == set(NAMES), "an operation has no isolation case here"
-    checked = 0
+    checked = set()
     for route, requests_ in calls.items():
         for method, path, body in requests_:
             assert route_name(method, path.split("?")[0]) == route, (route, path)
@@ -122,8 +124,11 @@ def test_every_route_refuses_the_other_accounts_ids(api: Any, emulator: Any) -> 
             assert response.status_code == expected[0], (route, response.status_code, response.text)
             assert response.json()["error"] == expected[1]
             assert OTHER_ACCOUNT not in response.text
-            checked += 1
-    assert checked == 15
+            checked.add(route)
+    assert checked == set(NAMES) - NO_OWNED_ID  # every operation that names an id was refused
+    listed = api("GET", "/v1/checks?limit=100")
+    assert listed.status_code == 200 and listed.json()
+    assert OTHER_CHECK not in listed.text and OTHER_ACCOUNT not in listed.text
     # Nothing of the other account changed: its running session is not cancelled, its resources remain.
     other = {"key": OTHER_KEY, "account": OTHER_ACCOUNT}
     assert api("GET", f"/v1/test-sessions/{ids['running']}", **other).json()["status"] != "CANCELLED"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from gitrepo import git, isolate_git
+from helpers import child_env
 
 from runner.metadata import resolve_metadata
 from runner.models import SessionMetadata
@@ -144,7 +145,7 @@ def test_git_not_on_path(tmp_path: Path) -> None:
     )
     drop = ("GIT_PYTHON_REFRESH", "GIT_PYTHON_GIT_EXECUTABLE")
     env = {k: v for k, v in os.environ.items() if k not in drop}
-    env.update(PATH=str(nothing), PYTHONPATH=str(ROOT))
+    env.update(PATH=str(nothing))
     done = subprocess.run(
         [sys.executable, "-c", script, str(repo)], capture_output=True, text=True, env=env, timeout=60
     )
@@ -168,7 +169,7 @@ def test_gitpython_is_imported_only_when_git_is_asked() -> None:
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=child_env(),
         timeout=60,
     )
     assert done.returncode == 0, done.stderr

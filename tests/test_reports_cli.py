@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import child_env
 from outcome_factory import sample_outcome
 
 from runner.cli import report_command
@@ -77,7 +77,7 @@ def test_bad_results_file_is_one_line_exit_2(
 
 def test_real_command_line(tmp_path: Path) -> None:
     """Through `python -m runner` as a user runs it: success, then a broken file."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env = child_env()
     results = tmp_path / "results.json"
     results.write_text(render_json(sample_outcome()), encoding="utf-8")
     ok = subprocess.run(
@@ -114,7 +114,7 @@ def test_module_imports_stay_light() -> None:
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        env=child_env(),
         timeout=60,
     )
     assert out.stdout.strip() == "[]", out.stderr

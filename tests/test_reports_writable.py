@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from helpers import sessions_created
 
 from runner.cli.main import main
 from runner.core.errors import UsageError
@@ -40,10 +41,6 @@ def env(emulator: Emulator, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "somefile").write_text("not a directory\n")
     return emulator
-
-
-def sessions_created(emu: Emulator) -> int:
-    return int(emu.backend.stats()["sessionsTotal"])
 
 
 def reports(tmp_path: Path, junit: str) -> list[str]:

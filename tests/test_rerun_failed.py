@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
+from helpers import cli_run
 from outcome_factory import check_id, sample_outcome
 
 from runner.cli.main import main
@@ -25,10 +26,7 @@ def env(cli_env: Emulator) -> Emulator:
     return cli_env
 
 
-def run(out: Path, *args: str) -> tuple[int, dict[str, Any]]:
-    code = main([*args, "--no-rca", "--json", str(out / "results.json"), "--junit", "", "--markdown", ""])
-    path = out / "results.json"
-    return code, json.loads(path.read_text()) if path.exists() else {}
+run = partial(cli_run, rca=False, reports=("json",))  # run(OUT_DIR, *ARGV): (exit code, results.json)
 
 
 def sessions_by_trigger(emu: Emulator) -> list[tuple[str, set[str]]]:

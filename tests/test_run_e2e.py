@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import requests
 from conftest import never_ending_world
+from helpers import cli_run, junit_xsd_errors, sessions_created
 
 from runner.cli.main import main
 from runner.emulator import Emulator
@@ -20,7 +21,6 @@ from runner.reports import load_outcome
 EMULATOR_WORLD = never_ending_world()
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-XSD = Path(__file__).resolve().parent.parent.parent / "shared" / "junit" / "junit-10.xsd"
 
 
 @pytest.fixture
@@ -28,34 +28,8 @@ def env(cli_env: Emulator) -> Emulator:
     return cli_env
 
 
-def run(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any]]:
-    reports = tmp_path / "out"
-    code = main(
-        [
-            *args,
-            "--json", str(reports / "results.json"),
-            "--junit", str(reports / "junit.xml"),
-            "--markdown", str(reports / "summary.md"),
-        ]
-    )  # fmt: skip
-    data = json.loads((reports / "results.json").read_text()) if (reports / "results.json").exists() else {}
-    return code, data
-
-
-def sessions_created(emu: Emulator) -> int:
-    return int(emu.backend.stats()["sessionsTotal"])
-
-
-def assert_valid_junit(path: Path) -> None:
-    if not XSD.exists():
-        pytest.skip("../shared/junit/junit-10.xsd is absent (a user's clone)")
-    import xmlschema
-
-    xmlschema.XMLSchema(str(XSD)).validate(str(path))
-
-
 def test_demo_spec_reports_every_outcome_with_analyses(env: Emulator, tmp_path: Path) -> None:
-    code, data = run(tmp_path, "run", str(EXAMPLES / "testsession.yml"))
+    code, data = cli_run(tmp_path / "out", "run", str(EXAMPLES / "testsession.yml"))
     assert code == 1
     counts = data["counts"]
     assert (counts["passed"], counts["failed"], counts["degraded"], counts["flaky"], counts["error"]) == (
@@ -70,14 +44,14 @@ def test_demo_spec_reports_every_outcome_with_analyses(env: Emulator, tmp_path: 
     assert completed and all(g["analysis"]["analysis"]["rootCause"] for g in completed)
     flaky = next(r for r in session["results"] if r["verdict"] == "flaky")
     assert flaky["attempts"] == 2 and flaky["failedAttempts"][0]["error"]
-    assert_valid_junit(tmp_path / "out" / "junit.xml")
+    assert junit_xsd_errors(tmp_path / "out" / "junit.xml") == []
     markdown = (tmp_path / "out" / "summary.md").read_text()
     assert "Checkout flow" in markdown and "Root cause" in markdown
     assert sessions_created(env) == 1
 
 
 def test_passing_checks_exit_0(env: Emulator, tmp_path: Path) -> None:
-    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "smoke")
+    code, data = cli_run(tmp_path / "out", "run", "--location", "eu-west-1", "--tag", "smoke")
     assert code == 0
     assert data["verdict"] == "passed"
     names = {r["name"] for r in data["sessions"][0]["results"]}
@@ -85,21 +59,23 @@ def test_passing_checks_exit_0(env: Emulator, tmp_path: Path) -> None:
 
 
 def test_degraded_passes_unless_fail_on_degraded(env: Emulator, tmp_path: Path) -> None:
-    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "search")
+    code, data = cli_run(tmp_path / "out", "run", "--location", "eu-west-1", "--tag", "search")
     assert (code, data["counts"]["degraded"]) == (0, 1)
-    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "search", "--fail-on-degraded")
+    code, data = cli_run(
+        tmp_path / "out", "run", "--location", "eu-west-1", "--tag", "search", "--fail-on-degraded"
+    )
     assert code == 1
 
 
 def test_no_matching_checks_exit_5_or_0_when_allowed(env: Emulator, tmp_path: Path) -> None:
-    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "no-such-tag")
+    code, data = cli_run(tmp_path / "out", "run", "--location", "eu-west-1", "--tag", "no-such-tag")
     assert code == 5 and data["verdict"] == "no-match"
     spec = tmp_path / "spec.yml"
     spec.write_text(
         "runLocation: eu-west-1\ntarget: {matchTags: [[no-such-tag]]}\n"
         "gate: {failOnNoMatchingChecks: false}\n"
     )
-    code, data = run(tmp_path, "run", str(spec))
+    code, data = cli_run(tmp_path / "out", "run", str(spec))
     assert code == 0 and data["verdict"] == "no-match"
 
 
@@ -108,7 +84,7 @@ def test_bad_spec_exit_2_before_anything_is_triggered(
 ) -> None:
     spec = tmp_path / "bad.yml"
     spec.write_text("runLocation: eu-west-1\ntimeout: 5\nretryStrategy: {maxRetries: 11}\n")
-    code, _ = run(tmp_path, "run", str(spec))
+    code, _ = cli_run(tmp_path / "out", "run", str(spec))
     err = capsys.readouterr().err
     assert code == 2
     assert "bad.yml:2" in err and "timeout" in err and "maxRetries" in err
@@ -117,13 +93,15 @@ def test_bad_spec_exit_2_before_anything_is_triggered(
 
 
 def test_unknown_location_is_a_usage_error(env: Emulator, tmp_path: Path) -> None:
-    code, data = run(tmp_path, "run", "--location", "mars-north-1", "--tag", "smoke")
+    code, data = cli_run(tmp_path / "out", "run", "--location", "mars-north-1", "--tag", "smoke")
     assert code == 2
     assert "location" in data["message"]
 
 
 def test_deadline_cancels_the_session_exit_3(env: Emulator, tmp_path: Path) -> None:
-    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "hang", "--timeout", "1")
+    code, data = cli_run(
+        tmp_path / "out", "run", "--location", "eu-west-1", "--tag", "hang", "--timeout", "1"
+    )
     assert code == 3 and data["partial"] is True
     session_id = data["sessions"][0]["testSessionId"]
     answer = requests.get(
@@ -134,7 +112,7 @@ def test_deadline_cancels_the_session_exit_3(env: Emulator, tmp_path: Path) -> N
     assert answer["status"] == "CANCELLED"
     # Cancelled by the run's own deadline: the check did not finish, it was not cancelled by someone.
     assert data["counts"]["running"] == 1 and data["counts"]["cancelled"] == 0
-    assert_valid_junit(tmp_path / "out" / "junit.xml")
+    assert junit_xsd_errors(tmp_path / "out" / "junit.xml") == []
     junit = ET.parse(tmp_path / "out" / "junit.xml").getroot()
     error = junit.find("./testsuite/testcase/error")
     assert error is not None and error.get("type") == "DID_NOT_FINISH"
@@ -145,7 +123,7 @@ def test_bad_key_exit_4_with_reports(
     env: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("TESTSESSION_API_KEY", "tsk_wrong_key_value")
-    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "smoke")
+    code, data = cli_run(tmp_path / "out", "run", "--location", "eu-west-1", "--tag", "smoke")
     out = capsys.readouterr()
     assert code == 4 and data["verdict"] == "service-error"
     assert "401" in data["message"]
@@ -159,7 +137,7 @@ def test_unreachable_service_exit_4_never_0(
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     monkeypatch.setenv("TESTSESSION_BASE_URL", f"http://127.0.0.1:{port}")
-    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "smoke")
+    code, data = cli_run(tmp_path / "out", "run", "--location", "eu-west-1", "--tag", "smoke")
     assert code == 4 and data["partial"] is True
     assert (tmp_path / "out" / "junit.xml").exists()
 
@@ -172,7 +150,7 @@ def test_several_sessions_run_concurrently_most_severe_code_wins(env: Emulator, 
         "  - {name: broken, runLocation: us-east-1, target: {matchTags: [[checkout]]}}\n"
         "  - {name: none, runLocation: eu-central-1, target: {matchTags: [[nothing-here]]}}\n"
     )
-    code, data = run(tmp_path, "run", str(spec))
+    code, data = cli_run(tmp_path / "out", "run", str(spec))
     by_name = {s["name"]: s for s in data["sessions"]}
     codes = tuple(by_name[name]["exitCode"] for name in ("ok", "broken", "none"))
     assert codes == (0, 1, 5)
@@ -187,7 +165,7 @@ def test_detach_then_wait(env: Emulator, tmp_path: Path, capsys: pytest.CaptureF
     session_id = next(
         line.split()[0] for line in out.splitlines() if line and not line.startswith(("Test", "verdict"))
     )
-    code, data = run(tmp_path, "wait", session_id)
+    code, data = cli_run(tmp_path / "out", "wait", session_id)
     assert code == 1
     assert data["sessions"][0]["testSessionId"] == session_id
     assert data["counts"]["failed"] == 1
@@ -196,7 +174,7 @@ def test_detach_then_wait(env: Emulator, tmp_path: Path, capsys: pytest.CaptureF
 
 def test_no_rca_fetches_no_analyses(env: Emulator, tmp_path: Path) -> None:
     before = env.backend.stats()["analysesCreated"]
-    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "checkout", "--no-rca")
+    code, data = cli_run(tmp_path / "out", "run", "--location", "eu-west-1", "--tag", "checkout", "--no-rca")
     assert code == 1
     groups = data["sessions"][0]["errorGroups"]
     assert groups and all(g["analysis"]["state"] == "disabled" for g in groups)
@@ -205,7 +183,7 @@ def test_no_rca_fetches_no_analyses(env: Emulator, tmp_path: Path) -> None:
 
 
 def test_report_command_renders_again(env: Emulator, tmp_path: Path) -> None:
-    run(tmp_path, "run", "--location", "eu-west-1", "--tag", "checkout")
+    cli_run(tmp_path / "out", "run", "--location", "eu-west-1", "--tag", "checkout")
     again = tmp_path / "again"
     code = main(
         [
@@ -234,7 +212,7 @@ def test_github_metadata_reaches_the_service(
         "GITHUB_RUN_ID": "42",
     }.items():
         monkeypatch.setenv(key, value)
-    code, data = run(tmp_path, "run", "--location", "eu-west-1", "--tag", "smoke")
+    code, data = cli_run(tmp_path / "out", "run", "--location", "eu-west-1", "--tag", "smoke")
     assert code == 0
     session_id = data["sessions"][0]["testSessionId"]
     answer = requests.get(
@@ -267,7 +245,7 @@ def test_secret_env_flag_reads_the_value_from_the_environment_and_masks_it(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("DB_PASSWORD", secret)
     argv = ["run", "--location", "eu-west-1", "--tag", "checkout", "--secret-env", "DB_PASSWORD", "-v"]
-    code, data = run(tmp_path, *argv)
+    code, data = cli_run(tmp_path / "out", *argv)
     assert code == 0 and data["counts"]["passed"] == 1
     out = capsys.readouterr()
     reports = "".join(p.read_text() for p in (tmp_path / "out").iterdir())

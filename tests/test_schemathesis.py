@@ -74,7 +74,9 @@ def test_api_conforms_to_its_openapi_document(case: Any, st_emulator: Emulator) 
         "Authorization": f"Bearer {st_emulator.api_key}",
         "X-Service-Account": st_emulator.account_id,
     }
-    case.call_and_validate(base_url=st_emulator.url, checks=CHECKS, timeout=REQUEST_TIMEOUT)
+    response = case.call_and_validate(base_url=st_emulator.url, checks=CHECKS, timeout=REQUEST_TIMEOUT)
+    # Each generated request reached its handler: valid or not, it was judged on its body and ids.
+    assert response.status_code not in (401, 403), (case.method, case.path, response.text)
 
 
 def test_every_route_answers_its_success_schema(st_schema: Any, st_emulator: Emulator) -> None:
@@ -116,6 +118,9 @@ def test_every_route_answers_its_success_schema(st_schema: Any, st_emulator: Emu
     )  # fmt: skip
     call("POST", "/v1/dashboards", 201, body={"header": "st", "customUrl": "st-dash"})
     call("PUT", "/v1/checks/{id}", 200, path_parameters={"id": HOMEPAGE}, body={"name": "Homepage v2"})
+    call("GET", "/v1/checks/{id}", 200, path_parameters={"id": HOMEPAGE})
+    listed = call("GET", "/v1/checks", 200, query={"limit": 2, "page": 1, "tag": ["smoke"]})
+    assert len(listed) == 2
     call(
         "DELETE", "/v1/maintenance-windows/{id}/maintenances/{maintenanceId}", 204,
         path_parameters={"id": "2001", "maintenanceId": "m-1"},
@@ -129,17 +134,3 @@ def test_every_route_answers_its_success_schema(st_schema: Any, st_emulator: Emu
     document = st_schema.raw_schema
     every = {f"{method.upper()} {path}" for path, item in document["paths"].items() for method in item}
     assert seen == every
-
-
-def test_generated_requests_reached_the_handlers(st_emulator: Emulator) -> None:
-    """Runs after the generated tests (file order): most answers came from handlers, not from auth."""
-    requests_by_route = st_emulator.backend.stats()["requests"]
-    statuses: dict[str, int] = {}
-    for counts in requests_by_route.values():
-        for status, count in counts.items():
-            statuses[status] = statuses.get(status, 0) + count
-    print(statuses)
-    auth_failures = statuses.get("401", 0) + statuses.get("403", 0)
-    assert sum(statuses.values()) > 0
-    assert auth_failures < sum(statuses.values()) / 2
-    assert not any(status.startswith("5") for status in statuses)

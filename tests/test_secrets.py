@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import html
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -24,6 +23,7 @@ from typing import Any
 
 import pytest
 import requests
+from helpers import child_env
 
 REPO = Path(__file__).resolve().parent.parent
 API_KEY = "tsk_LEAKCHECK_3f9a8b7c5d1e2f40"
@@ -112,9 +112,7 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def base_env(tmp_path: Path) -> dict[str, str]:
-    drop = ("GITHUB_", "GITLAB_", "CI_", "RUNNER_", "INPUT_", "TESTSESSION_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(drop) and k != "CI"}
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env = child_env()
     config = tmp_path / "gitconfig"
     config.write_text("")
     env.update(
@@ -358,8 +356,46 @@ def test_percent_encoded_echo_and_query_token_leak_nothing(tmp_path: Path, world
 
 
 @pytest.mark.parametrize(
+    ("query", "stored"),
+    [
+        (f"?ref={SPEC_SECRET}&page=2", "https://git.example.com/acme/shop.git?page=2"),
+        (f"?q=v-{urllib.parse.quote(SPEC_SECRET_ODD)}", None),
+    ],
+    ids=["ordinary-name", "inside-a-value"],
+)
+def test_a_secret_under_an_ordinary_query_parameter_never_reaches_the_service(
+    tmp_path: Path, world_factory: Any, query: str, stored: str | None
+) -> None:
+    """The origin URL carries a spec secret under a name that says nothing (`ref`), or inside a
+    value: the service's copy of metadata.repoUrl drops the parameter, or the URL when it cannot."""
+    emu = world_factory(world())
+    work = workspace(tmp_path)
+    git(work, "remote", "set-url", "origin", f"https://git.example.com/acme/shop.git{query}")
+    env = base_env(tmp_path)
+    env.update(TESTSESSION_API_KEY=API_KEY, TESTSESSION_ACCOUNT_ID=ACCOUNT, TESTSESSION_BASE_URL=emu.url)
+    proc = run(["-m", "runner", "run", "--tag", "ok", "--verbose"], env, work)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (session,) = json.loads((work / "out" / "results.json").read_text(encoding="utf-8"))["sessions"]
+    session_id = session["testSessionId"]
+    headers = {"Authorization": f"Bearer {API_KEY}", "X-Service-Account": ACCOUNT}
+    answer = requests.get(f"{emu.url}/v1/test-sessions/{session_id}", headers=headers, timeout=5)
+    metadata = answer.json()["metadata"]
+    assert metadata.get("repoUrl") == stored
+    assert metadata["commitId"]  # the rest of the commit metadata is still sent
+    assert leaks("session metadata", json.dumps(metadata), (SPEC_SECRET, SPEC_SECRET_ODD)) == []
+    if stored is None:
+        assert "metadata: repoUrl: left out, it holds a secret value of this run" in proc.stderr
+
+
+@pytest.mark.parametrize(
     ("source", "named"),
-    [("spec", "secret variable DB_PASSWORD"), ("flag", "--secret-env PIN"), ("action", "--secret-env PIN")],
+    [
+        ("spec", "secret variable DB_PASSWORD"),
+        ("flag", "--secret-env PIN"),
+        ("action", "--secret-env PIN"),
+        ("api-key", "TESTSESSION_API_KEY"),
+        ("action-api-key", "TESTSESSION_API_KEY"),
+    ],
 )
 def test_secret_too_short_to_mask_is_refused(tmp_path: Path, source: str, named: str) -> None:
     """A 1-2 character secret cannot be masked without shredding ordinary text: exit 2, one line
@@ -382,13 +418,25 @@ def test_secret_too_short_to_mask_is_refused(tmp_path: Path, source: str, named:
     elif source == "flag":
         env["PIN"] = "7"
         procs = [run(["-m", "runner", "run", "--secret-env", "PIN"], env, work)]
-    else:
+    elif source == "action":
         env.update({"GITHUB_ACTIONS": "true", "INPUT_API_KEY": API_KEY, "INPUT_SECRET_ENV": "PIN=7"})
+        procs = [run(["-m", "runner.cli.action"], env, work)]
+    elif source == "api-key":
+        env["TESTSESSION_API_KEY"] = "k7"
+        session_id = "5b0e6c3a-7d7e-4b3c-9a53-2f0f6f1f0a11"  # well formed: the key is what is refused
+        argvs = (["run"], ["sessions", "get", session_id])
+        procs = [run(["-m", "runner", *argv], env, work) for argv in argvs]
+    else:
+        env.update({"GITHUB_ACTIONS": "true", "INPUT_API_KEY": "k"})
         procs = [run(["-m", "runner.cli.action"], env, work)]
     for proc in procs:
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert named in proc.stderr and "at least 3 characters" in proc.stderr
         assert "Traceback" not in proc.stderr
+        if source.endswith("api-key"):  # one line, and the key is not in it
+            (line,) = proc.stderr.splitlines()
+            assert line.startswith("testsession: error: TESTSESSION_API_KEY: a secret must be at least 3")
+            assert " k7" not in line and "'k'" not in line
 
 
 def test_query_credentials_are_stripped_from_urls() -> None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import child_env
 
 from runner.cli.main import main
 
@@ -69,7 +69,7 @@ def test_schema_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_no_traceback_and_no_secret_from_a_real_process(tmp_path: Path) -> None:
     spec = tmp_path / "spec.yml"
     spec.write_bytes(b"runLocation: x\nenvironmentVariables:\n  - {key: T, value: '${TOKEN}', secret: 1x}\n")
-    env = {**os.environ, "TOKEN": "s3cr3t-token-value", "PYTHONPATH": str(ROOT)}
+    env = child_env(TOKEN="s3cr3t-token-value")
     done = subprocess.run(
         [sys.executable, "-m", "runner", "validate", str(spec)],
         capture_output=True,
@@ -94,7 +94,7 @@ def test_spec_commands_module_imports_nothing_heavy() -> None:
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=child_env(),
         timeout=60,
     )
     assert done.returncode == 0 and done.stdout.strip() == "", done.stdout + done.stderr

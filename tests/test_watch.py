@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO_ROOT, default_world_dict
+from conftest import default_world_dict
+from helpers import child_env
 
 from runner.ci.console import HEARTBEAT_SECONDS, Console
 from runner.emulator import Emulator
@@ -68,15 +69,9 @@ def watched() -> Iterator[Emulator]:
 
 
 def command(emu: Emulator, tmp_path: Path, *args: str) -> tuple[list[str], dict[str, str]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TESTSESSION_", "GITHUB_", "GITLAB_"))}
-    env.update(
-        TESTSESSION_API_KEY=emu.api_key,
-        TESTSESSION_ACCOUNT_ID=emu.account_id,
-        TESTSESSION_BASE_URL=emu.url,
-        NO_COLOR="1",
-        PYTHONPATH=str(REPO_ROOT),
+    env = child_env(
+        TESTSESSION_API_KEY=emu.api_key, TESTSESSION_ACCOUNT_ID=emu.account_id, TESTSESSION_BASE_URL=emu.url
     )
-    env.pop("CI", None)
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "runner", "run", "--location", "eu-west-1", *args]
     argv += ["--junit", str(out / "junit.xml"), "--markdown", str(out / "summary.md")]
@@ -257,7 +252,7 @@ def test_no_abbreviations_and_a_did_you_mean(args: list[str], expected: str) -> 
         capture_output=True,
         text=True,
         timeout=30,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        env=child_env(),
     )
     assert proc.returncode == 2
     assert expected in proc.stderr

@@ -1,7 +1,7 @@
 """A small shop to run checks against: HTTP, a TCP line service and a DNS zone, all on loopback.
 
     python examples/local-app/shop.py                 # a good build
-    python examples/local-app/shop.py --broken        # a bad build: cart 503, search slow, no PONG
+    python examples/local-app/shop.py --broken        # a bad build: cart 503, search slow, no line service
 
 It stands in for the build a CI job starts (docker compose, a dev server) and that only the CI runner
 can reach. `examples/local-checks.yml` holds the checks that `testsession run --emulator` executes
@@ -97,7 +97,7 @@ def tcp_handler(shop: Shop) -> type[socketserver.BaseRequestHandler]:
     class Handler(socketserver.StreamRequestHandler):
         def handle(self) -> None:
             line = self.rfile.readline(1024).strip()
-            if line == b"PING" and not shop.broken:
+            if line == b"PING":
                 self.wfile.write(b"PONG\r\n")
             else:
                 self.wfile.write(b"-ERR unknown command\r\n")
@@ -157,16 +157,17 @@ def main() -> None:
     shop = Shop(args.broken, args.token)
     servers: list[socketserver.BaseServer] = [
         ThreadingHTTPServer((args.host, args.port), http_handler(shop)),
-        _TCP((args.host, args.tcp_port), tcp_handler(shop)),
         _UDP((args.host, args.dns_port), DnsUdp),
         _TCP((args.host, args.dns_port), DnsTcp),
     ]
+    if not args.broken:  # the bad build's line service does not start: its port refuses connections
+        servers.append(_TCP((args.host, args.tcp_port), tcp_handler(shop)))
     for server in servers:
         threading.Thread(target=server.serve_forever, daemon=True).start()
     build = "broken" if args.broken else "good"
+    tcp = "(not started)" if args.broken else f"{args.host}:{args.tcp_port}"
     print(
-        f"shop ({build} build): http://{args.host}:{args.port}  tcp {args.host}:{args.tcp_port}  "
-        f"dns {args.host}:{args.dns_port}",
+        f"shop ({build} build): http://{args.host}:{args.port}  tcp {tcp}  dns {args.host}:{args.dns_port}",
         flush=True,
     )
     try:

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import requests
-from requests.adapters import HTTPAdapter
 
 from runner.ci.comment_body import comment_key, marker, render_body
 from runner.ci.comment_destination import (
@@ -40,6 +39,7 @@ from runner.ci.comment_destination import (
 )
 from runner.ci.common import flat
 from runner.ci.platform import CiPlatform
+from runner.client.answer import BoundedAdapter
 from runner.client.retry import CallKind, RetryPolicy, parse_retry_after, retry_after_of
 from runner.client.transport import exchange
 from runner.core.errors import (
@@ -158,7 +158,7 @@ class PlatformApi:
         self.max_seconds = MAX_SECONDS  # read now: tests shorten it
         self.deadline = clock() + self.max_seconds
         self.session = requests.Session()
-        adapter = HTTPAdapter(max_retries=0)  # every resend is the policy's decision
+        adapter = BoundedAdapter(max_retries=0)  # every resend is the policy's decision
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         self.session.headers.update(destination.headers)

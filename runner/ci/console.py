@@ -225,7 +225,10 @@ class Console:
     # --- results ------------------------------------------------------------------------------
 
     def result_line(self, result: ResultOutcome, tail: str = "") -> str:
-        duration = f"{result.durationSeconds:.1f}s" if result.durationSeconds is not None else "-"
+        seconds = result.durationSeconds
+        duration = "-" if seconds is None else f"{seconds:.1f}s"
+        if seconds is not None and seconds < 1:  # real checks answer in milliseconds: not "0.0s"
+            duration = f"{seconds * 1000:.0f} ms"
         attempts = f", {result.attempts} attempts" if result.attempts > 1 else ""
         label = self.paint(result.verdict, f"{LABELS.get(result.verdict, result.verdict).upper():<14}")
         kind = f"{_s(result.checkType, 40)}, " if result.checkType else ""

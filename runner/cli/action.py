@@ -15,6 +15,7 @@ Input formats:
 - baseline: path of an earlier run's results.json; empty leaves the spec's baseline.
 - rerun-failed: path of an earlier run's results.json: run exactly the checks that failed there
   (`run --rerun-failed`; not with location, tags, check-ids).
+- emulator-state: path of the emulator's state file (`run --emulator --state`), kept with actions/cache.
 - comment: true posts the summary as a sticky pull-request comment with GITHUB_TOKEN (the
   github-token input; the job needs `permissions: pull-requests: write`).
 """
@@ -135,6 +136,8 @@ def build_argv(environ: Mapping[str, str]) -> list[str]:
         argv.append("--comment" if comment else "--no-comment")
     if parse_bool("emulator", get("EMULATOR")):
         argv.append("--emulator")
+    if get("EMULATOR_STATE"):
+        argv += ["--state", get("EMULATOR_STATE")]  # without emulator: true, the run says it needs it
     if parse_bool("verbose", get("VERBOSE")):
         argv.append("--verbose")
     return argv

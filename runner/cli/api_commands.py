@@ -11,6 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from runner.cli.checks_export import checks_export
 from runner.cli.common import Connection, Context, add_connection_options, test_session_id
 from runner.core.exitcodes import ExitCode
 
@@ -247,6 +248,30 @@ def _taken(body: Any, exc: Any) -> Exception:
     )
 
 
+def _check_json(check: Any) -> dict[str, Any]:
+    """A check as the service sent it (no defaults added): what export and a reader both want."""
+    data: dict[str, Any] = check.as_sent()
+    return data
+
+
+def checks_list(args: argparse.Namespace, ctx: Context) -> int:
+    import json
+
+    with _client(args, ctx) as client:
+        checks = client.list_checks(tags=args.tag or (), check_type=args.check_type, search=args.search)
+    print(json.dumps([_check_json(check) for check in checks], indent=2, ensure_ascii=False))
+    return int(ExitCode.OK)
+
+
+def checks_get(args: argparse.Namespace, ctx: Context) -> int:
+    import json
+
+    with _client(args, ctx) as client:
+        check = client.get_check(args.id)
+    print(json.dumps(_check_json(check), indent=2, ensure_ascii=False))
+    return int(ExitCode.OK)
+
+
 def checks_update(args: argparse.Namespace, ctx: Context) -> int:
     import warnings
 
@@ -441,7 +466,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("file", metavar="FILE", help=body_help)
     _with_connection(p)
 
-    checks = _group(subparsers, "checks", "the deprecated check update")
+    checks = _group(subparsers, "checks", "list, read and export checks; the deprecated check update")
+    tag_help = "only checks with this tag (repeat for several: a check with any of them)"
+    p = _leaf(checks, "list", checks_list, "list the account's checks with their definitions (every page)")
+    p.add_argument("--tag", action="append", metavar="TAG", help=tag_help)
+    p.add_argument("--check-type", metavar="TYPE", help="only checks of this type (API, BROWSER, ...)")
+    p.add_argument("--search", metavar="TEXT", help="only checks whose name contains TEXT (any case)")
+    _with_connection(p)
+    p = _leaf(checks, "get", checks_get, "read one check with its definition (secret values are null)")
+    p.add_argument("id", metavar="ID", help="check id")
+    _with_connection(p)
+    p = _leaf(
+        checks,
+        "export",
+        checks_export,
+        "write the account's checks as a world file that runs them on this machine "
+        "(testsession run --emulator --world FILE); secrets are read from the environment, never written",
+    )
+    p.add_argument("--tag", action="append", metavar="TAG", help=tag_help)
+    p.add_argument("-o", "--output", metavar="FILE", help="the world file to write (default: stdout)")
+    _with_connection(p)
     p = _leaf(
         checks,
         "update",

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from runner.core.exitcodes import ExitCode
 
+# Not `from typing import TYPE_CHECKING`, no dataclasses: typing, and dataclasses' inspect, would cost
+# every start of the command 4 and 8 ms. mypy reads this name as typing.TYPE_CHECKING.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from runner.client import ApiClient
     from runner.core.redact import Redactor
@@ -21,14 +21,24 @@ ENV_API_KEY = "TESTSESSION_API_KEY"
 ENV_ACCOUNT_ID = "TESTSESSION_ACCOUNT_ID"
 ENV_BASE_URL = "TESTSESSION_BASE_URL"
 ENV_ACCOUNT_HEADER = "TESTSESSION_ACCOUNT_HEADER"
+# The emulator's state file (`emulator --state`, `run --emulator --state`): set once for a whole
+# pipeline, it applies wherever the emulator runs and is ignored where it does not.
+ENV_EMULATOR_STATE = "TESTSESSION_EMULATOR_STATE"
+STATE_HELP = (
+    "keep the emulator's error groups (first and last seen), analyses and sessions in this SQLite file, "
+    "so a failure seen by an earlier run is known (created when missing; locked while in use; env: "
+    f"{ENV_EMULATOR_STATE}). Without it, the emulator's state lasts as long as the process"
+)
 
 
-@dataclass(frozen=True)
 class Context:
     """What a command gets beside its arguments: the process's redactor (the API key and every
     secret of the run are added to it, and every line printed passes through it)."""
 
-    redact: Redactor
+    __slots__ = ("redact",)
+
+    def __init__(self, redact: Redactor) -> None:
+        self.redact = redact
 
 
 Handler = Callable[[argparse.Namespace, Context], int]
@@ -41,18 +51,35 @@ def new_context(environ: Mapping[str, str] | None = None) -> Context:
     return Context(Redactor([env.get(ENV_API_KEY) or ""]))
 
 
-@dataclass(frozen=True)
 class Connection:
-    """Where and how to reach the service; the API key only ever from the environment."""
+    """Where and how to reach the service; the API key only ever from the environment (and never
+    in the repr)."""
 
-    base_url: str | None
-    account_id: str | None
-    api_key: str | None = field(default=None, repr=False)
-    request_timeout: float = 30.0
-    account_header: str | None = None  # None: the document's X-Service-Account
-    # Where credentials for a try-out come from, in the missing-credentials message: only `run` has
-    # --emulator; every other command reads what `testsession emulator` prints.
-    hint: str = "or start `testsession emulator` and export the variables it prints"
+    __slots__ = ("account_header", "account_id", "api_key", "base_url", "hint", "request_timeout")
+
+    def __init__(
+        self,
+        base_url: str | None,
+        account_id: str | None,
+        api_key: str | None = None,
+        request_timeout: float = 30.0,
+        account_header: str | None = None,  # None: the document's X-Service-Account
+        # Where credentials for a try-out come from, in the missing-credentials message: only `run`
+        # has --emulator; every other command reads what `testsession emulator` prints.
+        hint: str = "or start `testsession emulator` and export the variables it prints",
+    ) -> None:
+        self.base_url = base_url
+        self.account_id = account_id
+        self.api_key = api_key
+        self.request_timeout = request_timeout
+        self.account_header = account_header
+        self.hint = hint
+
+    def __repr__(self) -> str:
+        return (
+            f"Connection(base_url={self.base_url!r}, account_id={self.account_id!r}, "
+            f"request_timeout={self.request_timeout!r}, account_header={self.account_header!r})"
+        )
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Connection:
@@ -87,6 +114,9 @@ class Connection:
         if missing:
             raise UsageError("missing credentials: set " + ", ".join(missing) + f" ({self.hint})")
         assert self.base_url and self.api_key and self.account_id
+        from runner.core.redact import check_secret
+
+        check_secret(self.api_key, ENV_API_KEY)  # a 1-2 character key could not be masked
         from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem
 
         header = self.account_header or DEFAULT_ACCOUNT_HEADER
@@ -130,6 +160,8 @@ test_session_id.__test__ = False  # type: ignore[attr-defined]  # not a pytest t
 
 def request_timeout(text: str) -> float:
     """--request-timeout: seconds, finite, > 0 and at most an hour (argparse: a usage error, exit 2)."""
+    import math  # only when the flag is given
+
     try:
         value = float(text)
     except ValueError:

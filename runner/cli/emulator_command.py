@@ -11,6 +11,8 @@ import argparse
 import os
 import sys
 
+from runner.cli.common import ENV_EMULATOR_STATE, STATE_HELP
+
 # As runner.emulator.shell.access (not imported here: it loads FastAPI).
 ENV_CONTROL_TOKEN = "TESTSESSION_EMULATOR_CONTROL_TOKEN"
 
@@ -46,6 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     parser.add_argument("--speed", type=float, help="simulated seconds per real second (overrides the world)")
     parser.add_argument(
+        "--state", default=os.environ.get(ENV_EMULATOR_STATE) or None, metavar="PATH", help=STATE_HELP
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="only check the world file: print what it holds, or the problem (exit 2); serve nothing",
@@ -80,12 +85,20 @@ def handle(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError("--port: must be 0 to 65535")
     if args.control_token is not None and len(args.control_token) < 16:
         raise UsageError("--control-token: use at least 16 characters")
+    if args.state == "":
+        raise UsageError("--state: give the state file's path")
     emulator = Emulator(
-        world=args.world, host=args.host, port=args.port, speed=args.speed, control_token=args.control_token
+        world=args.world,
+        host=args.host,
+        port=args.port,
+        speed=args.speed,
+        control_token=args.control_token,
+        state=args.state,
     )
     try:
         emulator.start()
     except OSError as exc:
+        emulator.backend.close()
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     stop = threading.Event()
 
@@ -96,10 +109,13 @@ def handle(args: argparse.Namespace, ctx: Context) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     # The credentials are the emulator's own demo values (or the caller's, from the environment).
     print(f"emulator serving at {emulator.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    if emulator.backend.state is not None:
+        print(f"state in {emulator.backend.state.describe()}", file=sys.stderr, flush=True)
     if not is_loopback(args.host):
         print(
             f"warning: the emulator listens on {args.host}, reachable from other machines; it holds demo "
-            "credentials, its control API needs the control token, its HTML pages an API key",
+            "credentials, its control API needs the control token, its HTML pages an API key, and it runs "
+            "real checks only for keys of your own in the world file, never for a demo key (tsk_demo_...)",
             file=sys.stderr,
             flush=True,
         )

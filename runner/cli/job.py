@@ -7,7 +7,6 @@ and the environment; everything after gets what it needs at construction.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import signal
 import sys
@@ -21,7 +20,7 @@ from typing import TextIO
 from runner.ci import CiPublisher
 from runner.ci.comment import CommentPublisher, comment_key
 from runner.ci.console import NORMAL, QUIET, VERBOSE, Console
-from runner.cli.common import ENV_ACCOUNT_ID, ENV_API_KEY, Connection
+from runner.cli.common import ENV_ACCOUNT_ID, ENV_API_KEY, ENV_EMULATOR_STATE, Connection
 from runner.client import ApiClient
 from runner.core.errors import UsageError
 from runner.core.exitcodes import ExitCode
@@ -53,6 +52,7 @@ class JobSettings:
     detach: bool = False
     emulator: bool = False
     world: str | None = None
+    state: str | None = None  # the emulator's state file
     verbosity: int = NORMAL
     secret_keys: tuple[str, ...] = ()
     spec_path: str | None = None  # names the sticky comment of this spec
@@ -71,6 +71,13 @@ class JobSettings:
                 "so the session could never be waited for; start `testsession emulator` in another "
                 "terminal, export what it prints, and run with --detach and without --emulator"
             )
+        state = getattr(args, "state", None)
+        if state is not None and not emulator:
+            raise UsageError("--state needs --emulator")
+        if state == "":
+            raise UsageError("--state: give the state file's path")
+        if state is None and emulator:
+            state = os.environ.get(ENV_EMULATOR_STATE) or None
         verbosity = VERBOSE if args.verbose else QUIET if getattr(args, "quiet", False) else NORMAL
         return cls(
             spec=spec,
@@ -94,6 +101,7 @@ class JobSettings:
             detach=bool(getattr(args, "detach", False)),
             emulator=emulator,
             world=world,
+            state=state,
             verbosity=verbosity,
             secret_keys=tuple(getattr(args, "secret_env", None) or ()),
             spec_path=getattr(args, "spec", None),
@@ -108,7 +116,7 @@ class JobSettings:
 def _connection(args: argparse.Namespace) -> Connection:
     connection = Connection.from_args(args)
     if hasattr(args, "emulator"):  # `run` (wait has no --emulator: its hint stays the emulator command)
-        return dataclasses.replace(connection, hint="or use `run --emulator`")
+        connection.hint = "or use `run --emulator`"
     return connection
 
 
@@ -170,9 +178,7 @@ class Job:
         comment = settings.spec.comment
         if comment.enabled:
             key = comment.key or comment_key(settings.spec_path, self.environ)
-            front_ends.append(
-                CommentPublisher(key, comment.gitlabTokenVariable, self.console, redact)
-            )
+            front_ends.append(CommentPublisher(key, comment.gitlabTokenVariable, self.console, redact))
         # The console last: its verdict line ends the log.
         self.observer = Observers([*front_ends, self.console])
 
@@ -221,7 +227,9 @@ class Job:
         requests = []
         for session in self.settings.spec.sessions:
             # The spec's own fields win over CI variables, which win over the local repository.
-            metadata = resolve_metadata(session.metadata, self.environ, Path.cwd(), self._note)
+            metadata = resolve_metadata(
+                session.metadata, self.environ, Path.cwd(), self._note, self.redact.secrets
+            )
             requests.append(session.to_trigger(metadata))
         commit = requests[0].metadata if requests and requests[0].metadata else SessionMetadata()
         return requests, commit
@@ -247,10 +255,12 @@ class Job:
             return
         from runner.emulator import Emulator
 
-        emulator = Emulator(world=self.settings.world).start()
+        emulator = Emulator(world=self.settings.world, state=self.settings.state).start()
         try:
             self.redact.add(emulator.api_key)
             self.console.verbose(f"emulator serving at {emulator.url}")
+            if emulator.backend.state is not None:
+                self.console.verbose(f"emulator state in {emulator.backend.state.describe()}")
             local = Connection(
                 base_url=emulator.url,
                 account_id=self.environ.get(ENV_ACCOUNT_ID) or emulator.account_id,

@@ -1,18 +1,25 @@
-"""Entry point: builds the parser from every command module and maps errors to exit codes."""
+"""Entry point: builds the parser from the command modules and maps errors to exit codes.
+
+Start-up is part of the interface (`--version` in a pipeline's first step, shell completion): a
+command's module is imported, and its parser built, only when that command or the full help needs it.
+"""
 
 from __future__ import annotations
 
-import argparse
 import importlib
+import os
 import sys
-from collections.abc import Sequence
 
 from runner import __version__
-from runner.cli.common import exit_help
-from runner.cli.parser import Parser, UsageExit
 from runner.core.exitcodes import ExitCode
 
-# Each module defines register(subparsers); handlers import their heavy dependencies lazily.
+TYPE_CHECKING = False  # typing costs 4 ms at start-up; mypy reads this name as typing.TYPE_CHECKING
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+
+# Each module defines register(subparsers); handlers import their heavy dependencies lazily. The
+# most used first: a named command is found after importing the modules up to its own.
 COMMAND_MODULES = (
     "runner.cli.run_command",
     "runner.cli.spec_commands",
@@ -21,35 +28,79 @@ COMMAND_MODULES = (
     "runner.cli.api_commands",
     "runner.cli.emulator_command",
 )
+DESCRIPTION = (
+    "Run monitoring checks as a test session against a new build, explain failures with root cause "
+    "analyses, write JUnit and markdown reports, and exit with a code a pipeline can gate on."
+)
+VERSION = f"testsession {__version__}"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser for `argv`: the command modules up to the one that defines the command `argv`
+    names; every command when it names none (the help, a typo's did-you-mean)."""
+    import argparse
+
+    from runner.cli.parser import Parser
+
     parser = Parser(
-        prog="testsession",
-        description=(
-            "Run monitoring checks as a test session against a new build, explain failures with "
-            "root cause analyses, write JUnit and markdown reports, and exit with a code a "
-            "pipeline can gate on."
-        ),
-        epilog=exit_help(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="testsession", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--version", action="version", version=f"testsession {__version__}")
+    parser.add_argument("--version", action="version", version=VERSION)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+        if command in subparsers.choices:
+            return parser
+    from runner.cli.common import exit_help
+
+    parser.epilog = exit_help()  # shown under the full help only
     return parser
 
 
+def settle_stdout() -> None:
+    """A reader that closed stdout early (`| head -c 1`) must not change the exit code.
+
+    Python flushes stdout once more at exit; a broken pipe there prints "Exception ignored ...
+    BrokenPipeError" and turns the gate's code into 120 (only with a buffered stdout, which is how
+    CI runners start Python). What is left in the buffer goes to /dev/null instead, as the Python
+    docs advise for SIGPIPE.
+    """
+    stream = sys.stdout
+    if stream is None:
+        return
+    try:
+        stream.flush()
+    except (OSError, ValueError):
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):  # no file descriptor to replace: nothing left to flush at exit
+            pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        return _main(sys.argv[1:] if argv is None else list(argv))
+    finally:
+        settle_stdout()  # the exit code stands even when stdout was closed early
+
+
+def _main(argv: list[str]) -> int:
+    if argv == ["--version"]:  # needs nothing: answered before argparse and the commands load
+        print(VERSION)
+        return int(ExitCode.OK)
+    from runner.cli.parser import UsageExit
+
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
     except UsageExit as exc:  # a bad flag of `run` or `wait` still leaves the reports asked for
         from runner.cli.common import new_context
         from runner.cli.error_reports import after_argument_error
 
-        after_argument_error(list(sys.argv[1:] if argv is None else argv), exc.message, new_context())
+        after_argument_error(argv, exc.message, new_context())
         raise
     if args.command is None:
         parser.print_help(sys.stderr)

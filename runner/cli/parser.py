@@ -7,11 +7,13 @@ out. An unknown command or flag gets the closest known one in its one-line error
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 import sys
-from collections.abc import Sequence
-from typing import Any, NoReturn
+
+TYPE_CHECKING = False  # typing costs 4 ms at start-up; mypy reads this name as typing.TYPE_CHECKING
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, NoReturn
 
 _UNRECOGNIZED = re.compile(r"unrecognized arguments: (.+)")
 _CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.+)\)")
@@ -61,6 +63,8 @@ class Parser(argparse.ArgumentParser):
         raise UsageExit(full)
 
     def _suggestion(self, message: str) -> str:
+        import difflib  # only on an error: not at start-up
+
         unknown = _UNRECOGNIZED.search(message)
         if unknown:
             for word in unknown.group(1).split():

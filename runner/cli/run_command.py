@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from runner.cli.common import add_connection_options, exit_help, test_session_id
+from runner.cli.common import STATE_HELP, add_connection_options, exit_help, test_session_id
 
 if TYPE_CHECKING:
     from runner.cli.common import Context
@@ -61,6 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="start the embedded emulator in-process and run against it (demo credentials unless set)",
     )
     service.add_argument("--world", metavar="FILE", help="the emulator's world file (with --emulator)")
+    service.add_argument("--state", metavar="PATH", help=f"with --emulator: {STATE_HELP}")
     service.add_argument(
         "--detach", action="store_true", help="trigger, print the session ids and links, and exit"
     )

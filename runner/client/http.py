@@ -20,14 +20,14 @@ from urllib.parse import SplitResult, urlsplit
 
 import requests
 from pydantic import BaseModel, ValidationError
-from requests.adapters import HTTPAdapter
 
 from runner import TOOL_NAME, __version__
-from runner.client.answer import MAX_ANSWER_BYTES
+from runner.client.answer import MAX_ANSWER_BYTES, BoundedAdapter
 from runner.client.ratelimit import RateLimiter
 from runner.client.retry import RetryPolicy, parse_retry_after
 from runner.client.transport import exchange
 from runner.core.errors import (
+    AnswerTooLargeError,
     ApiError,
     BadResponseError,
     InvalidRequestError,
@@ -39,6 +39,7 @@ from runner.models import (
     DEFAULT_ACCOUNT_HEADER,
     NO_MATCHING_CHECKS,
     Check,
+    CheckList,
     CheckUpdate,
     CreateAnalysisRequest,
     Dashboard,
@@ -61,7 +62,7 @@ from runner.models.operations import Operation
 
 log = logging.getLogger("runner.client")
 
-M = TypeVar("M", bound=ApiModel)
+M = TypeVar("M", bound=BaseModel)
 A = TypeVar("A", bound=ApiModel | None)
 R = TypeVar("R", bound=RequestModel)
 T = TypeVar("T")
@@ -72,6 +73,10 @@ MAX_WAIT_SECONDS = 30
 MAX_ERROR_TEXT = 200  # a non-JSON error body is quoted at most this long
 # An operation without an answer body (a delete, a cancel) is done on any of these.
 NO_CONTENT_SUCCESS = (200, 202, 204)
+# list_checks reads at most this many checks (50 pages of production's largest page): an account
+# with more is refused rather than exported in part; filters (tags, type) narrow it.
+MAX_LISTED_CHECKS = 5000
+_TOTAL = re.compile(r"/\s*(\d+)\s*$")  # Content-Range: 0-99/250 (the CLI's parseTotalFromContentRange)
 
 
 def default_user_agent() -> str:
@@ -214,7 +219,7 @@ class ApiClient:
         self._api_key = api_key  # only for masking it, should a proxy ever echo it in an error page
         self._session = requests.Session()
         # No retries inside urllib3: every resend is decided by our policy.
-        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
+        adapter = BoundedAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
         self._session.headers.update(
@@ -369,6 +374,65 @@ class ApiClient:
             body=body,
             params={"autoAssignAlerts": "true" if auto_assign_alerts else "false"},
         )
+
+    def get_check(self, check_id: str) -> Check:
+        """The check with its definition (`.definition()`); secret variable values are null."""
+        return self._call(ops.GET_CHECK, check_id)
+
+    def list_checks(
+        self,
+        *,
+        tags: tuple[str, ...] | list[str] = (),
+        check_type: str | None = None,
+        search: str | None = None,
+        page_size: int = ops.CHECKS_PAGE_LIMIT,
+        max_checks: int = MAX_LISTED_CHECKS,
+    ) -> list[Check]:
+        """Every check of the account that matches (production's filters: at least one of `tags`,
+        the type, a part of the name), page by page until the last. Bounded: more than `max_checks`
+        checks is AnswerTooLargeError, a service that answers the same page again is BadResponseError.
+        A check listed twice (the list moved between two pages) is kept once."""
+        if not 1 <= page_size <= ops.CHECKS_PAGE_LIMIT:
+            raise InvalidRequestError(f"page size: must be 1 to {ops.CHECKS_PAGE_LIMIT}")
+        op = ops.LIST_CHECKS
+        params: dict[str, Any] = {"limit": page_size}
+        if tags:
+            params["tag"] = list(tags)  # repeated: tag=a&tag=b (OpenAPI: an array, form style)
+        if check_type:
+            params["checkType"] = check_type
+        if search:
+            params["search"] = search
+        found: dict[str, Check] = {}
+        page = 1
+        while True:
+            checks, total = self._request(
+                op, op.url_path(), self._check_page, params={**params, "page": page}
+            )
+            fresh = [check for check in checks if check.id not in found]
+            if checks and not fresh:
+                raise BadResponseError(
+                    f"page {page} holds only checks of earlier pages: the service does not page as "
+                    "documented",
+                    status=200, method=op.method, path=op.template,
+                )  # fmt: skip
+            for check in fresh:
+                found[check.id] = check
+            if len(found) > max_checks or (total or 0) > max_checks:
+                raise AnswerTooLargeError(
+                    f"the account lists more than {max_checks} checks (the client's limit): narrow the "
+                    "list with tags",
+                    status=200, method=op.method, path=op.template,
+                )  # fmt: skip
+            last = len(checks) < page_size or (total is not None and page * page_size >= total)
+            if last or not checks:
+                return list(found.values())
+            page += 1
+
+    def _check_page(self, response: requests.Response) -> tuple[list[Check], int | None]:
+        """One page of GET /v1/checks and the total its Content-Range names (None without one)."""
+        page = self._model(response, CheckList, _success_statuses(ops.LIST_CHECKS))
+        match = _TOTAL.search(response.headers.get("Content-Range", ""))
+        return page.root, int(match.group(1)) if match else None
 
     # --- the one request loop -------------------------------------------------------------------
 

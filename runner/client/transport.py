@@ -15,7 +15,7 @@ from typing import Any
 import requests
 import urllib3
 
-from runner.client.answer import AnswerTooLarge, AnswerTooSlow, UnknownEncoding, load_answer
+from runner.client.answer import AnswerTooLarge, AnswerTooSlow, UnknownEncoding, headers_by, load_answer
 from runner.core.errors import (
     AnswerTooLargeError,
     ApiError,
@@ -43,7 +43,12 @@ def exchange(
     the call in messages; a failure is a TransportError subclass, never a requests exception."""
     answer_deadline = time.monotonic() + answer_seconds
     try:
-        response = session.request(method, url, timeout=timeout, allow_redirects=False, stream=True, **kwargs)
+        # A status line and headers trickled byte by byte end at the deadline too (with a session
+        # mounted on answer.BoundedAdapter; any other adapter is bounded per read only).
+        with headers_by(answer_deadline):
+            response = session.request(
+                method, url, timeout=timeout, allow_redirects=False, stream=True, **kwargs
+            )
         load_answer(response, max_bytes=max_bytes, deadline=answer_deadline)
         return response
     except AnswerTooSlow:

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +23,16 @@ ELLIPSIS = "…"
 __all__ = ["COMMIT_FIELDS", "resolve_metadata"]
 
 
-def _clean(name: str, value: str) -> str:
+def _clean(name: str, value: str, secrets: Collection[str]) -> str:
     if name == "commitMessage":
         lines = value.strip().splitlines()
         value = lines[0].strip() if lines else ""
     else:
         value = " ".join(value.split())  # no newlines or tabs in one-line fields
     if name == "repoUrl":
-        value = strip_url_credentials(value) or ""
+        value = strip_url_credentials(value, secrets) or ""
+        if any(secret in value for secret in secrets):
+            return ""  # a secret elsewhere in the URL (its path, inside a value): no URL at all
     limit = MAX_LENGTHS[name]
     if len(value) > limit:
         value = value[: limit - 1] + ELLIPSIS if name == "commitMessage" else value[:limit]
@@ -51,8 +53,12 @@ def resolve_metadata(
     environ: Mapping[str, str],
     cwd: str | Path,
     log: Callable[[str], None],
+    secrets: Collection[str] = (),
 ) -> SessionMetadata:
-    """The spec's metadata with empty commit fields filled from CI, then git; environment untouched."""
+    """The spec's metadata with empty commit fields filled from CI, then git; environment untouched.
+
+    `secrets`: the run's secret values (the Redactor's); metadata goes to the service unmasked, so a
+    repoUrl query parameter holding one is dropped, and a repoUrl still holding one is left out."""
     values: dict[str, Any] = (
         spec_metadata.model_dump(exclude={"github"}, exclude_none=True) if spec_metadata else {}
     )
@@ -74,6 +80,8 @@ def resolve_metadata(
         log(f"metadata: unexpected {type(exc).__name__}; commit fields left as found")
     for name in COMMIT_FIELDS:
         value = values.get(name)
-        values[name] = (_clean(name, value) or None) if isinstance(value, str) else None
+        values[name] = (_clean(name, value, secrets) or None) if isinstance(value, str) else None
+        if name == "repoUrl" and isinstance(value, str) and value.strip() and not values[name]:
+            log("metadata: repoUrl: left out, it holds a secret value of this run")
     values["github"] = github
     return SessionMetadata.model_validate(values)

@@ -21,6 +21,7 @@ from runner.models.headers import (
 )
 from runner.models.resources import (
     Check,
+    CheckList,
     CheckUpdate,
     Dashboard,
     DashboardKeyRequest,
@@ -52,6 +53,7 @@ __all__ = [
     "ApiModel",
     "Artifact",
     "Check",
+    "CheckList",
     "CheckUpdate",
     "CreateAnalysisRequest",
     "Dashboard",

@@ -15,6 +15,8 @@ from enum import Enum
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
+from pydantic import BaseModel
+
 from runner.core.errors import InvalidRequestError
 from runner.models.analyses import (
     CreateAnalysisRequest,
@@ -22,9 +24,10 @@ from runner.models.analyses import (
     RootCauseAnalysis,
     TestSessionErrorGroup,
 )
-from runner.models.base import ApiModel, RequestModel
+from runner.models.base import RequestModel
 from runner.models.resources import (
     Check,
+    CheckList,
     CheckUpdate,
     Dashboard,
     DashboardRequest,
@@ -34,7 +37,8 @@ from runner.models.resources import (
 from runner.models.sessions import TestSession, TriggerRequest
 
 PREFIX = "/v1"
-A = TypeVar("A", bound=ApiModel | None)
+# An answer's model: a resource (ApiModel), or a bare array of them (a RootModel: GET /v1/checks).
+A = TypeVar("A", bound=BaseModel | None)
 
 
 @dataclass(frozen=True)
@@ -186,11 +190,24 @@ UPDATE_CHECK = Operation(
     summary="Update a check (deprecated: PUT /v1/checks/api/{id} and /v1/checks/browser/{id} replace it)",
 )
 
+# Production's page-based listing: `limit` (1-100, default 10) and `page` (from 1) in the query, a bare
+# array in the body, the total in `Content-Range: 0-9/23` (OpenAPI getV1Checks; the CLI's
+# rest/checks.ts reads the total from that header). The filters are production's too.
+LIST_CHECKS = Operation(
+    "list_checks", "GET", "/checks", CallKind.READ, 200, CheckList, errors=(400, 401, 403, 429),
+    summary="List the account's checks, one page at a time (the total in Content-Range)",
+)
+GET_CHECK = Operation(
+    "get_check", "GET", "/checks/{id}", CallKind.READ, 200, Check, params=(Param("id", "check id"),),
+    summary="Read a check with its definition (secret variable values are null)",
+)
+CHECKS_PAGE_LIMIT = 100  # production's largest `limit`
+
 OPERATIONS: tuple[Operation[Any], ...] = (
     TRIGGER, GET_SESSION, COMPLETION, CANCEL, GET_TEST_SESSION_ERROR_GROUP, GET_ERROR_GROUP,
     CREATE_TEST_SESSION_ERROR_GROUP_ANALYSIS, CREATE_ERROR_GROUP_ANALYSIS, GET_ANALYSIS, INCIDENT_UPDATE,
     DELETE_MAINTENANCE_WINDOW, DELETE_MAINTENANCE, DELETE_CLIENT_CERTIFICATE, CREATE_DASHBOARD,
-    UPDATE_CHECK,
+    UPDATE_CHECK, LIST_CHECKS, GET_CHECK,
 )  # fmt: skip
 BY_NAME = {op.name: op for op in OPERATIONS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)

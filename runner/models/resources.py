@@ -6,9 +6,10 @@ import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, RootModel, field_validator, model_validator
 
 from runner.models.base import ApiModel, RequestModel
+from runner.models.check_definitions import CheckDefinition, parse_check_definition
 from runner.models.sessions import UUID_PATTERN
 
 INCIDENT_STATUSES = ("INVESTIGATING", "IDENTIFIED", "MONITORING", "RESOLVED")
@@ -226,6 +227,10 @@ class CheckUpdate(RequestModel):
 
 
 class Check(ApiModel):
+    """A check as production answers it (ChecksV1Check): GET /v1/checks, GET /v1/checks/{id} and the
+    answer of PUT /v1/checks/{id}. The fields of its definition (request, response times, variables,
+    scripts, and whatever else production sends) are kept as extra fields, as sent."""
+
     id: str
     name: str = ""
     checkType: str | None = None
@@ -234,3 +239,21 @@ class Check(ApiModel):
     locations: list[str] = Field(default_factory=list)
     frequency: int | None = None
     frequencyOffset: int | None = None
+
+    @field_validator("tags", "locations", mode="before")
+    @classmethod
+    def _null_list(cls, value: Any) -> Any:
+        return [] if value is None else value  # production: `locations` is nullable
+
+    def as_sent(self) -> dict[str, Any]:
+        """The check's JSON as the service sent it (defaults the answer left out stay out)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+    def definition(self) -> CheckDefinition:
+        """The typed definition (pydantic.ValidationError when a field has an impossible shape)."""
+        return parse_check_definition(self.as_sent())
+
+
+class CheckList(RootModel[list[Check]]):
+    """One page of GET /v1/checks: a bare array (production's ChecksV1CheckList); the total is in the
+    Content-Range header (`0-99/250`)."""

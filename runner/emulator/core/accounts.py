@@ -7,9 +7,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import ApiFailure, not_found
-from runner.emulator.core.world import Account, WorldCheck
+from runner.emulator.core.world import SCRIPT_FIELDS, Account, WorldCheck
 from runner.models import (
     Check,
     CheckUpdate,
@@ -17,11 +19,71 @@ from runner.models import (
     DashboardRequest,
     IncidentUpdate,
     IncidentUpdateRequest,
+    describe_validation_error,
     frequency_offset_problem,
 )
 
 # What PUT /v1/checks/{id} answers of the check itself; the update's other fields follow as extras.
 CHECK_VIEW = {"id", "name", "checkType", "activated", "tags", "locations", "frequency", "frequencyOffset"}
+# What GET /v1/checks and /v1/checks/{id} serve of a world check (production's ChecksV1Check): these
+# always, then the definition fields it has. A scripted check's own fields (behaviour, when, ...) are
+# the emulator's, never served: it is served with what it has of production's shape.
+SERVED_ALWAYS = ("id", "name", "checkType", "activated", "tags", "locations", "frequency", "shouldFail")
+SERVED_WHEN_SET = (
+    "frequencyOffset",
+    "request",
+    "degradedResponseTime",
+    "maxResponseTime",
+    "environmentVariables",
+    *SCRIPT_FIELDS,
+)
+
+
+@dataclass(frozen=True)
+class CheckFilter:
+    """GET /v1/checks's filters, as production documents them (OpenAPI getV1Checks)."""
+
+    tags: tuple[str, ...] = ()  # at least one of them
+    check_type: str | None = None
+    search: str | None = None  # in the name, any case
+    url_pattern: str | None = None  # in an API check's request URL; other types are left out
+
+    def matches(self, check: WorldCheck) -> bool:
+        if self.tags and not set(self.tags) & set(check.tags):
+            return False
+        if self.check_type and check.checkType != self.check_type:
+            return False
+        if self.search and self.search.lower() not in check.name.lower():
+            return False
+        if self.url_pattern is not None:
+            url = (check.request or {}).get("url")
+            return check.checkType == "API" and isinstance(url, str) and self.url_pattern in url
+        return True
+
+
+@dataclass(frozen=True)
+class CheckPage:
+    checks: list[dict[str, Any]]
+    first: int  # index of the first check of the page in the whole list, from 0
+    total: int
+
+
+def served_check(check: WorldCheck, extras: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A world check as production serves it; a secret variable's value is null, as production's
+    (it never reveals one: ai/mcp-server/security-and-permissions.mdx, cli/checkly-env.mdx)."""
+    data = check.model_dump(mode="json", warnings=False)  # an update may have set plain dicts
+    view = {name: data[name] for name in SERVED_ALWAYS}
+    view.update({name: data[name] for name in SERVED_WHEN_SET if data.get(name) not in (None, "", [])})
+    if "environmentVariables" in view:
+        view["environmentVariables"] = [
+            {**variable, "value": None} if variable.get("secret") else variable
+            for variable in view["environmentVariables"]
+        ]
+    # Fields a PUT set that a world check does not have (description, muted, ...), as PUT answered them.
+    for name, value in (extras or {}).items():
+        if name not in view and name != "autoAssignAlerts":  # a query flag of the PUT, not a field
+            view[name] = value
+    return view
 
 
 @dataclass
@@ -78,6 +140,21 @@ class Accounts:
         return dict(self._dashboards)
 
     # --- the API's operations ----------------------------------------------------------------
+
+    def list_checks(self, account_id: str, where: CheckFilter, page: int, limit: int) -> CheckPage:
+        """One page of the account's checks that match, in the world's order."""
+        account = self.get(account_id)
+        matching = [check for check in account.checks.values() if where.matches(check)]
+        first = (page - 1) * limit
+        checks = [served_check(c, account.check_extras.get(c.id)) for c in matching[first : first + limit]]
+        return CheckPage(checks=checks, first=first, total=len(matching))
+
+    def get_check(self, account_id: str, check_id: str) -> dict[str, Any]:
+        account = self.get(account_id)
+        check = account.checks.get(check_id)
+        if check is None:
+            raise not_found("Check")
+        return served_check(check, account.check_extras.get(check_id))
 
     def add_incident_update(
         self, account_id: str, incident_id: str, request: IncidentUpdateRequest
@@ -149,7 +226,13 @@ class Accounts:
             if problem:
                 raise ApiFailure(400, f"frequencyOffset: {problem}")
         known = {k: v for k, v in changes.items() if k in WorldCheck.model_fields and v is not None}
-        account.checks[check_id] = check = check.model_copy(update=known)
+        try:
+            # Validated, not model_copy(update=...): a variable must become a WorldVariable (what GET
+            # serves, with a secret's value null, and what a session reads), never stay a plain dict.
+            check = WorldCheck.model_validate({**check.model_dump(exclude_unset=True), **known})
+        except ValidationError as exc:
+            raise ApiFailure(400, "; ".join(describe_validation_error(exc))) from None
+        account.checks[check_id] = check
         extras = account.check_extras.setdefault(check_id, {})
         extras.update(
             {k: v for k, v in update.model_dump(mode="json", exclude_unset=True).items() if k not in known}

@@ -3,6 +3,11 @@ are (keys, accounts, sessions, error groups). The shell's routes are thin wrappe
 
 Thread-safe: every public method takes the one lock, and the stores behind it are only ever called
 under it. Tests and benchmarks read the state through `snapshot()`, a copy taken under the lock.
+
+With a state file (`state=PATH`, core/state.py), the error groups and sessions stores save every change
+to it and read back what earlier runs left; `close()` releases it.
+Checks that run for real do so on the pool's daemon threads (realruns.py), which report back through
+the `attempt_*` methods, under the lock too.
 """
 
 from __future__ import annotations
@@ -11,15 +16,18 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from runner.emulator.core.accounts import Accounts
+from runner.emulator.core.accounts import Accounts, CheckFilter, CheckPage
 from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import ApiFailure
 from runner.emulator.core.faults import FaultInjector
 from runner.emulator.core.groups import ErrorGroups
-from runner.emulator.core.keys import Keys, rate_limited
+from runner.emulator.core.keys import Keys, bearer_key, rate_limited, real_checks_refusal
+from runner.emulator.core.realruns import Pool, RealJob, execute
 from runner.emulator.core.sessions import SessionRecord, Sessions
+from runner.emulator.core.state import StateFile
 from runner.emulator.core.world import Settings, World, WorldCheck, load_world
 from runner.models import (
     Check,
@@ -34,12 +42,15 @@ from runner.models import (
     TriggerRequest,
 )
 
+if TYPE_CHECKING:
+    from runner.emulator.core.checks.outcome import Attempt as Evidence
+
 
 @dataclass(frozen=True)
 class Snapshot:
     """The emulator's state at one moment, copied out (changing it changes nothing in the emulator)."""
 
-    sessions: dict[str, SessionRecord]  # by id, in the order they were triggered
+    sessions: dict[str, SessionRecord]  # by id, in the order they were triggered (by this process)
     checks: dict[str, dict[str, WorldCheck]]  # account id -> check id -> the check, updates applied
     incident_updates: list[tuple[str, IncidentUpdate]]  # (incident id, update)
     dashboards: dict[str, tuple[str, Dashboard]]  # id -> (account id, dashboard)
@@ -48,7 +59,9 @@ class Snapshot:
 class Backend:
     """The emulated service."""
 
-    def __init__(self, world: World | None = None, speed: float | None = None) -> None:
+    def __init__(
+        self, world: World | None = None, speed: float | None = None, state: str | Path | None = None
+    ) -> None:
         self._lock = threading.RLock()
         self._listeners: set[Callable[[], None]] = set()
         self.world: World = world or load_world()
@@ -58,12 +71,38 @@ class Backend:
         self.clock = SimClock(speed or self.world.settings.speed)
         self.faults = FaultInjector(self.world.settings.seed)
         self.base_url = ""  # where the server listens, once it does: session links point there
+        self.state = StateFile.open(state) if state is not None else None
+        if self.state is not None:
+            self._catch_up(self.state)
         self._keys = Keys()
         self._accounts = Accounts(self.clock)
-        self._groups = ErrorGroups(self.clock)
-        self._sessions = Sessions(self.clock, self._groups)
+        self._groups = ErrorGroups(self.clock, self.state)
+        self._sessions = Sessions(self.clock, self._groups, self.state)
         self._requests: dict[str, Counter[str]] = {}  # operation name -> status -> requests
-        self.load(self.world)
+        self._pool = Pool(self.world.settings.executor.concurrency)
+        # Reachable from other machines (the server binds beyond loopback): real checks then run only
+        # for keys of the caller's own, never for the documented demo keys (keys.real_checks_refusal).
+        self.exposed = False
+        try:
+            self.load(self.world)
+        except BaseException:
+            self.close()
+            raise
+
+    def _catch_up(self, state: StateFile) -> None:
+        """Simulated time never goes back, across processes too: at a speed above 1 an earlier run's
+        times lie ahead of the wall clock, and this run's sessions must start after them (or a failure
+        of that run would look new)."""
+        latest = state.latest()
+        if latest is not None:
+            self.clock.advance(max(0.0, self.clock.from_epoch(latest) - self.clock.now() + 0.001))
+
+    def close(self) -> None:
+        """Releases the state file (its running sessions saved as cancelled); without one, nothing."""
+        with self._lock:
+            if self.state is not None:
+                self._sessions.abandon(self.base_url)
+                self.state.close()
 
     # --- state -------------------------------------------------------------------------------
 
@@ -75,7 +114,9 @@ class Backend:
             self.world = world
             self.settings = world.settings.model_copy(deep=True)
             self.clock.set_speed(self._speed or world.settings.speed)
+            self._pool.set_limit(world.settings.executor.concurrency)
             self.faults.set(world.settings.faults)
+            self._sessions.abandon(self.base_url)  # with a state file: kept there, running ones cancelled
             for store in (self._keys, self._accounts, self._groups, self._sessions):
                 store.clear()
             self._requests.clear()
@@ -89,6 +130,11 @@ class Backend:
     def reset(self) -> None:
         """Back to the loaded world: its accounts, sessions and settings, as right after loading."""
         self.load(self.world)
+
+    def shutdown(self) -> None:
+        """Stops every real check run (the server is stopping); the state stays readable."""
+        with self._lock:
+            self._sessions.stop_all()
 
     def snapshot(self) -> Snapshot:
         with self._lock:
@@ -186,11 +232,33 @@ class Backend:
 
     # --- test sessions -----------------------------------------------------------------------
 
-    def trigger(self, account_id: str, request: TriggerRequest) -> TestSession:
+    def trigger(
+        self, account_id: str, request: TriggerRequest, authorization: str | None = None
+    ) -> TestSession:
+        """`authorization`: the request's header, to know which key asks for real checks."""
         with self._lock:
             account = self._accounts.get(account_id)
-            session = self._sessions.trigger(account, request, self.settings)
-            return self._sessions.render(session, self.base_url)
+            refusal = real_checks_refusal(bearer_key(authorization)) if self.exposed else None
+            session, jobs = self._sessions.trigger(account, request, self.settings, refusal)
+            view = self._sessions.render(session, self.base_url)
+        for job in jobs:
+            self._pool.submit(lambda job=job: execute(job, self))  # type: ignore[misc]
+        return view
+
+    # --- what the workers of real checks report (realruns.RealRunHooks) ----------------------
+
+    def attempt_started(self, job: RealJob) -> None:
+        with self._lock:
+            self._sessions.attempt_started(job)
+
+    def attempt_planned(self, job: RealJob, delay_seconds: float) -> None:
+        with self._lock:
+            self._sessions.attempt_planned(job, delay_seconds)
+
+    def attempt_finished(self, job: RealJob, attempt: Evidence, final: bool) -> None:
+        with self._lock:
+            self._sessions.attempt_finished(job, attempt, final)
+        self._notify()  # a long poll waiting for the session's end looks again
 
     def get_session(self, account_id: str, session_id: str) -> TestSession:
         with self._lock:
@@ -209,7 +277,10 @@ class Backend:
 
     def cancel(self, account_id: str, session_id: str) -> None:
         with self._lock:
-            self._sessions.cancel(self._sessions.get(account_id, session_id))
+            session = self._sessions.get(account_id, session_id)
+            self._sessions.cancel(session)
+            if self.state is not None:
+                self._sessions.render(session, self.base_url)  # saves the cancel at once
         self._notify()
 
     # --- error groups and analyses -----------------------------------------------------------
@@ -255,6 +326,14 @@ class Backend:
     def create_dashboard(self, account_id: str, request: DashboardRequest) -> Dashboard:
         with self._lock:
             return self._accounts.create_dashboard(account_id, request)
+
+    def list_checks(self, account_id: str, where: CheckFilter, page: int, limit: int) -> CheckPage:
+        with self._lock:
+            return self._accounts.list_checks(account_id, where, page, limit)
+
+    def get_check(self, account_id: str, check_id: str) -> dict[str, Any]:
+        with self._lock:
+            return self._accounts.get_check(account_id, check_id)
 
     def update_check(self, account_id: str, check_id: str, update: CheckUpdate, auto_assign: bool) -> Check:
         with self._lock:

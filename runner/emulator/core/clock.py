@@ -54,5 +54,12 @@ class SimClock:
         """The simulated time of a wall-clock date (negative before the clock was created)."""
         return moment.timestamp() - self._wall_origin
 
+    def to_epoch(self, sim_time: float) -> float:
+        """The wall-clock time of `sim_time`, in seconds since the epoch (as a state file stores it)."""
+        return self._wall_origin + sim_time
+
+    def from_epoch(self, epoch: float) -> float:
+        return self.from_datetime(datetime.fromtimestamp(epoch, tz=timezone.utc))
+
     def iso(self, sim_time: float) -> str:
         return self.to_datetime(sim_time).isoformat(timespec="milliseconds").replace("+00:00", "Z")

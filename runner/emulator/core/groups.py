@@ -5,11 +5,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import not_found
 from runner.emulator.core.grouping import clean_message, error_hash
+from runner.emulator.core.state import AnalysisRow, GroupRow, StateFile
 from runner.emulator.core.world import Account, WorldCheck, WorldErrorGroup, seen_at
 from runner.models import (
     Analysis,
@@ -18,6 +19,9 @@ from runner.models import (
     RootCauseAnalysis,
     TestSessionErrorGroup,
 )
+
+if TYPE_CHECKING:
+    from runner.emulator.core.checks.outcome import Attempt as Evidence
 
 PROVIDER = "emulator"
 
@@ -35,6 +39,9 @@ class Group:
     last_seen: float
     analyses: list[str] = field(default_factory=list)  # newest first
     environments: list[str] = field(default_factory=list)  # of the sessions that failed this way
+    # What really happened in its latest failure, when a real check failed (secrets masked): the
+    # analyser reads it. None for scripted failures.
+    evidence: Evidence | None = None
 
 
 @dataclass
@@ -52,8 +59,9 @@ class AnalysisJob:
 class ErrorGroups:
     """Not thread-safe: the Backend calls it under its lock."""
 
-    def __init__(self, clock: SimClock) -> None:
+    def __init__(self, clock: SimClock, state: StateFile | None = None) -> None:
         self._clock = clock
+        self._state = state  # with --state: every change is saved, and load() reads what earlier runs left
         self._groups: dict[str, Group] = {}
         # (account id, check id, hash) -> the test-session group later failures land in
         self._index: dict[tuple[str, str, str], str] = {}
@@ -88,6 +96,8 @@ class ErrorGroups:
                 )
                 self._analyses[job.id] = job
                 group.analyses.append(job.id)
+        if self._state is not None:
+            self._restore(account, checks)
 
     def _seen(self, spec: WorldErrorGroup, now: float) -> tuple[float, float]:
         """(firstSeen, lastSeen) in simulated time: relative ones from now, absolute ones as given."""
@@ -103,7 +113,13 @@ class ErrorGroups:
         return first, max(first, last)
 
     def record(
-        self, account_id: str, check: WorldCheck, raw: str, seen: float, environment: str | None
+        self,
+        account_id: str,
+        check: WorldCheck,
+        raw: str,
+        seen: float,
+        environment: str | None,
+        evidence: Evidence | None = None,
     ) -> str:
         """The test-session group of a failure (made on its first occurrence); its id."""
         cleaned = clean_message(raw)
@@ -112,15 +128,18 @@ class ErrorGroups:
         group_id = self._index.get(key)
         if group_id is not None:
             group = self._groups[group_id]
+            if seen >= group.last_seen:  # the latest failure's message and evidence
+                group.raw, group.evidence = raw, evidence
             group.last_seen = max(group.last_seen, seen)
-            group.raw = raw
         else:
             group_id = str(uuid.uuid4())
             group = Group(group_id, account_id, "test-session", check, raw, cleaned, digest, seen, seen)
+            group.evidence = evidence
             self._groups[group.id] = group
             self._index[key] = group.id
         if environment and environment not in group.environments:
             group.environments.append(environment)
+        self._save(group)
         return group.id
 
     def _group(self, account_id: str, group_id: str, kind: str) -> Group:
@@ -158,17 +177,29 @@ class ErrorGroups:
         job = AnalysisJob(str(uuid.uuid4()), account_id, group.id, now, now + delay, user_context)
         self._analyses[job.id] = job
         group.analyses.insert(0, job.id)
+        self._save_analysis(job)
+        self._save(group)
         return RootCauseAnalysis(id=job.id, status="PENDING")
 
     def _complete(self, job: AnalysisJob) -> Analysis | None:
-        """The analysis content once its simulated generation time is over, else None."""
+        """The analysis content once its simulated generation time is over, else None. One completed
+        before (read back from a state file) stays completed, whatever this process's clock says."""
+        if job.content is not None:
+            return job.content
         if self._clock.now() < job.ready_at:
             return None
         if job.content is None:
-            from runner.emulator.core.analyser import analyse  # only once an analysis completes
+            # Only once an analysis completes: a real failure's evidence, else its message.
+            from runner.emulator.core.analyser import analyse
+            from runner.emulator.core.analyser_real import analyse_run
 
             group = self._groups[job.group_id]
-            job.content, job.model = analyse(group.raw, group.check.checkType, group.check.name)
+            check = group.check
+            if group.evidence is not None:
+                job.content, job.model = analyse_run(group.evidence, group.raw, check.checkType, check.name)
+            else:
+                job.content, job.model = analyse(group.raw, check.checkType, check.name)
+            self._save_analysis(job)
         return job.content
 
     def _summary(self, job: AnalysisJob) -> AnalysisSummary:
@@ -205,3 +236,68 @@ class ErrorGroups:
             analysis=content,
             created_at=self._clock.iso(job.created),
         )
+
+    # --- the state file (--state) ----------------------------------------------------------------
+
+    def _save(self, group: Group) -> None:
+        if self._state is None:
+            return
+        epoch = self._clock.to_epoch
+        self._state.save_group(
+            GroupRow(
+                group.id, group.account_id, group.kind, group.check.id, group.raw, group.cleaned,
+                group.hash, epoch(group.first_seen), epoch(group.last_seen), list(group.environments),
+                list(group.analyses),
+            )
+        )  # fmt: skip
+
+    def _save_analysis(self, job: AnalysisJob) -> None:
+        if self._state is None:
+            return
+        epoch = self._clock.to_epoch
+        content = job.content.model_dump_json(exclude_none=True) if job.content is not None else None
+        self._state.save_analysis(
+            AnalysisRow(
+                job.id, job.account_id, job.group_id, epoch(job.created), epoch(job.ready_at),
+                job.user_context, job.model, content,
+            )
+        )  # fmt: skip
+
+    def _restore(self, account: Account, checks: dict[str, WorldCheck]) -> None:
+        """The account's groups and analyses from earlier runs, over the world's seeds (the file's
+        history wins: a seed's relative firstSeen must not move with every start). A group whose check
+        is no longer in the world stays in the file, unserved."""
+        assert self._state is not None
+        sim = self._clock.from_epoch
+        stored: dict[str, list[str]] = {}
+        for row in self._state.groups(account.id):  # oldest first: the oldest takes the index
+            check = checks.get(row.check_id)
+            if check is None or row.kind not in ("test-session", "check"):
+                continue
+            # Cleaned and hashed again: a group found by today's grouping rules is the one a failure
+            # of today lands in.
+            cleaned = clean_message(row.raw)
+            group = self._groups.get(row.id)
+            if group is None:
+                group = Group(row.id, account.id, row.kind, check, row.raw, cleaned, "", 0, 0)
+                self._groups[group.id] = group
+            elif group.account_id != account.id:
+                continue
+            group.raw, group.cleaned, group.hash = row.raw, cleaned, error_hash(cleaned)
+            group.first_seen, group.last_seen = sim(row.first_seen), sim(row.last_seen)
+            group.environments = list(row.environments)
+            stored[group.id] = row.analyses
+            if group.kind == "test-session":
+                self._index.setdefault((account.id, check.id, group.hash), group.id)
+        for arow in self._state.analyses(account.id):
+            if arow.group_id not in stored:
+                continue
+            content = Analysis.model_validate_json(arow.content) if arow.content else None
+            self._analyses[arow.id] = AnalysisJob(
+                arow.id, account.id, arow.group_id, sim(arow.created), sim(arow.ready_at), arow.user_context,
+                content, arow.model,
+            )  # fmt: skip
+        for group_id, analyses in stored.items():
+            group = self._groups[group_id]
+            kept = [a for a in analyses if a in self._analyses]
+            group.analyses = kept + [a for a in group.analyses if a not in kept]

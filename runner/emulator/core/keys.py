@@ -11,6 +11,34 @@ from runner.emulator.core.failures import ApiFailure
 from runner.emulator.core.world import RateLimit
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# The demo keys the packaged world (world.yml's defaults), the README and the examples publish all
+# start so: anyone may know one, so a key like it never makes this machine send requests for others.
+DEMO_KEY_PREFIX = "tsk_demo_"
+
+
+def bearer_key(authorization: str | None) -> str | None:
+    scheme, _, key = (authorization or "").strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return key.strip() or None
+
+
+def is_demo_key(key: str) -> bool:
+    return key.startswith(DEMO_KEY_PREFIX)
+
+
+def real_checks_refusal(key: str | None) -> str | None:
+    """Why an emulator reachable from other machines does not run real checks for this key (None: it
+    does). A check run for real sends requests from this machine to any address its definition
+    names, so only a key that the world file names for its owner may ask for one."""
+    if key is not None and not is_demo_key(key):
+        return None
+    return (
+        "not run: this emulator is reachable from other machines (bound beyond loopback) and runs "
+        "real checks only for an API key the world file names, never for the documented demo key; "
+        "give the account a key of your own in the world file (e.g. key: ${MY_EMULATOR_KEY}) and "
+        "trigger with it"
+    )
 
 
 def rate_limited(limit: RateLimit, retry_after: int) -> ApiFailure:
@@ -58,9 +86,8 @@ class Keys:
         limit: RateLimit,
     ) -> str:
         """The account id of a request, or the 401/403/429 it deserves."""
-        scheme, _, key = (authorization or "").strip().partition(" ")
-        key = key.strip()
-        if scheme.lower() != "bearer" or not key:
+        key = bearer_key(authorization)
+        if key is None:
             raise ApiFailure(401, "Bad Token", {"reason": "missing bearer credential"})
         found = self._keys.get(key)
         if found is None or key in self._revoked:

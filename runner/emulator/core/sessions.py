@@ -1,21 +1,30 @@
-"""Test sessions: the trigger (which checks run, planned up front), how a session looks at a moment
-of simulated time, and cancel."""
+"""Test sessions: the trigger (which checks run: scripted ones planned up front, real ones handed to
+the executor), how a session looks at a moment of simulated time, and cancel."""
 
 from __future__ import annotations
 
 import copy
+import threading
 import uuid
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from runner.emulator.core import realruns
 from runner.emulator.core.accounts import AccountState
+from runner.emulator.core.checks.limits import Limits
+from runner.emulator.core.checks.variables import VariableSources, variables_from
 from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import ApiFailure, not_found
 from runner.emulator.core.groups import ErrorGroups
-from runner.emulator.core.simulation import CheckRun, plan_run, render_run
+from runner.emulator.core.realruns import RealJob
+from runner.emulator.core.simulation import CheckRun, not_run, plan_run, render_run
+from runner.emulator.core.state import SessionRow, StateFile
 from runner.emulator.core.world import Settings, WorldCheck
 from runner.models import NO_MATCHING_CHECKS, SessionResult, TestSession, TriggerRequest
+
+if TYPE_CHECKING:
+    from runner.emulator.core.checks.outcome import Attempt as Evidence
 
 
 @dataclass
@@ -28,6 +37,8 @@ class Session:
     start: float
     runs: list[CheckRun]
     cancelled_at: float | None = None
+    # Set on cancel, reset and emulator stop: the session's real runs end within a second.
+    stop: threading.Event = field(default_factory=threading.Event)
 
     @property
     def end(self) -> float | None:
@@ -54,6 +65,24 @@ class SessionRecord:
     cancelled_at: float | None
 
 
+def cannot_run_message(reason: str) -> str:
+    """The one failed result of a matched check that cannot run on this machine."""
+    return (
+        f"cannot run on this machine: {reason}; leave it out with settings.notRunnable: skip in the "
+        "world, or target other tags"
+    )
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    """A session of an earlier process (or from before a reset), read back from the state file: final,
+    as it was last rendered (one that was still running is CANCELLED, see state.py)."""
+
+    id: str
+    account_id: str
+    row: SessionRow
+
+
 def match_checks(account: AccountState, request: TriggerRequest) -> list[WorldCheck]:
     """The account's checks the trigger's target selects: with tags and ids both given, a check must
     pass both filters."""
@@ -77,13 +106,29 @@ def match_checks(account: AccountState, request: TriggerRequest) -> list[WorldCh
 class Sessions:
     """Not thread-safe: the Backend calls it under its lock."""
 
-    def __init__(self, clock: SimClock, groups: ErrorGroups) -> None:
+    def __init__(self, clock: SimClock, groups: ErrorGroups, state: StateFile | None = None) -> None:
         self._clock = clock
         self._groups = groups  # failures are recorded in their error group as they happen
         self._sessions: dict[str, Session] = {}
+        self._state = state  # with --state: each rendering that shows a change is saved
+
+    def abandon(self, base_url: str) -> None:
+        """Before the sessions are dropped (reset, stop), with a state file: each is saved as it is
+        now, the running ones cancelled first, so the file never keeps a session that no process runs."""
+        if self._state is None:
+            return
+        for session in self._sessions.values():
+            self.cancel(session)  # does nothing to a session that has ended
+            self.render(session, base_url)
 
     def clear(self) -> None:
+        self.stop_all()
         self._sessions.clear()
+
+    def stop_all(self) -> None:
+        """Stops every real run (a reset, the emulator's stop)."""
+        for session in self._sessions.values():
+            session.stop.set()
 
     def created(self) -> Counter[str]:
         """Sessions created per account id."""
@@ -100,52 +145,105 @@ class Sessions:
             s.id, s.account_id, s.name, s.location, metadata, checks, s.start, s.end, s.cancelled_at
         )
 
-    def trigger(self, account: AccountState, request: TriggerRequest, settings: Settings) -> Session:
+    def trigger(
+        self, account: AccountState, request: TriggerRequest, settings: Settings, refusal: str | None = None
+    ) -> tuple[Session, list[RealJob]]:
+        """The new session and the real runs to hand to the executor's pool. `refusal`: why real
+        checks may not run for this caller (each then fails closed with it)."""
         if not account.world.plan.testSessions:
             raise ApiFailure(402, "Test sessions are not available on this account's plan")
         if request.runLocation not in settings.locations:
             raise ApiFailure(400, "runLocation: unknown location; allowed: " + ", ".join(settings.locations))
-        checks = match_checks(account, request)
-        if not checks:
+        matched = [(check, check.not_runnable()) for check in match_checks(account, request)]
+        if settings.notRunnable == "skip":
+            matched = [(check, reason) for check, reason in matched if reason is None]
+        if not matched:
             # As production: a 403 with this errorCode, the one no-match signal a client reads.
             raise ApiFailure(403, "No checks matched the target", error_code=NO_MATCHING_CHECKS)
         env: dict[str, str | None] = {v.key: v.value for v in request.environmentVariables or []}
         start = self._clock.now()
-        runs = [
-            plan_run(check, start, env, request.retryStrategy, settings.max_run_seconds(check))
-            for check in checks
-        ]
         # Only what was given: production's schema has no null metadata (nor null fields in it).
         metadata = request.metadata.model_dump(mode="json", exclude_none=True) if request.metadata else None
         session = Session(
-            str(uuid.uuid4()), account.world.id, request.name, request.runLocation, metadata, start, runs
+            str(uuid.uuid4()), account.world.id, request.name, request.runLocation, metadata, start, []
         )
+        variables = VariableSources(
+            session=tuple(variables_from(request.environmentVariables)),
+            account=tuple(variables_from(account.world.environmentVariables)),
+            runtime={"ACCOUNT_ID": account.world.id, "REGION": request.runLocation},
+        )
+        limits = Limits(body_cap_bytes=settings.executor.bodyBytes)
+        jobs: list[RealJob] = []
+        for check, reason in matched:
+            max_run = settings.max_run_seconds(check)
+            definition = check.definition() if reason is None and check.request is not None else None
+            if reason is not None:
+                session.runs.append(not_run(check, start, cannot_run_message(reason), "not_runnable_locally"))
+            elif definition is None:
+                session.runs.append(plan_run(check, start, env, request.retryStrategy, max_run))
+            elif refusal is not None:
+                session.runs.append(not_run(check, start, refusal, "refused"))
+            else:
+                run = realruns.open_run(check, start)
+                session.runs.append(run)
+                retry, stop = request.retryStrategy, session.stop
+                jobs.append(RealJob(session, run, definition, variables, retry, max_run, limits, stop))
         self._sessions[session.id] = session
-        return session
+        return session, jobs
 
-    def get(self, account_id: str, session_id: str) -> Session:
-        session = self._sessions.get(session_id)
+    # --- what a real run's worker reports (the Backend calls these under its lock) ---------------
+
+    def _live(self, job: RealJob) -> bool:
+        """False once the job's session was cancelled or dropped (reset): its reports are ignored."""
+        session = job.owner
+        return (
+            isinstance(session, Session)
+            and self._sessions.get(session.id) is session
+            and session.cancelled_at is None
+        )
+
+    def attempt_started(self, job: RealJob) -> None:
+        if self._live(job):
+            realruns.begin(job.run, self._clock.now())
+
+    def attempt_planned(self, job: RealJob, delay_seconds: float) -> None:
+        if self._live(job):
+            realruns.plan_next(job.run, self._clock.now() + delay_seconds * self._clock.speed)
+
+    def attempt_finished(self, job: RealJob, evidence: Evidence, final: bool) -> None:
+        if self._live(job):
+            realruns.finish(job.run, evidence, final, self._clock.now())
+
+    def get(self, account_id: str, session_id: str) -> Session | StoredSession:
+        session = self.find(session_id)
         if session is None or session.account_id != account_id:
             raise not_found("Test session")
         return session
 
-    def find(self, session_id: str) -> Session | None:
-        """A session of any account."""
-        return self._sessions.get(session_id)
+    def find(self, session_id: str) -> Session | StoredSession | None:
+        """A session of any account: of this process, else one the state file keeps."""
+        session = self._sessions.get(session_id)
+        if session is not None or self._state is None:
+            return session
+        row = self._state.session(session_id)
+        return StoredSession(row.id, row.account_id, row) if row else None
 
-    def real_seconds_to_end(self, session: Session) -> float | None:
+    def real_seconds_to_end(self, session: Session | StoredSession) -> float | None:
         """Real seconds until the session is final; None when it never ends on its own."""
-        if session.cancelled_at is not None:
+        if isinstance(session, StoredSession) or session.cancelled_at is not None:
             return 0.0
         end = session.end
         return None if end is None else self._clock.real_seconds_until(end)
 
-    def cancel(self, session: Session) -> None:
+    def cancel(self, session: Session | StoredSession) -> None:
+        if isinstance(session, StoredSession):
+            return  # final
         now = self._clock.now()
         end = session.end
         if session.cancelled_at is None and (end is None or end > now):
             self._materialize(session, now)
             session.cancelled_at = now
+        session.stop.set()
 
     def _view_time(self, session: Session) -> float:
         now = self._clock.now()
@@ -159,11 +257,14 @@ class Sessions:
                 if attempt.passed or attempt.group_id or attempt.end is None or attempt.end > at:
                     continue
                 attempt.group_id = self._groups.record(
-                    session.account_id, run.check, attempt.message or "", attempt.end, environment
-                )
+                    session.account_id, run.check, attempt.message or "", attempt.end, environment,
+                    attempt.evidence,
+                )  # fmt: skip
 
-    def render(self, session: Session, base_url: str) -> TestSession:
+    def render(self, session: Session | StoredSession, base_url: str) -> TestSession:
         """The session as the API shows it now."""
+        if isinstance(session, StoredSession):
+            return _stored_rendering(session.row, base_url)
         clock = self._clock
         at = self._view_time(session)
         self._materialize(session, at)
@@ -187,7 +288,7 @@ class Sessions:
         # Only what was given is set: no `metadata: null` when the trigger sent none (the route
         # leaves unset fields out).
         given = {} if session.metadata is None else {"metadata": session.metadata}
-        return TestSession(
+        rendering = TestSession(
             testSessionId=session.id,
             testSessionLink=link,
             name=session.name,
@@ -199,3 +300,24 @@ class Sessions:
             results=results,
             **given,
         )
+        if self._state is not None:
+            self._state.save_session(session.account_id, rendering, base_url, clock.to_epoch(at))
+        return rendering
+
+
+def _stored_rendering(row: SessionRow, base_url: str) -> TestSession:
+    """A stored rendering, its links moved to where this emulator listens now."""
+
+    def moved(link: Any) -> Any:
+        if isinstance(link, str) and row.base_url and link.startswith(row.base_url + "/"):
+            return base_url + link[len(row.base_url) :]
+        return link
+
+    body = dict(row.body)
+    if "testSessionLink" in body:
+        body["testSessionLink"] = moved(body["testSessionLink"])
+    body["results"] = [
+        {**r, "testSessionResultLink": moved(r.get("testSessionResultLink"))} if isinstance(r, dict) else r
+        for r in body.get("results") or []
+    ]
+    return TestSession.model_validate(body)

@@ -1,14 +1,22 @@
-"""How one check behaves in a session: its attempts (with retries) and how they look at a moment."""
+"""How one check behaves in a session: its attempts (with retries) and how they look at a moment.
+
+A scripted check's attempts are planned up front (`plan_run`) and revealed by the clock. A check that
+runs for real (`realruns.py`) has the same shape: its attempts are filled in as they finish, and its
+last one stays open (`end` None) until the executor hands back the final one.
+"""
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.emulator.core.checks.retry import next_retry_delay
 from runner.emulator.core.world import WorldCheck
 from runner.models import RetryStrategy, SessionResult
+
+if TYPE_CHECKING:
+    from runner.emulator.core.checks.outcome import Attempt as Evidence
 
 DEFAULT_MESSAGES = {
     "fail": "expected status 200 but received 500",
@@ -17,8 +25,10 @@ DEFAULT_MESSAGES = {
 }
 ERROR_CLASSES = {"fail": "ASSERTION_FAILURE", "error": "SCRIPT_ERROR", "flaky": "NETWORK_ERROR"}
 TIMEOUT_CLASS = "TIMEOUT"
+# A check that could not be run as defined (unknown variable, a type that cannot run here, refused).
+CONFIGURATION_CLASS = "CONFIGURATION_ERROR"
 # Error classes that make a failed result an error (hasErrors) rather than a failed assertion.
-ERROR_LIKE = frozenset({"SCRIPT_ERROR", "NETWORK_ERROR", TIMEOUT_CLASS})
+ERROR_LIKE = frozenset({"SCRIPT_ERROR", "NETWORK_ERROR", TIMEOUT_CLASS, CONFIGURATION_CLASS})
 
 
 def timeout_message(check_type: str, seconds: float) -> str:
@@ -39,6 +49,10 @@ class Attempt:
     error_class: str | None = None
     message: str | None = None
     group_id: str | None = None  # set once the failure was recorded in an error group
+    # A real attempt: its own response time in real milliseconds (its start and end are the clock's,
+    # which may run faster than real time), and what really happened (secrets already masked).
+    response_ms: float | None = None
+    evidence: Evidence | None = None
 
 
 @dataclass
@@ -46,6 +60,7 @@ class CheckRun:
     check: WorldCheck
     final_id: str
     attempts: list[Attempt] = field(default_factory=list)
+    real: bool = False  # executed for real: attempts are filled in as they finish
 
     @property
     def end(self) -> float | None:
@@ -118,6 +133,30 @@ def plan_run(
     return run
 
 
+def not_run(check: WorldCheck, start: float, message: str, kind: str) -> CheckRun:
+    """A check that is not run at all (it cannot run here, or the caller may not run it): one failed
+    FINAL result at once, an error (hasErrors), so the gate fails closed on it. `kind` says why
+    (`not_runnable_locally`, `refused`) to the analyser."""
+    from runner.emulator.core.checks.outcome import Attempt as Executed
+
+    final_id = str(uuid.uuid4())
+    evidence = Executed(
+        number=1, started_at=0.0, duration_ms=0.0, passed=False, error_class=CONFIGURATION_CLASS,
+        error_kind=kind, message=message,
+    )  # fmt: skip
+    attempt = Attempt(final_id, start, start, False, error_class=CONFIGURATION_CLASS, message=message,
+                      evidence=evidence)  # fmt: skip
+    return CheckRun(check=check, final_id=final_id, attempts=[attempt])
+
+
+def _response_time(attempt: Attempt) -> float | None:
+    if attempt.end is None:
+        return None
+    if attempt.response_ms is not None:
+        return round(attempt.response_ms)
+    return round((attempt.end - attempt.start) * 1000)
+
+
 def _result(
     run: CheckRun,
     attempt: Attempt,
@@ -146,7 +185,7 @@ def _result(
         name=run.check.name,
         runLocation=location,
         resultType=result_type,
-        responseTime=round((attempt.end - attempt.start) * 1000) if finished and attempt.end else None,
+        responseTime=_response_time(attempt) if finished else None,
         startedAt=iso(attempt.start),
         stoppedAt=iso(stopped) if stopped is not None else None,
         # Not a field of the document's result: an extra one, which SessionResult keeps.

@@ -23,7 +23,12 @@ from runner.models.resources import CHECK_LOCATIONS
 
 DEFAULT_WORLD = Path(__file__).parent.parent / "world.yml"
 Behaviour = Literal["pass", "fail", "degrade", "flaky", "error", "hang"]
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# `${VAR}` and `${VAR:-default}` from the environment; `$${` is a literal `${` (as in a spec file), so
+# a world written by `checks export` keeps a check's own `${...}` text (escape_references).
+_VAR = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# Worlds exported from an account hold hundreds of checks of ~80 nodes each: a larger budget than a
+# spec's, still a bound on what an alias bomb can cost.
+WORLD_MAX_NODES = 500_000
 _AGO = re.compile(r"^-([0-9]+(?:\.[0-9]+)?)([smhd])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -138,6 +143,14 @@ class WorldVariable(_Strict):
     value: str | None = None
     secret: bool = False
     locked: bool = False
+
+    @model_validator(mode="after")
+    def _empty_secret_is_unset(self) -> WorldVariable:
+        # An exported world reads a secret as `${NAME:-}`: unset in the environment, it is a secret
+        # without a value (the check then fails naming it), never an empty password sent as one.
+        if self.secret and self.value == "":
+            self.value = None
+        return self
 
 
 # Production's definition fields: a world check that carries `request` runs for real (see
@@ -324,6 +337,8 @@ def _expand(value: Any, source: str, at: Loc = ()) -> Any:
     if isinstance(value, str):
 
         def repl(match: re.Match[str]) -> str:
+            if match.group(0) == "$${":
+                return "${"
             name, default = match.group(1), match.group(2)
             found = os.environ.get(name)
             if found:
@@ -338,6 +353,11 @@ def _expand(value: Any, source: str, at: Loc = ()) -> Any:
     if isinstance(value, dict):
         return {key: _expand(item, source, (*at, key)) for key, item in value.items()}
     return value
+
+
+def escape_references(text: str) -> str:
+    """`text` as a world file must hold it to load back unchanged: every `${` written `$${`."""
+    return text.replace("${", "$${")
 
 
 class _Unset(Exception):
@@ -459,11 +479,11 @@ def parse_world_text(text: str, source: str = "world") -> World:
         if text.lstrip().startswith("{"):
             data = json.loads(text)
             try:  # the lines, for the messages; JSON that YAML 1.1 cannot read just has none
-                lines = load_with_lines(text)[1]
+                lines = load_with_lines(text, WORLD_MAX_NODES)[1]
             except (TooLarge, yaml.YAMLError, RecursionError):
                 lines = {}
         else:
-            data, lines = load_with_lines(text)
+            data, lines = load_with_lines(text, WORLD_MAX_NODES)
     except TooLarge as exc:
         raise WorldError(f"{source}: too large: {exc}") from None
     except yaml.MarkedYAMLError as exc:

@@ -5,6 +5,11 @@ them. A control token, when set, is required on every /_emulator/ route from any
 pages show what GET /v1/test-sessions/{id} shows, so a request from another machine needs the same
 credentials as that call (a key of the session's account); from loopback they stay open, so that
 links in local reports open in a browser.
+
+Checks that run for real send requests from this machine wherever their definition says. Bound
+beyond loopback, the emulator runs them only for a key that the world file names for its owner,
+never for a documented demo key (`tsk_demo_...`, world.yml's default): a trigger with one gets each
+such check as a failed result saying why (core/keys.py, `real_checks_refusal`).
 """
 
 from __future__ import annotations

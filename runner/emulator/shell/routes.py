@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, cast
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.security import HTTPBearer
 
+from runner.emulator.core.accounts import CheckFilter, CheckPage
 from runner.emulator.core.backend import Backend
 from runner.emulator.shell.errors import documented, error_response
 from runner.models import (
@@ -33,7 +34,7 @@ from runner.models import (
     TestSession,
     TriggerRequest,
 )
-from runner.models.operations import NAMES, OPERATIONS, PREFIX
+from runner.models.operations import CHECKS_PAGE_LIMIT, NAMES, OPERATIONS, PREFIX
 
 _bearer = HTTPBearer(auto_error=False, description="API key: `Authorization: Bearer <API_KEY>`")
 
@@ -78,8 +79,11 @@ def _credentials(header: str) -> Callable[..., None]:
 # --- the handlers: thin, the Backend does the work ------------------------------------------------------
 
 
-async def trigger(body: TriggerRequest, backend: CurrentBackend, account: Account) -> TestSession:
-    return backend.trigger(account, body)
+async def trigger(
+    body: TriggerRequest, request: Request, backend: CurrentBackend, account: Account
+) -> TestSession:
+    # The key matters beyond the account: an exposed emulator runs real checks only for some keys.
+    return backend.trigger(account, body, request.headers.get("authorization"))
 
 
 async def get_session(testSessionId: str, backend: CurrentBackend, account: Account) -> TestSession:
@@ -170,6 +174,36 @@ async def update_check(
     return backend.update_check(account, id, body, autoAssignAlerts)
 
 
+async def list_checks(
+    response: Response,
+    backend: CurrentBackend,
+    account: Account,
+    limit: Annotated[int, Query(ge=1, le=CHECKS_PAGE_LIMIT, description="checks per page")] = 10,
+    page: Annotated[int, Query(ge=1, description="page number, from 1")] = 1,
+    tag: Annotated[list[str] | None, Query(description="checks with at least one of these tags")] = None,
+    checkType: Annotated[str | None, Query(description="checks of this type")] = None,
+    search: Annotated[str | None, Query(description="in the check's name, any case")] = None,
+    apiCheckUrlFilterPattern: Annotated[
+        str | None, Query(min_length=1, description="in an API check's URL (API checks only)")
+    ] = None,
+) -> Any:
+    where = CheckFilter(tuple(tag or ()), checkType, search, apiCheckUrlFilterPattern)
+    found = backend.list_checks(account, where, page, limit)
+    response.headers["Content-Range"] = content_range(found)
+    return found.checks
+
+
+def content_range(found: CheckPage) -> str:
+    """Production's `Content-Range: 0-9/23` (items 0 to 9 of 23); a page past the end: `*/23`."""
+    if not found.checks:
+        return f"*/{found.total}"
+    return f"{found.first}-{found.first + len(found.checks) - 1}/{found.total}"
+
+
+async def get_check(id: str, backend: CurrentBackend, account: Account) -> Any:
+    return backend.get_check(account, id)
+
+
 async def wait_for_completion(
     backend: Backend, account: str, session_id: str, max_wait: float
 ) -> TestSession | None:
@@ -232,6 +266,9 @@ HANDLERS: dict[str, Handler] = {
     "create_dashboard": Handler(create_dashboard),
     # No nulls: production's check has no null frequencyOffset (nor other null fields we know of).
     "update_check": Handler(update_check, "none"),
+    # What the world holds of production's shape, nothing added: a secret's value is an explicit null.
+    "list_checks": Handler(list_checks, "unset"),
+    "get_check": Handler(get_check, "unset"),
 }
 if set(HANDLERS) != set(NAMES):
     raise RuntimeError("runner.emulator.shell.routes: one handler per operation of runner.models.operations")

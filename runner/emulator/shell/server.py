@@ -25,6 +25,7 @@ class Emulator:
         port: int = 0,
         speed: float | None = None,
         control_token: str | None = None,
+        state: str | Path | None = None,
     ) -> None:
         self.world = load_world(world)
         self.host, self.port = host, port
@@ -34,7 +35,11 @@ class Emulator:
         if self.control_token_generated:
             control_token = secrets.token_urlsafe(24)
         self.control_token = control_token
-        self.backend = Backend(self.world, speed=speed)
+        # With `state`, error groups, analyses and sessions live in that SQLite file (locked while this
+        # emulator runs) and outlast it: core/state.py.
+        self.backend = Backend(self.world, speed=speed, state=state)
+        # Beyond loopback, real checks run only for keys of the world's own (access.py explains).
+        self.backend.exposed = not is_loopback(host)
         self.api_key, self.account_id = self.world.first_key()
         self.account_header = self.world.settings.accountHeader
         self._server: Any = None
@@ -86,18 +91,22 @@ class Emulator:
 
     def stop(self, wait: bool = True) -> None:
         """Stops serving; `wait=False` returns at once and lets the server thread (a daemon) finish
-        on its own (uvicorn takes about 0.2 s to wind down), as tests that start many do."""
+        on its own (uvicorn takes about 0.2 s to wind down), as tests that start many do. Real check
+        runs stop too (within a second, on their daemon threads)."""
+        self.backend.shutdown()
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
             if not wait:  # uvicorn closes the listening socket itself as it winds down
                 self._thread = self._socket = None
+                self.backend.close()
                 return
             self._thread.join(5)
             self._thread = None
         if self._socket is not None:
             self._socket.close()
             self._socket = None
+        self.backend.close()
 
     def __enter__(self) -> Emulator:
         return self.start()

@@ -177,3 +177,8 @@ def _shown(written: str) -> str:
 def basic_credentials(username: str, password: str) -> str:
     """The Authorization header's token for these credentials (to mask it when a secret is in it)."""
     return base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
+
+
+def template_names(text: str) -> list[str]:
+    """The names `{{NAME}}` and `{{{NAME}}}` in `text` refer to, in order (helpers like `$UUID` too)."""
+    return [raw or plain for raw, plain in _TEMPLATE.findall(text)]

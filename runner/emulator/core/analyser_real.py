@@ -1,0 +1,474 @@
+"""The analyser's rules for a check that really ran: it reads what happened, not just the message.
+
+A real run leaves evidence (checks/outcome.py `Attempt`, secrets already masked): the status, the
+timing phases of the request (DNS, connect, TLS, first byte, download), the first bytes of the body,
+the failed assertion and the kind of error with its address. The analysis cites them: "GET
+http://127.0.0.1:8380/api/cart answered 503 Service Unavailable after 2.1 ms", "the time went to
+waiting for the first byte (1502 ms of 1503 ms)". Evidence artifacts are named as production's
+(HTTP_REQUEST and TIMING_PHASES; TCP_REQUEST and DNS_QUERY for those checks, type REQUEST).
+
+Everything the user's build sent (body, headers, values in an assertion) is hostile: it is quoted
+only through `for_line` (one line, no controls or escapes) and shortened. The model name names the
+rule, as the message rules do ("rules-v1/run-http-status").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from runner.core.text import for_line
+from runner.emulator.core.analyser import MDN_STATUS, MODEL_PREFIX, NODE_SYSTEM_ERRORS, REASONS, analyse
+from runner.models import Analysis, Artifact, Evidence, ReferenceLink
+
+if TYPE_CHECKING:
+    from runner.emulator.core.checks.outcome import Attempt, RequestSummary, TimingPhases
+
+MAX_BODY_QUOTE = 160
+MAX_QUOTE = 120
+SLOW_FIRST_BYTE_MS = 1000  # a server error slower than this looks like an upstream timeout
+GATEWAY = (502, 503, 504)
+PHASES = (
+    ("dns_ms", "DNS"),
+    ("connect_ms", "connect"),
+    ("tls_ms", "TLS"),
+    ("first_byte_ms", "first byte"),
+    ("download_ms", "download"),
+)
+PHASE_MEANING = {
+    "DNS": "resolving the host name (the resolver or the name's records)",
+    "connect": "opening the connection (the network, a firewall, or a server too busy to accept)",
+    "TLS": "the TLS handshake (certificate checks, a slow or overloaded TLS terminator)",
+    "first byte": "waiting for the first byte (the server is slow to produce the answer: a slow query, "
+    "a blocked upstream, an exhausted pool)",
+    "download": "downloading the body (a large or slowly streamed answer)",
+}
+LINKS = {
+    "timing": ReferenceLink(
+        url="https://developer.mozilla.org/en-US/docs/Web/API/Performance_API/Resource_timing",
+        title="MDN: Resource timing",
+    ),
+    "system": ReferenceLink(url=NODE_SYSTEM_ERRORS, title="Node.js: common system errors"),
+    "assertions": ReferenceLink(
+        url="https://www.checklyhq.com/docs/detect/assertions/", title="Assertions of API checks"
+    ),
+    "variables": ReferenceLink(
+        url="https://www.checklyhq.com/docs/detect/synthetic-monitoring/api-checks/configuration/",
+        title="API check configuration: environment variables",
+    ),
+}
+
+
+def _q(text: object, limit: int = MAX_QUOTE) -> str:
+    """Hostile text as one short line."""
+    return for_line(text, limit)
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f} ms" if value < 10 else f"{value:.0f} ms"
+
+
+SUCCESS = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 301: "Moved Permanently",
+           302: "Found", 304: "Not Modified"}  # fmt: skip
+
+
+def _status(code: int) -> str:
+    reason = REASONS.get(code) or SUCCESS.get(code)
+    return f"{code} {reason}" if reason else str(code)
+
+
+def _mdn(code: int) -> ReferenceLink:
+    reason = REASONS.get(code)
+    if reason is None:
+        return ReferenceLink(url=MDN_STATUS, title="MDN: HTTP response status codes")
+    return ReferenceLink(url=f"{MDN_STATUS}/{code}", title=f"MDN: {code} {reason}")
+
+
+def timing_text(timing: TimingPhases | None) -> str:
+    """`DNS 0.1 ms, connect 0.2 ms, first byte 1502 ms, download 0.1 ms, total 1503 ms`."""
+    if timing is None:
+        return "no timing was recorded"
+    parts = [
+        f"{label} {_ms(value)}" for name, label in PHASES if (value := getattr(timing, name)) is not None
+    ]
+    return ", ".join([*parts, f"total {_ms(timing.total_ms)}"])
+
+
+def slowest_phase(timing: TimingPhases | None) -> tuple[str, float] | None:
+    if timing is None:
+        return None
+    phases = [(label, value) for name, label in PHASES if (value := getattr(timing, name)) is not None]
+    return max(phases, key=lambda item: item[1]) if phases else None
+
+
+class _Facts:
+    """What the evidence says, in words ready to quote."""
+
+    def __init__(self, ev: Attempt, check_type: str, check_name: str) -> None:
+        self.ev = ev
+        request = ev.request
+        self.kind = request.kind if request else ("HTTP" if check_type in ("API", "URL") else check_type)
+        self.target = _q(f"{request.method} {request.target}" if request else check_name, 200)
+        self.address = _q(request.remote_address or _address(request), 80) if request else None
+        self.check = f'{check_type} check "{_q(check_name, 80)}"' if check_name else f"{check_type} check"
+        self.timing = timing_text(ev.timing)
+        self.body = _q(ev.body_excerpt, MAX_BODY_QUOTE) if ev.body_excerpt else None
+        self.total = ev.response_time_ms if ev.response_time_ms is not None else ev.duration_ms
+
+    @property
+    def at(self) -> str:
+        return f" at {self.address}" if self.address else ""
+
+    def said(self) -> str:
+        what = "its body began" if self.kind == "HTTP" else "the answer was"
+        return f"; {what}: {self.body}" if self.body else ""
+
+    def where_time_went(self) -> str:
+        timing = self.ev.timing
+        slowest = slowest_phase(timing)
+        if timing is None or slowest is None or self.total <= 0:
+            return ""
+        label, value = slowest
+        cut = ""
+        if timing.first_byte_ms is None:  # cut off before any answer: the phase it was stuck in
+            stuck = "connect" if timing.connect_ms is None else "first byte"
+            if (
+                stuck == "first byte"
+                and timing.tls_ms is None
+                and self.target.split(" ")[-1].startswith("https")
+            ):
+                stuck = "TLS"
+            rest = timing.total_ms - sum(v for n, _ in PHASES if (v := getattr(timing, n)) is not None)
+            if rest > value:
+                label, value, cut = stuck, rest, ", still under way when it was cut off"
+        return (
+            f"The time went to {PHASE_MEANING[label]}: {label} {_ms(value)} of {_ms(self.total)}{cut} "
+            f"({self.timing})."
+        )
+
+    def artifacts(self, description: str) -> list[Evidence]:
+        name = {"HTTP": "HTTP_REQUEST", "TCP": "TCP_REQUEST", "DNS": "DNS_QUERY"}.get(
+            self.kind, "HTTP_REQUEST"
+        )
+        out = [Evidence(artifacts=[Artifact(name=name, type="REQUEST")], description=description)]
+        if self.ev.timing is not None:
+            out.append(
+                Evidence(
+                    artifacts=[Artifact(name="TIMING_PHASES", type="TIMINGS")],
+                    description=f"Timing phases of {self.target}: {self.timing}.",
+                )
+            )
+        return out
+
+
+def _address(request: RequestSummary) -> str:
+    """Where the request went when no connection says it: host:port of the URL, the TCP target, the
+    DNS server."""
+    if request.kind == "HTTP":
+        try:
+            parts = urlsplit(request.target)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            return request.target
+        host = parts.hostname or ""
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if request.kind == "DNS":
+        return request.target.rsplit(" @ ", 1)[-1]
+    return request.target
+
+
+def _assertion_detail(ev: Attempt) -> str:
+    """`STATUS_CODE EQUALS 200: received 503` (the user's assertion and what came back)."""
+    failed = ev.failed_assertion
+    if failed is None:
+        return _q(ev.message, 200)
+    return _q(failed.describe(), 200)
+
+
+# (classification, why, fix) by status; 400 and 500 stand for the rest of their class.
+_STATUS_RULES = {
+    500: (
+        "APPLICATION ERROR",
+        "An unhandled error in the request handler: a code or configuration change in the build.",
+        "Find the server log entry for this request and the exception behind it; handle the failing "
+        "case and answer a 4xx for invalid input instead of crashing.",
+    ),
+    401: (
+        "CONFIGURATION ERROR",
+        "The credentials the check sends are missing, wrong or lack the permission in this build (a "
+        "secret variable not set, or set for another environment).",
+        "Pass the right credential as a secret environment variable of the session (or the account's "
+        "variables in the world), and check the role it grants.",
+    ),
+    404: (
+        "APPLICATION ERROR",
+        "The route does not exist in this build: renamed, removed or not deployed.",
+        "Restore the route, or update the check's URL if the change is intended.",
+    ),
+    400: (
+        "APPLICATION ERROR",
+        "The build no longer answers this request as the check expects.",
+        "Compare the request of the check with the API of the new build and update one of them.",
+    ),
+}
+_STATUS_RULES[403] = _STATUS_RULES[401]
+
+
+def _http_status(f: _Facts, code: int) -> tuple[Analysis, str]:
+    ev = f.ev
+    first_byte = ev.timing.first_byte_ms if ev.timing else None
+    fb = f", first byte at {_ms(first_byte)}" if first_byte is not None else ""
+    answered = f"{f.target} answered {_status(code)}{f.at} after {_ms(f.total)}{fb}"
+    slow = first_byte is not None and first_byte >= SLOW_FIRST_BYTE_MS
+    pace = (
+        f"The answer came only after {_ms(first_byte)} to the first byte: a proxy or the application "
+        "waited on something that did not answer (an upstream timeout)."
+        if slow and first_byte is not None
+        else "It answered at once, so the request was rejected, not timed out."
+    )
+    assertion = f" The assertion failed: {_assertion_detail(ev)}." if ev.failed_assertion is not None else ""
+    classification, why, fix = _STATUS_RULES.get(code, _STATUS_RULES[500 if code >= 500 else 400])
+    if code in GATEWAY:
+        classification, why = (
+            "INFRA ERROR",
+            (
+                f"{pace} A {code} comes from a gateway or a service that declares itself unavailable: a "
+                "dependency behind it (a store, an upstream, a pool) is down or not ready in this build."
+            ),
+        )
+        fix = (
+            f"Read the body and the log of the service for why it answered {code} (the dependency it "
+            "names), make sure the build starts that dependency and waits for it before it reports "
+            "ready, and check its health endpoint before the checks run."
+        )
+    elif code >= 500:
+        why = f"{pace} {why}"
+    cause = f"{answered}{f.said()}. {why}{assertion}"
+    return (
+        Analysis(
+            classification=classification,
+            userImpact=f"Users of {f.check} get {_status(code)} from {f.target} instead of the answer.",
+            rootCause=cause,
+            codeFix=fix,
+            evidence=f.artifacts(f"{f.target} answered {_status(code)}{f.at}{f.said()}."),
+            referenceLinks=[_mdn(code), LINKS["timing"]],
+        ),
+        "run-http-status",
+    )
+
+
+def _assertion(f: _Facts) -> tuple[Analysis, str]:
+    ev = f.ev
+    failed = ev.failed_assertion
+    # "The assertion failed: STATUS_CODE ...", or for a DNS answer code no assertion looked at,
+    # "The check failed: DNS answer NXDOMAIN ...".
+    what = "assertion" if failed is not None else "check"
+    detail = _assertion_detail(ev)
+    status = f" {_status(ev.status_code)}" if ev.status_code is not None else ""
+    if ev.response_code is not None:
+        status = f" {_q(ev.response_code, 20)}"
+    # The body is quoted once: an assertion on it already says what came back.
+    quoted = ("TEXT_BODY", "RESPONSE_DATA", "TEXT_ANSWER", "JSON_ANSWER")
+    said = "" if failed is not None and failed.source in quoted else f.said()
+    return (
+        Analysis(
+            classification="ASSERTION FAILURE",
+            userImpact=f"What {f.check} verifies changed: {detail}; users may see the same difference.",
+            rootCause=f"{f.target} answered{status}{f.at} after {_ms(f.total)}{said}. The {what} failed: "
+            f"{detail}. Either the build changed this behaviour (a regression) or the check's "
+            "expectation is out of date.",
+            codeFix="Decide which side is right: fix the regression in the build, or update the "
+            "assertion if the new behaviour is intended.",
+            evidence=f.artifacts(
+                f"The answer of {f.target}{':' if status else ''}{status}{said}; the {what} failed: {detail}."
+            ),
+            referenceLinks=[LINKS["assertions"]],
+        ),
+        "run-assertion",
+    )
+
+
+def _dns_code(f: _Facts) -> tuple[Analysis, str]:
+    ev = f.ev
+    code = _q(ev.response_code or "an error", 20)
+    answered = f"The name server{f.at} answered {code} to {f.target} after {_ms(f.total)}"
+    missing = code == "NXDOMAIN"
+    why = (
+        "the name does not exist there: the record is missing from the zone this build serves, or the "
+        "check asks for a misspelled name"
+        if missing
+        else "the server could not answer the query (a broken zone, a failing upstream, or a refused query)"
+    )
+    return (
+        Analysis(
+            classification="INFRA ERROR",
+            userImpact=f"Clients that resolve this name, like {f.check}, get {code} and cannot reach the "
+            "service behind it.",
+            rootCause=f"{answered}: {why}. The check failed: {_q(ev.message, 200)}.",
+            codeFix="Add the record to the zone the build serves (or fix its name), or point the check "
+            "at the name server of this environment; assert RESPONSE_CODE if this answer is expected."
+            if missing
+            else "Look at the name server's log for why it failed the query, and at the zone it serves.",
+            evidence=f.artifacts(f"{answered}."),
+            referenceLinks=[
+                ReferenceLink(
+                    url="https://www.iana.org/assignments/dns-parameters/dns-parameters.xhtml#dns-parameters-6",
+                    title="IANA: DNS RCODEs",
+                )
+            ],
+        ),
+        "run-dns-response-code",
+    )
+
+
+def _too_slow(f: _Facts) -> tuple[Analysis, str]:
+    ev = f.ev
+    answered = ev.error_kind == "max_response_time"
+    limit = _q(ev.message, 200)
+    if answered:
+        status = f" {_status(ev.status_code)}" if ev.status_code is not None else ""
+        happened = f"{f.target} answered{status}{f.at}, but only after {_ms(f.total)}: {limit}."
+    else:
+        happened = f"{f.target}{f.at} gave no complete answer in time: {limit}."
+    went = f.where_time_went() or f"Timing phases: {f.timing}."
+    return (
+        Analysis(
+            classification="TIMEOUT",
+            userImpact=f"Requests like those of {f.check} take longer than the check allows; users wait "
+            "or give up.",
+            rootCause=f"{happened} {went}",
+            codeFix="Fix the slow phase rather than raising the limit: for a slow first byte, the "
+            "server's work (queries, caches, pool sizes, upstream calls); for a slow connect, the "
+            "network or the server's accept queue; raise maxResponseTime only if the limit is below "
+            "the agreed response time.",
+            evidence=f.artifacts(f"{happened}"),
+            referenceLinks=[LINKS["timing"], LINKS["system"]],
+        ),
+        "run-timeout",
+    )
+
+
+_NETWORK = {
+    "connection_refused": (
+        "Nothing listens{at}: the connection was refused. The service is not running, crashed on "
+        "start, or listens on another port or address than the check says.",
+        "Start the service before the checks run and wait until its health endpoint answers; check "
+        "the variables that build the check's address (host and port) for this environment.",
+    ),
+    "connection_reset": (
+        "The connection{at} was reset by the peer before a complete answer: the server crashed or "
+        "restarted mid-request, or a proxy cut the connection.",
+        "Look at the server's log at the time of the request; align keep-alive and idle timeouts of "
+        "clients, proxies and servers, and retry idempotent requests on NETWORK_ERROR.",
+    ),
+    "empty_reply": (
+        "The server{at} closed the connection without any answer: a crash in the handler, or a "
+        "process that accepts connections but is not ready to serve.",
+        "Find the crash in the server's log; report ready only once requests are served.",
+    ),
+    "partial_response": (
+        "The connection{at} closed before the whole body arrived: the server died mid-answer or "
+        "announced a longer body than it sent.",
+        "Check the server's log for an error while writing the answer and its Content-Length.",
+    ),
+    "dns_lookup": (
+        "The host name could not be resolved, so no connection was made{at}.",
+        "Check the host in the check's URL (and the variables that build it) for this environment.",
+    ),
+    "tls": (
+        "The TLS handshake{at} failed: the certificate is expired, self-signed, issued for another "
+        "name, or its chain is incomplete.",
+        "Serve a valid certificate for the exact host name with its full chain; set skipSSL only "
+        "for a local build with a throw-away certificate.",
+    ),
+    "too_many_redirects": (
+        "The URL{at} redirects in a loop or too often.",
+        "Fix the redirect rules of the build (or point the check at the final URL).",
+    ),
+}
+
+
+def _network(f: _Facts) -> tuple[Analysis, str]:
+    ev = f.ev
+    kind = ev.error_kind or "network"
+    cause, fix = _NETWORK.get(
+        kind,
+        (
+            "The request{at} failed at the network level before any answer.",
+            "Confirm the service runs and is reachable from the machine that runs the checks.",
+        ),
+    )
+    happened = cause.format(at=f.at)
+    went = f"It failed after {_ms(f.total)} ({f.timing})."
+    return (
+        Analysis(
+            classification="INFRA ERROR",
+            userImpact=f"{f.check[0].upper()}{f.check[1:]} gets no answer from {f.target}; users of "
+            "this build would get none either.",
+            rootCause=f"{happened} The error: {_q(ev.message, 200)}. {went}",
+            codeFix=fix,
+            evidence=f.artifacts(f"{f.target}: {_q(ev.message, 200)}."),
+            referenceLinks=[LINKS["system"]],
+        ),
+        f"run-{kind.replace('_', '-')}",
+    )
+
+
+_VARIABLE_KINDS = ("unknown_variable", "variable_without_value", "secret_too_short", "unsupported_helper")
+_CONFIGURATION_FIX = {
+    "variables": "Set the variable in the session's environment variables (the spec's "
+    "environmentVariables, --env or --secret-env), the account's in the world, or the check's own.",
+    "not_runnable_locally": "Leave the check out of local runs (settings.notRunnable: skip in the "
+    "world, or target other tags) and let the service run it; or run the gate against the service.",
+    "refused": "Give the account a key of its own in the world file and trigger with it, or keep the "
+    "emulator on loopback (the default).",
+    "other": "Fix the check's definition as the message says, or leave the check out of this run.",
+}
+
+
+def _configuration(f: _Facts) -> tuple[Analysis, str]:
+    ev = f.ev
+    message = _q(ev.message, 300)
+    kind = ev.error_kind or ""
+    fix = _CONFIGURATION_FIX[
+        "variables" if kind in _VARIABLE_KINDS else kind if kind in _CONFIGURATION_FIX else "other"
+    ]
+    return (
+        Analysis(
+            classification="CONFIGURATION ERROR",
+            userImpact=f"{f.check[0].upper()}{f.check[1:]} did not run, so it says nothing about the build "
+            "under test.",
+            rootCause=f"The check was not run: {message}.",
+            codeFix=fix,
+            evidence=[
+                Evidence(
+                    artifacts=[Artifact(name="CHECK_DEFINITION", type="CONFIGURATION")],
+                    description=f"Nothing was sent: {message}.",
+                )
+            ],
+            referenceLinks=[LINKS["variables"]],
+        ),
+        "run-configuration",
+    )
+
+
+def analyse_run(ev: Attempt, message: str, check_type: str | None, check_name: str) -> tuple[Analysis, str]:
+    """The analysis of a real run's failure from its evidence, and the model name of its rule."""
+    f = _Facts(ev, _q(check_type or "", 40).upper(), check_name or "")
+    if ev.error_class == "CONFIGURATION_ERROR":
+        analysis, rule = _configuration(f)
+    elif ev.error_class == "TIMEOUT":
+        analysis, rule = _too_slow(f)
+    elif ev.error_class == "NETWORK_ERROR":
+        analysis, rule = _network(f)
+    elif (
+        ev.status_code is not None and ev.status_code >= 400 and ev.error_kind in ("http_status", "assertion")
+    ):
+        analysis, rule = _http_status(f, ev.status_code)
+    elif ev.error_kind == "dns_response_code":
+        analysis, rule = _dns_code(f)
+    elif ev.error_kind == "assertion":
+        analysis, rule = _assertion(f)
+    else:
+        return analyse(message, check_type, check_name)
+    return analysis, f"{MODEL_PREFIX}/{rule}"

@@ -1,0 +1,490 @@
+"""The emulator's state file (`--state PATH`): error groups, analyses and sessions in SQLite, so that a
+failure seen by yesterday's pipeline is known today. Without one, the stores keep their state in memory
+only and nothing here runs.
+
+- One writer: the file is locked for the life of the process (`PATH.lock`, holding the writer's pid;
+  the lock goes when the process does, even on SIGKILL). A second process waits up to
+  LOCK_WAIT_SECONDS, then says which pid has the file.
+- Every change is committed at once (autocommit, WAL, synchronous=NORMAL): a crash or SIGKILL loses
+  nothing that was committed; only a power cut may lose the last transactions.
+- Times are wall-clock seconds since the epoch (UTC); the stores turn them into their SimClock's time.
+- A file that is not SQLite, an SQLite database of another application, or a state file of a newer
+  schema (PRAGMA application_id / user_version) is refused with one line naming the file.
+- A session still running when its process died is read back as CANCELLED at the moment it was last
+  rendered (its checks will never finish: the process that ran them is gone).
+- Bounded: at open, only the newest MAX_SESSIONS sessions and the MAX_GROUPS most recently seen error
+  groups (with their analyses) are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from runner.core.errors import UsageError
+from runner.models import TestSession
+
+APPLICATION_ID = 0x54534553  # "TSES": PRAGMA application_id of a testsession state file
+SCHEMA_VERSION = 1  # PRAGMA user_version; MIGRATIONS[v] turns version v into v + 1
+LOCK_WAIT_SECONDS = 2.0
+# The file stays bounded however many pipelines use it: the newest sessions and the most recently seen
+# error groups are kept (a group is what makes a failure known; a session only answers a late GET).
+MAX_SESSIONS = 500
+MAX_GROUPS = 10_000
+SQLITE_HEADER = b"SQLite format 3\x00"
+_LOCK_OFFSET = 64  # Windows locks a byte range; the pid is written before it, where others can read it
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (  # 0 -> 1
+        """CREATE TABLE error_groups (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL,
+            kind TEXT NOT NULL,              -- test-session | check
+            check_id TEXT NOT NULL,
+            raw TEXT NOT NULL,               -- the last raw message
+            cleaned TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            first_seen REAL NOT NULL,        -- seconds since the epoch, UTC
+            last_seen REAL NOT NULL,
+            environments TEXT NOT NULL,      -- JSON list
+            analyses TEXT NOT NULL,          -- JSON list of analysis ids, newest first
+            extra TEXT NOT NULL DEFAULT '{}' -- JSON: fields a later version adds, without a migration
+        )""",
+        "CREATE INDEX error_groups_account ON error_groups (account_id, first_seen)",
+        """CREATE TABLE analyses (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL,
+            group_id TEXT NOT NULL,
+            created REAL NOT NULL,
+            ready_at REAL NOT NULL,
+            user_context TEXT,
+            model TEXT,
+            content TEXT                     -- JSON of the analysis once completed, else NULL
+        )""",
+        "CREATE INDEX analyses_account ON analyses (account_id)",
+        """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL,
+            status TEXT NOT NULL,
+            final INTEGER NOT NULL,          -- 1 once the status is not RUNNING
+            base_url TEXT NOT NULL,          -- the links' origin when rendered
+            rendered_at REAL NOT NULL,       -- the moment the body shows
+            body TEXT NOT NULL               -- the session as GET /v1/test-sessions/{id} answered it
+        )""",
+        "CREATE INDEX sessions_open ON sessions (final)",
+    ),
+)
+
+
+class StateFileError(UsageError):
+    """A state file that cannot be used; the message names the file and why (exit code 2)."""
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    id: str
+    account_id: str
+    kind: str
+    check_id: str
+    raw: str
+    cleaned: str
+    hash: str
+    first_seen: float  # epoch seconds
+    last_seen: float
+    environments: list[str]
+    analyses: list[str]
+
+
+@dataclass(frozen=True)
+class AnalysisRow:
+    id: str
+    account_id: str
+    group_id: str
+    created: float  # epoch seconds
+    ready_at: float
+    user_context: str | None
+    model: str | None
+    content: str | None  # JSON
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    id: str
+    account_id: str
+    base_url: str
+    body: dict[str, Any]  # the rendering, as JSON data
+
+
+def iso(epoch: float) -> str:
+    """The API's time format (as SimClock.iso)."""
+    moment = datetime.fromtimestamp(epoch, tz=timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _epoch(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+# --- the lock --------------------------------------------------------------------------------------
+
+
+def _try_lock(fd: int) -> bool:
+    """Takes the lock without waiting; False when another process holds it."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        os.lseek(fd, _LOCK_OFFSET, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _holder(fd: int) -> str:
+    os.lseek(fd, 0, os.SEEK_SET)
+    text = os.read(fd, 32).decode("ascii", "replace").strip()
+    return f" (pid {text})" if text.isdigit() else ""
+
+
+def _lock(path: Path, wait_seconds: float) -> int:
+    """The open, locked `PATH.lock` with this process's pid in it."""
+    lock_path = path.with_name(path.name + ".lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StateFileError(f"{lock_path}: cannot create the state file's lock ({exc.strerror})") from None
+    deadline = time.monotonic() + wait_seconds
+    while not _try_lock(fd):
+        if time.monotonic() >= deadline:
+            holder = _holder(fd)
+            os.close(fd)
+            raise StateFileError(
+                f"{path}: in use by another testsession process{holder}; stop it, or give this run "
+                "another state file"
+            )
+        time.sleep(0.05)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, f"{os.getpid()}\n".ljust(_LOCK_OFFSET).encode("ascii"))
+    return fd
+
+
+# --- what a file is --------------------------------------------------------------------------------
+
+
+def _refusal(path: Path, connection: sqlite3.Connection) -> str | None:
+    """Why this SQLite file is not ours to use (None: ours, or empty)."""
+    application_id = connection.execute("PRAGMA application_id").fetchone()[0]
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    if application_id == APPLICATION_ID:
+        if version > SCHEMA_VERSION:
+            return (
+                f"{path}: a testsession state file of a newer schema (version {version}; this testsession "
+                f"reads versions up to {SCHEMA_VERSION}): upgrade testsession or give it another state file"
+            )
+        return None
+    tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    if application_id == 0 and not tables:
+        return None  # an empty database: made ours below
+    what = (
+        f"application_id {application_id & 0xFFFFFFFF:#010x}"
+        if application_id
+        else "tables " + ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+    )
+    return (
+        f"{path}: not a testsession state file (an SQLite database of another application: {what}); "
+        "give the state file a new path"
+    )
+
+
+def _check_header(path: Path) -> None:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise StateFileError(f"{path}: cannot read the state file ({exc.strerror})") from None
+    if head and head != SQLITE_HEADER:
+        raise StateFileError(
+            f"{path}: not a testsession state file (not an SQLite database); give the state file a new path"
+        )
+
+
+def _cancelled(body: dict[str, Any], at: float) -> dict[str, Any]:
+    """A rendering still RUNNING, as CANCELLED at `at` (as a cancel at that moment renders it)."""
+    stopped = iso(at)
+    body = {**body, "status": "CANCELLED", "stoppedAt": stopped}
+    started = body.get("startedAt")
+    if isinstance(started, str):
+        body["timeElapsed"] = max(0, round((at - _epoch(started)) * 1000))
+    results = []
+    for result in body.get("results") or []:
+        if isinstance(result, dict) and result.get("status") == "RUNNING":
+            result = {**result, "status": "CANCELLED", "aborted": True, "stoppedAt": stopped}
+        results.append(result)
+    body["results"] = results
+    return body
+
+
+def _signature(session: TestSession) -> tuple[Any, ...]:
+    """What changes when something happens in a session (timeElapsed alone does not count)."""
+    results = tuple((r.testSessionResultId, r.status, tuple(r.errorGroupIds)) for r in session.results)
+    return session.status, results
+
+
+# --- the file --------------------------------------------------------------------------------------
+
+
+class StateFile:
+    """An open state file. Thread-safe (one connection behind a lock); calls after close() do nothing."""
+
+    def __init__(self, path: Path, connection: sqlite3.Connection, lock_fd: int) -> None:
+        self.path = path
+        self._db: sqlite3.Connection | None = connection
+        self._lock_fd: int | None = lock_fd
+        self._mutex = threading.Lock()
+        self._signatures: dict[str, tuple[Any, ...]] = {}  # session id -> what was saved last
+
+    @classmethod
+    def open(cls, path: str | Path, wait_seconds: float = LOCK_WAIT_SECONDS) -> StateFile:
+        """Opens (creating or migrating) the state file at `path`, locked for this process."""
+        path = Path(path)
+        if path.is_dir():
+            raise StateFileError(f"{path}: is a directory; give the state file's path")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StateFileError(f"{path.parent}: cannot create the directory ({exc.strerror})") from None
+        lock_fd = _lock(path, wait_seconds)
+        try:
+            if path.exists():
+                _check_header(path)
+            connection = sqlite3.connect(
+                path, timeout=wait_seconds, isolation_level=None, check_same_thread=False
+            )
+            try:
+                refusal = _refusal(path, connection)
+                if refusal:
+                    raise StateFileError(refusal)
+                _prepare(connection)
+                _tidy(connection)
+            except BaseException:
+                connection.close()
+                raise
+        except sqlite3.Error as exc:
+            os.close(lock_fd)
+            raise StateFileError(f"{path}: cannot be used as a state file ({exc})") from None
+        except BaseException:
+            os.close(lock_fd)
+            raise
+        return cls(path, connection, lock_fd)
+
+    def close(self) -> None:
+        with self._mutex:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)  # releases the lock
+                self._lock_fd = None
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection | None]:
+        with self._mutex:
+            yield self._db
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table: what earlier runs left."""
+        with self._connection() as db:
+            if db is None:
+                return {}
+            return {
+                table: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                for table in ("error_groups", "analyses", "sessions")
+            }
+
+    def describe(self) -> str:
+        """`PATH (3 error groups, 1 analysis, 4 sessions)`: what a user sees when the emulator starts."""
+        counts = self.counts()
+        names = (("error_groups", "error group", "error groups"), ("analyses", "analysis", "analyses"),
+                 ("sessions", "session", "sessions"))  # fmt: skip
+        parts = [f"{counts.get(t, 0)} {one if counts.get(t, 0) == 1 else many}" for t, one, many in names]
+        return f"{self.path} ({', '.join(parts)})"
+
+    def latest(self) -> float | None:
+        """The latest moment the file records (epoch seconds): a new clock must not start before it."""
+        with self._connection() as db:
+            if db is None:
+                return None
+            row = db.execute(
+                "SELECT max(t) FROM (SELECT max(last_seen) AS t FROM error_groups"
+                " UNION ALL SELECT max(created) FROM analyses"
+                " UNION ALL SELECT max(rendered_at) FROM sessions)"
+            ).fetchone()
+            return float(row[0]) if row and row[0] is not None else None
+
+    # --- error groups and analyses -----------------------------------------------------------
+
+    def save_group(self, row: GroupRow) -> None:
+        with self._connection() as db:
+            if db is None:
+                return
+            db.execute(
+                "INSERT INTO error_groups (id, account_id, kind, check_id, raw, cleaned, hash, first_seen,"
+                " last_seen, environments, analyses) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (id) DO UPDATE SET raw = excluded.raw, cleaned = excluded.cleaned,"
+                " hash = excluded.hash, first_seen = excluded.first_seen, last_seen = excluded.last_seen,"
+                " environments = excluded.environments, analyses = excluded.analyses",
+                (
+                    row.id, row.account_id, row.kind, row.check_id, row.raw, row.cleaned, row.hash,
+                    row.first_seen, row.last_seen, json.dumps(row.environments), json.dumps(row.analyses),
+                ),
+            )  # fmt: skip
+
+    def groups(self, account_id: str) -> list[GroupRow]:
+        """The account's groups, oldest first."""
+        with self._connection() as db:
+            if db is None:
+                return []
+            rows = db.execute(
+                "SELECT id, account_id, kind, check_id, raw, cleaned, hash, first_seen, last_seen,"
+                " environments, analyses FROM error_groups WHERE account_id = ? ORDER BY first_seen, id",
+                (account_id,),
+            ).fetchall()
+        return [
+            GroupRow(
+                id=row[0],
+                account_id=row[1],
+                kind=row[2],
+                check_id=row[3],
+                raw=row[4],
+                cleaned=row[5],
+                hash=row[6],
+                first_seen=row[7],
+                last_seen=row[8],
+                environments=json.loads(row[9]),
+                analyses=json.loads(row[10]),
+            )
+            for row in rows
+        ]
+
+    def save_analysis(self, row: AnalysisRow) -> None:
+        with self._connection() as db:
+            if db is None:
+                return
+            db.execute(
+                "INSERT OR REPLACE INTO analyses (id, account_id, group_id, created, ready_at, user_context,"
+                " model, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    row.id, row.account_id, row.group_id, row.created, row.ready_at, row.user_context,
+                    row.model, row.content,
+                ),
+            )  # fmt: skip
+
+    def analyses(self, account_id: str) -> list[AnalysisRow]:
+        with self._connection() as db:
+            if db is None:
+                return []
+            rows = db.execute(
+                "SELECT id, account_id, group_id, created, ready_at, user_context, model, content"
+                " FROM analyses WHERE account_id = ?",
+                (account_id,),
+            ).fetchall()
+        return [AnalysisRow(*row) for row in rows]
+
+    # --- sessions ----------------------------------------------------------------------------
+
+    def save_session(self, account_id: str, session: TestSession, base_url: str, at: float) -> None:
+        """Stores the session as rendered at `at` (epoch seconds) when something in it changed."""
+        signature = _signature(session)
+        with self._connection() as db:
+            if db is None or self._signatures.get(session.testSessionId) == signature:
+                return
+            body = session.model_dump_json(exclude_unset=True)
+            db.execute(
+                "INSERT OR REPLACE INTO sessions (id, account_id, status, final, base_url, rendered_at, body)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session.testSessionId,
+                    account_id,
+                    session.status,
+                    int(session.is_final),
+                    base_url,
+                    at,
+                    body,
+                ),
+            )
+            self._signatures[session.testSessionId] = signature
+
+    def session(self, session_id: str) -> SessionRow | None:
+        with self._connection() as db:
+            if db is None:
+                return None
+            row = db.execute(
+                "SELECT id, account_id, base_url, body FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        if row is None:
+            return None
+        return SessionRow(row[0], row[1], row[2], json.loads(row[3]))
+
+
+def _prepare(connection: sqlite3.Connection) -> None:
+    """WAL, then the schema: created in an empty file, migrated in an older one, in one transaction."""
+    connection.execute("PRAGMA journal_mode = WAL")  # where the file system has no WAL, the default stays
+    connection.execute("PRAGMA synchronous = NORMAL")
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    if version == SCHEMA_VERSION:
+        return
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        for steps in MIGRATIONS[version:]:
+            for statement in steps:
+                connection.execute(statement)
+        connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+
+
+def _tidy(connection: sqlite3.Connection) -> None:
+    """At open, in one transaction: the sessions whose process died while they ran become CANCELLED
+    as they were last rendered (their checks will never finish), and what is beyond the bounds goes."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        for session_id, rendered_at, body in connection.execute(
+            "SELECT id, rendered_at, body FROM sessions WHERE final = 0"
+        ).fetchall():
+            connection.execute(
+                "UPDATE sessions SET status = 'CANCELLED', final = 1, body = ? WHERE id = ?",
+                (json.dumps(_cancelled(json.loads(body), rendered_at)), session_id),
+            )
+        connection.execute(
+            "DELETE FROM sessions WHERE id NOT IN"
+            " (SELECT id FROM sessions ORDER BY rendered_at DESC LIMIT ?)",
+            (MAX_SESSIONS,),
+        )
+        stale = "SELECT id FROM error_groups ORDER BY last_seen DESC LIMIT -1 OFFSET ?"
+        connection.execute(f"DELETE FROM analyses WHERE group_id IN ({stale})", (MAX_GROUPS,))
+        connection.execute(f"DELETE FROM error_groups WHERE id IN ({stale})", (MAX_GROUPS,))
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise

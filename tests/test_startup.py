@@ -1,0 +1,74 @@
+"""Start-up imports only what the command needs (the timing itself: bench/startup.py).
+
+`testsession --version` answers before argparse and any command module loads; a named command builds
+only its own module's parser; nothing on the way imports dataclasses (inspect, ast, dis), typing,
+shutil or difflib, which cost a third of the start-up before.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from runner import __version__
+
+# Slow standard modules a start must not pull in by itself (argparse only where a parser is needed).
+SLOW = {"dataclasses", "inspect", "typing", "difflib", "shutil", "pydantic", "yaml", "requests", "git"}
+PROBE = """
+import json, sys
+before = set(sys.modules)
+from runner.cli.main import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exc:  # argparse's --help
+    code = exc.code
+sys.stdout.flush()
+print(json.dumps({"code": code, "new": sorted(set(sys.modules) - before)}), file=sys.stderr)
+"""
+
+
+def imported(*argv: str) -> tuple[str, set[str]]:
+    """(stdout, modules imported by `testsession ARGV`) in a fresh interpreter."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=60
+    )
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert report["code"] in (0, None), done.stderr
+    return done.stdout, set(report["new"])
+
+
+def test_version_loads_no_parser_and_no_command() -> None:
+    out, modules = imported("--version")
+    assert out == f"testsession {__version__}\n"
+    assert {m for m in modules if m.startswith("runner")} == {
+        "runner", "runner.cli", "runner.cli.main", "runner.core", "runner.core.exitcodes",
+    }  # fmt: skip
+    assert "argparse" not in modules
+    assert not modules & SLOW
+
+
+@pytest.mark.parametrize(
+    ("argv", "module"),
+    [(("run", "--help"), "runner.cli.run_command"), (("schema", "--help"), "runner.cli.spec_commands")],
+)
+def test_a_command_loads_the_modules_up_to_its_own(argv: tuple[str, ...], module: str) -> None:
+    out, modules = imported(*argv)
+    assert f"usage: testsession {argv[0]}" in out
+    commands = {m for m in modules if m.startswith("runner.cli.") and m.endswith(("_command", "_commands"))}
+    from runner.cli.main import COMMAND_MODULES
+
+    assert commands == set(COMMAND_MODULES[: COMMAND_MODULES.index(module) + 1])
+    assert "runner.cli.api_commands" not in modules  # the 31 parsers of the API commands: not built
+    assert not modules & (SLOW - {"typing", "shutil", "dataclasses", "inspect"})
+
+
+def test_the_full_help_still_lists_every_command() -> None:
+    from runner.cli.main import build_parser
+
+    listed = build_parser().format_help()
+    for command in ("run", "wait", "validate", "schema", "report", "comment", "sessions", "emulator"):
+        assert f"    {command} " in listed
+    assert "exit codes:" in listed
