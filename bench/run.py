@@ -2,9 +2,9 @@
 
 Prints a table (figure | measured | target | ok/miss) with notes, and writes it to
 bench/README-figures.md. Everything runs on 127.0.0.1 against emulators and a check server started
-here; the whole run takes about four minutes on a 2-core machine (--quick: about one and a half),
-most of it newman's side of the real-checks figure (bench/checks_vs_newman.py, which installs newman
-with npm into bench/.npm on first use and shows our figures alone without it).
+here; the whole run takes about three minutes on a 2-core machine (--quick: about one), half of it
+the real-checks figure (bench/checks_vs_newman.py, which installs newman with npm into bench/.npm on
+first use and shows our figures alone without it).
 """
 
 from __future__ import annotations
