@@ -44,6 +44,7 @@ class Child:
     stdout: str
     stderr: str
     exited_at: float  # time.monotonic() right after the exit was reaped
+    cpu: float = 0.0  # user + system seconds of the child (and the children it waited for)
 
 
 def median(values: Sequence[float]) -> float:
@@ -105,6 +106,7 @@ class Spawner:
             stdout=answer["stdout"],
             stderr=answer["stderr"],
             exited_at=answer["exited"],
+            cpu=answer.get("cpu", 0.0),
         )
 
     def close(self) -> None:

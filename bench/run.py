@@ -1,8 +1,10 @@
-"""The benchmarks of issues 7 and 11: `python bench/run.py [--quick]`.
+"""The benchmarks of issues 7, 11 and 20: `python bench/run.py [--quick]`.
 
 Prints a table (figure | measured | target | ok/miss) with notes, and writes it to
-bench/README-figures.md. Everything runs on 127.0.0.1 against emulators started here; the whole run
-takes about two minutes on a 2-core machine (--quick: under one).
+bench/README-figures.md. Everything runs on 127.0.0.1 against emulators and a check server started
+here; the whole run takes about three minutes on a 2-core machine (--quick: about one), half of it
+the real-checks figure (bench/checks_vs_newman.py, which installs newman with npm into bench/.npm on
+first use and shows our figures alone without it).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import checks_vs_newman
 import fanout
 import reports
 import requests_count
@@ -32,7 +35,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--quick",
         action="store_true",
         help="fewer runs, a 45 s session at speed 10 instead of real time, shorter watched sessions, "
-        "300 error groups",
+        f"300 error groups, {checks_vs_newman.QUICK} real checks instead of {checks_vs_newman.FULL:,}",
     )
     parser.add_argument("--no-write", action="store_true", help=f"do not write {FIGURES_FILE.name}")
     return parser.parse_args(argv)
@@ -104,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         rows += report_rows
         step("analyses fan-out")
         rows += fanout.measure(300 if quick else 1_000)
+        step("real checks vs newman")
+        size = checks_vs_newman.QUICK if quick else checks_vs_newman.FULL
+        rows += checks_vs_newman.measure(size, runs=1 if quick else 3)
     finally:
         close_spawner()
     elapsed = time.monotonic() - began

@@ -6,7 +6,8 @@ inside), `python -c pass` would seem to need that much. Forked from this process
 `python -S` and importing only what it needs (~10 MiB), a child's peak is its own.
 
 Protocol: one JSON request per stdin line {"argv", "env", "cwd", "timeout"}, one JSON answer per
-stdout line {"started", "exited", "maxrss_kib", "code", "stdout", "stderr"}. Times are
+stdout line {"started", "exited", "maxrss_kib", "cpu", "code", "stdout", "stderr"} (cpu: the child's
+user + system seconds, its waited-for children included). Times are
 time.monotonic(), the system-wide CLOCK_MONOTONIC on Linux, so the caller can compare them with its own.
 """
 
@@ -61,6 +62,7 @@ def run(request):
             "started": started,
             "exited": exited,
             "maxrss_kib": usage.ru_maxrss,
+            "cpu": usage.ru_utime + usage.ru_stime,
             "code": proc.returncode,
             "stdout": out.read().decode("utf-8", "replace"),
             "stderr": err.read().decode("utf-8", "replace"),

@@ -128,7 +128,13 @@ def run_watched(
             raise RuntimeError(f"{tag}: the session did not end")
         clock = backend.clock
         watched.session_end = _monotonic(clock, session.end)
-        watched.ends = {run.check.name: _monotonic(clock, run.end) for run in session.runs}
+        # Each check's end as the API shows it (the snapshot keeps the session, not its runs).
+        rendered = backend.get_session(session.account_id, session.id)
+        watched.ends = {
+            r.name: _monotonic(clock, clock.from_datetime(r.stoppedAt))
+            for r in rendered.results
+            if r.resultType == "FINAL" and r.stoppedAt is not None
+        }
         watched.triggered = times.of("trigger")[0]
         watched.observed = sorted(times.of("get_session", 200) + times.of("completion", 200))
         watched.requests = len(times.stamps)

@@ -222,13 +222,16 @@ async def wait_for_completion(
         deadline = loop.time() + max_wait
         while True:
             event.clear()
-            session = backend.get_session(account, session_id)
-            if session.status != "RUNNING":
-                return session
+            # Every finished attempt of a real check wakes this loop: a session is rendered (all its
+            # results) only once it can be final, not on each wake (1,000 checks: 1,000 renders).
+            to_end = backend.real_seconds_to_end(account, session_id)
+            if to_end is not None and to_end <= 0:
+                session = backend.get_session(account, session_id)
+                if session.status != "RUNNING":
+                    return session
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return None
-            to_end = backend.real_seconds_to_end(account, session_id)
             timeout = remaining if to_end is None else min(remaining, to_end + 0.001)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(event.wait(), timeout)
