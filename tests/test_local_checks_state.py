@@ -69,7 +69,8 @@ def test_the_second_run_calls_the_same_real_failure_known_since_the_first(tmp_pa
     assert console_line(first.stdout, "Cart API").endswith("— STATUS_CODE EQUALS 200: received 503 [new]")
     assert "**2 new failures** (in this build) · **0 known**" in first_md
     assert "### New in this build (2)" in first_md
-    assert "**New:** first seen" in first_md and "Already failing before this build" not in first_md
+    assert "**New:** its error was first seen in this run" in first_md
+    assert "Already failing before this build" not in first_md
 
     # The second run, a new process on the same file: the same failure, known since the first run.
     again = result(after, "Cart API")
@@ -82,7 +83,7 @@ def test_the_second_run_calls_the_same_real_failure_known_since_the_first(tmp_pa
     assert "**0 new failures** (in this build) · **2 known**" in second_md
     assert "### Already failing before this build (2)" in second_md
     first_seen = datetime.fromisoformat(seen.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M UTC")
-    assert f"**Known:** first seen {first_seen} (" in second_md
+    assert "**Known:** its error was first seen " in second_md and f"first seen {first_seen}" in second_md
     assert "New in this build" not in second_md
 
     # The refused line service is the other failure the file remembers.
