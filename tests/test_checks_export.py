@@ -315,7 +315,7 @@ def test_export_writes_a_world_that_loads_marks_what_cannot_run_and_holds_no_sec
         assert f"kept, not runnable: {reason}" in title
     for name in (*LOCAL, "dns", "inventory"):
         assert f"{_name(name)} ({_type(name)}): runs locally" in lines
-    assert f"9 check(s) exported to {target}: 6 run locally, 3 kept but not runnable" in err
+    assert f"9 checks exported to {target}: 6 run locally, 3 kept but not runnable" in err
     assert "set SHOP_TOKEN in the environment" in err and "set card_number in the environment" in err
     assert "variables no check defines" in err and "API_HOST" in err
     text = target.read_text()
@@ -332,7 +332,7 @@ def test_export_writes_a_world_that_loads_marks_what_cannot_run_and_holds_no_sec
     assert yaml.safe_load(text)["settings"]["notRunnable"] == "fail"
     # It passes `testsession emulator --check`, as the user is told to run.
     assert main(["emulator", "--check", "--world", str(target)]) == 0
-    assert f"{target}: ok, 1 account(s), 9 check(s)" in capsys.readouterr().out
+    assert f"{target}: ok, 1 account, 9 checks" in capsys.readouterr().out
     # Exported again: the same file (deterministic, so a re-export diffs only what changed).
     assert export(capsys, "--tag", "shop", "-o", str(tmp_path / "again.yml"))[0] == 0
     assert (tmp_path / "again.yml").read_text() == text

@@ -13,6 +13,7 @@ import sys
 
 from runner.cli.common import Context
 from runner.core.exitcodes import ExitCode
+from runner.core.words import counted
 
 
 def _say(ctx: Context, line: str) -> None:
@@ -66,7 +67,8 @@ def checks_export(args: argparse.Namespace, ctx: Context) -> int:
         verdict = "runs locally" if check.reason is None else f"kept, not runnable: {check.reason}"
         _say(ctx, for_line(f"{check.name} ({check.check_type}): {verdict}"))
     kept = len(result.checks) - result.runnable
-    total = f"{len(result.checks)} check(s) exported to {target}: {result.runnable} run locally, {kept} kept"
+    exported = counted(len(result.checks), "check")
+    total = f"{exported} exported to {target}: {result.runnable} run locally, {kept} kept"
     if kept:
         total += " but not runnable (a session that matches one fails closed; settings.notRunnable: skip)"
     _say(ctx, total)

@@ -64,8 +64,11 @@ def check_world(path: str | None) -> int:
 
     world = load_world(path)
     checks = sum(len(account.checks) for account in world.accounts)
-    faults = f", {len(world.settings.faults)} fault(s)" if world.settings.faults else ""
-    print(f"{path or 'the packaged world'}: ok, {len(world.accounts)} account(s), {checks} check(s){faults}")
+    from runner.core.words import counted
+
+    faults = f", {counted(len(world.settings.faults), 'fault')}" if world.settings.faults else ""
+    accounts = counted(len(world.accounts), "account")
+    print(f"{path or 'the packaged world'}: ok, {accounts}, {counted(checks, 'check')}{faults}")
     return 0
 
 
