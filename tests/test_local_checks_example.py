@@ -1,11 +1,13 @@
-"""The README's "Run your checks against a local build", as a user runs it: examples/local-app/shop.py
-(the good build, then the broken one) and `testsession run examples/local-checks-spec.yml --emulator
---world examples/local-checks.yml`. Every output says the same, and the analyses cite what happened."""
+"""The README's "Run your checks against a local build", as a user runs it: the commands of its block,
+examples/local-app/shop.py (the good build, then the broken one) and `testsession run
+examples/local-checks-spec.yml --emulator --world examples/local-checks.yml`. Every output says the
+same, and the analyses cite what happened."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -16,6 +18,7 @@ from typing import Any
 import pytest
 from checks_servers import free_port
 from conftest import CI_PREFIXES
+from doc_blocks import README, code_blocks, commands
 
 from runner.cli.main import main
 
@@ -23,12 +26,24 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 
 
+def readme_commands() -> tuple[Path, list[str]]:
+    """The build the README starts (`python SCRIPT &`) and the arguments of its `testsession` line,
+    paths resolved from the repository root."""
+    (block,) = code_blocks(README, "## Run your checks against a local build", "sh")
+    (start,) = commands(block, "python ")
+    (run,) = commands(block)
+    script = REPO / shlex.split(start)[1]
+    argv = [str(REPO / arg) if arg.startswith("examples/") else arg for arg in shlex.split(run)[1:]]
+    return script, argv
+
+
 class Shop:
     def __init__(self, broken: bool) -> None:
         self.port, self.tcp_port, self.dns_port = free_port(), free_port(), free_port()
         flags = ["--broken"] if broken else []
+        script, _ = readme_commands()
         self.process = subprocess.Popen(
-            [sys.executable, str(EXAMPLES / "local-app" / "shop.py"), *flags, "--port", str(self.port),
+            [sys.executable, str(script), *flags, "--port", str(self.port),
              "--tcp-port", str(self.tcp_port), "--dns-port", str(self.dns_port)],
             stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
@@ -57,8 +72,8 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureF
         monkeypatch.setenv("SHOP_URL", f"http://127.0.0.1:{shop.port}")
         monkeypatch.setenv("SHOP_TCP_PORT", str(shop.tcp_port))
         monkeypatch.setenv("SHOP_DNS_PORT", str(shop.dns_port))
-        spec, world = EXAMPLES / "local-checks-spec.yml", EXAMPLES / "local-checks.yml"
-        code = main(["run", str(spec), "--emulator", "--world", str(world)])
+        _, argv = readme_commands()
+        code = main(argv)
         console = capsys.readouterr()
         reports = tmp_path / "testsession-reports"
         results = json.loads((reports / "results.json").read_text(encoding="utf-8"))
@@ -85,9 +100,17 @@ def junit_kinds(junit: ET.Element) -> dict[str, str]:
     return kinds
 
 
+def shown_verdicts() -> list[str]:
+    """The verdict lines of the README's before/after block: the good build's, then the broken one's."""
+    (block,) = code_blocks(README, "## Run your checks against a local build", "text")
+    return [line for line in block.splitlines() if line.startswith("verdict: ")]
+
+
 def test_the_good_build_passes_and_the_broken_one_fails_with_the_same_story_everywhere(run: Any) -> None:
+    good_verdict, broken_verdict = shown_verdicts()
     code, console, results, markdown, junit = run(broken=False)
     assert code == 0, console
+    assert good_verdict in console.splitlines(), console  # as the README shows it
     assert verdicts(results) == {
         "Shop health": "passed", "Products API": "passed", "Cart API": "passed", "Search API": "passed",
         "Payments API": "flaky", "Line service": "passed", "Shop DNS": "passed",
@@ -97,6 +120,7 @@ def test_the_good_build_passes_and_the_broken_one_fails_with_the_same_story_ever
 
     code, console, results, markdown, junit = run(broken=True)
     assert code == 1, console
+    assert broken_verdict in console.splitlines(), console
     outcome = {r["name"]: r for s in results["sessions"] for r in s["results"]}
     assert verdicts(results) == {
         "Shop health": "passed", "Products API": "passed", "Cart API": "failed", "Search API": "degraded",

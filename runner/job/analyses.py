@@ -1,6 +1,6 @@
 """A session's error groups and their root cause analyses, read as soon as failures appear.
 
-Per group (the spec's `rca` keys, README "The target spec"): read the group, for the failure's
+Per group (the spec's `rca` keys, docs/spec.md): read the group, for the failure's
 message whether or not analyses are on; then, when analyses are on and the group is among the first
 `rca.max`, take its newest analysis or create one, and poll it until it completes or the run stops
 waiting. An analysis that cannot be had is reported with its reason and never changes the exit code.

@@ -11,7 +11,7 @@ from runner.emulator.core.failures import ApiFailure
 from runner.emulator.core.world import RateLimit
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-# The demo keys the packaged world (world.yml's defaults), the README and the examples publish all
+# The demo keys the packaged world (world.yml's defaults), the docs and the examples publish all
 # start so: anyone may know one, so a key like it never makes this machine send requests for others.
 DEMO_KEY_PREFIX = "tsk_demo_"
 
