@@ -109,6 +109,33 @@ NOTHING_JUDGED_CODE = ExitCode.SERVICE
 NOTHING_JUDGED = "the session ended without any check result and the service did not say no check matched"
 
 
+def unexplained_end(status: str, results: list[ResultOutcome], *, vanished: int) -> str | None:
+    """Why a session that ended on its own (not by this run) cannot pass on the results it gave, or
+    None. A final answer that does not add up is an answer not understood (NOTHING_JUDGED_CODE):
+    results seen while it ran that are missing now, a FAILED session none of whose results failed,
+    a session cancelled on the service whose unfinished checks have no result. A failing result
+    explains a FAILED or cancelled session: it fails the gate by itself."""
+    if vanished:
+        noun = "check result" if vanished == 1 else "check results"
+        return (
+            f"{vanished} {noun} seen while the session ran {'is' if vanished == 1 else 'are'} missing from "
+            "its final answer: the answer is incomplete, and what is missing was never judged"
+        )
+    if any(failing_verdict(r, fail_on_degraded=True) for r in results):
+        return None
+    if status == "FAILED":
+        return (
+            "the service says the session FAILED but none of its results shows a failure: "
+            "the answer is incomplete or not understood"
+        )
+    if status == "CANCELLED":
+        return (
+            "the session was cancelled on the service before it finished, not by this run: "
+            "the checks without a result were never judged"
+        )
+    return None
+
+
 def session_exit_code(
     code: ExitCode,
     results: list[ResultOutcome],

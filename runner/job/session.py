@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from runner.client import ApiClient
@@ -39,10 +39,16 @@ from runner.job.events import (
     Where,
 )
 from runner.job.outcome import ErrorGroupOutcome, ResultOutcome, SessionOutcome
-from runner.job.policy import NOTHING_JUDGED_CODE, Gate, checks_exit_code, no_match_exit_code
+from runner.job.policy import (
+    NOTHING_JUDGED_CODE,
+    Gate,
+    checks_exit_code,
+    no_match_exit_code,
+    unexplained_end,
+)
 from runner.job.refusals import trigger_refusal
 from runner.job.verdicts import build_results
-from runner.models import TestSession, TriggerRequest
+from runner.models import SessionResult, TestSession, TriggerRequest
 
 MESSAGE_WAIT = 3.0  # seconds a failure's line waits for its error message before it is printed
 CANCEL_WITHIN = 3.0  # seconds a cancel may take when the run is ending
@@ -205,6 +211,7 @@ class _Watch:
         self.session = session
         self.started = worker.clock()
         self.reported: set[str] = set()
+        self.seen: dict[str, SessionResult] = {}  # every result any answer showed, by id
 
     def results(
         self, session: TestSession | None, groups: list[ErrorGroupOutcome], ended_by_us: bool = False
@@ -216,6 +223,7 @@ class _Watch:
     def _observe(self, session: TestSession) -> bool:
         """Reports the results that became final since the last read; True when there were any."""
         self.session = session
+        self.seen.update((r.testSessionResultId, r) for r in session.results)
         failing_groups = [g for r in session.results if r.status != "PASSED" for g in r.errorGroupIds]
         self.reader.read(failing_groups)
         self.reader.analyse([g for g, _n in groups_by_frequency(session)], checks_by_group(session))
@@ -254,6 +262,11 @@ class _Watch:
         self._observe(final)
         elapsed = worker.clock() - self.started
         worker.emit(SessionFinished(worker.where, final.status, elapsed))
+        vanished = _vanished(self.seen.values(), final.results)
+        if vanished and worker.stop_code() is None:  # never a no-match: checks were seen
+            problem = unexplained_end(final.status, [], vanished=vanished)
+            groups = self.reader.finish(final, wait=False)
+            return worker._outcome(final, NOTHING_JUDGED_CODE, problem, self.results(final, groups), groups)
         if not final.results and final.status != "CANCELLED":
             worker.emit(NoMatch(worker.where, "the session finished without results"))
             code = no_match_exit_code(plan.gate)
@@ -272,8 +285,12 @@ class _Watch:
         groups = self.reader.finish(final, wait=not worker.stop.is_set())
         results = self.results(final, groups)
         stop = worker.stop_code()
-        code = stop if stop is not None else checks_exit_code(results, plan.gate)
-        return worker._outcome(final, code, None, results, groups)
+        if stop is not None:
+            return worker._outcome(final, stop, None, results, groups)
+        problem = unexplained_end(final.status, results, vanished=0)
+        if problem is not None:
+            return worker._outcome(final, NOTHING_JUDGED_CODE, problem, results, groups)
+        return worker._outcome(final, checks_exit_code(results, plan.gate), None, results, groups)
 
     def _ended_early(self, deadline: float) -> SessionOutcome:
         """The deadline passed, or a signal stopped the run: cancel, and report what did not finish."""
@@ -297,3 +314,16 @@ class _Watch:
         groups = self.reader.finish(left, wait=False)
         code = worker.stop_code() or ExitCode.INTERRUPTED
         return worker._outcome(left, code, None, self.results(left, groups, True), groups)
+
+
+def _vanished(seen: Iterable[SessionResult], final: list[SessionResult]) -> int:
+    """How many results an earlier answer showed that the final answer has no trace of: not the same
+    result id, nor a result of the same check (by check id, or by name where there is none)."""
+    ids = {r.testSessionResultId for r in final}
+    checks = {r.checkId for r in final if r.checkId}
+    names = {r.name for r in final}
+    return sum(
+        1
+        for r in seen
+        if r.testSessionResultId not in ids and (r.checkId not in checks if r.checkId else r.name not in names)
+    )
