@@ -322,8 +322,7 @@ def _vanished(seen: Iterable[SessionResult], final: list[SessionResult]) -> int:
     ids = {r.testSessionResultId for r in final}
     checks = {r.checkId for r in final if r.checkId}
     names = {r.name for r in final}
-    return sum(
-        1
-        for r in seen
-        if r.testSessionResultId not in ids and (r.checkId not in checks if r.checkId else r.name not in names)
+    kept = (
+        r.testSessionResultId in ids or (r.checkId in checks if r.checkId else r.name in names) for r in seen
     )
+    return sum(1 for here in kept if not here)
