@@ -203,7 +203,7 @@ def _rerun_failed_spec(source: str, spec: RunSpec, overrides: Overrides, ctx: Co
     """The spec narrowed to the checks that failed in `source`; None (after saying so) when none did."""
     from runner.cli.report_command import read_results
     from runner.core.errors import UsageError
-    from runner.job.rerun import rerun_spec, select_rerun
+    from runner.job.rerun import cannot_rerun, rerun_spec, select_rerun
     from runner.reports import load_outcome
     from runner.reports.text import one_line
     from runner.spec import apply_overrides
@@ -212,7 +212,14 @@ def _rerun_failed_spec(source: str, spec: RunSpec, overrides: Overrides, ctx: Co
         raise UsageError(
             "--rerun-failed picks the checks and locations itself: drop --location, --tag, --check-id"
         )
-    selection = select_rerun(load_outcome(read_results(source), source))
+    earlier = load_outcome(read_results(source), source)
+    refused = cannot_rerun(earlier)
+    if refused:
+        raise UsageError(
+            f"--rerun-failed {source}: {refused}; a rerun of only the failed checks cannot clear that "
+            "run: run the spec again without --rerun-failed"
+        )
+    selection = select_rerun(earlier)
     skipped = (
         f" ({selection.without_id} failing results name no check id and cannot be rerun)"
         if selection.without_id
