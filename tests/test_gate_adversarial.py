@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -462,3 +465,43 @@ def test_the_action_exits_with_the_gates_code_on_a_refusal(
     ]
     assert KEY not in "\n".join(shown) + outputs.read_text()
     assert json.loads((plain_env / "r.json").read_text())["verdict"] == "service-error"
+
+
+# --- signals -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_during_waits_first_read_ends_it_at_once_with_reports(
+    plain_env: Path, sig: signal.Signals, code: int
+) -> None:
+    """Hole: `wait ID` read the session on the main thread; a service that holds that read kept
+    SIGTERM unanswered for the read timeout times its retries (CI then kills it: no reports)."""
+    held = threading.Event()
+
+    def hold(h: BaseHTTPRequestHandler) -> None:
+        held.set()
+        time.sleep(20)
+
+    with HostileServer({SESSION: hold}) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(CI_PREFIXES) and k != "CI"}
+        env["TESTSESSION_BASE_URL"] = server.url
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "runner", "wait", SESSION_A, "--json", "r.json", "--junit", "j.xml"],
+            cwd=plain_env,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            assert held.wait(15), "the read never arrived"
+            sent = time.monotonic()
+            proc.send_signal(sig)
+            out, _ = proc.communicate(timeout=15)
+        finally:
+            proc.kill()
+    assert proc.returncode == code, out
+    assert time.monotonic() - sent < 5, out
+    data = json.loads((plain_env / "r.json").read_text())
+    assert data["verdict"] == "interrupted" and data["exitCode"] == code
+    assert (plain_env / "j.xml").exists() and KEY not in out
