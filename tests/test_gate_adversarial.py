@@ -505,3 +505,24 @@ def test_a_signal_during_waits_first_read_ends_it_at_once_with_reports(
     data = json.loads((plain_env / "r.json").read_text())
     assert data["verdict"] == "interrupted" and data["exitCode"] == code
     assert (plain_env / "j.xml").exists() and KEY not in out
+
+
+# --- CI variables ------------------------------------------------------------------------------
+
+
+def test_a_github_event_path_that_is_a_fifo_does_not_hold_the_run(cli_env: Emulator, tmp_path: Path) -> None:
+    """Hole: GITHUB_EVENT_PATH naming a FIFO (or any file that never ends opening) held the run
+    forever before anything was triggered; the event file is read only when it is a regular file."""
+    fifo = tmp_path / "event.fifo"
+    os.mkfifo(fifo)
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY" and k != "GITHUB_OUTPUT"}
+    env.update(GITHUB_ACTIONS="true", GITHUB_EVENT_NAME="pull_request", GITHUB_EVENT_PATH=str(fifo))
+    answer = subprocess.run(
+        [sys.executable, "-m", "runner", "run", "--location", "eu-west-1", "--tag", "checkout", "--no-rca"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert answer.returncode == ExitCode.CHECKS_FAILED, answer.stderr
