@@ -526,3 +526,26 @@ def test_a_github_event_path_that_is_a_fifo_does_not_hold_the_run(cli_env: Emula
         timeout=30,
     )
     assert answer.returncode == ExitCode.CHECKS_FAILED, answer.stderr
+
+
+# --- report paths ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        pytest.param(["--json", "out/r", "--markdown", "out/r"], id="json-and-markdown"),
+        pytest.param(["--junit", "out/r", "--json", "./out/../out/r"], id="junit-and-json-spelt-apart"),
+        pytest.param(["--json", "gate.yml"], id="json-over-the-spec"),
+    ],
+)
+def test_two_outputs_on_one_path_are_refused_before_anything_runs(
+    cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str]
+) -> None:
+    """Hole: `--json r --markdown r` wrote the markdown over results.json (a later --baseline or
+    --rerun-failed of it then fails), and `--json spec.yml` wrote the results over the spec."""
+    path = spec(tmp_path, gate="")
+    before = Path(path).read_text()
+    code = main(["run", path, "--no-rca", *flags])
+    assert code == ExitCode.USAGE and "same file" in capsys.readouterr().err
+    assert len(cli_env.backend.snapshot().sessions) == 0 and Path(path).read_text() == before

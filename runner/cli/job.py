@@ -90,7 +90,7 @@ class JobSettings:
                 ),
             ),
             connection=_connection(args),
-            report_paths=_report_paths(spec),
+            report_paths=_report_paths(spec, getattr(args, "spec", None)),
             detach=bool(getattr(args, "detach", False)),
             emulator=emulator,
             world=world,
@@ -112,7 +112,7 @@ def _connection(args: argparse.Namespace) -> Connection:
     return connection
 
 
-def _report_paths(spec: RunSpec) -> dict[str, Path | str]:
+def _report_paths(spec: RunSpec, spec_path: str | None = None) -> dict[str, Path | str]:
     paths: dict[str, Path | str] = {}
     for kind in ("json", "junit", "markdown"):
         value = getattr(spec.reports, kind)
@@ -131,6 +131,16 @@ def _report_paths(spec: RunSpec) -> dict[str, Path | str]:
         paths[kind] = path
     if sum(1 for p in paths.values() if p == STDOUT) > 1:
         raise UsageError("only one report can go to standard output ('-')")
+    # One file, one output: a second report (or the spec itself) written over the first is lost.
+    taken: dict[str, str] = {os.path.realpath(spec_path): "the spec"} if spec_path else {}
+    for kind, where in paths.items():
+        if isinstance(where, Path):
+            real = os.path.realpath(where)
+            if real in taken:
+                raise UsageError(
+                    f"reports.{kind}: {where} is the same file as {taken[real]}; give each its own path"
+                )
+            taken[real] = f"reports.{kind}"
     return paths
 
 
@@ -170,9 +180,7 @@ class Job:
         comment = settings.spec.comment
         if comment.enabled:
             key = comment.key or comment_key(settings.spec_path, self.environ)
-            front_ends.append(
-                CommentPublisher(key, comment.gitlabTokenVariable, self.console, redact)
-            )
+            front_ends.append(CommentPublisher(key, comment.gitlabTokenVariable, self.console, redact))
         # The console last: its verdict line ends the log.
         self.observer = Observers([*front_ends, self.console])
 
