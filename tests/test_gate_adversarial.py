@@ -136,6 +136,17 @@ def test_a_failed_session_without_a_failing_result_never_passes(plain_env: Path)
     assert "FAILED but none of its results" in data["sessions"][0]["problem"]
 
 
+@pytest.mark.parametrize("first", ["trigger", "final"])
+def test_a_failed_session_without_any_result_is_not_a_no_match(plain_env: Path, first: str) -> None:
+    """Hole: a FAILED session with `results: []` was read as the no-match signal (a finished session
+    without results), exit 0 with failOnNoMatchingChecks: false. The service said it failed."""
+    failed = dict(session_json(SESSION_A, status="FAILED"), results=[])
+    trigger = json_answer(failed if first == "trigger" else dict(running(), results=[]))
+    code, data = run_against(plain_env, {TRIGGER: trigger, SESSION: json_answer(failed)})
+    assert code == ExitCode.SERVICE and not data["sessions"][0]["noMatch"]
+    assert "FAILED but none of its results" in data["sessions"][0]["problem"]
+
+
 @pytest.mark.parametrize("result_type", ["SOMETHING_NEW", "final", ""])
 def test_a_passed_result_of_an_unknown_result_type_is_not_a_pass(plain_env: Path, result_type: str) -> None:
     """Hole: resultType outside FINAL/ATTEMPT/PENDING with status PASSED counted as a final pass."""

@@ -103,7 +103,7 @@ def checks_exit_code(results: list[ResultOutcome], gate: Gate) -> ExitCode:
 
 def no_match_exit_code(gate: Gate) -> ExitCode:
     """Only for the service's own no-match signals: the trigger's 403 ERR_NO_MATCHING_CHECKS, or a
-    finished session with no results. Every other refusal is an error, never this."""
+    session that PASSED with no results. Every other refusal is an error, never this."""
     return ExitCode.NO_MATCH if gate.fail_on_no_match else ExitCode.OK
 
 

@@ -267,7 +267,7 @@ class _Watch:
             problem = unexplained_end(final.status, [], vanished=vanished)
             groups = self.reader.finish(final, wait=False)
             return worker._outcome(final, NOTHING_JUDGED_CODE, problem, self.results(final, groups), groups)
-        if not final.results and final.status != "CANCELLED":
+        if not final.results and final.status == "PASSED":  # FAILED without results: not understood
             worker.emit(NoMatch(worker.where, "the session finished without results"))
             code = no_match_exit_code(plan.gate)
             return worker._outcome(
@@ -276,7 +276,8 @@ class _Watch:
                 "no check matched the target: the session finished without results",
                 no_match=True,
             )
-        if not final.results and worker.stop_code() is None:  # cancelled by someone before any result
+        if not final.results and final.status == "CANCELLED" and worker.stop_code() is None:
+            # cancelled by someone before any result
             problem = "the session was cancelled before any check reported a result: nothing was judged"
             return worker._outcome(final, NOTHING_JUDGED_CODE, problem)
         waiting = self.reader.analyses_to_wait_for(final)
