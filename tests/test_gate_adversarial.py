@@ -167,6 +167,30 @@ def test_consistent_answers_still_pass_and_fail_as_before(plain_env: Path) -> No
     assert code == ExitCode.CHECKS_FAILED
 
 
+def test_two_triggers_answered_with_one_session_never_pass(plain_env: Path) -> None:
+    """Hole: a spec with two locations, both triggers answered with the same session (a proxy that
+    caches a POST, a confused service): both followed it and passed, and the second location's
+    checks never ran. Two triggers make two sessions; the second one is exit 4."""
+    path = plain_env / "multi.yml"
+    path.write_text(
+        "sessions:\n"
+        "  - {name: eu, runLocation: eu-west-1, target: {matchTags: [[smoke]]}}\n"
+        "  - {name: us, runLocation: us-east-1, target: {matchTags: [[smoke]]}}\n"
+    )
+    routes = {
+        CANCEL: no_content,
+        TRIGGER: json_answer(running()),
+        SESSION: json_answer(session_json(SESSION_A)),
+    }
+    with HostileServer(routes) as server:
+        code, data = cli(plain_env, "run", str(path), "--base-url", server.url, "--timeout", "5")
+    assert code == ExitCode.SERVICE
+    eu, us = data["sessions"]
+    assert eu["exitCode"] == 0 and us["exitCode"] == ExitCode.SERVICE
+    assert "eu (eu-west-1) of this run got too" in us["problem"] and us["results"] == []
+    assert data["counts"]["total"] == 1  # the one session's result, counted once
+
+
 # --- answers the client does not understand (these held) --------------------------------------
 
 

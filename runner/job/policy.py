@@ -140,6 +140,25 @@ def unexplained_end(status: str, results: list[ResultOutcome], *, vanished: int)
     return None
 
 
+def shared_session(session_ids: list[str | None], names: list[str]) -> dict[int, str]:
+    """Sessions of one run that got a test session an earlier one of the run already has, with the
+    problem to report: two triggers make two sessions, so the later one's checks never ran (a proxy
+    that cached the trigger's answer, a confused service). Never a pass: NOTHING_JUDGED_CODE."""
+    first: dict[str, int] = {}
+    shared: dict[int, str] = {}
+    for index, session_id in enumerate(session_ids):
+        if session_id is None:
+            continue
+        if session_id in first:
+            shared[index] = (
+                f"the trigger answered with test session {session_id}, which {names[first[session_id]]} "
+                "of this run got too: the checks of this session never ran"
+            )
+        else:
+            first[session_id] = index
+    return shared
+
+
 def session_exit_code(
     code: ExitCode,
     results: list[ResultOutcome],

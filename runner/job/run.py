@@ -47,6 +47,7 @@ from runner.job.policy import (
     run_exit_code,
     run_verdict,
     session_exit_code,
+    shared_session,
 )
 from runner.job.refusals import unknown_session
 from runner.job.session import CANCEL_WITHIN, SessionPlan, SessionWorker, session_outcome
@@ -302,7 +303,16 @@ def judge(
     forgives known failures), then the run's code, verdict and counts. The one path to a verdict."""
     gated = draft.model_copy(update={"failOnDegraded": gate.fail_on_degraded, "failOn": gate.fail_on})
     marked = mark_baseline(mark_known(gated), baseline)
-    judged = [_judge_session(s, gate, detached) for s in marked.sessions]
+    shared = shared_session(
+        [s.testSessionId for s in marked.sessions], [f"{s.name} ({s.runLocation})" for s in marked.sessions]
+    )
+    # A shared session's results are the other session's: shown once, under the session that ran them.
+    unrun = {"exitCode": int(NOTHING_JUDGED_CODE), "results": [], "errorGroups": []}
+    sessions = [
+        s.model_copy(update={**unrun, "problem": shared[i]}) if i in shared else s
+        for i, s in enumerate(marked.sessions)
+    ]
+    judged = [_judge_session(s, gate, detached) for s in sessions]
     code = run_exit_code([ExitCode(s.exitCode) for s in judged], stop_code)
     all_no_match = bool(judged) and all(s.noMatch for s in judged)
     problems = [f"{s.name} ({s.runLocation}): {s.problem}" for s in judged if s.problem]
