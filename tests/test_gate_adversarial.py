@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from conftest import CI_PREFIXES, REPO_ROOT
+from emulator_ids import CHECKOUT, HOMEPAGE, LEGACY
 from hostile import SESSION_A, SESSION_B, HostileServer, Route, json_answer, no_content, session_json
 
 from runner.cli.main import main
@@ -32,7 +33,6 @@ TRIGGER = ("POST", "/v1/test-sessions/trigger")
 SESSION = ("GET", f"/v1/test-sessions/{SESSION_A}")  # the read and the completion long poll
 CANCEL = ("POST", f"/v1/test-sessions/{SESSION_A}/cancel")
 LENIENT = "gate: {failOnNoMatchingChecks: false, failOn: new}\n"
-CHECKOUT = "0b9a3c4d-1111-4a5b-8c6d-000000000003"
 
 
 @pytest.fixture
@@ -395,6 +395,26 @@ def test_rerun_failed_whose_checks_no_longer_match_is_not_a_pass(
     earlier = _results_file(tmp_path / "earlier.json", 1, "failed", [_session(1, results=[result])])
     got, data = cli(tmp_path, "run", spec(tmp_path), "--rerun-failed", str(earlier))
     assert got == ExitCode.NO_MATCH and data["sessions"][0]["noMatch"]
+
+
+MISSING = "0b9a3c4d-1111-4a5b-8c6d-0000000000ee"  # no such check
+
+
+@pytest.mark.parametrize("named", [MISSING, LEGACY])
+def test_a_check_named_by_id_that_never_ran_is_not_a_pass(
+    cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str], named: str
+) -> None:
+    """Hole: `--check-id A --check-id B` where B does not exist (a typo, deleted) or is deactivated
+    ran A alone and passed: the check the user named was never judged. Exit 2, naming it; the same
+    closes `--rerun-failed` passing when a failed check was deleted since."""
+    code, data = cli(tmp_path, "run", "--location", "eu-west-1", "--check-id", HOMEPAGE, "--check-id", named)
+    assert code == ExitCode.USAGE
+    [session] = data["sessions"]
+    assert [r["verdict"] for r in session["results"]] == ["passed"]
+    assert named in session["problem"] and "never ran" in session["problem"]
+    # With tags as well, a named check may be left out by them: that is the target, not a hole.
+    assert cli(tmp_path, "run", "--location", "eu-west-1", "--check-id", HOMEPAGE, "--check-id", named,
+               "--tag", "smoke")[0] == 0  # fmt: skip
 
 
 def _baseline(path: Path, verdict: str) -> Path:

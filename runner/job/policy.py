@@ -159,6 +159,26 @@ def shared_session(session_ids: list[str | None], names: list[str]) -> dict[int,
     return shared
 
 
+# A check the target named by id that has no result was never judged: the user must act (the id is
+# wrong, the check deleted or deactivated), and the session never passes.
+UNRUN_NAMED_CODE = ExitCode.USAGE
+
+
+def unrun_named_checks(named: list[str], results: list[ResultOutcome]) -> str | None:
+    """The problem when check ids named in target.checkId (without tags, which may leave a named
+    check out by design) have no result in the session, else None."""
+    ran = {r.checkId for r in results if r.checkId}
+    missing = list(dict.fromkeys(c for c in named if c not in ran))
+    if not missing:
+        return None
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    noun = "check" if len(missing) == 1 else "checks"
+    return (
+        f"{noun} {shown} named in target.checkId never ran in this session: no such check in this "
+        "account, or deactivated (target.allowDeactivated); nothing about it was judged"
+    )
+
+
 def session_exit_code(
     code: ExitCode,
     results: list[ResultOutcome],

@@ -41,10 +41,12 @@ from runner.job.events import (
 from runner.job.outcome import ErrorGroupOutcome, ResultOutcome, SessionOutcome
 from runner.job.policy import (
     NOTHING_JUDGED_CODE,
+    UNRUN_NAMED_CODE,
     Gate,
     checks_exit_code,
     no_match_exit_code,
     unexplained_end,
+    unrun_named_checks,
 )
 from runner.job.refusals import trigger_refusal
 from runner.job.verdicts import build_results
@@ -138,7 +140,20 @@ class SessionWorker:
 
     def trigger_and_follow(self, request: TriggerRequest) -> SessionOutcome:
         session, ended = self._trigger(request)
-        return ended if ended is not None else self.follow(session)
+        return ended if ended is not None else self._named_checks(request, self.follow(session))
+
+    def _named_checks(self, request: TriggerRequest, outcome: SessionOutcome) -> SessionOutcome:
+        """A session that ran to its end without a check the target named by id never passes."""
+        target = request.target
+        if target is None or not target.checkId or target.matchTags or self.stop_code() is not None:
+            return outcome
+        if outcome.problem or outcome.exitCode not in (ExitCode.OK, ExitCode.CHECKS_FAILED):
+            return outcome
+        problem = unrun_named_checks(target.checkId, outcome.results)
+        if problem is None:
+            return outcome
+        self.emit(SessionFailed(self.where, problem))
+        return outcome.model_copy(update={"exitCode": int(UNRUN_NAMED_CODE), "problem": problem})
 
     def trigger_only(self, request: TriggerRequest) -> SessionOutcome:
         session, ended = self._trigger(request)
