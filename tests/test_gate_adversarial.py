@@ -167,6 +167,42 @@ def test_consistent_answers_still_pass_and_fail_as_before(plain_env: Path) -> No
     assert code == ExitCode.CHECKS_FAILED
 
 
+COMPLETION = ("GET", f"/v1/test-sessions/{SESSION_A}/completion")
+
+
+def _without_results(session: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in session.items() if k != "results"}
+
+
+def test_a_final_answer_without_a_results_field_is_read_again_not_taken_for_a_no_match(
+    plain_env: Path,
+) -> None:
+    """Hole: the completion long poll's answer need not carry `results` (the API document does not
+    require it); a final answer without it was "no check matched" (exit 0 with failOnNoMatchingChecks:
+    false) while the session itself had a failed check. The session is read again for its results."""
+    failed = with_results("FAILED", ("FAILED", "FINAL"))
+    routes = {
+        COMPLETION: json_answer(_without_results(failed)),
+        TRIGGER: json_answer(_without_results(running())),
+        SESSION: json_answer(failed),
+    }
+    code, data = run_against(plain_env, routes)
+    assert code == ExitCode.CHECKS_FAILED and [r["verdict"] for r in data["sessions"][0]["results"]] == [
+        "failed"
+    ]
+
+
+def test_a_final_session_that_never_says_what_ran_is_not_a_no_match(plain_env: Path) -> None:
+    """Only `results: []`, said, is the no-match signal; a final session whose every answer leaves
+    the field out said nothing about its checks: exit 4."""
+    passed = _without_results(session_json(SESSION_A))
+    code, data = run_against(
+        plain_env, {TRIGGER: json_answer(_without_results(running())), SESSION: json_answer(passed)}
+    )
+    assert code == ExitCode.SERVICE and not data["sessions"][0]["noMatch"]
+    assert "no results field" in data["sessions"][0]["problem"]
+
+
 def test_two_triggers_answered_with_one_session_never_pass(plain_env: Path) -> None:
     """Hole: a spec with two locations, both triggers answered with the same session (a proxy that
     caches a POST, a confused service): both followed it and passed, and the second location's

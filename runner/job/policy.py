@@ -113,6 +113,12 @@ NOTHING_JUDGED_CODE = ExitCode.SERVICE
 NOTHING_JUDGED = "the session ended without any check result and the service did not say no check matched"
 
 
+# Only `results: []`, said, is a session's no-match; a final answer without the field said nothing.
+NO_RESULTS_FIELD = (
+    "the service's final answer has no results field: which checks ran, and how, was never said"
+)
+
+
 def unexplained_end(status: str, results: list[ResultOutcome], *, vanished: int) -> str | None:
     """Why a session that ended on its own (not by this run) cannot pass on the results it gave, or
     None. A final answer that does not add up is an answer not understood (NOTHING_JUDGED_CODE):

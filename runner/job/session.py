@@ -40,6 +40,7 @@ from runner.job.events import (
 )
 from runner.job.outcome import ErrorGroupOutcome, ResultOutcome, SessionOutcome
 from runner.job.policy import (
+    NO_RESULTS_FIELD,
     NOTHING_JUDGED_CODE,
     UNRUN_NAMED_CODE,
     Gate,
@@ -274,6 +275,11 @@ class _Watch:
             final = self.session
         if final is None:
             return self._ended_early(deadline)
+        if "results" not in final.model_fields_set:
+            # The completion long poll's answer need not carry results (nor the trigger's): read
+            # the session itself once more before judging it.
+            again = worker.client.get_session(final.testSessionId)  # another session's answer: refused
+            final = again if again.is_final else final
         self._observe(final)
         elapsed = worker.clock() - self.started
         worker.emit(SessionFinished(worker.where, final.status, elapsed))
@@ -282,6 +288,8 @@ class _Watch:
             problem = unexplained_end(final.status, [], vanished=vanished)
             groups = self.reader.finish(final, wait=False)
             return worker._outcome(final, NOTHING_JUDGED_CODE, problem, self.results(final, groups), groups)
+        if "results" not in final.model_fields_set and worker.stop_code() is None:
+            return worker._outcome(final, NOTHING_JUDGED_CODE, NO_RESULTS_FIELD)
         if not final.results and final.status == "PASSED":  # FAILED without results: not understood
             worker.emit(NoMatch(worker.where, "the session finished without results"))
             code = no_match_exit_code(plan.gate)
