@@ -640,3 +640,32 @@ def test_two_outputs_on_one_path_are_refused_before_anything_runs(
     code = main(["run", path, "--no-rca", *flags])
     assert code == ExitCode.USAGE and "same file" in capsys.readouterr().err
     assert len(cli_env.backend.snapshot().sessions) == 0 and Path(path).read_text() == before
+
+
+def test_a_failed_run_whose_report_cannot_be_written_to_a_closed_pipe_is_still_exit_1(
+    emulator: Emulator, tmp_path: Path
+) -> None:
+    """Hole: a report that could not be written at the end (`--json /dev/full` passes the check
+    before the run) printed its error to stderr; with stderr a closed pipe (`2>&1 | head`) that
+    print raised BrokenPipeError, which the command runner reads as exit 0: a failed gate passed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(CI_PREFIXES) and k != "CI"}
+    env.update(
+        TESTSESSION_API_KEY=emulator.api_key,
+        TESTSESSION_ACCOUNT_ID=emulator.account_id,
+        TESTSESSION_BASE_URL=emulator.url,
+    )
+    args = ["run", "--location", "eu-west-1", "--tag", "checkout", "--no-rca", "--json", "/dev/full"]
+    reader, writer = os.pipe()
+    os.close(reader)  # nobody reads: every write to the pipe fails with EPIPE
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "runner", *args, "--junit", "", "--markdown", ""],
+            cwd=tmp_path,
+            env=env,
+            stdout=writer,
+            stderr=writer,
+            timeout=60,
+        )
+    finally:
+        os.close(writer)
+    assert proc.returncode == ExitCode.CHECKS_FAILED

@@ -312,7 +312,12 @@ class Job:
                 write_atomic(path, text)
                 written[kind] = path
             except (OSError, ValueError) as exc:
-                print(f"testsession: error: could not write {kind} report {path}: {exc}", file=self.stderr)
+                # stderr closed or broken: the exit code stands (an error escaping here would be
+                # read as a broken pipe, exit 0).
+                with suppress(OSError, ValueError):
+                    print(
+                        f"testsession: error: could not write {kind} report {path}: {exc}", file=self.stderr
+                    )
         return written
 
     def _print_stdout(self, text: str) -> None:

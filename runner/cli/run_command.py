@@ -226,14 +226,23 @@ def _rerun_failed_spec(source: str, spec: RunSpec, overrides: Overrides, ctx: Co
         else ""
     )
     if not selection.count:
-        print(ctx.redact(f"nothing to rerun: no check failed, errored or was cut short in {source}{skipped}"))
+        _say(ctx.redact(f"nothing to rerun: no check failed, errored or was cut short in {source}{skipped}"))
         return None
     shown = ", ".join(one_line(label, 120) for label in selection.labels[:10])
     more = f" and {len(selection.labels) - 10} more" if len(selection.labels) > 10 else ""
     noun = "check" if selection.count == 1 else "checks"
-    print(ctx.redact(f"rerunning {selection.count} {noun} that failed in {source}: {shown}{more}{skipped}"))
+    _say(ctx.redact(f"rerunning {selection.count} {noun} that failed in {source}: {shown}{more}{skipped}"))
     # Again over the new sessions: without a spec file they come from the results, not the spec.
     return apply_overrides(rerun_spec(spec, selection), overrides)
+
+
+def _say(line: str) -> None:
+    """A line on stdout; a closed or broken stdout never ends the run (an error escaping from here
+    would be read as a broken pipe, exit 0, before the gate ran)."""
+    from contextlib import suppress
+
+    with suppress(OSError, ValueError):
+        print(line, flush=True)
 
 
 def handle_wait(args: argparse.Namespace, ctx: Context) -> int:
