@@ -642,6 +642,36 @@ def test_two_outputs_on_one_path_are_refused_before_anything_runs(
     assert len(cli_env.backend.snapshot().sessions) == 0 and Path(path).read_text() == before
 
 
+def _closed_pipe_run(args: list[str], env: dict[str, str], cwd: Path) -> int:
+    """The CLI with stdout and stderr on a pipe nobody reads (`... 2>&1 | head -0`): its exit code."""
+    reader, writer = os.pipe()
+    os.close(reader)  # every write to the pipe fails with EPIPE
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "runner", *args],
+            cwd=cwd,
+            env=env,
+            stdout=writer,
+            stderr=writer,
+            timeout=60,
+        ).returncode
+    finally:
+        os.close(writer)
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["run", "--location", "eu-west-1"], ExitCode.USAGE),  # no credentials: exit 2, not 120
+        (["wait", "not-a-uuid"], ExitCode.USAGE),
+    ],
+)
+def test_a_closed_pipe_keeps_the_exit_code_of_an_error(tmp_path: Path, args: list[str], code: int) -> None:
+    """Hole: `env -i testsession run ... 2>&1 | head -0` exited 120 (Python's code for a stdout it
+    could not flush at exit), not the 2 of its usage error: the code must say who acts."""
+    assert _closed_pipe_run(args, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, tmp_path) == code
+
+
 def test_a_failed_run_whose_report_cannot_be_written_to_a_closed_pipe_is_still_exit_1(
     emulator: Emulator, tmp_path: Path
 ) -> None:
@@ -655,17 +685,4 @@ def test_a_failed_run_whose_report_cannot_be_written_to_a_closed_pipe_is_still_e
         TESTSESSION_BASE_URL=emulator.url,
     )
     args = ["run", "--location", "eu-west-1", "--tag", "checkout", "--no-rca", "--json", "/dev/full"]
-    reader, writer = os.pipe()
-    os.close(reader)  # nobody reads: every write to the pipe fails with EPIPE
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "runner", *args, "--junit", "", "--markdown", ""],
-            cwd=tmp_path,
-            env=env,
-            stdout=writer,
-            stderr=writer,
-            timeout=60,
-        )
-    finally:
-        os.close(writer)
-    assert proc.returncode == ExitCode.CHECKS_FAILED
+    assert _closed_pipe_run([*args, "--junit", "", "--markdown", ""], env, tmp_path) == ExitCode.CHECKS_FAILED

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from contextlib import suppress
+from typing import TextIO
 
 from runner import __version__
 from runner.cli.common import exit_help
@@ -42,6 +45,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            _settle(stream)
+
+
+def _settle(stream: TextIO | None) -> None:
+    """A stream nobody reads any more (`| head`, a closed pipe) is pointed at /dev/null: Python's
+    flush at exit would otherwise fail and turn the exit code into 120, whatever the gate said."""
+    if stream is None:
+        return
+    try:
+        stream.flush()
+    except (OSError, ValueError):
+        with suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

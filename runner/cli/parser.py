@@ -11,6 +11,7 @@ import difflib
 import re
 import sys
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any, NoReturn
 
 _UNRECOGNIZED = re.compile(r"unrecognized arguments: (.+)")
@@ -56,8 +57,9 @@ class Parser(argparse.ArgumentParser):
         # As argparse prints it (usage, then one line), raised as UsageExit so that `run` and `wait`
         # can still write their reports (cli/error_reports.py).
         full = message + self._suggestion(message)
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"{self.prog}: error: {full}\n")
+        with suppress(OSError, ValueError):  # stderr closed or broken: the exit code still says 2
+            self.print_usage(sys.stderr)
+            sys.stderr.write(f"{self.prog}: error: {full}\n")
         raise UsageExit(full)
 
     def _suggestion(self, message: str) -> str:
