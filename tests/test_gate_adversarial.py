@@ -118,6 +118,17 @@ def test_a_result_that_vanishes_beside_passing_ones_is_not_a_pass(plain_env: Pat
     assert code == ExitCode.SERVICE and "1 check result" in data["sessions"][0]["problem"]
 
 
+def test_a_final_result_that_changes_its_verdict_afterwards_is_not_understood(plain_env: Path) -> None:
+    """Hole: a check's FINAL result was seen FAILED while the session ran (and printed so), then the
+    final answer showed the same result PASSED: exit 0. A final result does not change: exit 4."""
+    seen = with_results("RUNNING", ("FAILED", "FINAL"), ("RUNNING", "PENDING"))
+    seen["results"][1].update(checkId="0b9a3c4d-1111-4a5b-8c6d-000000000009", name="Payments")
+    final = with_results("PASSED", ("PASSED", "FINAL"), ("PASSED", "FINAL"))
+    final["results"][1].update(checkId="0b9a3c4d-1111-4a5b-8c6d-000000000009", name="Payments")
+    code, data = run_against(plain_env, {TRIGGER: json_answer(seen), SESSION: json_answer(final)})
+    assert code == ExitCode.SERVICE and "changed" in data["sessions"][0]["problem"]
+
+
 def test_a_session_cancelled_by_someone_else_with_only_passed_results_never_passes(plain_env: Path) -> None:
     """Hole: someone cancelled the session on the service; the checks that had not run yet have no
     result, the one that had passed does: exit 0. Nobody saw the others pass: exit 4."""

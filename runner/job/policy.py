@@ -119,17 +119,26 @@ NO_RESULTS_FIELD = (
 )
 
 
-def unexplained_end(status: str, results: list[ResultOutcome], *, vanished: int) -> str | None:
+def unexplained_end(
+    status: str, results: list[ResultOutcome], *, vanished: int, changed: int = 0
+) -> str | None:
     """Why a session that ended on its own (not by this run) cannot pass on the results it gave, or
     None. A final answer that does not add up is an answer not understood (NOTHING_JUDGED_CODE):
     results seen while it ran that are missing now, a FAILED session none of whose results failed,
-    a session cancelled on the service whose unfinished checks have no result. A failing result
+    a session cancelled on the service whose unfinished checks have no result, a FINAL result whose
+    status changed. A failing result
     explains a FAILED or cancelled session: it fails the gate by itself."""
     if vanished:
         noun = "check result" if vanished == 1 else "check results"
         return (
             f"{vanished} {noun} seen while the session ran {'is' if vanished == 1 else 'are'} missing from "
             "its final answer: the answer is incomplete, and what is missing was never judged"
+        )
+    if changed:
+        noun = "check result" if changed == 1 else "check results"
+        return (
+            f"{changed} {noun} seen final while the session ran changed status in its final answer: "
+            "a final result does not change, so the answer is not understood"
         )
     if any(failing_verdict(r, fail_on_degraded=True) for r in results):
         return None

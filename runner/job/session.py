@@ -51,7 +51,7 @@ from runner.job.policy import (
 )
 from runner.job.refusals import trigger_refusal
 from runner.job.verdicts import build_results
-from runner.models import SessionResult, TestSession, TriggerRequest
+from runner.models import FINAL_SESSION_STATUSES, SessionResult, TestSession, TriggerRequest
 
 MESSAGE_WAIT = 3.0  # seconds a failure's line waits for its error message before it is printed
 CANCEL_WITHIN = 3.0  # seconds a cancel may take when the run is ending
@@ -228,6 +228,7 @@ class _Watch:
         self.started = worker.clock()
         self.reported: set[str] = set()
         self.seen: dict[str, SessionResult] = {}  # every result any answer showed, by id
+        self.first_final: dict[str, str] = {}  # the status each result had when first seen final
 
     def results(
         self, session: TestSession | None, groups: list[ErrorGroupOutcome], ended_by_us: bool = False
@@ -240,6 +241,9 @@ class _Watch:
         """Reports the results that became final since the last read; True when there were any."""
         self.session = session
         self.seen.update((r.testSessionResultId, r) for r in session.results)
+        for row in session.results:
+            if row.resultType == "FINAL" and row.status in FINAL_SESSION_STATUSES:  # RUNNING: a placeholder
+                self.first_final.setdefault(row.testSessionResultId, row.status)
         failing_groups = [g for r in session.results if r.status != "PASSED" for g in r.errorGroupIds]
         self.reader.read(failing_groups)
         self.reader.analyse([g for g, _n in groups_by_frequency(session)], checks_by_group(session))
@@ -284,8 +288,11 @@ class _Watch:
         elapsed = worker.clock() - self.started
         worker.emit(SessionFinished(worker.where, final.status, elapsed))
         vanished = _vanished(self.seen.values(), final.results)
-        if vanished and worker.stop_code() is None:  # never a no-match: checks were seen
-            problem = unexplained_end(final.status, [], vanished=vanished)
+        changed = sum(
+            1 for r in final.results if self.first_final.get(r.testSessionResultId, r.status) != r.status
+        )
+        if (vanished or changed) and worker.stop_code() is None:  # never a no-match: checks were seen
+            problem = unexplained_end(final.status, [], vanished=vanished, changed=changed)
             groups = self.reader.finish(final, wait=False)
             return worker._outcome(final, NOTHING_JUDGED_CODE, problem, self.results(final, groups), groups)
         if "results" not in final.model_fields_set and worker.stop_code() is None:

@@ -134,4 +134,3 @@ def _outcome(
         firstSeen=knowledge.firstSeen,
         lastSeenBefore=knowledge.lastSeenBefore,
     )
-
