@@ -26,6 +26,8 @@ from hostile import SESSION_A, SESSION_B, HostileServer, Route, json_answer, no_
 from runner.cli.main import main
 from runner.core.exitcodes import ExitCode
 from runner.emulator import Emulator
+from runner.job.outcome import ResultOutcome
+from runner.job.policy import shared_session, unexplained_end, unrun_named_checks
 
 KEY = "tsk_adversary_secret_key_0123"
 ACCOUNT = "8d5a0c55-2a4b-4b44-9f2e-0c0c0c0c0c0c"
@@ -697,3 +699,36 @@ def test_a_failed_run_whose_report_cannot_be_written_to_a_closed_pipe_is_still_e
     )
     args = ["run", "--location", "eu-west-1", "--tag", "checkout", "--no-rca", "--json", "/dev/full"]
     assert _closed_pipe_run([*args, "--junit", "", "--markdown", ""], env, tmp_path) == ExitCode.CHECKS_FAILED
+
+
+# --- the verdict policy's rules for answers that do not add up ---------------------------------
+
+
+def _r(verdict: str, check: str | None = "c1") -> ResultOutcome:
+    return ResultOutcome(
+        id=f"{verdict}-{check}", checkId=check, name="n", status=verdict.upper(), verdict=verdict
+    )
+
+
+def test_policy_a_final_answer_that_does_not_add_up_is_never_explained_by_passes() -> None:
+    passed = [_r("passed"), _r("flaky", "c2")]
+    assert unexplained_end("PASSED", passed, vanished=0) is None
+    assert (
+        unexplained_end("FAILED", [*passed, _r("failed", "c3")], vanished=0) is None
+    )  # a failure explains it
+    assert unexplained_end("CANCELLED", [*passed, _r("cancelled", "c3")], vanished=0) is None
+    for status in ("FAILED", "CANCELLED"):
+        assert unexplained_end(status, passed, vanished=0)
+    assert unexplained_end("PASSED", passed, vanished=1) and unexplained_end(
+        "PASSED", passed, vanished=0, changed=1
+    )
+
+
+def test_policy_shared_sessions_and_unrun_named_checks() -> None:
+    assert shared_session(["a", None, "b", "a", None], list("vwxyz")) == {
+        3: shared_session(["a", "a"], ["v", "y"])[1]
+    }
+    assert "v of this run got too" in shared_session(["a", "a"], ["v", "y"])[1]
+    assert unrun_named_checks(["c1", "c2"], [_r("passed", "c1"), _r("failed", "c2")]) is None
+    problem = unrun_named_checks(["c1", "c9", "c9"], [_r("passed", "c1")])
+    assert problem is not None and problem.startswith("check c9 named in target.checkId never ran")
