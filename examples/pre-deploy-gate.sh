@@ -33,6 +33,15 @@ done
 if [ "$#" -gt 0 ]; then shift; fi   # the `--`
 deploy=("$@")
 
+# Flags after which `testsession run` exits 0 without judging any check: never a gate.
+for arg in ${run_args[@]+"${run_args[@]}"}; do
+    case "$arg" in
+        --detach|-h|--help|--version)
+            echo "pre-deploy gate: $arg exits 0 before any check is judged; not deploying" >&2
+            exit 2 ;;
+    esac
+done
+
 testsession run ${run_args[@]+"${run_args[@]}"}   # (bash 3.2 safe when empty)
 code=$?
 

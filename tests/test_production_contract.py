@@ -60,6 +60,7 @@ def test_client_refuses_before_sending(
     monkeypatch.setenv("TESTSESSION_BASE_URL", "http://127.0.0.1:9")  # nothing listens: nothing is sent
     monkeypatch.setenv("TESTSESSION_API_KEY", "tsk_never_used_1234")
     monkeypatch.setenv("TESTSESSION_ACCOUNT_ID", "acc")
+    monkeypatch.chdir(tmp_path)  # the usage error's reports land here, not in the repository
     assert main(["run", str(path)]) == 2  # refused before any request: no server listens there
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith((f"{path}:2: {field}: ", f"{path}:3: {field}: ")), line

@@ -7,6 +7,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 
 from runner.core.exitcodes import ExitCode
 
@@ -217,7 +218,13 @@ def exit_help() -> str:
 
 def error_line(ctx: Context, message: str) -> None:
     text = ctx.redact(message).replace("\n", " ")
-    print(f"testsession: error: {text}", file=sys.stderr)
+    _to_stderr(f"testsession: error: {text}")
+
+
+def _to_stderr(line: str) -> None:
+    """stderr closed or broken: the line is lost, the exit code it goes with still stands."""
+    with suppress(OSError, ValueError):
+        print(line, file=sys.stderr)
 
 
 def run_handler(args: argparse.Namespace, ctx: Context | None = None) -> int:
@@ -230,7 +237,7 @@ def run_handler(args: argparse.Namespace, ctx: Context | None = None) -> int:
         return int(handler(args, ctx))
     except SpecError as exc:
         for problem in exc.problems:
-            print(ctx.redact(problem), file=sys.stderr)
+            _to_stderr(ctx.redact(problem))
         return int(exit_code_for(exc))
     except TestSessionError as exc:
         error_line(ctx, str(exc))

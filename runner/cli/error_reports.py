@@ -55,7 +55,20 @@ def planned_paths(
         for kind in KINDS:
             if flags.get(kind) is not None:
                 wanted[kind] = flags[kind] or None
-    return {kind: path for kind, path in wanted.items() if path}
+    # Never over the spec, nor two reports in one file (the run refuses that: its error's reports
+    # go only where nothing else would be lost).
+    source = spec_path or (DEFAULT_SPEC if Path(DEFAULT_SPEC).is_file() else None)
+    taken = {os.path.realpath(source)} if source else set()
+    paths: dict[str, str] = {}
+    for kind, path in wanted.items():
+        if path and path != STDOUT:
+            real = os.path.realpath(path)
+            if real in taken:
+                continue
+            taken.add(real)
+        if path:
+            paths[kind] = path
+    return paths
 
 
 def write_failed_start(

@@ -97,7 +97,7 @@ class JobSettings:
                 ),
             ),
             connection=_connection(args),
-            report_paths=_report_paths(spec),
+            report_paths=_report_paths(spec, getattr(args, "spec", None)),
             detach=bool(getattr(args, "detach", False)),
             emulator=emulator,
             world=world,
@@ -120,7 +120,7 @@ def _connection(args: argparse.Namespace) -> Connection:
     return connection
 
 
-def _report_paths(spec: RunSpec) -> dict[str, Path | str]:
+def _report_paths(spec: RunSpec, spec_path: str | None = None) -> dict[str, Path | str]:
     paths: dict[str, Path | str] = {}
     for kind in ("json", "junit", "markdown"):
         value = getattr(spec.reports, kind)
@@ -139,6 +139,16 @@ def _report_paths(spec: RunSpec) -> dict[str, Path | str]:
         paths[kind] = path
     if sum(1 for p in paths.values() if p == STDOUT) > 1:
         raise UsageError("only one report can go to standard output ('-')")
+    # One file, one output: a second report (or the spec itself) written over the first is lost.
+    taken: dict[str, str] = {os.path.realpath(spec_path): "the spec"} if spec_path else {}
+    for kind, where in paths.items():
+        if isinstance(where, Path):
+            real = os.path.realpath(where)
+            if real in taken:
+                raise UsageError(
+                    f"reports.{kind}: {where} is the same file as {taken[real]}; give each its own path"
+                )
+            taken[real] = f"reports.{kind}"
     return paths
 
 
@@ -314,7 +324,12 @@ class Job:
                 write_atomic(path, text)
                 written[kind] = path
             except (OSError, ValueError) as exc:
-                print(f"testsession: error: could not write {kind} report {path}: {exc}", file=self.stderr)
+                # stderr closed or broken: the exit code stands (an error escaping here would be
+                # read as a broken pipe, exit 0).
+                with suppress(OSError, ValueError):
+                    print(
+                        f"testsession: error: could not write {kind} report {path}: {exc}", file=self.stderr
+                    )
         return written
 
     def _print_stdout(self, text: str) -> None:

@@ -17,6 +17,7 @@ TYPE_CHECKING = False  # typing costs 4 ms at start-up; mypy reads this name as 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
+    from typing import TextIO
 
 # Each module defines register(subparsers); handlers import their heavy dependencies lazily. The
 # most used first: a named command is found after importing the modules up to its own.
@@ -58,15 +59,14 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     return parser
 
 
-def settle_stdout() -> None:
-    """A reader that closed stdout early (`| head -c 1`) must not change the exit code.
+def settle(stream: TextIO | None) -> None:
+    """A reader that closed stdout or stderr early (`| head -c 1`) must not change the exit code.
 
-    Python flushes stdout once more at exit; a broken pipe there prints "Exception ignored ...
-    BrokenPipeError" and turns the gate's code into 120 (only with a buffered stdout, which is how
+    Python flushes the streams once more at exit; a broken pipe there prints "Exception ignored ...
+    BrokenPipeError" and turns the gate's code into 120 (only with a buffered stream, which is how
     CI runners start Python). What is left in the buffer goes to /dev/null instead, as the Python
     docs advise for SIGPIPE.
     """
-    stream = sys.stdout
     if stream is None:
         return
     try:
@@ -84,7 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(sys.argv[1:] if argv is None else list(argv))
     finally:
-        settle_stdout()  # the exit code stands even when stdout was closed early
+        for stream in (sys.stdout, sys.stderr):  # the exit code stands even when one was closed early
+            settle(stream)
 
 
 def _main(argv: list[str]) -> int:

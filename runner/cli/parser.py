@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from contextlib import suppress
 
 TYPE_CHECKING = False  # typing costs 4 ms at start-up; mypy reads this name as typing.TYPE_CHECKING
 if TYPE_CHECKING:
@@ -58,8 +59,9 @@ class Parser(argparse.ArgumentParser):
         # As argparse prints it (usage, then one line), raised as UsageExit so that `run` and `wait`
         # can still write their reports (cli/error_reports.py).
         full = message + self._suggestion(message)
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"{self.prog}: error: {full}\n")
+        with suppress(OSError, ValueError):  # stderr closed or broken: the exit code still says 2
+            self.print_usage(sys.stderr)
+            sys.stderr.write(f"{self.prog}: error: {full}\n")
         raise UsageExit(full)
 
     def _suggestion(self, message: str) -> str:

@@ -204,7 +204,7 @@ def _rerun_failed_spec(source: str, spec: RunSpec, overrides: Overrides, ctx: Co
     """The spec narrowed to the checks that failed in `source`; None (after saying so) when none did."""
     from runner.cli.report_command import read_results
     from runner.core.errors import UsageError
-    from runner.job.rerun import rerun_spec, select_rerun
+    from runner.job.rerun import cannot_rerun, rerun_spec, select_rerun
     from runner.reports import load_outcome
     from runner.reports.text import one_line
     from runner.spec import apply_overrides
@@ -213,21 +213,37 @@ def _rerun_failed_spec(source: str, spec: RunSpec, overrides: Overrides, ctx: Co
         raise UsageError(
             "--rerun-failed picks the checks and locations itself: drop --location, --tag, --check-id"
         )
-    selection = select_rerun(load_outcome(read_results(source), source))
+    earlier = load_outcome(read_results(source), source)
+    refused = cannot_rerun(earlier)
+    if refused:
+        raise UsageError(
+            f"--rerun-failed {source}: {refused}; a rerun of only the failed checks cannot clear that "
+            "run: run the spec again without --rerun-failed"
+        )
+    selection = select_rerun(earlier)
     skipped = (
         f" ({selection.without_id} failing results name no check id and cannot be rerun)"
         if selection.without_id
         else ""
     )
     if not selection.count:
-        print(ctx.redact(f"nothing to rerun: no check failed, errored or was cut short in {source}{skipped}"))
+        _say(ctx.redact(f"nothing to rerun: no check failed, errored or was cut short in {source}{skipped}"))
         return None
     shown = ", ".join(one_line(label, 120) for label in selection.labels[:10])
     more = f" and {len(selection.labels) - 10} more" if len(selection.labels) > 10 else ""
     noun = "check" if selection.count == 1 else "checks"
-    print(ctx.redact(f"rerunning {selection.count} {noun} that failed in {source}: {shown}{more}{skipped}"))
+    _say(ctx.redact(f"rerunning {selection.count} {noun} that failed in {source}: {shown}{more}{skipped}"))
     # Again over the new sessions: without a spec file they come from the results, not the spec.
     return apply_overrides(rerun_spec(spec, selection), overrides)
+
+
+def _say(line: str) -> None:
+    """A line on stdout; a closed or broken stdout never ends the run (an error escaping from here
+    would be read as a broken pipe, exit 0, before the gate ran)."""
+    from contextlib import suppress
+
+    with suppress(OSError, ValueError):
+        print(line, flush=True)
 
 
 def handle_wait(args: argparse.Namespace, ctx: Context) -> int:

@@ -25,7 +25,7 @@ from runner.job.outcome import (
     ResultOutcome,
     SlowerCheck,
 )
-from runner.job.policy import failing_verdict
+from runner.job.policy import UNFINISHED, failing_verdict
 
 MAX_BASELINE_BYTES = 64 * 1024 * 1024  # a results.json of 10,000 checks with analyses is ~20 MB
 SLOWER_MIN_SECONDS = 1.0  # below this, both runs are too fast for a ratio to mean anything
@@ -105,7 +105,8 @@ def load_baseline(path: str) -> Baseline | BaselineWarning:
     if outcome.partial:
         warning = (
             f"baseline {path} is a partial run ({outcome.verdict}): "
-            "its unfinished checks count as failing, checks it never reached as new"
+            "its unfinished checks count as failing (a failure now is new, not known), checks it never "
+            "reached as new"
         )
     return Baseline(path=path, results=outcome.all_results(), warning=warning)
 
@@ -171,6 +172,9 @@ def compare(
         then = baseline.results[index] if index is not None else None
         then_fails = failing_verdict(then, fail_on_degraded) if then is not None else None
         marks.append(mark(failing_verdict(result, fail_on_degraded), then_fails))
+        if marks[-1] == "still-failing" and then is not None and then.verdict in UNFINISHED:
+            # Unfinished then, seen failing now: nobody saw it fail before, so it is not known.
+            marks[-1] = "still-failing" if result.verdict in UNFINISHED else "newly-failing"
         if marks[-1] == "fixed":
             summary.fixed.append(_ref(result))
         if then is not None and is_slower(result.durationSeconds, then.durationSeconds):

@@ -23,6 +23,9 @@ JunitKind = Literal["passed", "failure", "error", "skipped"]
 ALWAYS_FAILING: frozenset[ResultVerdict] = frozenset({"failed", "error", "running", "cancelled"})
 
 _FAILING_WITH_DEGRADED: frozenset[str] = ALWAYS_FAILING | {"degraded"}
+# Verdicts nobody saw the end of. They fail the gate; in a baseline they never make a failure now
+# known (`failOn: new` forgives only what was seen failing before).
+UNFINISHED: frozenset[ResultVerdict] = frozenset({"running", "cancelled"})
 
 # What each verdict is called where people read it.
 LABELS: dict[str, str] = {
@@ -123,7 +126,7 @@ def checks_exit_code(results: list[ResultOutcome], gate: Gate) -> ExitCode:
 
 def no_match_exit_code(gate: Gate) -> ExitCode:
     """Only for the service's own no-match signals: the trigger's 403 ERR_NO_MATCHING_CHECKS, or a
-    finished session with no results. Every other refusal is an error, never this."""
+    session that PASSED with no results. Every other refusal is an error, never this."""
     return ExitCode.NO_MATCH if gate.fail_on_no_match else ExitCode.OK
 
 
@@ -131,6 +134,87 @@ def no_match_exit_code(gate: Gate) -> ExitCode:
 # (and that was not only triggered, --detach), never passes. Nobody saw anything pass.
 NOTHING_JUDGED_CODE = ExitCode.SERVICE
 NOTHING_JUDGED = "the session ended without any check result and the service did not say no check matched"
+
+
+# Only `results: []`, said, is a session's no-match; a final answer without the field said nothing.
+NO_RESULTS_FIELD = (
+    "the service's final answer has no results field: which checks ran, and how, was never said"
+)
+
+
+def unexplained_end(
+    status: str, results: list[ResultOutcome], *, vanished: int, changed: int = 0
+) -> str | None:
+    """Why a session that ended on its own (not by this run) cannot pass on the results it gave, or
+    None. A final answer that does not add up is an answer not understood (NOTHING_JUDGED_CODE):
+    results seen while it ran that are missing now, a FAILED session none of whose results failed,
+    a session cancelled on the service whose unfinished checks have no result, a FINAL result whose
+    status changed. A failing result
+    explains a FAILED or cancelled session: it fails the gate by itself."""
+    if vanished:
+        noun = "check result" if vanished == 1 else "check results"
+        return (
+            f"{vanished} {noun} seen while the session ran {'is' if vanished == 1 else 'are'} missing from "
+            "its final answer: the answer is incomplete, and what is missing was never judged"
+        )
+    if changed:
+        noun = "check result" if changed == 1 else "check results"
+        return (
+            f"{changed} {noun} seen final while the session ran changed status in its final answer: "
+            "a final result does not change, so the answer is not understood"
+        )
+    if any(failing_verdict(r, fail_on_degraded=True) for r in results):
+        return None
+    if status == "FAILED":
+        return (
+            "the service says the session FAILED but none of its results shows a failure: "
+            "the answer is incomplete or not understood"
+        )
+    if status == "CANCELLED":
+        return (
+            "the session was cancelled on the service before it finished, not by this run: "
+            "the checks without a result were never judged"
+        )
+    return None
+
+
+def shared_session(session_ids: list[str | None], names: list[str]) -> dict[int, str]:
+    """Sessions of one run that got a test session an earlier one of the run already has, with the
+    problem to report: two triggers make two sessions, so the later one's checks never ran (a proxy
+    that cached the trigger's answer, a confused service). Never a pass: NOTHING_JUDGED_CODE."""
+    first: dict[str, int] = {}
+    shared: dict[int, str] = {}
+    for index, session_id in enumerate(session_ids):
+        if session_id is None:
+            continue
+        if session_id in first:
+            shared[index] = (
+                f"the trigger answered with test session {session_id}, which {names[first[session_id]]} "
+                "of this run got too: the checks of this session never ran"
+            )
+        else:
+            first[session_id] = index
+    return shared
+
+
+# A check the target named by id that has no result was never judged: the user must act (the id is
+# wrong, the check deleted or deactivated), and the session never passes.
+UNRUN_NAMED_CODE = ExitCode.USAGE
+
+
+def unrun_named_checks(named: list[str], results: list[ResultOutcome]) -> str | None:
+    """The problem when check ids named in target.checkId (without tags, which may leave a named
+    check out by design) have no result in the session, else None."""
+    ran = {r.checkId for r in results if r.checkId}
+    missing = list(dict.fromkeys(c for c in named if c not in ran))
+    if not missing:
+        return None
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    noun = "check" if len(missing) == 1 else "checks"
+    return (
+        f"{noun} {shown} named in target.checkId never ran in this session: no such check in this "
+        "account, or deactivated (target.allowDeactivated); nothing about it was judged"
+    )
 
 
 def session_exit_code(

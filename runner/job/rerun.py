@@ -48,6 +48,32 @@ def select_rerun(outcome: Outcome) -> RerunSelection:
     return selection
 
 
+def cannot_rerun(outcome: Outcome) -> str | None:
+    """Why a rerun of only the failed checks of `outcome` could pass a gate by mistake, or None.
+
+    A rerun clears what it runs again and nothing else: a session of that run that did not pass yet
+    has no check to run again (the service could not be used, nothing matched, a signal before any
+    result, failures without a check id) was never seen to pass, and a rerun would leave it out.
+    """
+    if outcome.verdict == "detached":
+        return "that run was only triggered (--detach): nothing in it was judged"
+    for session in outcome.sessions:
+        rerunnable = any(needs_rerun(outcome, r) and r.checkId for r in session.results)
+        if session.exitCode != 0 and not rerunnable:
+            why = f": {session.problem.splitlines()[0][:200]}" if session.problem else ""
+            return (
+                f"{session.name} ({session.runLocation}) ended with exit code {session.exitCode}{why}; "
+                "it has no failed check to run again"
+            )
+    without = sum(1 for r in outcome.all_results() if needs_rerun(outcome, r) and not r.checkId)
+    if without:
+        noun, them = ("result names", "it") if without == 1 else ("results name", "them")
+        return f"{without} failing {noun} no check id, so a rerun cannot target {them}"
+    if outcome.exitCode != 0 and not outcome.sessions:
+        return f"that run ended with exit code {outcome.exitCode} before any session"
+    return None
+
+
 def rerun_spec(spec: RunSpec, selection: RerunSelection) -> RunSpec:
     """One session per location, targeting exactly the selected check ids there.
 
@@ -66,4 +92,7 @@ def rerun_spec(spec: RunSpec, selection: RerunSelection) -> RunSpec:
         sessions.append(data)
     data = spec.model_dump(exclude_unset=True)
     data["sessions"] = sessions
+    # The checks named are the ones that failed: when none of them matches any more (deleted,
+    # deactivated), nothing that failed was run again, and that is never a pass.
+    data["gate"] = {**data.get("gate", {}), "failOnNoMatchingChecks": True}
     return RunSpec.model_validate(data)

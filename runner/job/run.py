@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
@@ -46,6 +47,7 @@ from runner.job.policy import (
     run_exit_code,
     run_verdict,
     session_exit_code,
+    shared_session,
 )
 from runner.job.refusals import unknown_session
 from runner.job.session import CANCEL_WITHIN, SessionPlan, SessionWorker, session_outcome
@@ -137,14 +139,37 @@ class Runner:
     def wait_for(self, session_id: str) -> Outcome:
         """`testsession wait ID`: a session triggered earlier, maybe by another job."""
         try:
-            session = self.client.get_session(session_id)
+            session = self._first_read(session_id)
         except NotFoundError as exc:  # the user named an id the service does not have: exit 2
             raise unknown_session(exc, session_id, self.client.account_id) or exc from None
+        if session is None:  # a signal came before the service answered: nothing was followed
+            where = Where(session_id, "unknown", 0)
+            stopped = session_outcome(where, None, None, [], [], self.stop_code or ExitCode.INTERRUPTED)
+            return self._outcome([stopped])
         location = next((r.runLocation for r in session.results if r.runLocation), None) or "unknown"
         environment = session.metadata.environment if session.metadata else None
         where = Where(session.name, location, 0)
         worker = self._worker(where, environment)
         return self._outcome(self._supervise([(where, environment, lambda: worker.follow(session, True))]))
+
+    def _first_read(self, session_id: str) -> TestSession | None:
+        """The session, read on a worker so that a signal is answered at once even while the
+        service holds the read (its timeout and retries take minutes); None after a signal."""
+        pool = DaemonPool(1, "read")
+        future = pool.submit(self.client.get_session, session_id)
+        try:
+            while True:
+                try:
+                    return future.result(timeout=0.1)  # the read's own error is raised here
+                except FutureTimeout:
+                    if self._signals:
+                        name, code = self._signals[0]
+                        self.stop_code, self.stop_reason = code, f"interrupted by {name}"
+                        self.stop.set()
+                        self.observer.notify(Stopping(self.stop_reason, hurry=True))
+                        return None
+        finally:
+            pool.shutdown()
 
     def _worker(self, where: Where, environment: str | None) -> SessionWorker:
         return SessionWorker(
@@ -280,7 +305,16 @@ def judge(
     forgives known failures), then the run's code, verdict and counts. The one path to a verdict."""
     gated = draft.model_copy(update={"failOnDegraded": gate.fail_on_degraded, "failOn": gate.fail_on})
     marked = mark_baseline(mark_known(gated), baseline)
-    judged = [_judge_session(s, gate, detached) for s in marked.sessions]
+    shared = shared_session(
+        [s.testSessionId for s in marked.sessions], [f"{s.name} ({s.runLocation})" for s in marked.sessions]
+    )
+    # A shared session's results are the other session's: shown once, under the session that ran them.
+    unrun = {"exitCode": int(NOTHING_JUDGED_CODE), "results": [], "errorGroups": []}
+    sessions = [
+        s.model_copy(update={**unrun, "problem": shared[i]}) if i in shared else s
+        for i, s in enumerate(marked.sessions)
+    ]
+    judged = [_judge_session(s, gate, detached) for s in sessions]
     code = run_exit_code([ExitCode(s.exitCode) for s in judged], stop_code)
     all_no_match = bool(judged) and all(s.noMatch for s in judged)
     problems = [f"{s.name} ({s.runLocation}): {s.problem}" for s in judged if s.problem]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from runner.client import ApiClient
@@ -39,10 +39,19 @@ from runner.job.events import (
     Where,
 )
 from runner.job.outcome import ErrorGroupOutcome, ResultOutcome, SessionOutcome
-from runner.job.policy import NOTHING_JUDGED_CODE, Gate, checks_exit_code, no_match_exit_code
+from runner.job.policy import (
+    NO_RESULTS_FIELD,
+    NOTHING_JUDGED_CODE,
+    UNRUN_NAMED_CODE,
+    Gate,
+    checks_exit_code,
+    no_match_exit_code,
+    unexplained_end,
+    unrun_named_checks,
+)
 from runner.job.refusals import trigger_refusal
 from runner.job.verdicts import build_results
-from runner.models import TestSession, TriggerRequest
+from runner.models import FINAL_SESSION_STATUSES, SessionResult, TestSession, TriggerRequest
 
 MESSAGE_WAIT = 3.0  # seconds a failure's line waits for its error message before it is printed
 CANCEL_WITHIN = 3.0  # seconds a cancel may take when the run is ending
@@ -132,7 +141,20 @@ class SessionWorker:
 
     def trigger_and_follow(self, request: TriggerRequest) -> SessionOutcome:
         session, ended = self._trigger(request)
-        return ended if ended is not None else self.follow(session)
+        return ended if ended is not None else self._named_checks(request, self.follow(session))
+
+    def _named_checks(self, request: TriggerRequest, outcome: SessionOutcome) -> SessionOutcome:
+        """A session that ran to its end without a check the target named by id never passes."""
+        target = request.target
+        if target is None or not target.checkId or target.matchTags or self.stop_code() is not None:
+            return outcome
+        if outcome.problem or outcome.exitCode not in (ExitCode.OK, ExitCode.CHECKS_FAILED):
+            return outcome
+        problem = unrun_named_checks(target.checkId, outcome.results)
+        if problem is None:
+            return outcome
+        self.emit(SessionFailed(self.where, problem))
+        return outcome.model_copy(update={"exitCode": int(UNRUN_NAMED_CODE), "problem": problem})
 
     def trigger_only(self, request: TriggerRequest) -> SessionOutcome:
         session, ended = self._trigger(request)
@@ -205,6 +227,8 @@ class _Watch:
         self.session = session
         self.started = worker.clock()
         self.reported: set[str] = set()
+        self.seen: dict[str, SessionResult] = {}  # every result any answer showed, by id
+        self.first_final: dict[str, str] = {}  # the status each result had when first seen final
 
     def results(
         self, session: TestSession | None, groups: list[ErrorGroupOutcome], ended_by_us: bool = False
@@ -216,6 +240,10 @@ class _Watch:
     def _observe(self, session: TestSession) -> bool:
         """Reports the results that became final since the last read; True when there were any."""
         self.session = session
+        self.seen.update((r.testSessionResultId, r) for r in session.results)
+        for row in session.results:
+            if row.resultType == "FINAL" and row.status in FINAL_SESSION_STATUSES:  # RUNNING: a placeholder
+                self.first_final.setdefault(row.testSessionResultId, row.status)
         failing_groups = [g for r in session.results if r.status != "PASSED" for g in r.errorGroupIds]
         self.reader.read(failing_groups)
         self.reader.analyse([g for g, _n in groups_by_frequency(session)], checks_by_group(session))
@@ -253,10 +281,25 @@ class _Watch:
             final = self.session
         if final is None:
             return self._ended_early(deadline)
+        if "results" not in final.model_fields_set:
+            # The completion long poll's answer need not carry results (nor the trigger's): read
+            # the session itself once more before judging it.
+            again = worker.client.get_session(final.testSessionId)  # another session's answer: refused
+            final = again if again.is_final else final
         self._observe(final)
         elapsed = worker.clock() - self.started
         worker.emit(SessionFinished(worker.where, final.status, elapsed))
-        if not final.results and final.status != "CANCELLED":
+        vanished = _vanished(self.seen.values(), final.results)
+        changed = sum(
+            1 for r in final.results if self.first_final.get(r.testSessionResultId, r.status) != r.status
+        )
+        if (vanished or changed) and worker.stop_code() is None:  # never a no-match: checks were seen
+            problem = unexplained_end(final.status, [], vanished=vanished, changed=changed)
+            groups = self.reader.finish(final, wait=False)
+            return worker._outcome(final, NOTHING_JUDGED_CODE, problem, self.results(final, groups), groups)
+        if "results" not in final.model_fields_set and worker.stop_code() is None:
+            return worker._outcome(final, NOTHING_JUDGED_CODE, NO_RESULTS_FIELD)
+        if not final.results and final.status == "PASSED":  # FAILED without results: not understood
             worker.emit(NoMatch(worker.where, "the session finished without results"))
             code = no_match_exit_code(plan.gate)
             return worker._outcome(
@@ -265,7 +308,8 @@ class _Watch:
                 "no check matched the target: the session finished without results",
                 no_match=True,
             )
-        if not final.results and worker.stop_code() is None:  # cancelled by someone before any result
+        if not final.results and final.status == "CANCELLED" and worker.stop_code() is None:
+            # cancelled by someone before any result
             problem = "the session was cancelled before any check reported a result: nothing was judged"
             return worker._outcome(final, NOTHING_JUDGED_CODE, problem)
         waiting = self.reader.analyses_to_wait_for(final)
@@ -274,8 +318,12 @@ class _Watch:
         groups = self.reader.finish(final, wait=not worker.stop.is_set())
         results = self.results(final, groups)
         stop = worker.stop_code()
-        code = stop if stop is not None else checks_exit_code(results, plan.gate)
-        return worker._outcome(final, code, None, results, groups)
+        if stop is not None:
+            return worker._outcome(final, stop, None, results, groups)
+        problem = unexplained_end(final.status, results, vanished=0)
+        if problem is not None:
+            return worker._outcome(final, NOTHING_JUDGED_CODE, problem, results, groups)
+        return worker._outcome(final, checks_exit_code(results, plan.gate), None, results, groups)
 
     def _ended_early(self, deadline: float) -> SessionOutcome:
         """The deadline passed, or a signal stopped the run: cancel, and report what did not finish."""
@@ -299,3 +347,15 @@ class _Watch:
         groups = self.reader.finish(left, wait=False)
         code = worker.stop_code() or ExitCode.INTERRUPTED
         return worker._outcome(left, code, None, self.results(left, groups, True), groups)
+
+
+def _vanished(seen: Iterable[SessionResult], final: list[SessionResult]) -> int:
+    """How many results an earlier answer showed that the final answer has no trace of: not the same
+    result id, nor a result of the same check (by check id, or by name where there is none)."""
+    ids = {r.testSessionResultId for r in final}
+    checks = {r.checkId for r in final if r.checkId}
+    names = {r.name for r in final}
+    kept = (
+        r.testSessionResultId in ids or (r.checkId in checks if r.checkId else r.name in names) for r in seen
+    )
+    return sum(1 for here in kept if not here)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from runner.job.known import UNKNOWN, classify
 from runner.job.outcome import AttemptOutcome, ErrorGroupOutcome, ResultOutcome, ResultVerdict
 from runner.models import SessionResult, TestSession
+from runner.models.sessions import RESULT_TYPES, SESSION_STATUSES
 
 
 def _duration(result: SessionResult) -> float | None:
@@ -20,6 +21,10 @@ def _duration(result: SessionResult) -> float | None:
 
 
 def result_verdict(result: SessionResult, retried: bool) -> ResultVerdict:
+    if result.resultType is not None and result.resultType not in RESULT_TYPES:
+        # A kind of result this version does not know (not FINAL, ATTEMPT or PENDING): whatever its
+        # status says, nobody can tell it is the check's final pass.
+        return "error"
     status = result.status
     if status == "CANCELLED":
         return "cancelled"
@@ -35,6 +40,15 @@ def result_verdict(result: SessionResult, retried: bool) -> ResultVerdict:
         return "failed"
     # A status this version does not know: never report it as a pass.
     return "error"
+
+
+def _not_understood(result: SessionResult) -> str | None:
+    """Why a result became an error without the service saying so: a type or status not known here."""
+    if result.resultType is not None and result.resultType not in RESULT_TYPES:
+        return f"result type {result.resultType[:40]!r} is not one this version knows: not counted as a pass"
+    if result.status not in SESSION_STATUSES:
+        return f"result status {result.status[:40]!r} is not one this version knows: not counted as a pass"
+    return None
 
 
 def _first_message(group_ids: list[str], groups: Mapping[str, ErrorGroupOutcome]) -> str | None:
@@ -115,9 +129,8 @@ def _outcome(
             for t in failed_tries
         ],
         errorGroupIds=list(result.errorGroupIds),
-        error=_first_message(result.errorGroupIds, groups),
+        error=_first_message(result.errorGroupIds, groups) or _not_understood(result),
         known=knowledge.known,
         firstSeen=knowledge.firstSeen,
         lastSeenBefore=knowledge.lastSeenBefore,
     )
-
