@@ -199,3 +199,17 @@ def test_hundred_thousand_results_still_work() -> None:
     md = render_markdown(big_outcome(100_000, locations=10))
     assert len(md.encode("utf-8")) < MIB
     assert md.startswith("## ❌ Failed")
+
+
+@pytest.mark.parametrize(("verdict", "code"), [("service-error", 4), ("interrupted", 130), ("passed", 0)])
+def test_a_run_that_is_no_pass_never_reads_like_one(verdict: str, code: int) -> None:
+    """Every check read passed, but the service's answers did not add up (or a signal came): the
+    headline must not say "all 2 checks passed" under a failing exit code."""
+    passing = session([result("passed", "Home"), result("passed", "Login")])
+    md = render_markdown(outcome([passing], verdict=verdict, exitCode=code))
+    headline = md.splitlines()[0]
+    if code:
+        assert "all 2 checks passed" not in headline
+        assert f"the 2 checks read passed, but that is no verdict (exit code {code})" in headline
+    else:
+        assert headline.endswith("all 2 checks passed")

@@ -210,6 +210,11 @@ class Digest:
             return f"gate passed: {counted(len(self.forgiven), 'known failure')}, no new ones"
         soft = [f"{getattr(self.counts, v)} {v}" for v in ("degraded", "flaky") if getattr(self.counts, v)]
         which = "the 1 check" if total == 1 else f"all {total} checks"
+        if self.outcome.exitCode != ExitCode.OK:
+            # Nothing failed among what was read, yet the run is no pass (the service's answers did
+            # not add up, a signal, a usage error): never a headline that reads like a pass.
+            seen = "the 1 check read" if total == 1 else f"the {total} checks read"
+            return f"{seen} passed, but that is no verdict (exit code {self.outcome.exitCode})"
         return f"{which} passed" + (f" ({', '.join(soft)})" if soft else "")
 
     @property
