@@ -27,7 +27,7 @@ from runner.ci.platform import CiPlatform, platform_for
 from runner.core.ciprovider import in_ci
 from runner.core.redact import Redactor
 from runner.core.text import for_line
-from runner.core.words import counted
+from runner.core.words import counted, first_of
 from runner.job.digest import Digest, Item
 from runner.job.events import (
     AnalysesWaiting,
@@ -344,7 +344,7 @@ class Console:
         total = sum(s.progress.total for s in self._progress.values())
         running = [_s(name, 60) for s in self._progress.values() for name in s.running()]
         done = total - len(running)
-        names = ", ".join(running[:4]) + (f" and {len(running) - 4} more" if len(running) > 4 else "")
+        names = first_of(running, 4)
         return f"… {self._elapsed:.0f} s · {done}/{total} done" + (f" · running: {names}" if names else "")
 
     def _draw_status(self) -> None:
@@ -371,7 +371,7 @@ class Console:
         for standing in self._progress.values():
             progress = standing.progress
             running = [_s(name, 100) for name in standing.running()]
-            names = ", ".join(running[:10]) + (f" and {len(running) - 10} more" if len(running) > 10 else "")
+            names = first_of(running, 10)
             done = progress.total - len(running)
             self.always(
                 f"… {_place(progress.where)}: {self._elapsed:.0f} s, {done}/{progress.total} done"
