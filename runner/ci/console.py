@@ -13,13 +13,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TextIO
 
@@ -27,7 +27,7 @@ from runner.ci.platform import CiPlatform, platform_for
 from runner.core.ciprovider import in_ci
 from runner.core.redact import Redactor
 from runner.core.text import for_line
-from runner.core.words import counted
+from runner.core.words import counted, first_of
 from runner.job.digest import Digest, Item
 from runner.job.events import (
     AnalysesWaiting,
@@ -75,6 +75,21 @@ def _place(where: Where) -> str:
     return f"'{_s(where.name, 200)}' ({_s(where.location, 100)})"
 
 
+@dataclass
+class _Standing:
+    """A session's last Progress less the results that finished since: a finished check leaves
+    "running" in the very redraw that prints its line (the next Progress would drop it only after
+    the line stood under a status still naming it). A set, not a new copy of the results per line."""
+
+    progress: Progress
+    finished: set[str] = field(default_factory=set)
+
+    def running(self) -> list[str]:
+        return [
+            r.name for r in self.progress.results if r.verdict == "running" and r.id not in self.finished
+        ]
+
+
 class Console:
     def __init__(
         self,
@@ -102,7 +117,7 @@ class Console:
         self._live = ""  # the live line's text, "" when none
         self._shown = ""  # what of it is on the screen (cut to the width it was drawn at)
         self._last_line = clock()
-        self._progress: dict[Where, Progress] = {}
+        self._progress: dict[Where, _Standing] = {}
         self._analyses: dict[Where, int] = {}  # analyses still awaited after a session's end
         self._elapsed = 0.0
 
@@ -249,7 +264,7 @@ class Console:
             self._no_longer_running(event)
             self._result(event)
         elif isinstance(event, Progress):
-            self._progress[event.where] = event
+            self._progress[event.where] = _Standing(event)
             self._draw_status()
         elif isinstance(event, Tick):
             self._elapsed = event.elapsed
@@ -326,10 +341,10 @@ class Console:
             self.always(self.result_line(result, f"still running after {event.timeout:g} s"))
 
     def _status_text(self) -> str:
-        done = sum(p.done for p in self._progress.values())
-        total = sum(p.total for p in self._progress.values())
-        running = [_s(name, 60) for p in self._progress.values() for name in p.running]
-        names = ", ".join(running[:4]) + (f" and {len(running) - 4} more" if len(running) > 4 else "")
+        total = sum(s.progress.total for s in self._progress.values())
+        running = [_s(name, 60) for s in self._progress.values() for name in s.running()]
+        done = total - len(running)
+        names = first_of(running, 4)
         return f"… {self._elapsed:.0f} s · {done}/{total} done" + (f" · running: {names}" if names else "")
 
     def _draw_status(self) -> None:
@@ -338,13 +353,10 @@ class Console:
         self._draw(self._status_text())
 
     def _no_longer_running(self, event: ResultFinished) -> None:
-        """A finished check leaves "running" in the very redraw that prints its line (the next
-        Progress would drop it only after the line stood under a status still naming it)."""
-        progress = self._progress.get(event.where)
-        if progress is None:
+        standing = self._progress.get(event.where)
+        if standing is None:
             return
-        results = tuple(event.result if r.id == event.result.id else r for r in progress.results)
-        self._progress[event.where] = dataclasses.replace(progress, results=results)
+        standing.finished.add(event.result.id)
         if self.interactive and self._live and not self.broken:
             self._live = self.redact(self._status_text())
 
@@ -356,11 +368,13 @@ class Console:
             if where not in self._progress:
                 analyses = counted(count, "root cause analysis")
                 self.always(f"… {_place(where)}: {self._elapsed:.0f} s, waiting for {analyses}")
-        for progress in self._progress.values():
-            running = [_s(name, 100) for name in progress.running]
-            names = ", ".join(running[:10]) + (f" and {len(running) - 10} more" if len(running) > 10 else "")
+        for standing in self._progress.values():
+            progress = standing.progress
+            running = [_s(name, 100) for name in standing.running()]
+            names = first_of(running, 10)
+            done = progress.total - len(running)
             self.always(
-                f"… {_place(progress.where)}: {self._elapsed:.0f} s, {progress.done}/{progress.total} done"
+                f"… {_place(progress.where)}: {self._elapsed:.0f} s, {done}/{progress.total} done"
                 + (f"; still running: {names}" if names else "")
             )
 

@@ -204,6 +204,7 @@ def _rerun_failed_spec(source: str, spec: RunSpec, overrides: Overrides, ctx: Co
     """The spec narrowed to the checks that failed in `source`; None (after saying so) when none did."""
     from runner.cli.report_command import read_results
     from runner.core.errors import UsageError
+    from runner.core.words import counted, first_of
     from runner.job.rerun import cannot_rerun, rerun_spec, select_rerun
     from runner.reports import load_outcome
     from runner.reports.text import one_line
@@ -229,10 +230,9 @@ def _rerun_failed_spec(source: str, spec: RunSpec, overrides: Overrides, ctx: Co
     if not selection.count:
         _say(ctx.redact(f"nothing to rerun: no check failed, errored or was cut short in {source}{skipped}"))
         return None
-    shown = ", ".join(one_line(label, 120) for label in selection.labels[:10])
-    more = f" and {len(selection.labels) - 10} more" if len(selection.labels) > 10 else ""
-    noun = "check" if selection.count == 1 else "checks"
-    _say(ctx.redact(f"rerunning {selection.count} {noun} that failed in {source}: {shown}{more}{skipped}"))
+    shown = first_of([one_line(label, 120) for label in selection.labels], 10)
+    checks = counted(selection.count, "check")
+    _say(ctx.redact(f"rerunning {checks} that failed in {source}: {shown}{skipped}"))
     # Again over the new sessions: without a spec file they come from the results, not the spec.
     return apply_overrides(rerun_spec(spec, selection), overrides)
 

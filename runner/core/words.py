@@ -6,6 +6,7 @@ One helper so that no message says "1 checks" or "1 seconds" again.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 # Nouns whose plural is not the singular plus "s".
 _IRREGULAR = {"analysis": "analyses", "is": "are", "was": "were", "it": "they"}
@@ -29,6 +30,12 @@ def plural(count: int, noun: str, nouns: str | None = None) -> str:
 def counted(count: int, noun: str, nouns: str | None = None) -> str:
     """'1 check', '0 checks', '2 analyses'."""
     return f"{count} {plural(count, noun, nouns)}"
+
+
+def first_of(items: Sequence[str], most: int) -> str:
+    """'a, b, c and 4 more': the first `most` items, then how many were left out."""
+    more = len(items) - most
+    return ", ".join(items[:most]) + (f" and {more} more" if more > 0 else "")
 
 
 def span(seconds: float) -> str:

@@ -61,14 +61,6 @@ class Progress:
     results: tuple[ResultOutcome, ...]  # every check of the session so far, finished or not
 
     @property
-    def running(self) -> tuple[str, ...]:
-        return tuple(r.name for r in self.results if r.verdict == "running")
-
-    @property
-    def done(self) -> int:
-        return len(self.results) - len(self.running)
-
-    @property
     def total(self) -> int:
         return len(self.results)
 

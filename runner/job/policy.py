@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from runner.core.exitcodes import ExitCode, most_severe
+from runner.core.words import counted, first_of, plural
 
 if TYPE_CHECKING:  # types only: `testsession --help` reads the gate text without loading pydantic
     from runner.job.outcome import Outcome, ResultOutcome, ResultVerdict, RunVerdict
@@ -152,16 +153,14 @@ def unexplained_end(
     status changed. A failing result
     explains a FAILED or cancelled session: it fails the gate by itself."""
     if vanished:
-        noun = "check result" if vanished == 1 else "check results"
         return (
-            f"{vanished} {noun} seen while the session ran {'is' if vanished == 1 else 'are'} missing from "
-            "its final answer: the answer is incomplete, and what is missing was never judged"
+            f"{counted(vanished, 'check result')} seen while the session ran {plural(vanished, 'is')} "
+            "missing from its final answer: the answer is incomplete, and what is missing was never judged"
         )
     if changed:
-        noun = "check result" if changed == 1 else "check results"
         return (
-            f"{changed} {noun} seen final while the session ran changed status in its final answer: "
-            "a final result does not change, so the answer is not understood"
+            f"{counted(changed, 'check result')} seen final while the session ran changed status in its "
+            "final answer: a final result does not change, so the answer is not understood"
         )
     if any(failing_verdict(r, fail_on_degraded=True) for r in results):
         return None
@@ -209,11 +208,10 @@ def unrun_named_checks(named: list[str], results: list[ResultOutcome]) -> str | 
     missing = list(dict.fromkeys(c for c in named if c not in ran))
     if not missing:
         return None
-    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-    noun = "check" if len(missing) == 1 else "checks"
     return (
-        f"{noun} {shown} named in target.checkId never ran in this session: no such check in this "
-        "account, or deactivated (target.allowDeactivated); nothing about it was judged"
+        f"{plural(len(missing), 'check')} {first_of(missing, 5)} named in target.checkId never ran in this "
+        "session: no such check in this account, or deactivated (target.allowDeactivated); nothing about "
+        "it was judged"
     )
 
 

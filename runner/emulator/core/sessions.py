@@ -35,19 +35,37 @@ class Session:
     location: str
     metadata: dict[str, Any] | None
     start: float
-    runs: list[CheckRun]
+    runs: list[CheckRun] = field(default_factory=list)  # add each with `add`
     cancelled_at: float | None = None
     # Set on cancel, reset and emulator stop: the session's real runs end within a second.
     stop: threading.Event = field(default_factory=threading.Event)
+    # The runs with no end yet, and the latest end of the others: a long poll asks for `end` on
+    # every wake (each finished attempt of a real check), which must not read all the runs.
+    _open: int = field(default=0, init=False, repr=False)
+    _latest: float | None = field(default=None, init=False, repr=False)
+
+    def add(self, run: CheckRun) -> None:
+        self.runs.append(run)
+        self._counted(run)
+
+    def ended(self, run: CheckRun, was_open: bool) -> None:
+        """A run of this session got its end (a real run's final attempt); `was_open`: it had none."""
+        if was_open:
+            self._open -= 1
+        self._counted(run)
+
+    def _counted(self, run: CheckRun) -> None:
+        end = run.end
+        if end is None:
+            self._open += 1
+        elif self._latest is None or end > self._latest:
+            self._latest = end
 
     @property
     def end(self) -> float | None:
-        ends = [run.end for run in self.runs]
-        return (
-            None
-            if any(end is None for end in ends)
-            else max((e for e in ends if e is not None), default=self.start)
-        )
+        if self._open:
+            return None
+        return self.start if self._latest is None else self._latest
 
 
 @dataclass(frozen=True)
@@ -165,7 +183,7 @@ class Sessions:
         # Only what was given: production's schema has no null metadata (nor null fields in it).
         metadata = request.metadata.model_dump(mode="json", exclude_none=True) if request.metadata else None
         session = Session(
-            str(uuid.uuid4()), account.world.id, request.name, request.runLocation, metadata, start, []
+            str(uuid.uuid4()), account.world.id, request.name, request.runLocation, metadata, start
         )
         variables = VariableSources(
             session=tuple(variables_from(request.environmentVariables)),
@@ -178,14 +196,14 @@ class Sessions:
             max_run = settings.max_run_seconds(check)
             definition = check.definition() if reason is None and check.request is not None else None
             if reason is not None:
-                session.runs.append(not_run(check, start, cannot_run_message(reason), "not_runnable_locally"))
+                session.add(not_run(check, start, cannot_run_message(reason), "not_runnable_locally"))
             elif definition is None:
-                session.runs.append(plan_run(check, start, env, request.retryStrategy, max_run))
+                session.add(plan_run(check, start, env, request.retryStrategy, max_run))
             elif refusal is not None:
-                session.runs.append(not_run(check, start, refusal, "refused"))
+                session.add(not_run(check, start, refusal, "refused"))
             else:
                 run = realruns.open_run(check, start)
-                session.runs.append(run)
+                session.add(run)
                 retry, stop = request.retryStrategy, session.stop
                 jobs.append(RealJob(session, run, definition, variables, retry, max_run, limits, stop))
         self._sessions[session.id] = session
@@ -193,14 +211,16 @@ class Sessions:
 
     # --- what a real run's worker reports (the Backend calls these under its lock) ---------------
 
-    def _live(self, job: RealJob) -> bool:
-        """False once the job's session was cancelled or dropped (reset): its reports are ignored."""
+    def _live(self, job: RealJob) -> Session | None:
+        """The job's session; None once it was cancelled or dropped (reset): its reports are ignored."""
         session = job.owner
-        return (
+        if (
             isinstance(session, Session)
             and self._sessions.get(session.id) is session
             and session.cancelled_at is None
-        )
+        ):
+            return session
+        return None
 
     def attempt_started(self, job: RealJob) -> None:
         if self._live(job):
@@ -211,8 +231,12 @@ class Sessions:
             realruns.plan_next(job.run, self._clock.now() + delay_seconds * self._clock.speed)
 
     def attempt_finished(self, job: RealJob, evidence: Evidence, final: bool) -> None:
-        if self._live(job):
+        session = self._live(job)
+        if session is not None:
+            was_open = job.run.end is None
             realruns.finish(job.run, evidence, final, self._clock.now())
+            if job.run.end is not None:
+                session.ended(job.run, was_open)
 
     def get(self, account_id: str, session_id: str) -> Session | StoredSession:
         session = self.find(session_id)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.errors import UsageError
+from runner.core.words import counted
 from runner.models import TestSession
 
 APPLICATION_ID = 0x54534553  # "TSES": PRAGMA application_id of a testsession state file
@@ -322,9 +323,8 @@ class StateFile:
     def describe(self) -> str:
         """`PATH (3 error groups, 1 analysis, 4 sessions)`: what a user sees when the emulator starts."""
         counts = self.counts()
-        names = (("error_groups", "error group", "error groups"), ("analyses", "analysis", "analyses"),
-                 ("sessions", "session", "sessions"))  # fmt: skip
-        parts = [f"{counts.get(t, 0)} {one if counts.get(t, 0) == 1 else many}" for t, one, many in names]
+        names = (("error_groups", "error group"), ("analyses", "analysis"), ("sessions", "session"))
+        parts = [counted(counts.get(table, 0), noun) for table, noun in names]
         return f"{self.path} ({', '.join(parts)})"
 
     def latest(self) -> float | None:

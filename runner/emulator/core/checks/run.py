@@ -254,14 +254,14 @@ def _http(
         if any(a.source == "JSON_BODY" for a in check.request.assertions):
             values["JSON_BODY"] = parse_json_body(text, response.content_type)
     status = response.status_code
+    shown = http.summary(request, limits, response.remote_address, cut)
     if status is not None and status >= 400 and not check.shouldFail:
-        shown = http.summary(request, limits, cut=cut)
         implicit = (
             f"received HTTP {status} from {shown.method} {shown.target}: 4xx and 5xx responses fail "
             "the check unless shouldFail is set"
         )
     observed = _Observed(
-        request=http.summary(request, limits, response.remote_address, cut),
+        request=shown,
         timing=response.timing,
         failure=response.failure,
         cancelled=response.cancelled,
