@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 
 from runner import __version__
 from runner.core.exitcodes import ExitCode
+from runner.core.words import counted
 from runner.job.outcome import Outcome, SessionOutcome
 from runner.job.policy import run_verdict
 
@@ -21,7 +22,7 @@ def failed_start_outcome(command: str, code: ExitCode, problem: str, where: str 
     """`problem`: what went wrong and what to do, one or more lines (a spec's problems, one each)."""
     now = datetime.now(timezone.utc)
     lines = [line.strip() for line in problem.splitlines() if line.strip()] or ["unknown error"]
-    first = lines[0] if len(lines) == 1 else f"{lines[0]} (and {len(lines) - 1} more problems)"
+    first = lines[0] if len(lines) == 1 else f"{lines[0]} (and {counted(len(lines) - 1, 'more problem')})"
     session = SessionOutcome(
         name=f"testsession {command}", runLocation=where, exitCode=int(code), problem=problem
     )

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from runner.core.errors import UsageError
+from runner.core.words import counted
 from runner.job.outcome import SCHEMA_VERSION, Outcome
 from runner.models.base import describe_validation_error
 
@@ -52,7 +53,7 @@ def load_outcome(text: str, source: str) -> Outcome:
         if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
             raise UsageError(_newer(source, version)) from None
         problems = describe_validation_error(exc)
-        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        more = f" (and {counted(len(problems) - 1, 'more problem')})" if len(problems) > 1 else ""
         raise UsageError(
             f"{source}: not a testsession results file: {problems[0] if problems else exc.title}{more}"
         ) from None
