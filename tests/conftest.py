@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checks_servers import DnsServer, start_tcp
 from helpers import CI_PREFIXES, JUNIT_XSD, REPO_ROOT
 
 from runner.emulator import Emulator
@@ -143,3 +144,24 @@ def api(emulator: Emulator) -> Callable[..., Any]:
         return session.request(method, emulator.url + path, headers=headers, timeout=35, **kwargs)
 
     return call
+
+
+@pytest.fixture(scope="module")
+def tcp_port() -> Iterator[int]:
+    """A PING/PONG line service on loopback (checks_servers.start_tcp) for a module's real TCP checks."""
+    server, port = start_tcp()
+    try:
+        yield port
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def dns_server() -> Iterator[DnsServer]:
+    """A small UDP+TCP DNS server on loopback (checks_servers.DnsServer) for a module's DNS checks."""
+    server = DnsServer()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import requests
 import yaml
-from checks_servers import Handler, HttpServer, start_tcp
+from checks_servers import Handler, HttpServer
 
 from runner.cli.main import main
 from runner.client import ApiClient
@@ -61,16 +61,6 @@ def app() -> Iterator[HttpServer]:
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         yield HttpServer(server, "http")
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-@pytest.fixture(scope="module")
-def tcp_port() -> Iterator[int]:
-    server, port = start_tcp()
-    try:
-        yield port
     finally:
         server.shutdown()
         server.server_close()

@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from checks_servers import DnsServer, free_port, start_tcp
+from checks_servers import DnsServer, free_port
 
 from runner.emulator.core.checks import Attempt, run_check
 from runner.models.check_definitions import parse_check_definition
-
-
-@pytest.fixture(scope="module")
-def tcp_port() -> Iterator[int]:
-    server, port = start_tcp()
-    yield port
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture(scope="module")
-def dns_server() -> Iterator[DnsServer]:
-    server = DnsServer()
-    yield server
-    server.stop()
 
 
 def run(definition: dict[str, Any]) -> Attempt:

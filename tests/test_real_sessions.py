@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import requests
-from checks_servers import DnsServer, HttpServer, free_port, start_http, start_tcp
+from checks_servers import DnsServer, HttpServer, free_port, start_http
 from conftest import auth_headers
 
 from runner.emulator import Emulator
@@ -25,21 +25,6 @@ ACCOUNT = "acc-real"
 @pytest.fixture(scope="module")
 def web() -> Iterator[HttpServer]:
     server = start_http()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def tcp_port() -> Iterator[int]:
-    server, port = start_tcp()
-    yield port
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture(scope="module")
-def dns_server() -> Iterator[DnsServer]:
-    server = DnsServer()
     yield server
     server.stop()
 
