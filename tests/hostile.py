@@ -38,17 +38,21 @@ def session_json(session_id: str, status: str = "PASSED", result_status: str = "
     }
 
 
-def json_answer(data: Any, status: int = 200) -> Route:
-    body = json.dumps(data).encode()
+def answer(body: bytes, status: int = 200, content_type: str = "application/json") -> Route:
+    """A whole answer: status, type, length and body."""
 
     def route(h: BaseHTTPRequestHandler) -> None:
         h.send_response(status)
-        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Type", content_type)
         h.send_header("Content-Length", str(len(body)))
         h.end_headers()
         h.wfile.write(body)
 
     return route
+
+
+def json_answer(data: Any, status: int = 200) -> Route:
+    return answer(json.dumps(data).encode(), status)
 
 
 def no_content(h: BaseHTTPRequestHandler) -> None:

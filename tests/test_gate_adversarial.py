@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from conftest import CI_PREFIXES, REPO_ROOT
 from emulator_ids import CHECKOUT, HOMEPAGE, LEGACY
-from hostile import SESSION_A, SESSION_B, HostileServer, Route, json_answer, no_content, session_json
+from hostile import SESSION_A, SESSION_B, HostileServer, Route, answer, json_answer, no_content, session_json
 
 from runner.cli.main import main
 from runner.core.exitcodes import ExitCode
@@ -245,15 +245,7 @@ def test_two_triggers_answered_with_one_session_never_pass(plain_env: Path) -> N
 
 def _html(status: int) -> Route:
     body = b"<!doctype html><html><title>Sign in</title><body>portal</body></html>"
-
-    def route(h: BaseHTTPRequestHandler) -> None:
-        h.send_response(status)
-        h.send_header("Content-Type", "text/html")
-        h.send_header("Content-Length", str(len(body)))
-        h.end_headers()
-        h.wfile.write(body)
-
-    return route
+    return answer(body, status, "text/html")
 
 
 def _redirect(h: BaseHTTPRequestHandler) -> None:
