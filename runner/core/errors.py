@@ -182,8 +182,11 @@ class DeadlineExceeded(TestSessionError):
     """The run's deadline passed before the session finished."""
 
 
-class Interrupted(TestSessionError):
-    """SIGINT or SIGTERM arrived; carries the exit code of the signal."""
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived before anything was triggered; carries the exit code of the signal.
+
+    A BaseException, as KeyboardInterrupt is: the `except Exception` that keeps a broken git or CI
+    variable from failing the run must not swallow a signal and let the run go on to a verdict."""
 
     def __init__(self, signal_name: str, code: ExitCode) -> None:
         super().__init__(f"interrupted by {signal_name}")

@@ -18,7 +18,8 @@ class ExitCode(IntEnum):
                         errors, or an answer not understood (never read as a pass or a no-match)
     5 NO_MATCH          the service said no check matched the target (403 ERR_NO_MATCHING_CHECKS);
                         0 when gate.failOnNoMatchingChecks is false
-    130 INTERRUPTED     SIGINT: the session was cancelled and partial reports written
+    130 INTERRUPTED     SIGINT: the session was cancelled and partial reports written; also a reader
+                        that closed the output before any verdict (broken pipe)
     143 TERMINATED      SIGTERM: the session was cancelled and partial reports written
     """
 
