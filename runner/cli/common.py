@@ -281,3 +281,11 @@ def run_handler(args: argparse.Namespace, ctx: Context | None = None) -> int:
         # closed stream, so this is an unexpected one): there is no verdict, and none is not a pass.
         error_line(ctx, "the output was closed before the command finished (broken pipe): no verdict")
         return int(ExitCode.INTERRUPTED)
+    except Exception as exc:  # a bug: its traceback for the report, and never 0 nor "checks failed"
+        import traceback
+
+        from runner.core.errors import internal_error
+
+        _to_stderr(ctx.redact(traceback.format_exc().rstrip()))
+        error_line(ctx, internal_error(exc))
+        return int(ExitCode.SERVICE)

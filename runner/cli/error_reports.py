@@ -19,7 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from runner.core.errors import Interrupted, SpecError, TestSessionError, exit_code_for
+from runner.core.errors import Interrupted, SpecError, TestSessionError, exit_code_for, internal_error
 
 if TYPE_CHECKING:
     from runner.cli.common import Context
@@ -30,8 +30,12 @@ STDOUT = "-"
 DEFAULT_SPEC = "testsession.yml"
 
 
-def problem_text(exc: TestSessionError | Interrupted) -> str:
-    return "\n".join(exc.problems) if isinstance(exc, SpecError) else str(exc)
+def problem_text(exc: BaseException) -> str:
+    if isinstance(exc, SpecError):
+        return "\n".join(exc.problems)
+    if isinstance(exc, (TestSessionError, Interrupted)):
+        return str(exc)
+    return internal_error(exc)
 
 
 def planned_paths(
@@ -73,7 +77,7 @@ def planned_paths(
 
 def write_failed_start(
     command: str,
-    exc: TestSessionError | Interrupted,
+    exc: BaseException,
     paths: Mapping[str, str],
     ctx: Context,
     environ: Mapping[str, str] | None = None,
@@ -132,7 +136,7 @@ class ReportsOnError:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._signals.__exit__(None, None, None)
-        if not isinstance(exc, (TestSessionError, Interrupted)):
+        if not isinstance(exc, (Exception, Interrupted)):  # KeyboardInterrupt, SystemExit: nothing to say
             return
         flags = {kind: getattr(self.args, kind, None) for kind in KINDS}
         spec_path = getattr(self.args, "spec", None)

@@ -193,6 +193,14 @@ class Interrupted(BaseException):
         self.code = code
 
 
+def internal_error(exc: BaseException) -> str:
+    """The words for an error the tool did not expect: a bug, exit 4, the gate could not decide."""
+    return (
+        f"internal error: {type(exc).__name__}: {str(exc)[:300]}; no verdict (exit 4). This is a bug in "
+        "testsession: please report it with the traceback above"
+    )
+
+
 def exit_code_for(exc: BaseException) -> ExitCode:
     """The single mapping from an error to the exit code of the command that met it."""
     if isinstance(exc, Interrupted):
