@@ -52,3 +52,17 @@ def test_demo_with_stdout_closed_early_exits_with_the_gates_code(tmp_path: Path,
     outcome = json.loads((reports / "results.json").read_text(encoding="utf-8"))
     assert outcome["exitCode"] == 1 and outcome["verdict"] == "failed" and outcome["partial"] is False
     assert (reports / "junit.xml").stat().st_size > 0 and (reports / "summary.md").stat().st_size > 0
+
+
+def test_a_broken_pipe_that_escapes_a_command_is_no_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    """A broken pipe the command did not expect ends it before any verdict: that is never exit 0."""
+    import argparse
+
+    from runner.cli.common import run_handler
+    from runner.core.exitcodes import ExitCode
+
+    def handler(_args: argparse.Namespace, _ctx: object) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    assert run_handler(argparse.Namespace(func=handler)) == ExitCode.INTERRUPTED
+    assert "no verdict" in capsys.readouterr().err

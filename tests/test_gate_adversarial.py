@@ -170,6 +170,19 @@ def test_a_passed_result_of_an_unknown_result_type_is_not_a_pass(plain_env: Path
     assert result["verdict"] == "error" and "not counted as a pass" in result["error"]
 
 
+@pytest.mark.parametrize("flag", ["hasFailures", "hasErrors", "aborted"])
+def test_a_passed_result_that_says_it_failed_is_not_a_pass(plain_env: Path, flag: str) -> None:
+    """Hole: a FINAL result with status PASSED and hasFailures (or hasErrors, or aborted) true was a
+    pass: the answer contradicts itself, and the gate does not pick the reading that deploys."""
+    final = with_results("PASSED", ("PASSED", "FINAL"))
+    final["results"][0][flag] = True
+    code, data = run_against(plain_env, {TRIGGER: json_answer(running()), SESSION: json_answer(final)})
+    assert code == ExitCode.CHECKS_FAILED
+    [result] = data["sessions"][0]["results"]
+    assert result["verdict"] == "error"
+    assert f"PASSED but {flag}: true" in result["error"] and "not counted as a pass" in result["error"]
+
+
 def test_consistent_answers_still_pass_and_fail_as_before(plain_env: Path) -> None:
     """The checks above leave honest answers alone: a result without resultType, a flaky check
     (a failed ATTEMPT, then a passed FINAL) in a PASSED session, a FAILED session with a failure."""
@@ -622,6 +635,29 @@ def test_a_github_event_path_that_is_a_fifo_does_not_hold_the_run(cli_env: Emula
         timeout=30,
     )
     assert answer.returncode == ExitCode.CHECKS_FAILED, answer.stderr
+
+
+@pytest.mark.parametrize("name", ["GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "baseline"])
+def test_a_fifo_nobody_reads_or_writes_never_holds_the_run(
+    cli_env: Emulator, tmp_path: Path, name: str
+) -> None:
+    """Hole: a step-outputs file, step summary or baseline naming a FIFO with nobody at the other end
+    held the run for ever (after the verdict, or before the trigger). Now: a one-line problem, and
+    the gate's own exit code."""
+    fifo = tmp_path / "side.fifo"
+    os.mkfifo(fifo)
+    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT")}
+    argv = [sys.executable, "-m", "runner", "run", "--location", "eu-west-1", "--tag", "checkout", "--no-rca"]
+    if name == "baseline":
+        argv += ["--baseline", str(fifo)]
+    else:
+        env.update(GITHUB_ACTIONS="true", **{name: str(fifo)})
+    answer = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+    assert answer.returncode == ExitCode.CHECKS_FAILED, answer.stderr
+    said = answer.stdout + answer.stderr
+    assert str(fifo) in said and "Traceback" not in said
+    if name == "baseline":
+        assert "not a regular file" in said
 
 
 # --- report paths ------------------------------------------------------------------------------

@@ -8,6 +8,8 @@ still in flight, from the emulator's fault counter; every wait is bounded.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -296,3 +298,56 @@ def test_a_second_signal_stops_at_once(
     assert time.monotonic() - second < 1.5, run.output()
     assert any(line == "stopping now: writing what is known" for line in run.lines), run.output()
     partial_reports(tmp_path, 130, "SIGINT")
+
+
+@pytest.mark.parametrize(("sig", "code"), SIGNALS)
+def test_signal_before_the_trigger_ends_the_run_with_its_reports(
+    sig: signal.Signals, code: int, emulator: Emulator, tmp_path: Path
+) -> None:
+    """A signal while the run still reads its commit (a slow git here), before anything was triggered:
+    the run ends at once with the signal's code and the three reports naming it; nothing is triggered."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=30)
+    slow_git = tmp_path / "bin" / "git"
+    slow_git.parent.mkdir()
+    marker = tmp_path / "git-started"
+    slow_git.write_text(f"#!/bin/sh\necho $$ > {marker}\nexec sleep 30\n", encoding="utf-8")
+    slow_git.chmod(0o755)
+    spec = tmp_path / "testsession.yml"
+    reports = REPORTS.format(dir=tmp_path / "reports")
+    spec.write_text(HANG_SPEC.replace(METADATA, "") + reports, encoding="utf-8")
+    env = child_env(
+        TESTSESSION_BASE_URL=emulator.url,
+        TESTSESSION_API_KEY=emulator.api_key,
+        TESTSESSION_ACCOUNT_ID=emulator.account_id,
+    )
+    env["PATH"] = f"{slow_git.parent}:{env.get('PATH', '/usr/bin:/bin')}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner", "run", str(spec)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    try:
+        deadline = time.monotonic() + PHASE_LIMIT
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists(), "the run never asked git for the commit"
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=EXIT_LIMIT)
+        assert proc.returncode == code, stderr
+        assert f"interrupted by {sig.name}" in stderr and "Traceback" not in stderr
+        outcome = load_outcome((tmp_path / "reports" / "results.json").read_text(), "results.json")
+        assert outcome.exitCode == code and outcome.verdict == "interrupted"
+        assert outcome.message == f"interrupted by {sig.name}"
+        assert junit_xsd_errors(tmp_path / "reports" / "junit.xml") == []
+        assert f"interrupted by {sig.name}" in (tmp_path / "reports" / "junit.xml").read_text()
+        assert stats(emulator)["sessionsTotal"] == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+        if marker.exists():
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(marker.read_text().strip()), signal.SIGKILL)

@@ -242,3 +242,28 @@ def test_in_a_container_the_user_flag_is_suggested_only_for_permissions(
     with pytest.raises(Exception) as info:
         files.check_writable({"junit": tmp_path / "junit.xml"}, {})
     assert "--user" not in str(info.value)
+
+
+# --- a bug ---------------------------------------------------------------------------------------
+
+
+def test_a_bug_is_no_verdict_exit_4_with_its_reports_and_traceback(
+    cli_env: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An error the tool did not expect (a bug, simulated here in the metadata step) must neither pass
+    nor read as "checks failed" (1): exit 4, the reports name it, and the traceback is there to report."""
+    import runner.cli.job
+
+    def broken(*_args: object, **_kwargs: object) -> object:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(runner.cli.job, "resolve_metadata", broken)
+    out = tmp_path / "out"
+    assert main(["run", "--location", "eu-west-1", "--tag", "checkout", *flags(out)]) == ExitCode.SERVICE
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "internal error: ZeroDivisionError: division by zero" in err
+    data, junit, markdown = reports(out)
+    assert "internal error" in markdown
+    assert data["exitCode"] == 4 and "internal error: ZeroDivisionError" in data["message"]
+    assert "internal error" in the_error_case(junit).get("message", "")
+    assert len(cli_env.backend.snapshot().sessions) == 0

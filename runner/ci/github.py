@@ -145,8 +145,9 @@ def summary(digest: Digest, written: Mapping[str, Path]) -> str:
 
 
 def append(path: str, text: str) -> None:
-    with open(path, "a", encoding="utf-8", newline="") as handle:
-        handle.write(text)
+    from runner.core.files import append_text
+
+    append_text(path, text)
 
 
 def publish(

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from runner.ci.common import Log, session_ids, session_links
+from runner.core.files import append_text
 from runner.core.redact import Redactor
 from runner.job.digest import Digest
 
@@ -81,7 +82,7 @@ def publish(
     text = format_dotenv({key: redact(value) for key, value in dotenv_values(digest).items()})
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        append_text(str(path), text, truncate=True)
     except OSError as exc:
         return [f"could not write the dotenv file {path}: {exc.strerror or exc}"]
     with log.section("testsession_outputs", "testsession outputs (artifacts:reports:dotenv)"):

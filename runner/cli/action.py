@@ -166,6 +166,9 @@ def mask(values: Sequence[str], stream: TextIO | None = None) -> None:
     out.flush()
 
 
+MAX_OUTPUT_FILE = 16 * 1024 * 1024  # the step outputs file read back; GitHub caps it at 1 MiB per step
+
+
 def fallback_outputs(code: int, environ: Mapping[str, str], before: int = 0) -> None:
     """When the run ended before publishing (bad input or spec): still set status and exit-code.
 
@@ -175,19 +178,17 @@ def fallback_outputs(code: int, environ: Mapping[str, str], before: int = 0) -> 
     path = environ.get("GITHUB_OUTPUT")
     if not path:
         return
+    from runner.core.files import append_text, read_regular
     from runner.job.policy import RUN_VERDICTS
 
     try:
-        with open(path, "rb") as handle:
-            handle.seek(before)
-            if b"exit-code=" in handle.read():
-                return
+        if b"exit-code=" in read_regular(path, MAX_OUTPUT_FILE)[before:]:
+            return
     except OSError:
         pass
     status = RUN_VERDICTS.get(ExitCode(code), "usage-error") if code in set(ExitCode) else "usage-error"
     try:
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(f"status={status}\nexit-code={code}\n")
+        append_text(path, f"status={status}\nexit-code={code}\n")
     except OSError as exc:
         print(f"testsession: error: could not write step outputs to {path}: {exc.strerror}", file=sys.stderr)
 

@@ -6,8 +6,9 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
-from contextlib import suppress
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from types import FrameType
 
 from runner.core.exitcodes import ExitCode
 
@@ -227,9 +228,36 @@ def _to_stderr(line: str) -> None:
         print(line, file=sys.stderr)
 
 
+@contextmanager
+def handle_signals(on_signal: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """SIGINT and SIGTERM go to `on_signal` inside the block, and back to what they were after.
+    Outside the main thread no handler can be set: the block runs without."""
+    import signal
+
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with suppress(ValueError):
+            previous[sig] = signal.signal(sig, on_signal)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def stop_at_once(signum: int, _frame: FrameType | None) -> None:
+    """Before anything was triggered: a signal ends the command; its reports say it was interrupted."""
+    import signal
+
+    from runner.core.errors import Interrupted
+
+    name = signal.Signals(signum).name
+    raise Interrupted(name, ExitCode.INTERRUPTED if signum == signal.SIGINT else ExitCode.TERMINATED)
+
+
 def run_handler(args: argparse.Namespace, ctx: Context | None = None) -> int:
     """Runs a command's handler; expected errors become one line on stderr and an exit code."""
-    from runner.core.errors import SpecError, TestSessionError, exit_code_for
+    from runner.core.errors import Interrupted, SpecError, TestSessionError, exit_code_for
 
     ctx = ctx or new_context()
     handler: Handler = args.func
@@ -242,8 +270,22 @@ def run_handler(args: argparse.Namespace, ctx: Context | None = None) -> int:
     except TestSessionError as exc:
         error_line(ctx, str(exc))
         return int(exit_code_for(exc))
+    except Interrupted as exc:
+        error_line(ctx, str(exc))
+        return int(exc.code)
     except KeyboardInterrupt:
         error_line(ctx, "interrupted")
         return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
-        return int(ExitCode.OK)
+        # A reader closed our output before the command finished (the run's own writes survive a
+        # closed stream, so this is an unexpected one): there is no verdict, and none is not a pass.
+        error_line(ctx, "the output was closed before the command finished (broken pipe): no verdict")
+        return int(ExitCode.INTERRUPTED)
+    except Exception as exc:  # a bug: its traceback for the report, and never 0 nor "checks failed"
+        import traceback
+
+        from runner.core.errors import internal_error
+
+        _to_stderr(ctx.redact(traceback.format_exc().rstrip()))
+        error_line(ctx, internal_error(exc))
+        return int(ExitCode.SERVICE)

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from runner.core.errors import Interrupted, SpecError, TestSessionError, exit_code_for
+from runner.core.errors import Interrupted, SpecError, TestSessionError, exit_code_for, internal_error
 
 if TYPE_CHECKING:
     from runner.cli.common import Context
@@ -30,8 +30,12 @@ STDOUT = "-"
 DEFAULT_SPEC = "testsession.yml"
 
 
-def problem_text(exc: TestSessionError) -> str:
-    return "\n".join(exc.problems) if isinstance(exc, SpecError) else str(exc)
+def problem_text(exc: BaseException) -> str:
+    if isinstance(exc, SpecError):
+        return "\n".join(exc.problems)
+    if isinstance(exc, (TestSessionError, Interrupted)):
+        return str(exc)
+    return internal_error(exc)
 
 
 def planned_paths(
@@ -73,7 +77,7 @@ def planned_paths(
 
 def write_failed_start(
     command: str,
-    exc: TestSessionError,
+    exc: BaseException,
     paths: Mapping[str, str],
     ctx: Context,
     environ: Mapping[str, str] | None = None,
@@ -120,12 +124,19 @@ class ReportsOnError:
         self.where: str | None = None
 
     def __enter__(self) -> ReportsOnError:
+        from runner.cli.common import handle_signals, stop_at_once
+
+        # From the first step (loading the spec, before the Job takes the signals over): SIGINT or
+        # SIGTERM ends the command with exit 130 or 143 and these reports, not a bare traceback.
+        self._signals = handle_signals(stop_at_once)
+        self._signals.__enter__()
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if not isinstance(exc, TestSessionError) or isinstance(exc, Interrupted):
+        self._signals.__exit__(None, None, None)
+        if not isinstance(exc, (Exception, Interrupted)):  # KeyboardInterrupt, SystemExit: nothing to say
             return
         flags = {kind: getattr(self.args, kind, None) for kind in KINDS}
         spec_path = getattr(self.args, "spec", None)

@@ -20,7 +20,14 @@ from typing import TextIO
 from runner.ci import CiPublisher
 from runner.ci.comment import CommentPublisher, comment_key
 from runner.ci.console import NORMAL, QUIET, VERBOSE, Console
-from runner.cli.common import ENV_ACCOUNT_ID, ENV_API_KEY, ENV_EMULATOR_STATE, Connection
+from runner.cli.common import (
+    ENV_ACCOUNT_ID,
+    ENV_API_KEY,
+    ENV_EMULATOR_STATE,
+    Connection,
+    handle_signals,
+    stop_at_once,
+)
 from runner.client import ApiClient
 from runner.core.errors import UsageError
 from runner.core.exitcodes import ExitCode
@@ -162,6 +169,7 @@ class Job:
         stderr: TextIO | None = None,
     ) -> None:
         self.settings = settings
+        self._runner: Runner | None = None  # set once the run has something to cancel
         self.environ = os.environ if environ is None else environ
         self.redact = redact
         self.stdout = stdout or sys.stdout
@@ -202,34 +210,35 @@ class Job:
         return loaded
 
     def run(self) -> int:
-        requests, commit = self._requests()
-        baseline = None if self.settings.detach else self._baseline()
-        events = EventQueue()
-        with self._client(events) as client:
-            self._check_writable()
-            runner = Runner(
-                client, self.settings.plan, self.observer, commit, baseline=baseline, events=events
-            )
-            with self._signals(runner):
+        with self._signals():
+            requests, commit = self._requests()
+            baseline = None if self.settings.detach else self._baseline()
+            events = EventQueue()
+            with self._client(events) as client:
+                self._check_writable()
+                runner = self._runner = Runner(
+                    client, self.settings.plan, self.observer, commit, baseline=baseline, events=events
+                )
                 outcome = runner.run(requests, detach=self.settings.detach)
-        if self.settings.detach:
-            for session in outcome.sessions:
-                if session.testSessionId:
-                    self._print_stdout(f"{session.testSessionId} {session.link or ''}".strip())
-            return self._finish(outcome, write_reports=False)
-        return self._finish(outcome)
+            if self.settings.detach:
+                for session in outcome.sessions:
+                    if session.testSessionId:
+                        self._print_stdout(f"{session.testSessionId} {session.link or ''}".strip())
+                return self._finish(outcome, write_reports=False)
+            return self._finish(outcome)
 
     def wait(self, session_id: str) -> int:
-        baseline = self._baseline()
-        events = EventQueue()
-        with self._client(events, use_emulator=False) as client:
-            self._check_writable()
-            runner = Runner(
-                client, self.settings.plan, self.observer, SessionMetadata(), baseline=baseline, events=events
-            )
-            with self._signals(runner):
+        with self._signals():
+            baseline = self._baseline()
+            events = EventQueue()
+            with self._client(events, use_emulator=False) as client:
+                self._check_writable()
+                plan, observer = self.settings.plan, self.observer
+                runner = self._runner = Runner(
+                    client, plan, observer, SessionMetadata(), baseline=baseline, events=events
+                )
                 outcome = runner.wait_for(session_id)
-        return self._finish(outcome)
+            return self._finish(outcome)
 
     # --- parts --------------------------------------------------------------------------------
 
@@ -284,21 +293,22 @@ class Job:
             emulator.stop()
 
     @contextmanager
-    def _signals(self, runner: Runner) -> Iterator[None]:
-        def on_signal(signum: int, _frame: FrameType | None) -> None:
-            name = signal.Signals(signum).name
-            code = ExitCode.INTERRUPTED if signum == signal.SIGINT else ExitCode.TERMINATED
-            runner.interrupt(name, code)
+    def _signals(self) -> Iterator[None]:
+        """SIGINT and SIGTERM from the command's first step. Before the Runner exists nothing was
+        triggered: the signal ends the command at once (Interrupted: its reports say so). After, the
+        Runner cancels what it started and the partial reports are written; a signal while the
+        final reports are written changes nothing."""
 
-        previous = {}
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with suppress(ValueError):  # not the main thread: no handlers
-                previous[sig] = signal.signal(sig, on_signal)
-        try:
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            if self._runner is None:
+                stop_at_once(signum, frame)
+            else:
+                name = signal.Signals(signum).name
+                code = ExitCode.INTERRUPTED if signum == signal.SIGINT else ExitCode.TERMINATED
+                self._runner.interrupt(name, code)
+
+        with handle_signals(on_signal):
             yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
 
     def _finish(self, outcome: Outcome, write_reports: bool = True) -> int:
         # Masked field by field before rendering: once a report escapes (XML, markdown) or cuts a text,
@@ -324,8 +334,8 @@ class Job:
                 write_atomic(path, text)
                 written[kind] = path
             except (OSError, ValueError) as exc:
-                # stderr closed or broken: the exit code stands (an error escaping here would be
-                # read as a broken pipe, exit 0).
+                # stderr closed or broken: the exit code stands (an error escaping here would
+                # cost the verdict).
                 with suppress(OSError, ValueError):
                     print(
                         f"testsession: error: could not write {kind} report {path}: {exc}", file=self.stderr

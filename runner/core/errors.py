@@ -182,12 +182,23 @@ class DeadlineExceeded(TestSessionError):
     """The run's deadline passed before the session finished."""
 
 
-class Interrupted(TestSessionError):
-    """SIGINT or SIGTERM arrived; carries the exit code of the signal."""
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived before anything was triggered; carries the exit code of the signal.
+
+    A BaseException, as KeyboardInterrupt is: the `except Exception` that keeps a broken git or CI
+    variable from failing the run must not swallow a signal and let the run go on to a verdict."""
 
     def __init__(self, signal_name: str, code: ExitCode) -> None:
         super().__init__(f"interrupted by {signal_name}")
         self.code = code
+
+
+def internal_error(exc: BaseException) -> str:
+    """The words for an error the tool did not expect: a bug, exit 4, the gate could not decide."""
+    return (
+        f"internal error: {type(exc).__name__}: {str(exc)[:300]}; no verdict (exit 4). This is a bug in "
+        "testsession: please report it with the traceback above"
+    )
 
 
 def exit_code_for(exc: BaseException) -> ExitCode:

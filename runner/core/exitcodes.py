@@ -15,10 +15,12 @@ class ExitCode(IntEnum):
                         target.checkId never ran)
     3 TIMEOUT           the deadline passed before the session finished; the session was cancelled
     4 SERVICE           the service or the way to it must be fixed: auth, permission, network, server
-                        errors, or an answer not understood (never read as a pass or a no-match)
+                        errors, or an answer not understood (never read as a pass or a no-match);
+                        also an internal error of the tool (a bug: reported with its traceback)
     5 NO_MATCH          the service said no check matched the target (403 ERR_NO_MATCHING_CHECKS);
                         0 when gate.failOnNoMatchingChecks is false
-    130 INTERRUPTED     SIGINT: the session was cancelled and partial reports written
+    130 INTERRUPTED     SIGINT: the session was cancelled and partial reports written; also a reader
+                        that closed the output before any verdict (broken pipe)
     143 TERMINATED      SIGTERM: the session was cancelled and partial reports written
     """
 

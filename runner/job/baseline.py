@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
+from runner.core.files import NotRegularFile, read_regular
 from runner.job.outcome import (
     SCHEMA_VERSION,
     BaselineMark,
@@ -60,8 +61,9 @@ def _unusable(path: str, why: str) -> BaselineWarning:
 
 def _read(path: str) -> bytes | BaselineWarning:
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_BASELINE_BYTES + 1)
+        data = read_regular(path, MAX_BASELINE_BYTES)
+    except NotRegularFile:  # a FIFO nobody writes to would hold the run before the trigger
+        return _unusable(path, "not a regular file, expected a results.json file")
     except FileNotFoundError:
         return _unusable(path, "no such file")
     except IsADirectoryError:

@@ -31,6 +31,8 @@ def result_verdict(result: SessionResult, retried: bool) -> ResultVerdict:
     if status == "RUNNING" or result.resultType == "PENDING":
         return "running"
     if status == "PASSED":
+        if _contradiction(result):
+            return "error"
         if result.isDegraded:
             return "degraded"
         return "flaky" if retried else "passed"
@@ -42,13 +44,23 @@ def result_verdict(result: SessionResult, retried: bool) -> ResultVerdict:
     return "error"
 
 
+def _contradiction(result: SessionResult) -> str | None:
+    """A PASSED result that also says it failed, errored or was aborted: the answer contradicts itself,
+    and a gate does not pick the reading that lets a deploy through."""
+    flags = [name for name in ("hasFailures", "hasErrors", "aborted") if getattr(result, name)]
+    if result.status != "PASSED" or not flags:
+        return None
+    said = " and ".join(f"{name}: true" for name in flags)
+    return f"result status PASSED but {said}: not counted as a pass"
+
+
 def _not_understood(result: SessionResult) -> str | None:
     """Why a result became an error without the service saying so: a type or status not known here."""
     if result.resultType is not None and result.resultType not in RESULT_TYPES:
         return f"result type {result.resultType[:40]!r} is not one this version knows: not counted as a pass"
     if result.status not in SESSION_STATUSES:
         return f"result status {result.status[:40]!r} is not one this version knows: not counted as a pass"
-    return None
+    return _contradiction(result)
 
 
 def _first_message(group_ids: list[str], groups: Mapping[str, ErrorGroupOutcome]) -> str | None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from runner.core.ciprovider import AZURE, BITBUCKET, BUILDKITE, CIRCLECI, GITHUB, GITLAB, JENKINS, detect
+from runner.core.files import read_regular
 from runner.models import GithubMetadata
 
 Log = Callable[[str], None]
@@ -71,12 +70,9 @@ def _set_all(info: CiInfo, environ: Env, spec: dict[str, tuple[str, ...]]) -> No
 def load_github_event(path: str) -> dict[str, Any]:
     """The GitHub event payload at `path` ({} when it is not a JSON object), read with a size cap.
     OSError or ValueError (too large, not JSON) when it cannot be read; the caller says so."""
-    # Opened without blocking and read only when it is a regular file: a FIFO or a device named by
-    # the variable would hold the run before anything was triggered.
-    with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise ValueError("not a regular file")
-        data = handle.read(MAX_EVENT_FILE + 1)
+    # Read only when it is a regular file: a FIFO or a device named by the variable would hold the
+    # run before anything was triggered.
+    data = read_regular(path, MAX_EVENT_FILE)
     if len(data) > MAX_EVENT_FILE:
         raise ValueError("too large")
     event = json.loads(data)
