@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import time
 import uuid
+from datetime import datetime
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -192,7 +193,7 @@ def test_every_outcome_of_real_checks_beside_a_scripted_one(
 def test_attempts_are_revealed_as_they_finish(start: Callable[..., Api], web: HttpServer) -> None:
     key = uuid.uuid4().hex
     client = start(world(api("flaky", web.url(f"/flaky?key={key}&fail=1"), status("200"))))
-    retry = {**RETRY_ONCE, "baseBackoffSeconds": 1}
+    retry = {**RETRY_ONCE, "baseBackoffSeconds": 25}  # simulated: 1 real second at TEST_SPEED
     session_id = client.trigger(retryStrategy=retry)["testSessionId"]
     deadline = time.monotonic() + 5
     while not attempts(session := client.session(session_id), "flaky") and time.monotonic() < deadline:
@@ -204,6 +205,24 @@ def test_attempts_are_revealed_as_they_finish(start: Callable[..., Api], web: Ht
     first, last = attempts(done, "flaky")[0], finals(done)["flaky"]
     assert last["status"] == "PASSED" and done["status"] == "PASSED"
     assert first["stoppedAt"] <= last["startedAt"] <= last["stoppedAt"]
+
+
+def test_a_retry_backoff_is_simulated_time_scaled_by_the_worlds_speed(
+    world_factory: Callable[..., Emulator], web: HttpServer
+) -> None:
+    key = uuid.uuid4().hex
+    flaky = world(api("flaky", web.url(f"/flaky?key={key}&fail=1"), status("200")), speed=10)
+    client = Api(world_factory(flaky, speed=None))  # the world's own speed: 10
+    retry = {**RETRY_ONCE, "baseBackoffSeconds": 4}
+    started = time.monotonic()
+    done = client.final(client.trigger(retryStrategy=retry)["testSessionId"])
+    took = time.monotonic() - started
+    first, last = attempts(done, "flaky")[0], finals(done)["flaky"]
+    assert last["status"] == "PASSED" and done["status"] == "PASSED"
+    # 4 simulated seconds between the failed attempt and the retry, a tenth of that in real time.
+    gap = datetime.fromisoformat(last["startedAt"]) - datetime.fromisoformat(first["stoppedAt"])
+    assert 3.9 <= gap.total_seconds() <= 6.0, gap
+    assert took < 2.0, took  # unscaled, the wait alone took 4 s
 
 
 def test_variables_come_from_the_session_then_the_account_then_the_check(

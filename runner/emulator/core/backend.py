@@ -251,9 +251,12 @@ class Backend:
         with self._lock:
             self._sessions.attempt_started(job)
 
-    def attempt_planned(self, job: RealJob, delay_seconds: float) -> None:
+    def attempt_planned(self, job: RealJob, delay_seconds: float) -> float:
         with self._lock:
-            self._sessions.attempt_planned(job, delay_seconds)
+            return self._sessions.attempt_planned(job, delay_seconds)
+
+    def real_seconds_until(self, sim_time: float) -> float:
+        return self.clock.real_seconds_until(sim_time)  # the clock has its own lock
 
     def attempt_finished(self, job: RealJob, attempt: Evidence, final: bool) -> None:
         with self._lock:
