@@ -6,8 +6,8 @@ from __future__ import annotations
 import socket
 import time
 import uuid
-from datetime import datetime
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -478,3 +478,31 @@ def test_tcp_and_dns_failures_are_analysed_from_their_answers(
         f"The name server at 127.0.0.1:{dns_server.port} answered NXDOMAIN"
         in (dns_analysis["analysis"]["rootCause"])
     )
+
+
+def test_tcp_and_dns_fields_take_the_sessions_and_the_accounts_variables(
+    start: Callable[..., Api], tcp_port: int, dns_server: DnsServer
+) -> None:
+    tcp = {
+        "id": "tcp", "name": "tcp", "checkType": "TCP", "tags": ["real"],
+        "request": {"hostname": "{{HOST}}", "port": "{{TCP_PORT}}", "data": "PING\n",
+                    "assertions": [{"source": "RESPONSE_DATA", "comparison": "CONTAINS", "target": "PONG"}]},
+    }  # fmt: skip
+    dns = {
+        "id": "dns", "name": "dns", "checkType": "DNS", "tags": ["real"],
+        "request": {"query": "{{ZONE}}", "recordType": "A", "nameServer": "{{HOST}}:{{DNS_PORT}}",
+                    "assertions": [{"source": "RESPONSE_CODE", "comparison": "EQUALS", "target": "NOERROR"}]},
+    }  # fmt: skip
+    lost = {**tcp, "id": "lost", "name": "lost", "request": {**tcp["request"], "port": "{{NO_SUCH_PORT}}"}}
+    account = {"environmentVariables": [
+        {"key": "HOST", "value": "127.0.0.1"}, {"key": "TCP_PORT", "value": str(tcp_port)},
+        {"key": "DNS_PORT", "value": str(dns_server.port)}, {"key": "ZONE", "value": "nope.app.test"},
+    ]}  # fmt: skip
+    client = start(world(tcp, dns, lost, account=account))
+    zone = [{"key": "ZONE", "value": "app.test"}]
+    session = client.final(client.trigger(environmentVariables=zone)["testSessionId"])
+    final = finals(session)
+    assert final["tcp"]["status"] == "PASSED", final["tcp"]
+    assert final["dns"]["status"] == "PASSED", final["dns"]  # the session's ZONE wins over the account's
+    assert final["lost"]["status"] == "FAILED" and final["lost"]["hasErrors"]
+    assert final["lost"]["errorMessage"].startswith("unknown variable NO_SUCH_PORT in request.port")

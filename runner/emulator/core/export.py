@@ -32,6 +32,8 @@ from runner.emulator.core.world import DEFINITION_FIELDS, Executor, WorldCheck, 
 from runner.models.check_definitions import (
     ApiRequest,
     CheckDefinition,
+    DnsRequest,
+    TcpRequest,
     UrlRequest,
     parse_check_definition,
 )
@@ -159,7 +161,7 @@ def _not_runnable(check: dict[str, Any]) -> tuple[str | None, CheckDefinition | 
 
 def _used_variables(definition: CheckDefinition) -> set[str]:
     """{{NAME}} in the fields a run fills in (variables.py: URL, query and header values, body,
-    basic auth)."""
+    basic auth; socket_fields.py: TCP's hostname, port and data, DNS's query, nameServer, port)."""
     request = definition.request
     texts: list[str] = []
     if isinstance(request, (ApiRequest, UrlRequest)):
@@ -169,6 +171,12 @@ def _used_variables(definition: CheckDefinition) -> set[str]:
         texts += [h.value for h in request.headers]
         if request.basicAuth is not None:
             texts += [request.basicAuth.username, request.basicAuth.password]
+    if isinstance(request, TcpRequest):
+        texts += [request.hostname, request.data or "", request.body or ""]
+    if isinstance(request, DnsRequest):
+        texts += [request.query, request.nameServer or ""]
+    if isinstance(request, (TcpRequest, DnsRequest)) and isinstance(request.port, str):
+        texts.append(request.port)
     return {
         name
         for text in texts
