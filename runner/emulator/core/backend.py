@@ -334,6 +334,10 @@ class Backend:
         with self._lock:
             return self._accounts.list_checks(account_id, where, page, limit)
 
+    def list_variables(self, account_id: str, page: int, limit: int) -> list[dict[str, Any]]:
+        with self._lock:
+            return self._accounts.list_variables(account_id, page, limit)
+
     def get_check(self, account_id: str, check_id: str) -> dict[str, Any]:
         with self._lock:
             return self._accounts.get_check(account_id, check_id)
