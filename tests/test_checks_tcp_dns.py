@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from checks_servers import DnsServer, free_port
 
-from runner.emulator.core.checks import Attempt, run_check
+from runner.emulator.core.checks import Attempt, Variable, VariableSources, run_check
 from runner.models.check_definitions import parse_check_definition
 
 
@@ -192,3 +192,66 @@ def test_dns_json_answer_has_production_s_shape(dns_server: DnsServer) -> None:
     attempt = dns_check(dns_server, "app.test", "MX", keys + flags + second)
     assert attempt.passed, attempt.message
     assert len(attempt.assertions) == 13
+
+
+# --- {{VARIABLES}} in TCP and DNS fields (ours: docs/checks.md) ---------------------------------------
+
+
+def with_vars(definition: dict[str, Any], sources: VariableSources) -> Attempt:
+    return run_check(parse_check_definition(definition), max_run_seconds=30, variables=sources).final
+
+
+def test_tcp_hostname_port_and_data_take_variables_from_session_account_and_check(tcp_port: int) -> None:
+    request = {"hostname": "{{HOST}}", "port": "{{TCP_PORT}}", "data": "{{COMMAND}}\n",
+               "assertions": [data_("CONTAINS", "hello")]}  # fmt: skip
+    sources = VariableSources(
+        session=(Variable("HOST", "127.0.0.1"),),
+        account=(Variable("TCP_PORT", str(tcp_port)), Variable("HOST", "10.255.255.1")),
+        check=(Variable("COMMAND", "HELLO"),),
+    )
+    attempt = with_vars({"name": "TCP", "checkType": "TCP", "request": request}, sources)
+    assert attempt.passed, attempt.message
+    assert attempt.request is not None and attempt.request.target == f"127.0.0.1:{tcp_port}"
+    assert attempt.request.body_excerpt == "HELLO\n"  # {{X}} is not URI-encoded in these fields
+
+
+def test_an_unknown_or_bad_variable_in_a_tcp_check_fails_it_naming_the_field(tcp_port: int) -> None:
+    request = {"hostname": "127.0.0.1", "port": "{{TCP_PORT}}", "data": "PING\n"}
+    unknown = with_vars({"name": "TCP", "checkType": "TCP", "request": request}, VariableSources())
+    assert unknown.error_class == "CONFIGURATION_ERROR" and unknown.error_kind == "unknown_variable"
+    assert unknown.message is not None
+    assert unknown.message.startswith("unknown variable TCP_PORT in request.port")
+    word = VariableSources(session=(Variable("TCP_PORT", "not-a-port", secret=True),))
+    bad = with_vars({"name": "TCP", "checkType": "TCP", "request": request}, word)
+    assert bad.error_kind == "invalid_definition" and bad.message is not None
+    assert bad.message.startswith("request.port: expected a port number") and "not-a-port" not in bad.message
+
+
+def test_a_secret_in_tcp_fields_is_masked_in_the_attempt() -> None:
+    closed = free_port()
+    request = {"hostname": "{{HOST}}", "port": closed, "data": "{{TOKEN}}\n"}
+    sources = VariableSources(
+        account=(Variable("HOST", "127.0.0.1", secret=True), Variable("TOKEN", "tcp-token-123", secret=True))
+    )
+    attempt = with_vars({"name": "TCP", "checkType": "TCP", "request": request}, sources)
+    assert attempt.error_kind == "connection_refused", attempt.message
+    shown = repr(attempt)
+    assert "tcp-token-123" not in shown and "127.0.0.1" not in shown
+    assert attempt.message == f"connection refused: ***:{closed}"
+
+
+def test_dns_query_name_server_and_port_take_variables(dns_server: DnsServer) -> None:
+    answer = {"source": "TEXT_ANSWER", "comparison": "CONTAINS", "target": "10.1.2.3"}
+    request = {"query": "{{NAME}}", "recordType": "A", "nameServer": "{{NS}}", "port": "{{DNS_PORT}}",
+               "assertions": [answer]}  # fmt: skip
+    sources = VariableSources(
+        session=(Variable("NAME", "app.test"),),
+        account=(Variable("NS", "127.0.0.1"), Variable("DNS_PORT", str(dns_server.port))),
+    )
+    attempt = with_vars({"name": "DNS", "checkType": "DNS", "request": request}, sources)
+    assert attempt.passed, attempt.message
+    assert attempt.request is not None
+    assert attempt.request.target == f"app.test @ 127.0.0.1:{dns_server.port}/UDP"
+    missing = with_vars({"name": "DNS", "checkType": "DNS", "request": request}, VariableSources())
+    assert missing.error_kind == "unknown_variable" and missing.message is not None
+    assert missing.message.startswith("unknown variable NAME in request.query")

@@ -383,6 +383,7 @@ def test_help_lists_every_command_and_the_environment(capsys: pytest.CaptureFixt
         "client-certificates": ["delete"],
         "dashboards": ["create"],
         "checks": ["update"],
+        "variables": ["list"],
     }
     for group, commands in groups.items():
         for command in commands:

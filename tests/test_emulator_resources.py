@@ -175,6 +175,7 @@ def test_openapi_lists_every_operation_and_not_the_control_api(emulator: Any) ->
         ("PUT", "/v1/checks/{id}"),
         ("GET", "/v1/checks"),
         ("GET", "/v1/checks/{id}"),
+        ("GET", "/v1/variables"),
     }
     trigger = spec["paths"]["/v1/test-sessions/trigger"]["post"]
     assert "TriggerRequest" in str(trigger["requestBody"]) and "ErrorBody" in str(trigger["responses"]["400"])

@@ -106,8 +106,9 @@ def cross_account_calls(ids: dict[str, str]) -> dict[str, list[tuple[str, str, A
 
 # create_dashboard names no resource: dashboards' customUrl/customDomain are one namespace for all
 # accounts (a taken name is 409 for everyone), so there is no id of the other account to refuse.
-# list_checks names none either: it lists the caller's own checks (checked below: never the other's).
-NO_OWNED_ID = {"create_dashboard", "list_checks"}
+# list_checks and list_variables name none either: they list the caller's own (checked below: never
+# the other's).
+NO_OWNED_ID = {"create_dashboard", "list_checks", "list_variables"}
 
 
 def test_every_route_refuses_the_other_accounts_ids(api: Any, emulator: Any) -> None:

@@ -49,6 +49,11 @@ def result(results: dict[str, Any], name: str) -> dict[str, Any]:
     return found
 
 
+def error_group(results: dict[str, Any], group_id: str) -> dict[str, Any]:
+    [found] = [g for s in results["sessions"] for g in s["errorGroups"] if g["id"] == group_id]
+    return found
+
+
 def console_line(out: str, name: str) -> str:
     """The check's line in the list of results (`  FAILED         Cart API (API, eu-west-1) ...`)."""
     [line] = [line for line in out.splitlines() if line.strip().startswith(f"FAILED         {name} (")]
@@ -85,6 +90,16 @@ def test_the_second_run_calls_the_same_real_failure_known_since_the_first(tmp_pa
     first_seen = datetime.fromisoformat(seen.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M UTC")
     assert "**Known:** its error was first seen " in second_md and f"first seen {first_seen}" in second_md
     assert "New in this build" not in second_md
+
+    # How often: `count` is this session's results in the group (the cart fails, is retried, fails
+    # again), `occurrences` every run's that shared the file.
+    [group_id] = cart["errorGroupIds"]
+    first_group, second_group = error_group(before, group_id), error_group(after, group_id)
+    assert (first_group["count"], first_group["occurrences"]) == (2, 2)
+    assert (second_group["count"], second_group["occurrences"]) == (2, 4)
+    # The analysis the second run shows is the first run's, made from the 503 it saw.
+    assert second_group["analysis"]["analysis"] == first_group["analysis"]["analysis"]
+    assert second_group["analysis"]["model"] == "rules-v1/run-http-status"
 
     # The refused line service is the other failure the file remembers.
     line = result(after, "Line service")

@@ -7,6 +7,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -192,7 +193,7 @@ def test_every_outcome_of_real_checks_beside_a_scripted_one(
 def test_attempts_are_revealed_as_they_finish(start: Callable[..., Api], web: HttpServer) -> None:
     key = uuid.uuid4().hex
     client = start(world(api("flaky", web.url(f"/flaky?key={key}&fail=1"), status("200"))))
-    retry = {**RETRY_ONCE, "baseBackoffSeconds": 1}
+    retry = {**RETRY_ONCE, "baseBackoffSeconds": 25}  # simulated: 1 real second at TEST_SPEED
     session_id = client.trigger(retryStrategy=retry)["testSessionId"]
     deadline = time.monotonic() + 5
     while not attempts(session := client.session(session_id), "flaky") and time.monotonic() < deadline:
@@ -204,6 +205,24 @@ def test_attempts_are_revealed_as_they_finish(start: Callable[..., Api], web: Ht
     first, last = attempts(done, "flaky")[0], finals(done)["flaky"]
     assert last["status"] == "PASSED" and done["status"] == "PASSED"
     assert first["stoppedAt"] <= last["startedAt"] <= last["stoppedAt"]
+
+
+def test_a_retry_backoff_is_simulated_time_scaled_by_the_worlds_speed(
+    world_factory: Callable[..., Emulator], web: HttpServer
+) -> None:
+    key = uuid.uuid4().hex
+    flaky = world(api("flaky", web.url(f"/flaky?key={key}&fail=1"), status("200")), speed=10)
+    client = Api(world_factory(flaky, speed=None))  # the world's own speed: 10
+    retry = {**RETRY_ONCE, "baseBackoffSeconds": 4}
+    started = time.monotonic()
+    done = client.final(client.trigger(retryStrategy=retry)["testSessionId"])
+    took = time.monotonic() - started
+    first, last = attempts(done, "flaky")[0], finals(done)["flaky"]
+    assert last["status"] == "PASSED" and done["status"] == "PASSED"
+    # 4 simulated seconds between the failed attempt and the retry, a tenth of that in real time.
+    gap = datetime.fromisoformat(last["startedAt"]) - datetime.fromisoformat(first["stoppedAt"])
+    assert 3.9 <= gap.total_seconds() <= 6.0, gap
+    assert took < 2.0, took  # unscaled, the wait alone took 4 s
 
 
 def test_variables_come_from_the_session_then_the_account_then_the_check(
@@ -459,3 +478,31 @@ def test_tcp_and_dns_failures_are_analysed_from_their_answers(
         f"The name server at 127.0.0.1:{dns_server.port} answered NXDOMAIN"
         in (dns_analysis["analysis"]["rootCause"])
     )
+
+
+def test_tcp_and_dns_fields_take_the_sessions_and_the_accounts_variables(
+    start: Callable[..., Api], tcp_port: int, dns_server: DnsServer
+) -> None:
+    tcp = {
+        "id": "tcp", "name": "tcp", "checkType": "TCP", "tags": ["real"],
+        "request": {"hostname": "{{HOST}}", "port": "{{TCP_PORT}}", "data": "PING\n",
+                    "assertions": [{"source": "RESPONSE_DATA", "comparison": "CONTAINS", "target": "PONG"}]},
+    }  # fmt: skip
+    dns = {
+        "id": "dns", "name": "dns", "checkType": "DNS", "tags": ["real"],
+        "request": {"query": "{{ZONE}}", "recordType": "A", "nameServer": "{{HOST}}:{{DNS_PORT}}",
+                    "assertions": [{"source": "RESPONSE_CODE", "comparison": "EQUALS", "target": "NOERROR"}]},
+    }  # fmt: skip
+    lost = {**tcp, "id": "lost", "name": "lost", "request": {**tcp["request"], "port": "{{NO_SUCH_PORT}}"}}
+    account = {"environmentVariables": [
+        {"key": "HOST", "value": "127.0.0.1"}, {"key": "TCP_PORT", "value": str(tcp_port)},
+        {"key": "DNS_PORT", "value": str(dns_server.port)}, {"key": "ZONE", "value": "nope.app.test"},
+    ]}  # fmt: skip
+    client = start(world(tcp, dns, lost, account=account))
+    zone = [{"key": "ZONE", "value": "app.test"}]
+    session = client.final(client.trigger(environmentVariables=zone)["testSessionId"])
+    final = finals(session)
+    assert final["tcp"]["status"] == "PASSED", final["tcp"]
+    assert final["dns"]["status"] == "PASSED", final["dns"]  # the session's ZONE wins over the account's
+    assert final["lost"]["status"] == "FAILED" and final["lost"]["hasErrors"]
+    assert final["lost"]["errorMessage"].startswith("unknown variable NO_SUCH_PORT in request.port")

@@ -121,6 +121,7 @@ def test_every_route_answers_its_success_schema(st_schema: Any, st_emulator: Emu
     call("GET", "/v1/checks/{id}", 200, path_parameters={"id": HOMEPAGE})
     listed = call("GET", "/v1/checks", 200, query={"limit": 2, "page": 1, "tag": ["smoke"]})
     assert len(listed) == 2
+    call("GET", "/v1/variables", 200, query={"limit": 10, "page": 1})
     call(
         "DELETE", "/v1/maintenance-windows/{id}/maintenances/{maintenanceId}", 204,
         path_parameters={"id": "2001", "maintenanceId": "m-1"},

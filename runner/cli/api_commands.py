@@ -254,6 +254,15 @@ def _check_json(check: Any) -> dict[str, Any]:
     return data
 
 
+def variables_list(args: argparse.Namespace, ctx: Context) -> int:
+    import json
+
+    with _client(args, ctx) as client:
+        variables = client.list_variables()
+    print(json.dumps([v.model_dump(mode="json") for v in variables], indent=2, ensure_ascii=False))
+    return int(ExitCode.OK)
+
+
 def checks_list(args: argparse.Namespace, ctx: Context) -> int:
     import json
 
@@ -464,6 +473,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         dashboards, "create", dashboards_create, "create a dashboard (409 when its URL or domain is taken)"
     )
     p.add_argument("file", metavar="FILE", help=body_help)
+    _with_connection(p)
+
+    variables = _group(subparsers, "variables", "the account's environment variables")
+    p = _leaf(
+        variables,
+        "list",
+        variables_list,
+        "list the account's environment variables (every page; a secret's value is null)",
+    )
     _with_connection(p)
 
     checks = _group(subparsers, "checks", "list, read and export checks; the deprecated check update")

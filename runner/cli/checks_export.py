@@ -1,6 +1,7 @@
 """`testsession checks export`: an account's checks as a world file that runs them on this machine.
 
-Reads every check (GET /v1/checks, page by page), keeps those with at least one of the --tag values,
+Reads every check (GET /v1/checks, page by page) and the account's environment variables (GET
+/v1/variables, page by page), keeps the checks with at least one of the --tag values,
 writes the world (runner/emulator/core/export.py decides its content), loads it back as the emulator
 would (`emulator --check`), and says per check whether it runs here or is kept but not runnable.
 The world goes to -o FILE (written atomically) or stdout; what the command says goes to stderr.
@@ -37,9 +38,14 @@ def checks_export(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError("--tag: must not be empty")
     with Connection.from_args(args).client(ctx.redact) as client:
         checks = client.list_checks(tags=tags)
+        variables = client.list_variables()  # the account's own: what {{NAME}} falls back to
         account_id = client.account_id
     result = export_world(
-        (check.as_sent() for check in checks), account_id=account_id, key_variable=ENV_API_KEY, tags=tags
+        (check.as_sent() for check in checks),
+        account_id=account_id,
+        key_variable=ENV_API_KEY,
+        tags=tags,
+        variables=[variable.model_dump(mode="json") for variable in variables],
     )
     for line in result.left_out:
         _say(ctx, f"testsession: warning: {line}")
@@ -78,16 +84,16 @@ def checks_export(args: argparse.Namespace, ctx: Context) -> int:
             for_line(
                 f"testsession: set {name} in the environment before using the world: secret variable of "
                 f"{', '.join(owners)}; the service never reveals secret values, the file reads ${{{name}:-}} "
-                "(unset, those checks fail naming it)"
+                "(unset, the checks that use it fail naming it)"
             ),
         )
     if result.account_variables:
         _say(
             ctx,
             for_line(
-                "testsession: the checks use variables no check defines (your account's own, which the "
-                f"export does not read): {', '.join(result.account_variables)}; give them in the world's "
-                "account environmentVariables or with the session's environment variables"
+                "testsession: the checks use variables that neither a check nor the account defines: "
+                f"{', '.join(result.account_variables)}; give them in the world's account "
+                "environmentVariables or with the session's environment variables"
             ),
         )
     return int(ExitCode.OK)

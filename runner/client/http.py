@@ -38,6 +38,7 @@ from runner.core.errors import (
 from runner.models import (
     DEFAULT_ACCOUNT_HEADER,
     NO_MATCHING_CHECKS,
+    AccountVariable,
     Check,
     CheckList,
     CheckUpdate,
@@ -53,6 +54,7 @@ from runner.models import (
     TestSession,
     TestSessionErrorGroup,
     TriggerRequest,
+    VariableList,
     account_header_problem,
     describe_validation_error,
 )
@@ -76,6 +78,7 @@ NO_CONTENT_SUCCESS = (200, 202, 204)
 # list_checks reads at most this many checks (50 pages of production's largest page): an account
 # with more is refused rather than exported in part; filters (tags, type) narrow it.
 MAX_LISTED_CHECKS = 5000
+MAX_LISTED_VARIABLES = 5000  # the same bound for GET /v1/variables
 _TOTAL = re.compile(r"/\s*(\d+)\s*$")  # Content-Range: 0-99/250 (the CLI's parseTotalFromContentRange)
 
 
@@ -427,6 +430,42 @@ class ApiClient:
             if last or not checks:
                 return list(found.values())
             page += 1
+
+    def list_variables(
+        self, *, page_size: int = ops.VARIABLES_PAGE_LIMIT, max_variables: int = MAX_LISTED_VARIABLES
+    ) -> list[AccountVariable]:
+        """Every environment variable of the account (a secret's value is null), page by page until a
+        page shorter than `page_size`; a page longer than asked means the service sent them all at
+        once (production's own CLI asks without paging). Bounded as list_checks: more than
+        `max_variables` is AnswerTooLargeError, a page of only known keys BadResponseError."""
+        if not 1 <= page_size <= ops.VARIABLES_PAGE_LIMIT:
+            raise InvalidRequestError(f"page size: must be 1 to {ops.VARIABLES_PAGE_LIMIT}")
+        op = ops.LIST_VARIABLES
+        found: dict[str, AccountVariable] = {}
+        page = 1
+        while True:
+            listed = self._request(
+                op, op.url_path(), self._variable_page, params={"limit": page_size, "page": page}
+            )
+            fresh = [variable for variable in listed if variable.key not in found]
+            if listed and not fresh:
+                raise BadResponseError(
+                    f"page {page} holds only variables of earlier pages: the service does not page as "
+                    "documented",
+                    status=200, method=op.method, path=op.template,
+                )  # fmt: skip
+            found.update((variable.key, variable) for variable in fresh)
+            if len(found) > max_variables:
+                raise AnswerTooLargeError(
+                    f"the account lists more than {max_variables} environment variables (the client's limit)",
+                    status=200, method=op.method, path=op.template,
+                )  # fmt: skip
+            if len(listed) != page_size:
+                return list(found.values())
+            page += 1
+
+    def _variable_page(self, response: requests.Response) -> list[AccountVariable]:
+        return self._model(response, VariableList, _success_statuses(ops.LIST_VARIABLES)).root
 
     def _check_page(self, response: requests.Response) -> tuple[list[Check], int | None]:
         """One page of GET /v1/checks and the total its Content-Range names (None without one)."""

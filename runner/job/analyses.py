@@ -26,7 +26,7 @@ from runner.job.events import AnalysisReady, Event, Where
 from runner.job.outcome import AnalysisOutcome, ErrorGroupOutcome
 from runner.job.threads import DaemonPool
 from runner.models import ErrorGroup, TestSession
-from runner.models.analyses import Analysis
+from runner.models.analyses import Analysis, TestSessionErrorGroup
 
 MAX_WORKERS = 8
 MAX_GROUPS_READ = 200  # error messages for the reports; beyond this a report names the group id only
@@ -93,6 +93,9 @@ class GroupReader:
         self._stop = threading.Event()  # set when the reader is done: no task polls on after that
         self._pool = DaemonPool(MAX_WORKERS, "groups")
         self._reads: dict[str, Future[ErrorGroup | str]] = {}  # a str is why the group is unreadable
+        # How many of the session's results were in the group when its read was sent: a count the
+        # service keeps (occurrences) is read again at the end when more came after (_refresh).
+        self._read_counts: dict[str, int] = {}
         self._analyses: dict[str, Future[AnalysisOutcome]] = {}
         # Analyses poll until the reader finishes; this caps them should it never be asked to.
         self._cap = clock() + 3600.0
@@ -100,9 +103,25 @@ class GroupReader:
     # --- while the session runs ----------------------------------------------------------------
 
     def read(self, group_ids: Iterable[str]) -> None:
-        for group_id in group_ids:
+        """Reads the groups not read yet; `group_ids` one per failing result of the session (a group
+        named twice had two of its results in it)."""
+        for group_id, seen in Counter(group_ids).items():
             if group_id not in self._reads and len(self._reads) < MAX_GROUPS_READ:
                 self._reads[group_id] = self._pool.submit(self._read, group_id)
+                self._read_counts[group_id] = seen
+
+    def _refresh(self, ranked: list[tuple[str, int]]) -> None:
+        """Reads again a group whose occurrences the service counts when more of this session's results
+        landed in it after it was read (a retry's second failure): its count then includes them all.
+        A service that keeps no count (production) is never asked twice."""
+        for group_id, count in ranked:
+            read = self._reads.get(group_id)
+            if read is None or not read.done() or count <= self._read_counts.get(group_id, count):
+                continue
+            group = read.result()
+            if isinstance(group, TestSessionErrorGroup) and group.occurrences is not None:
+                self._reads[group_id] = self._pool.submit(self._read, group_id)
+                self._read_counts[group_id] = count
 
     def groups(self, group_ids: Iterable[str], timeout: float) -> dict[str, ErrorGroupOutcome]:
         """The groups read so far (message, first and last seen), waiting at most `timeout` for
@@ -146,7 +165,8 @@ class GroupReader:
         ranked = ranked[:MAX_GROUPS_READ]
         try:
             if wait and ranked:
-                self.read(gid for gid, _count in ranked)
+                self._refresh(ranked)
+                self.read(gid for gid, count in ranked for _ in range(count))
                 self.groups([gid for gid, _count in ranked], READS_WAIT)
                 self.analyse([gid for gid, _count in ranked], checks_by_group(session) if session else {})
                 if self.plan.enabled:
@@ -250,6 +270,7 @@ def _read_outcome(group_id: str, future: Future[ErrorGroup | str]) -> ErrorGroup
         cleanedMessage=group.cleanedErrorMessage,
         firstSeen=group.firstSeen,
         lastSeen=group.lastSeen,
+        occurrences=group.occurrences if isinstance(group, TestSessionErrorGroup) else None,
     )
 
 

@@ -46,6 +46,10 @@ class ErrorGroupOutcome(OutcomeModel):
     firstSeen: datetime | None = None  # the service's, across all sessions; None when unread
     lastSeen: datetime | None = None
     count: int = 0  # results of this session in the group
+    # Results in the group over every session the service has seen (with the emulator's --state, over
+    # every run sharing the file); None when the service does not count (production's groups carry no
+    # count). `count` stays this session's: see docs/emulator.md.
+    occurrences: int | None = None
     analysis: AnalysisOutcome | None = None
 
 

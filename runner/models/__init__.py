@@ -20,6 +20,7 @@ from runner.models.headers import (
     account_header_problem,
 )
 from runner.models.resources import (
+    AccountVariable,
     Check,
     CheckList,
     CheckUpdate,
@@ -28,6 +29,7 @@ from runner.models.resources import (
     DashboardRequest,
     IncidentUpdate,
     IncidentUpdateRequest,
+    VariableList,
     frequency_offset_problem,
 )
 from runner.models.sessions import (
@@ -48,6 +50,7 @@ __all__ = [
     "NO_MATCHING_CHECKS",
     "PRODUCTION_ACCOUNT_HEADER",
     "STILL_RUNNING_MESSAGE",
+    "AccountVariable",
     "Analysis",
     "AnalysisSummary",
     "ApiModel",
@@ -77,6 +80,7 @@ __all__ = [
     "TestSession",
     "TestSessionErrorGroup",
     "TriggerRequest",
+    "VariableList",
     "account_header_problem",
     "describe_validation_error",
     "frequency_offset_problem",

@@ -112,6 +112,9 @@ class TestSessionErrorGroup(ErrorGroup):
     projectId: str | None = None
     environments: list[str] | None = None
     pwtMetadata: list[PlaywrightMetadata] | None = None
+    # The emulator's, not production's (whose groups carry no count): failed results in the group over
+    # every session it has seen (with --state, across runs). None from a service that does not say.
+    occurrences: int | None = None
 
 
 class CreateAnalysisRequest(RequestModel):

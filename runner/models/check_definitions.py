@@ -157,9 +157,30 @@ class UrlRequest(_Request):
     ipFamily: str = "IPv4"
 
 
+def _port_number(port: int | str | None) -> int | None:
+    """The port as a number: an int, or a string of digits (a `{{VAR}}` filled in); else None."""
+    if isinstance(port, int):
+        return port
+    if isinstance(port, str) and port.strip().isdigit():
+        return int(port.strip())
+    return None
+
+
+def _port_problems(port: int | str | None, required: bool) -> list[str]:
+    if port is None and not required:
+        return []
+    if isinstance(port, str) and "{{" in port:
+        return []  # a variable (ours: production's port is a number): checked again once filled in
+    number = _port_number(port)
+    if number is None or not 0 < number < 65536:
+        return ["request.port: expected a port number from 1 to 65535"]
+    return []
+
+
 class TcpRequest(_Request):
     hostname: str = ""
-    port: int | None = None
+    # A number in production's schema; a string here only to carry `{{VAR}}` (ours, docs/checks.md).
+    port: int | str | None = None
     data: str | None = None
     body: str | None = None  # production's schema has both; `data` is what the docs and the CLI write
     url: str | None = None
@@ -169,13 +190,21 @@ class TcpRequest(_Request):
     def payload(self) -> str:
         return self.data or self.body or ""
 
+    @property
+    def port_number(self) -> int | None:
+        return _port_number(self.port)
+
 
 class DnsRequest(_Request):
     query: str = ""
     recordType: str = ""
     nameServer: str | None = None
-    port: int | None = None
+    port: int | str | None = None  # as TCP's: a string only to carry `{{VAR}}`
     protocol: str = "UDP"
+
+    @property
+    def port_number(self) -> int | None:
+        return _port_number(self.port)
 
 
 class CheckDefinition(ApiModel):
@@ -289,8 +318,7 @@ class TcpCheckDefinition(CheckDefinition):
     def problems(self) -> list[str]:
         r = self.request
         out = [] if r.hostname else ["request.hostname: required field is missing"]
-        if r.port is None or not 0 < r.port < 65536:
-            out.append("request.port: expected a port number from 1 to 65535")
+        out += _port_problems(r.port, required=True)
         return (
             out
             + _one_of("request.ipFamily", r.ipFamily, IP_FAMILIES)
@@ -305,8 +333,7 @@ class DnsCheckDefinition(CheckDefinition):
     def problems(self) -> list[str]:
         r = self.request
         out = [] if r.query else ["request.query: required field is missing"]
-        if r.port is not None and not 0 < r.port < 65536:
-            out.append("request.port: expected a port number from 1 to 65535")
+        out += _port_problems(r.port, required=False)
         return (
             out
             + _one_of("request.recordType", r.recordType, DNS_RECORD_TYPES)

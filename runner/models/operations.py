@@ -33,6 +33,7 @@ from runner.models.resources import (
     DashboardRequest,
     IncidentUpdate,
     IncidentUpdateRequest,
+    VariableList,
 )
 from runner.models.sessions import TestSession, TriggerRequest
 
@@ -202,12 +203,20 @@ GET_CHECK = Operation(
     summary="Read a check with its definition (secret variable values are null)",
 )
 CHECKS_PAGE_LIMIT = 100  # production's largest `limit`
+# The account's environment variables, pages as for checks (limit 1-100, default 10; page from 1; OpenAPI
+# getV1Variables): a bare array, a secret's value always null. What `checks export` writes into the
+# world's account `environmentVariables`.
+LIST_VARIABLES = Operation(
+    "list_variables", "GET", "/variables", CallKind.READ, 200, VariableList, errors=(400, 401, 403, 429),
+    summary="List the account's environment variables, one page at a time (secret values are null)",
+)
+VARIABLES_PAGE_LIMIT = 100  # production's largest `limit`
 
 OPERATIONS: tuple[Operation[Any], ...] = (
     TRIGGER, GET_SESSION, COMPLETION, CANCEL, GET_TEST_SESSION_ERROR_GROUP, GET_ERROR_GROUP,
     CREATE_TEST_SESSION_ERROR_GROUP_ANALYSIS, CREATE_ERROR_GROUP_ANALYSIS, GET_ANALYSIS, INCIDENT_UPDATE,
     DELETE_MAINTENANCE_WINDOW, DELETE_MAINTENANCE, DELETE_CLIENT_CERTIFICATE, CREATE_DASHBOARD,
-    UPDATE_CHECK, LIST_CHECKS, GET_CHECK,
+    UPDATE_CHECK, LIST_CHECKS, GET_CHECK, LIST_VARIABLES,
 )  # fmt: skip
 BY_NAME = {op.name: op for op in OPERATIONS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)

@@ -257,3 +257,23 @@ class Check(ApiModel):
 class CheckList(RootModel[list[Check]]):
     """One page of GET /v1/checks: a bare array (production's ChecksV1CheckList); the total is in the
     Content-Range header (`0-99/250`)."""
+
+
+class AccountVariable(ApiModel):
+    """An account's environment variable as production lists it (EnvironmentVariablesV1ReadResponse):
+    a secret's value is always null ("Secret values are always returned as null"); a locked one's
+    value is there for a key that may read it."""
+
+    key: str
+    value: str | None = None
+    locked: bool = False
+    secret: bool = False
+
+    @field_validator("locked", "secret", mode="before")
+    @classmethod
+    def _null_false(cls, value: Any) -> Any:
+        return False if value is None else value
+
+
+class VariableList(RootModel[list[AccountVariable]]):
+    """One page of GET /v1/variables: a bare array (production's EnvironmentVariablesV1ListResponse)."""

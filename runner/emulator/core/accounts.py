@@ -156,6 +156,16 @@ class Accounts:
             raise not_found("Check")
         return served_check(check, account.check_extras.get(check_id))
 
+    def list_variables(self, account_id: str, page: int, limit: int) -> list[dict[str, Any]]:
+        """One page of the account's environment variables (the world's `environmentVariables`), in
+        production's shape: key, value, locked, secret; a secret's value is null, always."""
+        variables = self.get(account_id).world.environmentVariables
+        first = (page - 1) * limit
+        return [
+            {"key": v.key, "value": None if v.secret else v.value, "locked": v.locked, "secret": v.secret}
+            for v in variables[first : first + limit]
+        ]
+
     def add_incident_update(
         self, account_id: str, incident_id: str, request: IncidentUpdateRequest
     ) -> IncidentUpdate:

@@ -251,9 +251,12 @@ class Backend:
         with self._lock:
             self._sessions.attempt_started(job)
 
-    def attempt_planned(self, job: RealJob, delay_seconds: float) -> None:
+    def attempt_planned(self, job: RealJob, delay_seconds: float) -> float:
         with self._lock:
-            self._sessions.attempt_planned(job, delay_seconds)
+            return self._sessions.attempt_planned(job, delay_seconds)
+
+    def real_seconds_until(self, sim_time: float) -> float:
+        return self.clock.real_seconds_until(sim_time)  # the clock has its own lock
 
     def attempt_finished(self, job: RealJob, attempt: Evidence, final: bool) -> None:
         with self._lock:
@@ -330,6 +333,10 @@ class Backend:
     def list_checks(self, account_id: str, where: CheckFilter, page: int, limit: int) -> CheckPage:
         with self._lock:
             return self._accounts.list_checks(account_id, where, page, limit)
+
+    def list_variables(self, account_id: str, page: int, limit: int) -> list[dict[str, Any]]:
+        with self._lock:
+            return self._accounts.list_variables(account_id, page, limit)
 
     def get_check(self, account_id: str, check_id: str) -> dict[str, Any]:
         with self._lock:

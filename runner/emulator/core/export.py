@@ -9,6 +9,9 @@ them, nothing the emulator invents. What the file holds, and why:
 - No secret is ever written. Production never reveals a secret variable's value; the file reads it
   from the environment as `${NAME:-}` (unset: the secret has no value, and the check fails naming
   it). The account's API key is `${TESTSESSION_API_KEY}`, read when the world is loaded.
+- The account's own variables (GET /v1/variables) become the world account's `environmentVariables`,
+  by the same rule: a plain one with its value, a secret one (or one whose value the key may not
+  read) as `${NAME:-}`, marked secret so that whatever fills it is masked.
 - The check's own text is kept as is: every `${` in it is written `$${` so that loading the world
   does not take it for an environment variable (world.py `escape_references`).
 - The output is deterministic (no date, the service's order): exporting again shows in a diff only
@@ -32,6 +35,8 @@ from runner.emulator.core.world import DEFINITION_FIELDS, Executor, WorldCheck, 
 from runner.models.check_definitions import (
     ApiRequest,
     CheckDefinition,
+    DnsRequest,
+    TcpRequest,
     UrlRequest,
     parse_check_definition,
 )
@@ -67,7 +72,7 @@ class Export:
     text: str
     checks: tuple[ExportedCheck, ...]
     secrets: dict[str, tuple[str, ...]] = field(default_factory=dict)  # variable -> check names
-    # {{NAME}} a runnable check uses that no check defines: the account's variables, not exported.
+    # {{NAME}} a runnable check uses that neither a check nor the account defines.
     account_variables: tuple[str, ...] = ()
     left_out: tuple[str, ...] = ()  # checks that cannot be written at all (no id), as one line each
 
@@ -159,7 +164,7 @@ def _not_runnable(check: dict[str, Any]) -> tuple[str | None, CheckDefinition | 
 
 def _used_variables(definition: CheckDefinition) -> set[str]:
     """{{NAME}} in the fields a run fills in (variables.py: URL, query and header values, body,
-    basic auth)."""
+    basic auth; socket_fields.py: TCP's hostname, port and data, DNS's query, nameServer, port)."""
     request = definition.request
     texts: list[str] = []
     if isinstance(request, (ApiRequest, UrlRequest)):
@@ -169,6 +174,12 @@ def _used_variables(definition: CheckDefinition) -> set[str]:
         texts += [h.value for h in request.headers]
         if request.basicAuth is not None:
             texts += [request.basicAuth.username, request.basicAuth.password]
+    if isinstance(request, TcpRequest):
+        texts += [request.hostname, request.data or "", request.body or ""]
+    if isinstance(request, DnsRequest):
+        texts += [request.query, request.nameServer or ""]
+    if isinstance(request, (TcpRequest, DnsRequest)) and isinstance(request.port, str):
+        texts.append(request.port)
     return {
         name
         for text in texts
@@ -221,6 +232,34 @@ def _convert(data: dict[str, Any]) -> tuple[dict[str, Any], ExportedCheck, set[s
     return ordered, summary, used
 
 
+def _account_variables(variables: Iterable[dict[str, Any]]) -> tuple[list[str], list[str], set[str]]:
+    """The account's variables (GET /v1/variables) as world lines, the environment variables its
+    secrets are read from, and every key."""
+    lines: list[str] = []
+    secrets: list[str] = []
+    keys: set[str] = set()
+    for variable in variables:
+        key = variable.get("key")
+        if not isinstance(key, str) or not key or key in keys:
+            continue  # production's keys are unique and required: nothing to write for another
+        keys.add(key)
+        value = variable.get("value")
+        fields = [f"key: {_scalar(escape_references(key))}"]
+        comment = ""
+        if variable.get("secret") or not isinstance(value, str):
+            name = env_name(key)
+            fields += [f'value: "${{{name}:-}}"', "secret: true"]  # the only `${` written unescaped
+            secrets.append(name)
+            why = "secret" if variable.get("secret") else "its value is not readable with this key"
+            comment = f"  # {why}: set {name} in the environment"
+        else:
+            fields.append(f"value: {_scalar(escape_references(value))}")
+        if variable.get("locked"):
+            fields.append("locked: true")
+        lines.append(f"      - {{{', '.join(fields)}}}{comment}")
+    return lines, secrets, keys
+
+
 def _scalar(value: Any) -> str:
     """One YAML scalar (a JSON string is a YAML double-quoted one)."""
     return json.dumps(value, ensure_ascii=False)
@@ -257,9 +296,11 @@ def export_world(
     account_id: str,
     key_variable: str = "TESTSESSION_API_KEY",
     tags: Sequence[str] = (),
+    variables: Iterable[dict[str, Any]] = (),
 ) -> Export:
     """The world file of `checks` (production's JSON, as GET /v1/checks lists them), the ones
-    matching `tags` (at least one) kept."""
+    matching `tags` (at least one) kept, and the account's `variables` (as GET /v1/variables lists
+    them)."""
     blocks: list[str] = []
     summaries: list[ExportedCheck] = []
     secrets: dict[str, list[str]] = {}
@@ -283,7 +324,10 @@ def export_world(
         for name in summary.secrets:
             secrets.setdefault(name, []).append(summary.name)
         locations += [loc for loc in check.get("locations") or [] if loc not in locations]
-    account_variables = tuple(sorted(used))
+    variable_lines, account_secrets, defined = _account_variables(variables)
+    for name in account_secrets:
+        secrets.setdefault(name, []).insert(0, "the account")
+    account_variables = tuple(sorted(used - defined))
     lines = [
         "# World file written by `testsession checks export`: the checks of one account, in production's",
         "# shape (docs/checks.md). Check it: testsession emulator --check --world THIS_FILE",
@@ -313,11 +357,18 @@ def export_world(
     ]
     if account_variables:
         lines += [
-            "    # Variables the checks use ({{NAME}}) that no check defines: the account's own, which the",
-            "    # export does not read. Give them here ({key: NAME, value: ...}) or with the session's",
-            "    # environment variables: " + for_line(", ".join(account_variables), limit=300),
+            "    # Variables the checks use ({{NAME}}) that neither a check nor the account defines. Give",
+            "    # them here ({key: NAME, value: ...}) or with the session's environment variables:",
+            "    # " + for_line(", ".join(account_variables), limit=300),
         ]
-    lines.append("    environmentVariables: []")
+    if variable_lines:
+        lines += [
+            "    # The account's own variables (GET /v1/variables); a secret is read from the environment.",
+            "    environmentVariables:",
+        ]
+        lines += variable_lines
+    else:
+        lines.append("    environmentVariables: []")
     lines.append("    checks:" + ("" if summaries else " []"))
     text = "\n".join(lines + blocks) + "\n"
     return Export(

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from runner.emulator.core.checks import evidence_data
 from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import not_found
 from runner.emulator.core.grouping import clean_message, error_hash
@@ -42,6 +43,9 @@ class Group:
     # What really happened in its latest failure, when a real check failed (secrets masked): the
     # analyser reads it. None for scripted failures.
     evidence: Evidence | None = None
+    # Failed results in the group over every session this emulator (and its state file) has seen. A
+    # group the world seeds counts as seen once: the world says when, not how often.
+    occurrences: int = 1
 
 
 @dataclass
@@ -131,6 +135,7 @@ class ErrorGroups:
             if seen >= group.last_seen:  # the latest failure's message and evidence
                 group.raw, group.evidence = raw, evidence
             group.last_seen = max(group.last_seen, seen)
+            group.occurrences += 1
         else:
             group_id = str(uuid.uuid4())
             group = Group(group_id, account_id, "test-session", check, raw, cleaned, digest, seen, seen)
@@ -152,8 +157,11 @@ class ErrorGroups:
         group = self._group(account_id, group_id, kind)
         # Production's test-session groups also carry the environments they occurred in and, for
         # Playwright check suites, where in the suite: the emulator runs no suites, so that is null.
+        # `occurrences` is the emulator's own (production's groups carry no count): see docs/emulator.md.
         extra: dict[str, Any] = (
-            {"environments": list(group.environments), "pwtMetadata": None} if kind == "test-session" else {}
+            {"environments": list(group.environments), "pwtMetadata": None, "occurrences": group.occurrences}
+            if kind == "test-session"
+            else {}
         )
         model = TestSessionErrorGroup if kind == "test-session" else ErrorGroup
         return model(
@@ -243,11 +251,12 @@ class ErrorGroups:
         if self._state is None:
             return
         epoch = self._clock.to_epoch
+        evidence = evidence_data.to_data(group.evidence) if group.evidence is not None else None
         self._state.save_group(
             GroupRow(
                 group.id, group.account_id, group.kind, group.check.id, group.raw, group.cleaned,
                 group.hash, epoch(group.first_seen), epoch(group.last_seen), list(group.environments),
-                list(group.analyses),
+                list(group.analyses), group.occurrences, evidence,
             )
         )  # fmt: skip
 
@@ -286,6 +295,8 @@ class ErrorGroups:
             group.raw, group.cleaned, group.hash = row.raw, cleaned, error_hash(cleaned)
             group.first_seen, group.last_seen = sim(row.first_seen), sim(row.last_seen)
             group.environments = list(row.environments)
+            group.occurrences = row.occurrences
+            group.evidence = evidence_data.from_data(row.evidence)  # None: analysed from its message
             stored[group.id] = row.analyses
             if group.kind == "test-session":
                 self._index.setdefault((account.id, check.id, group.hash), group.id)

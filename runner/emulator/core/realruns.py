@@ -7,8 +7,11 @@ a worker changes no shared state itself, it hands back values (frozen `Attempt`s
 
 Time: a real attempt takes real time; the session's times are the SimClock's, so each attempt's
 start and end are the clock's reading when they really happen, and its response time is the real
-one in milliseconds. A session's stop event (cancel, reset, emulator stop) ends a request or a retry
-wait within a fraction of a second (the executor's own guarantee).
+one in milliseconds. A retry's backoff is simulated time, like every other time of the emulator: the
+worker waits until the clock reaches the planned start (at speed 10, a tenth of the backoff; a
+clock advanced by the control API or a speed changed mid-wait are followed within WAIT_SLICE).
+A session's stop event (cancel, reset, emulator stop) ends a request or a retry wait within a
+fraction of a second (the executor's own guarantee).
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ if TYPE_CHECKING:
     from runner.models.check_definitions import CheckDefinition
 
 
+# A retry wait looks at the clock at least this often (real seconds): a clock advanced or a speed
+# changed while it waits is followed within this; a stop ends it at once.
+WAIT_SLICE = 0.25
+
+
 @dataclass(frozen=True)
 class RealJob:
     """One check of one session to execute; `owner` is the session, `run` its CheckRun there."""
@@ -51,7 +59,11 @@ class RealRunHooks(Protocol):
 
     def attempt_started(self, job: RealJob) -> None: ...
 
-    def attempt_planned(self, job: RealJob, delay_seconds: float) -> None: ...
+    def attempt_planned(self, job: RealJob, delay_seconds: float) -> float:
+        """The simulated time the next attempt is planned to start, `delay_seconds` from now."""
+        ...
+
+    def real_seconds_until(self, sim_time: float) -> float: ...
 
     def attempt_finished(self, job: RealJob, attempt: Evidence, final: bool) -> None: ...
 
@@ -63,8 +75,11 @@ def execute(job: RealJob, hooks: RealRunHooks) -> None:
     from runner.emulator.core.checks.run import run_check  # libcurl and friends: only when needed
 
     def sleep(seconds: float) -> bool:
-        hooks.attempt_planned(job, seconds)
-        if job.stop.wait(seconds):
+        at = hooks.attempt_planned(job, seconds)
+        while (remaining := hooks.real_seconds_until(at)) > 0:
+            if job.stop.wait(min(remaining, WAIT_SLICE)):
+                return True
+        if job.stop.is_set():
             return True
         hooks.attempt_started(job)
         return False

@@ -226,9 +226,13 @@ class Sessions:
         if self._live(job):
             realruns.begin(job.run, self._clock.now())
 
-    def attempt_planned(self, job: RealJob, delay_seconds: float) -> None:
+    def attempt_planned(self, job: RealJob, delay_seconds: float) -> float:
+        """The retry's planned start in simulated time: a backoff is simulated seconds, as every
+        other time of the emulator (at speed 10, a 5 s backoff is half a real second)."""
+        at = self._clock.now() + delay_seconds
         if self._live(job):
-            realruns.plan_next(job.run, self._clock.now() + delay_seconds * self._clock.speed)
+            realruns.plan_next(job.run, at)
+        return at
 
     def attempt_finished(self, job: RealJob, evidence: Evidence, final: bool) -> None:
         session = self._live(job)

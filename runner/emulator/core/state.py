@@ -13,7 +13,9 @@ only and nothing here runs.
 - A session still running when its process died is read back as CANCELLED at the moment it was last
   rendered (its checks will never finish: the process that ran them is gone).
 - Bounded: at open, only the newest MAX_SESSIONS sessions and the MAX_GROUPS most recently seen error
-  groups (with their analyses) are kept.
+  groups (with their analyses) are kept. A group keeps its occurrence count and the evidence of its
+  latest real failure in `extra` (at most checks/evidence_data.MAX_EVIDENCE_CHARS of JSON), so that a
+  known group is counted on and analysed from the same evidence after a restart.
 """
 
 from __future__ import annotations
@@ -104,6 +106,32 @@ class GroupRow:
     last_seen: float
     environments: list[str]
     analyses: list[str]
+    # In the `extra` column (no migration: a file of an earlier version reads back 1 and no evidence).
+    occurrences: int = 1  # failed results in the group, over every session the file has seen
+    evidence: dict[str, Any] | None = None  # the latest real failure's evidence (checks/evidence_data.py)
+
+
+def _extra(row: GroupRow) -> str:
+    extra: dict[str, Any] = {"occurrences": row.occurrences}
+    if row.evidence is not None:
+        extra["evidence"] = row.evidence
+    return json.dumps(extra, ensure_ascii=False)
+
+
+def _from_extra(text: str) -> tuple[int, dict[str, Any] | None]:
+    """(occurrences, evidence) from the `extra` column; what it cannot read is 1 and None."""
+    try:
+        extra = json.loads(text)
+    except ValueError:
+        return 1, None
+    if not isinstance(extra, dict):
+        return 1, None
+    count = extra.get("occurrences")
+    evidence = extra.get("evidence")
+    return (
+        count if isinstance(count, int) and count >= 1 else 1,
+        evidence if isinstance(evidence, dict) else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -347,13 +375,14 @@ class StateFile:
                 return
             db.execute(
                 "INSERT INTO error_groups (id, account_id, kind, check_id, raw, cleaned, hash, first_seen,"
-                " last_seen, environments, analyses) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " last_seen, environments, analyses, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (id) DO UPDATE SET raw = excluded.raw, cleaned = excluded.cleaned,"
                 " hash = excluded.hash, first_seen = excluded.first_seen, last_seen = excluded.last_seen,"
-                " environments = excluded.environments, analyses = excluded.analyses",
+                " environments = excluded.environments, analyses = excluded.analyses, extra = excluded.extra",
                 (
                     row.id, row.account_id, row.kind, row.check_id, row.raw, row.cleaned, row.hash,
                     row.first_seen, row.last_seen, json.dumps(row.environments), json.dumps(row.analyses),
+                    _extra(row),
                 ),
             )  # fmt: skip
 
@@ -364,25 +393,31 @@ class StateFile:
                 return []
             rows = db.execute(
                 "SELECT id, account_id, kind, check_id, raw, cleaned, hash, first_seen, last_seen,"
-                " environments, analyses FROM error_groups WHERE account_id = ? ORDER BY first_seen, id",
+                " environments, analyses, extra FROM error_groups WHERE account_id = ?"
+                " ORDER BY first_seen, id",
                 (account_id,),
             ).fetchall()
-        return [
-            GroupRow(
-                id=row[0],
-                account_id=row[1],
-                kind=row[2],
-                check_id=row[3],
-                raw=row[4],
-                cleaned=row[5],
-                hash=row[6],
-                first_seen=row[7],
-                last_seen=row[8],
-                environments=json.loads(row[9]),
-                analyses=json.loads(row[10]),
+        groups = []
+        for row in rows:
+            occurrences, evidence = _from_extra(row[11])
+            groups.append(
+                GroupRow(
+                    id=row[0],
+                    account_id=row[1],
+                    kind=row[2],
+                    check_id=row[3],
+                    raw=row[4],
+                    cleaned=row[5],
+                    hash=row[6],
+                    first_seen=row[7],
+                    last_seen=row[8],
+                    environments=json.loads(row[9]),
+                    analyses=json.loads(row[10]),
+                    occurrences=occurrences,
+                    evidence=evidence,
+                )
             )
-            for row in rows
-        ]
+        return groups
 
     def save_analysis(self, row: AnalysisRow) -> None:
         with self._connection() as db:

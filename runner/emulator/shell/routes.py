@@ -34,7 +34,7 @@ from runner.models import (
     TestSession,
     TriggerRequest,
 )
-from runner.models.operations import CHECKS_PAGE_LIMIT, NAMES, OPERATIONS, PREFIX
+from runner.models.operations import CHECKS_PAGE_LIMIT, NAMES, OPERATIONS, PREFIX, VARIABLES_PAGE_LIMIT
 
 _bearer = HTTPBearer(auto_error=False, description="API key: `Authorization: Bearer <API_KEY>`")
 
@@ -204,6 +204,15 @@ async def get_check(id: str, backend: CurrentBackend, account: Account) -> Any:
     return backend.get_check(account, id)
 
 
+async def list_variables(
+    backend: CurrentBackend,
+    account: Account,
+    limit: Annotated[int, Query(ge=1, le=VARIABLES_PAGE_LIMIT, description="variables per page")] = 10,
+    page: Annotated[int, Query(ge=1, description="page number, from 1")] = 1,
+) -> Any:
+    return backend.list_variables(account, page, limit)
+
+
 async def wait_for_completion(
     backend: Backend, account: str, session_id: str, max_wait: float
 ) -> TestSession | None:
@@ -272,6 +281,8 @@ HANDLERS: dict[str, Handler] = {
     # What the world holds of production's shape, nothing added: a secret's value is an explicit null.
     "list_checks": Handler(list_checks, "unset"),
     "get_check": Handler(get_check, "unset"),
+    # Production's shape: every field, a secret's value an explicit null.
+    "list_variables": Handler(list_variables),
 }
 if set(HANDLERS) != set(NAMES):
     raise RuntimeError("runner.emulator.shell.routes: one handler per operation of runner.models.operations")

@@ -76,13 +76,13 @@ def name_server(check: DnsCheckDefinition) -> tuple[str, int]:
             raise ValueError(
                 "request.nameServer: none given and this machine has no resolver configured"
             ) from None
-        return str(host), r.port or 53
+        return str(host), r.port_number or 53
     match = _HOST_PORT.match(written)
     if match is None:
         # A bare IPv6 address (::1) has colons but no brackets.
-        return written, r.port or 53
+        return written, r.port_number or 53
     host = match.group("v6") or match.group("host")
-    port = r.port or (int(match.group("port")) if match.group("port") else 53)
+    port = r.port_number or (int(match.group("port")) if match.group("port") else 53)
     return host, port
 
 

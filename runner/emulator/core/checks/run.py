@@ -31,6 +31,7 @@ from typing import Any
 
 import runner.emulator.core.checks.dns as dns
 import runner.emulator.core.checks.http as http
+import runner.emulator.core.checks.socket_fields as socket_fields
 import runner.emulator.core.checks.tcp as tcp
 from runner.emulator.core.checks.assertions import evaluate_all, parse_json_body
 from runner.emulator.core.checks.limits import DEFAULT_LIMITS, Limits
@@ -194,6 +195,11 @@ def _execute(
     reason = check.local_support()
     if reason:
         return _not_run("not_runnable_locally", reason)
+    if isinstance(check, (TcpCheckDefinition, DnsCheckDefinition)):
+        try:  # before problems(): a port given as {{VAR}} is checked once it is a number
+            check = socket_fields.rendered(check, subst)
+        except VariableError as exc:
+            return _not_run(exc.kind, exc.message)
     problems = check.problems()
     if problems:
         return _not_run("invalid_definition", "; ".join(problems))

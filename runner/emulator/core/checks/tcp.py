@@ -67,13 +67,14 @@ def perform(
     timeout_text: str = "",
 ) -> TcpResponse:
     r = check.request
-    assert r.port is not None  # problems() refused a definition without one
+    port = r.port_number
+    assert port is not None  # problems() refused a definition without one
     start = time.monotonic()
     deadline = start + bound_seconds
     marks: dict[str, float] = {}
     data = bytearray()
     truncated = False
-    where = f"[{r.hostname}]:{r.port}" if ":" in r.hostname else f"{r.hostname}:{r.port}"
+    where = f"[{r.hostname}]:{port}" if ":" in r.hostname else f"{r.hostname}:{port}"
 
     def timing(end: float | None = None) -> TimingPhases:
         def span(a: str | None, b: str) -> float | None:
@@ -100,7 +101,7 @@ def perform(
     try:
         try:
             target = sockets.resolve(
-                r.hostname, r.port, sockets.family_of(r.ipFamily), socket.SOCK_STREAM, deadline, stop
+                r.hostname, port, sockets.family_of(r.ipFamily), socket.SOCK_STREAM, deadline, stop
             )
         except OSError:
             return result(Failure(NETWORK_ERROR, "dns_lookup", f"DNS lookup failed: {r.hostname}"))

@@ -4,6 +4,9 @@ Decisions (production: detect/synthetic-monitoring/api-checks/configuration.mdx,
 environment variables"):
 - Where: the URL, the body, header values, query parameter values, basic auth username and password
   (production's list; header and parameter names and assertions are left alone). A URL check's URL too.
+  TCP checks' hostname, port and data, DNS checks' query, nameServer and port (ours: production's
+  docs give variables to API check requests only; a local build's ports and names vary by runner):
+  inserted as they are, `{{X}}` not URI-encoded there (socket_fields.py).
 - Which value: the session's variables (the trigger body) first, then the account's
   `environmentVariables`, then the check's own, then the run's built-ins (CHECK_NAME, CHECK_ID,
   CHECK_TYPE and what the caller adds, e.g. ACCOUNT_ID, REGION). Names are case-sensitive.
@@ -121,14 +124,15 @@ class Substitution:
         """True when `text` holds a secret (or is one): such a value is masked whole in evidence."""
         return bool(text) and self.redact(text) != text
 
-    def render(self, text: str, where: str) -> str:
-        """`text` with every template replaced; VariableError names the first that cannot be."""
+    def render(self, text: str, where: str, *, encode: bool = True) -> str:
+        """`text` with every template replaced; VariableError names the first that cannot be.
+        `encode=False` (TCP and DNS fields, which are no URLs): `{{X}}` is inserted as it is too."""
         if "{{" not in text:
             return text
 
         def replace(match: re.Match[str]) -> str:
-            raw = match.group(1) is not None
-            name = match.group(1) if raw else match.group(2)
+            raw = match.group(1) is not None or not encode
+            name = match.group(1) if match.group(1) is not None else match.group(2)
             value = self._value(name, match.group(0), where)
             return value if raw else encode_uri(value)
 

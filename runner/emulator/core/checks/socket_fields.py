@@ -1,0 +1,45 @@
+"""`{{NAME}}` in the fields of TCP and DNS checks: the definition with its variables filled in.
+
+Production's documentation gives `{{VARIABLES}}` to API check requests only (api-checks/
+configuration.mdx); its TCP and DNS monitors take literal hosts and ports. Ours: a build on a CI
+runner gets its ports and names at run time (a compose network, a random port), so these fields take
+the same variables, by the same rules (the session's, then the account's, then the check's; an
+unknown one fails the check naming it; a secret's value is masked in everything the attempt keeps):
+- TCP: `hostname`, `port`, `data` (and production's alternative `body`);
+- DNS: `query`, `nameServer`, `port`.
+A value is inserted as it is (`{{X}}` is not URI-encoded: these are not URLs). A port given as a
+variable must come out as a number from 1 to 65535.
+"""
+
+from __future__ import annotations
+
+from runner.emulator.core.checks.variables import Substitution, VariableError
+from runner.models.check_definitions import DnsCheckDefinition, TcpCheckDefinition
+
+TCP_FIELDS = ("hostname", "data", "body")
+DNS_FIELDS = ("query", "nameServer")
+SocketCheck = TcpCheckDefinition | DnsCheckDefinition
+
+
+def rendered(check: SocketCheck, subst: Substitution) -> SocketCheck:
+    """`check` with its fields' variables filled in (the same object when it has none);
+    VariableError names the first variable that cannot be."""
+    request = check.request
+    names = TCP_FIELDS if isinstance(check, TcpCheckDefinition) else DNS_FIELDS
+    changes: dict[str, object] = {}
+    for name in names:
+        value = getattr(request, name)
+        if isinstance(value, str) and "{{" in value:
+            changes[name] = subst.render(value, f"request.{name}", encode=False)
+    if isinstance(request.port, str) and "{{" in request.port:
+        port = subst.render(request.port, "request.port", encode=False).strip()
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            # The value itself is not quoted: it may be a secret's.
+            raise VariableError(
+                "invalid_definition",
+                "request.port: expected a port number from 1 to 65535 once its variables are filled in",
+            )
+        changes["port"] = int(port)
+    if not changes:
+        return check
+    return check.model_copy(update={"request": request.model_copy(update=changes)})
