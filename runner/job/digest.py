@@ -14,7 +14,7 @@ from functools import cached_property
 
 from runner.core.exitcodes import ExitCode
 from runner.core.words import counted
-from runner.job.known import History, history, run_start
+from runner.job.known import UNTOLD, History, history, run_start
 from runner.job.outcome import (
     BaselineOutcome,
     CheckRef,
@@ -108,20 +108,29 @@ class Digest:
 
     @cached_property
     def new_failures(self) -> tuple[Item, ...]:
-        """Failures not known to have been there before: new, or with no history to tell (`untold`)."""
-        return self._novel("new", "untold")
+        """Failures first seen in this build (the policy's `novelty`: new)."""
+        return self._novel("new")
 
-    @property
+    @cached_property
     def untold(self) -> tuple[Item, ...]:
-        """Failures whose history could not be told: counted as new, since the gate never forgives them."""
+        """Failures whose history could not be told: neither new nor known in any output's count, and
+        never forgiven by the gate."""
         return self._novel("untold")
 
     @property
+    def not_known(self) -> int:
+        """Failures not known to have failed before (new, or untold): the CI outputs' `new-failures`,
+        documented so (action.yml), since a script reading it must not take untold for known."""
+        return len(self.new_failures) + len(self.untold)
+
+    @property
     def failure_split(self) -> str:
-        """'1 new, 2 known': the failures in the words of known/new; empty without failures."""
+        """'1 new, 2 known' and ', 1 cannot be told' when any: the failures in the words of known/new,
+        as every output counts them; empty without failures."""
         if not self.failures:
             return ""
-        return f"{len(self.new_failures)} new, {len(self.known_failures)} known"
+        split = f"{len(self.new_failures)} new, {len(self.known_failures)} known"
+        return split + (f", {len(self.untold)} {UNTOLD}" if self.untold else "")
 
     @property
     def baseline(self) -> BaselineOutcome | None:
@@ -234,7 +243,7 @@ class Digest:
             "flaky": str(c.flaky),
             "error": str(c.error),
             "cancelled": str(c.cancelled),
-            "new-failures": str(len(self.new_failures)),
+            "new-failures": str(self.not_known),
             "known-failures": str(len(self.known_failures)),
             "fixed": str(len(self.fixed)),
         }

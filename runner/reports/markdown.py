@@ -15,6 +15,7 @@ from urllib.parse import quote
 from runner.core.text import sanitize
 from runner.core.words import counted, plural
 from runner.job.digest import Digest, Item, digest
+from runner.job.known import UNTOLD
 from runner.job.outcome import (
     CheckRef,
     ErrorGroupOutcome,
@@ -192,11 +193,13 @@ def _known_lines(d: Digest) -> list[str]:
     """What the failures are in known/new words, and why a failOn: new gate passed or failed."""
     if not d.failures:
         return []
-    new, known = len(d.new_failures), len(d.known_failures)
+    new, known, untold = len(d.new_failures), len(d.known_failures), len(d.untold)
     line = (
         f"**{counted(new, 'new failure')}** (in this build) · "
         f"**{known} known** (already failing before this build)"
     )
+    if untold:
+        line += f" · **{untold} {UNTOLD}** (new or known: no history to compare; never forgiven)"
     lines = ["", line]
     if d.gate.fail_on == "new" and d.forgiven:
         n = len(d.forgiven)
@@ -392,11 +395,10 @@ def _history(item: Item) -> str:
 
 def _sections(d: Digest) -> list[tuple[str, tuple[Item, ...]]]:
     """The failures under their headings: new ones first, then those that were already there."""
-    new = tuple(item for item in d.failures if item.history is not None and item.history.novelty == "new")
-    if not new and not d.known_failures:
+    if not d.new_failures and not d.known_failures:
         return [("Failures", d.untold)]
     sections = [
-        ("New in this build", new),
+        ("New in this build", d.new_failures),
         ("Already failing before this build", d.known_failures),
         ("Failing, new or known could not be told", d.untold),
     ]
