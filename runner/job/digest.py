@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from runner.core.exitcodes import ExitCode
-from runner.core.words import counted
+from runner.core.words import counted, plural
 from runner.job.known import UNTOLD, History, history, run_start
 from runner.job.outcome import (
     BaselineOutcome,
@@ -204,26 +204,26 @@ class Digest:
         if self.outcome.verdict == "no-match":
             unmatched = sum(1 for s in self.outcome.sessions if s.noMatch)
             where = (
-                f"{unmatched} of {len(self.outcome.sessions)} sessions"
+                f"{unmatched} of {counted(len(self.outcome.sessions), 'session')}"
                 if unmatched > 1 or len(self.outcome.sessions) > 1
                 else "the session"
             )
             return f"no check matched the target of {where}"
         if total == 0:
             return "no check results"
+        checks = counted(total, "check")
         if self.failing:
             # "the 1 check failed the gate", "1 of 4 checks failed the gate"
-            which = "the 1 check" if total == 1 else f"{len(self.failing)} of {total} checks"
+            which = f"the {checks}" if total == 1 else f"{len(self.failing)} of {checks}"
             return f"{which} failed the gate ({breakdown(self.failing)})"
         if self.forgiven:
             return f"gate passed: {counted(len(self.forgiven), 'known failure')}, no new ones"
         soft = [f"{getattr(self.counts, v)} {v}" for v in ("degraded", "flaky") if getattr(self.counts, v)]
-        which = "the 1 check" if total == 1 else f"all {total} checks"
+        which = f"{plural(total, 'the', 'all')} {checks}"  # "the 1 check", "all 4 checks"
         if self.outcome.exitCode != ExitCode.OK:
             # Nothing failed among what was read, yet the run is no pass (the service's answers did
             # not add up, a signal, a usage error): never a headline that reads like a pass.
-            seen = "the 1 check read" if total == 1 else f"the {total} checks read"
-            return f"{seen} passed, but that is no verdict (exit code {self.outcome.exitCode})"
+            return f"the {checks} read passed, but that is no verdict (exit code {self.outcome.exitCode})"
         return f"{which} passed" + (f" ({', '.join(soft)})" if soft else "")
 
     @property

@@ -203,7 +203,7 @@ def _known_lines(d: Digest) -> list[str]:
     lines = ["", line]
     if d.gate.fail_on == "new" and d.forgiven:
         n = len(d.forgiven)
-        these = "this known failure" if n == 1 else f"these {n} known failures"
+        these = plural(n, "this known failure", f"these {counted(n, 'known failure')}")
         if d.failing:
             lines += [
                 "",
