@@ -50,7 +50,7 @@ from runner.job.policy import (
     unrun_named_checks,
 )
 from runner.job.refusals import trigger_refusal
-from runner.job.verdicts import build_results
+from runner.job.verdicts import build_results, check_outcome, check_rows, check_verdict
 from runner.models import FINAL_SESSION_STATUSES, SessionResult, TestSession, TriggerRequest
 
 MESSAGE_WAIT = 3.0  # seconds a failure's line waits for its error message before it is printed
@@ -247,16 +247,17 @@ class _Watch:
         failing_groups = [g for r in session.results if r.status != "PASSED" for g in r.errorGroupIds]
         self.reader.read(failing_groups)
         self.reader.analyse([g for g, _n in groups_by_frequency(session)], checks_by_group(session))
-        current = build_results(session, {})
-        fresh = [r for r in current if r.verdict != "running" and r.id not in self.reported]
-        if fresh:
-            ids = [g for r in fresh for g in r.errorGroupIds]
-            by_id = {r.id: r for r in build_results(session, self.reader.groups(ids, MESSAGE_WAIT))}
-            for result in fresh:
+        # Which checks became final is known from their rows: their messages are waited for first,
+        # and then every result of the read is built once (a session of 1,000 results is read often).
+        checks = check_rows(session)
+        fresh = {c.id for c in checks if c.id not in self.reported and check_verdict(c) != "running"}
+        ids = [g for c in checks if c.id in fresh for g in c.row.errorGroupIds]
+        groups = self.reader.groups(ids, MESSAGE_WAIT) if fresh else {}
+        current = [check_outcome(session, check, groups) for check in checks]
+        for result in current:
+            if result.id in fresh and result.id not in self.reported:
                 self.reported.add(result.id)
-                self.worker.emit(
-                    ResultFinished(self.worker.where, by_id.get(result.id, result), session.startedAt)
-                )
+                self.worker.emit(ResultFinished(self.worker.where, result, session.startedAt))
         elapsed = self.worker.clock() - self.started
         self.worker.emit(Progress(self.worker.where, elapsed, tuple(current)))
         return bool(fresh)
