@@ -205,13 +205,7 @@ class GroupReader:
     def _analysis(self, group: ErrorGroup, checks: tuple[str, ...]) -> AnalysisOutcome:
         result = self._analysis_of(group)
         if result.state == "completed":
-            done = ErrorGroupOutcome(
-                id=group.id,
-                errorHash=group.errorHash,
-                message=group.rawErrorMessage,
-                cleanedMessage=group.cleanedErrorMessage,
-                analysis=result,
-            )
+            done = _group_outcome(group, result)
             self.emit(AnalysisReady(self.where, checks, done))
         return result
 
@@ -241,8 +235,11 @@ class GroupReader:
 
 def _read_outcome(group_id: str, future: Future[ErrorGroup | str]) -> ErrorGroupOutcome:
     group = future.result()
-    if not isinstance(group, ErrorGroup):
-        return ErrorGroupOutcome(id=group_id)
+    return _group_outcome(group) if isinstance(group, ErrorGroup) else ErrorGroupOutcome(id=group_id)
+
+
+def _group_outcome(group: ErrorGroup, analysis: AnalysisOutcome | None = None) -> ErrorGroupOutcome:
+    """The error group as read: its message and when it was first and last seen."""
     return ErrorGroupOutcome(
         id=group.id,
         errorHash=group.errorHash,
@@ -250,6 +247,7 @@ def _read_outcome(group_id: str, future: Future[ErrorGroup | str]) -> ErrorGroup
         cleanedMessage=group.cleanedErrorMessage,
         firstSeen=group.firstSeen,
         lastSeen=group.lastSeen,
+        analysis=analysis,
     )
 
 

@@ -24,7 +24,7 @@ from runner.job.outcome import (
     SessionOutcome,
     SlowerCheck,
 )
-from runner.reports.text import analysis_state_line, clean, human_duration, one_line, utc_minute
+from runner.reports.text import AnalysisGap, clean, human_duration, one_line, shown_analysis, utc_minute
 
 MAX_BYTES = 1_000_000
 MAX_ROWS = 1_000
@@ -302,13 +302,10 @@ def _analysis(group: ErrorGroupOutcome, seen: dict[str, str]) -> str:
     gid = escape_cell(group.id, 100)
     if group.id in seen:
         return f"**Root cause analysis:** see error group {gid} above ({seen[group.id]})."
-    state = group.analysis.state if group.analysis else None
-    analysis = group.analysis.analysis if group.analysis else None
-    if state != "completed" or analysis is None:
-        reason = group.analysis.reason if group.analysis else None
-        line = analysis_state_line("unavailable" if state == "completed" else state, reason)
-        seen[group.id] = f"no analysis: {state or 'none'}"
-        return f"**Error group {gid}** — {escape_text(line)}"
+    analysis = shown_analysis(group)
+    if isinstance(analysis, AnalysisGap):
+        seen[group.id] = f"no analysis: {analysis.state}"
+        return f"**Error group {gid}** — {escape_text(analysis.line)}"
     seen[group.id] = escape_cell(analysis.classification, 80)
     parts = [
         f"**Root cause analysis** (error group {gid})",
