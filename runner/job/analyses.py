@@ -93,6 +93,7 @@ class GroupReader:
         self._stop = threading.Event()  # set when the reader is done: no task polls on after that
         self._pool = DaemonPool(MAX_WORKERS, "groups")
         self._reads: dict[str, Future[ErrorGroup | str]] = {}  # a str is why the group is unreadable
+        self._read_groups: dict[str, ErrorGroupOutcome] = {}  # the reads done, each made an outcome once
         self._analyses: dict[str, Future[AnalysisOutcome]] = {}
         # Analyses poll until the reader finishes; this caps them should it never be asked to.
         self._cap = clock() + 3600.0
@@ -110,7 +111,11 @@ class GroupReader:
         wanted = [self._reads[g] for g in group_ids if g in self._reads]
         if wanted:
             wait_futures(wanted, timeout=max(0.0, timeout))
-        return {gid: _read_outcome(gid, future) for gid, future in self._reads.items() if future.done()}
+        if len(self._read_groups) < len(self._reads):
+            for gid, future in self._reads.items():
+                if gid not in self._read_groups and future.done():
+                    self._read_groups[gid] = _read_outcome(gid, future)
+        return dict(self._read_groups)
 
     def analyse(self, ranked: list[str], checks: Mapping[str, tuple[str, ...]]) -> None:
         """Starts the analyses of groups read so far, in `ranked` order, up to rca.max in all."""
