@@ -18,8 +18,8 @@ from outcome_factory import (
     unavailable_analysis,
 )
 
-from runner.job.outcome import Outcome
-from runner.reports import render_junit
+from runner.job.outcome import AnalysisOutcome, Outcome
+from runner.reports import render_junit, render_markdown
 from runner.reports.junit import MIN_TEXT
 
 VERDICTS = ("passed", "failed", "degraded", "flaky", "error", "cancelled", "running")
@@ -112,6 +112,31 @@ def test_analysis_states_are_named(state: str, words: str) -> None:
     failure = valid_junit(render_junit(out)).find("./testsuite/testcase/failure")
     assert failure is not None
     assert words in (failure.text or "")
+
+
+@pytest.mark.parametrize(
+    ("analysis", "state", "words"),
+    [
+        (
+            AnalysisOutcome(state="completed", id="rca-empty"),  # the service answered without content
+            "unavailable",
+            "Root cause analysis unavailable: the analysis came back empty",
+        ),
+        (None, "none", "Root cause analysis unavailable: no analysis for this error group"),
+        (unavailable_analysis("timeout"), "timeout", "Root cause analysis timed out: no result within 120 s"),
+    ],
+)
+def test_junit_and_markdown_say_the_same_of_a_missing_analysis(
+    analysis: AnalysisOutcome | None, state: str, words: str
+) -> None:
+    group = error_group("eg-9").model_copy(update={"analysis": analysis})
+    failed = [result("failed", f"Check {n}", group_ids=["eg-9"]) for n in range(2)]
+    out = outcome([session(failed, [group])])
+    texts = [f.text or "" for f in valid_junit(render_junit(out)).iter("failure")]
+    assert len(texts) == 2 and all(words in text for text in texts)
+    md = render_markdown(out)
+    assert md.count(words) == 1  # said once, where the group is first shown
+    assert f"see error group eg-9 above (no analysis: {state})" in md
 
 
 def test_error_and_running_are_errors() -> None:

@@ -9,18 +9,25 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from outcome_factory import STARTED, error_group, outcome, result, session
 
 from runner.ci.common import flat
 from runner.ci.console import Console
 from runner.core.text import for_line, sanitize
 from runner.core.words import counted, plural, span
 from runner.emulator.core.analyser import analyse
+from runner.job.digest import digest
 from runner.job.events import ResultFinished, Where
-from runner.job.outcome import ResultOutcome
+from runner.job.outcome import Outcome, ResultOutcome
+from runner.job.policy import Gate
+from runner.job.rerun import cannot_rerun
+from runner.job.run import judge
+from runner.reports import render_markdown
 from runner.reports.junit import _attr
 from runner.reports.markdown import escape_cell
 from runner.reports.text import clean, one_line
@@ -112,3 +119,42 @@ def test_counted_words() -> None:
         "1 hour",
         "3 days",
     ]
+
+
+def test_counted_words_in_the_headline_the_rerun_refusal_and_the_forgiven_note() -> None:
+    """The texts built with counted/plural read right for one and for two (no "1 checks")."""
+
+    def run(verdicts: list[str], **fields: object) -> Outcome:
+        names = ("Checkout API", "Home page")
+        return outcome([session([result(v, names[i]) for i, v in enumerate(verdicts)])], **fields)
+
+    assert digest(run(["passed"])).summary == "the 1 check passed"
+    assert digest(run(["passed", "passed"])).summary == "all 2 checks passed"
+    assert digest(run(["failed"])).summary == "the 1 check failed the gate (1 failed)"
+    assert digest(run(["failed", "passed"])).summary == "1 of 2 checks failed the gate (1 failed)"
+    for verdicts, seen in ((["passed"], "the 1 check read"), (["passed"] * 2, "the 2 checks read")):
+        unexplained = run(verdicts, exitCode=4, verdict="service-error")
+        assert digest(unexplained).summary == f"{seen} passed, but that is no verdict (exit code 4)"
+    unmatched = [session([], location=where, noMatch=True) for where in ("us-east-1", "eu-west-1")]
+    assert digest(outcome(unmatched[:1], verdict="no-match")).summary == (
+        "no check matched the target of the session"
+    )
+    no_match = outcome([unmatched[0], session([result("passed")], location="eu-west-1")], verdict="no-match")
+    assert digest(no_match).summary == "no check matched the target of 1 of 2 sessions"
+
+    for count, words in (
+        (1, "1 failing result names no check id, so a rerun cannot target it"),
+        (2, "2 failing results name no check id, so a rerun cannot target them"),
+    ):
+        # Beside one that can be run again: the session itself is rerunnable.
+        failed = [result("failed", f"Check {n}", checkId=None) for n in range(count)] + [result("error")]
+        assert cannot_rerun(outcome([session(failed)])) == words
+
+    known = error_group("eg-known").model_copy(update={"firstSeen": STARTED - timedelta(days=3)})
+    for count, these, they in ((1, "this known failure", "It is"), (2, "these 2 known failures", "They are")):
+        failed = [result("failed", f"Check {n}", group_ids=["eg-known"]) for n in range(count)]
+        md = render_markdown(judge(outcome([session(failed, [known])]), Gate(fail_on="new")))
+        assert (
+            f"(failOn: new):** {these} already failed before this build and did not fail it. {they} listed"
+            in md
+        )

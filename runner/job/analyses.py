@@ -96,6 +96,7 @@ class GroupReader:
         # How many of the session's results were in the group when its read was sent: a count the
         # service keeps (occurrences) is read again at the end when more came after (_refresh).
         self._read_counts: dict[str, int] = {}
+        self._read_groups: dict[str, ErrorGroupOutcome] = {}  # the reads done, each made an outcome once
         self._analyses: dict[str, Future[AnalysisOutcome]] = {}
         # Analyses poll until the reader finishes; this caps them should it never be asked to.
         self._cap = clock() + 3600.0
@@ -122,6 +123,7 @@ class GroupReader:
             if isinstance(group, TestSessionErrorGroup) and group.occurrences is not None:
                 self._reads[group_id] = self._pool.submit(self._read, group_id)
                 self._read_counts[group_id] = count
+                self._read_groups.pop(group_id, None)  # made again from the new read
 
     def groups(self, group_ids: Iterable[str], timeout: float) -> dict[str, ErrorGroupOutcome]:
         """The groups read so far (message, first and last seen), waiting at most `timeout` for
@@ -129,7 +131,11 @@ class GroupReader:
         wanted = [self._reads[g] for g in group_ids if g in self._reads]
         if wanted:
             wait_futures(wanted, timeout=max(0.0, timeout))
-        return {gid: _read_outcome(gid, future) for gid, future in self._reads.items() if future.done()}
+        if len(self._read_groups) < len(self._reads):
+            for gid, future in self._reads.items():
+                if gid not in self._read_groups and future.done():
+                    self._read_groups[gid] = _read_outcome(gid, future)
+        return dict(self._read_groups)
 
     def analyse(self, ranked: list[str], checks: Mapping[str, tuple[str, ...]]) -> None:
         """Starts the analyses of groups read so far, in `ranked` order, up to rca.max in all."""
@@ -225,13 +231,7 @@ class GroupReader:
     def _analysis(self, group: ErrorGroup, checks: tuple[str, ...]) -> AnalysisOutcome:
         result = self._analysis_of(group)
         if result.state == "completed":
-            done = ErrorGroupOutcome(
-                id=group.id,
-                errorHash=group.errorHash,
-                message=group.rawErrorMessage,
-                cleanedMessage=group.cleanedErrorMessage,
-                analysis=result,
-            )
+            done = _group_outcome(group, result)
             self.emit(AnalysisReady(self.where, checks, done))
         return result
 
@@ -261,8 +261,11 @@ class GroupReader:
 
 def _read_outcome(group_id: str, future: Future[ErrorGroup | str]) -> ErrorGroupOutcome:
     group = future.result()
-    if not isinstance(group, ErrorGroup):
-        return ErrorGroupOutcome(id=group_id)
+    return _group_outcome(group) if isinstance(group, ErrorGroup) else ErrorGroupOutcome(id=group_id)
+
+
+def _group_outcome(group: ErrorGroup, analysis: AnalysisOutcome | None = None) -> ErrorGroupOutcome:
+    """The error group as read: its message and when it was first and last seen."""
     return ErrorGroupOutcome(
         id=group.id,
         errorHash=group.errorHash,
@@ -271,6 +274,7 @@ def _read_outcome(group_id: str, future: Future[ErrorGroup | str]) -> ErrorGroup
         firstSeen=group.firstSeen,
         lastSeen=group.lastSeen,
         occurrences=group.occurrences if isinstance(group, TestSessionErrorGroup) else None,
+        analysis=analysis,
     )
 
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from runner.core.exitcodes import ExitCode
-from runner.core.words import counted
-from runner.job.known import History, history, run_start
+from runner.core.words import counted, plural
+from runner.job.known import UNTOLD, History, history, run_start
 from runner.job.outcome import (
     BaselineOutcome,
     CheckRef,
@@ -108,20 +108,29 @@ class Digest:
 
     @cached_property
     def new_failures(self) -> tuple[Item, ...]:
-        """Failures not known to have been there before: new, or with no history to tell (`untold`)."""
-        return self._novel("new", "untold")
+        """Failures first seen in this build (the policy's `novelty`: new)."""
+        return self._novel("new")
 
-    @property
+    @cached_property
     def untold(self) -> tuple[Item, ...]:
-        """Failures whose history could not be told: counted as new, since the gate never forgives them."""
+        """Failures whose history could not be told: neither new nor known in any output's count, and
+        never forgiven by the gate."""
         return self._novel("untold")
 
     @property
+    def not_known(self) -> int:
+        """Failures not known to have failed before (new, or untold): the CI outputs' `new-failures`,
+        documented so (action.yml), since a script reading it must not take untold for known."""
+        return len(self.new_failures) + len(self.untold)
+
+    @property
     def failure_split(self) -> str:
-        """'1 new, 2 known': the failures in the words of known/new; empty without failures."""
+        """'1 new, 2 known' and ', 1 cannot be told' when any: the failures in the words of known/new,
+        as every output counts them; empty without failures."""
         if not self.failures:
             return ""
-        return f"{len(self.new_failures)} new, {len(self.known_failures)} known"
+        split = f"{len(self.new_failures)} new, {len(self.known_failures)} known"
+        return split + (f", {len(self.untold)} {UNTOLD}" if self.untold else "")
 
     @property
     def baseline(self) -> BaselineOutcome | None:
@@ -195,26 +204,26 @@ class Digest:
         if self.outcome.verdict == "no-match":
             unmatched = sum(1 for s in self.outcome.sessions if s.noMatch)
             where = (
-                f"{unmatched} of {len(self.outcome.sessions)} sessions"
+                f"{unmatched} of {counted(len(self.outcome.sessions), 'session')}"
                 if unmatched > 1 or len(self.outcome.sessions) > 1
                 else "the session"
             )
             return f"no check matched the target of {where}"
         if total == 0:
             return "no check results"
+        checks = counted(total, "check")
         if self.failing:
             # "the 1 check failed the gate", "1 of 4 checks failed the gate"
-            which = "the 1 check" if total == 1 else f"{len(self.failing)} of {total} checks"
+            which = f"the {checks}" if total == 1 else f"{len(self.failing)} of {checks}"
             return f"{which} failed the gate ({breakdown(self.failing)})"
         if self.forgiven:
             return f"gate passed: {counted(len(self.forgiven), 'known failure')}, no new ones"
         soft = [f"{getattr(self.counts, v)} {v}" for v in ("degraded", "flaky") if getattr(self.counts, v)]
-        which = "the 1 check" if total == 1 else f"all {total} checks"
+        which = f"{plural(total, 'the', 'all')} {checks}"  # "the 1 check", "all 4 checks"
         if self.outcome.exitCode != ExitCode.OK:
             # Nothing failed among what was read, yet the run is no pass (the service's answers did
             # not add up, a signal, a usage error): never a headline that reads like a pass.
-            seen = "the 1 check read" if total == 1 else f"the {total} checks read"
-            return f"{seen} passed, but that is no verdict (exit code {self.outcome.exitCode})"
+            return f"the {checks} read passed, but that is no verdict (exit code {self.outcome.exitCode})"
         return f"{which} passed" + (f" ({', '.join(soft)})" if soft else "")
 
     @property
@@ -234,7 +243,7 @@ class Digest:
             "flaky": str(c.flaky),
             "error": str(c.error),
             "cancelled": str(c.cancelled),
-            "new-failures": str(len(self.new_failures)),
+            "new-failures": str(self.not_known),
             "known-failures": str(len(self.known_failures)),
             "fixed": str(len(self.fixed)),
         }

@@ -44,6 +44,9 @@ class Knowledge:
 
 UNKNOWN = Knowledge(known=None)
 
+# What every output says of a failure whose history cannot be told, beside its counts of new and known.
+UNTOLD = "cannot be told"
+
 
 def _utc(moment: datetime) -> datetime:
     """The service writes UTC ("Z"); a time without a zone is taken as UTC, never as local time."""
@@ -136,7 +139,7 @@ class History:
         else:
             seen_before = "its error was seen before this run"
         if self.novelty == "untold":
-            return "cannot be told (no error group with a history was read, and no baseline says)"
+            return f"{UNTOLD} (no error group with a history was read, and no baseline says)"
         if self.known is False:
             if self.baseline == "still-failing":
                 return "its error was first seen in this run, though the check failed in the baseline too"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from runner.core.words import counted, plural
 from runner.job.outcome import Outcome, ResultOutcome
 from runner.job.policy import failing_verdict
 from runner.spec import RunSpec, SessionSpec
@@ -67,8 +68,10 @@ def cannot_rerun(outcome: Outcome) -> str | None:
             )
     without = sum(1 for r in outcome.all_results() if needs_rerun(outcome, r) and not r.checkId)
     if without:
-        noun, them = ("result names", "it") if without == 1 else ("results name", "them")
-        return f"{without} failing {noun} no check id, so a rerun cannot target {them}"
+        return (
+            f"{counted(without, 'failing result')} {plural(without, 'names', 'name')} no check id, "
+            f"so a rerun cannot target {plural(without, 'it', 'them')}"
+        )
     if outcome.exitCode != 0 and not outcome.sessions:
         return f"that run ended with exit code {outcome.exitCode} before any session"
     return None

@@ -50,7 +50,7 @@ from runner.job.policy import (
     unrun_named_checks,
 )
 from runner.job.refusals import trigger_refusal
-from runner.job.verdicts import build_results
+from runner.job.verdicts import build_results, check_outcome, check_rows, check_verdict
 from runner.models import FINAL_SESSION_STATUSES, SessionResult, TestSession, TriggerRequest
 
 MESSAGE_WAIT = 3.0  # seconds a failure's line waits for its error message before it is printed
@@ -229,6 +229,7 @@ class _Watch:
         self.reported: set[str] = set()
         self.seen: dict[str, SessionResult] = {}  # every result any answer showed, by id
         self.first_final: dict[str, str] = {}  # the status each result had when first seen final
+        self.current: list[ResultOutcome] = []  # the results of the last read, as built by `_observe`
 
     def results(
         self, session: TestSession | None, groups: list[ErrorGroupOutcome], ended_by_us: bool = False
@@ -247,18 +248,20 @@ class _Watch:
         failing_groups = [g for r in session.results if r.status != "PASSED" for g in r.errorGroupIds]
         self.reader.read(failing_groups)
         self.reader.analyse([g for g, _n in groups_by_frequency(session)], checks_by_group(session))
-        current = build_results(session, {})
-        fresh = [r for r in current if r.verdict != "running" and r.id not in self.reported]
-        if fresh:
-            ids = [g for r in fresh for g in r.errorGroupIds]
-            by_id = {r.id: r for r in build_results(session, self.reader.groups(ids, MESSAGE_WAIT))}
-            for result in fresh:
+        # Which checks became final is known from their rows: their messages are waited for first,
+        # and then every result of the read is built once (a session of 1,000 results is read often),
+        # with the messages of every group read so far, and kept for the end (`_ended_early`).
+        checks = check_rows(session)
+        fresh = {c.id for c in checks if c.id not in self.reported and check_verdict(c) != "running"}
+        ids = [g for c in checks if c.id in fresh for g in c.row.errorGroupIds]
+        groups = self.reader.groups(ids, MESSAGE_WAIT)
+        self.current = [check_outcome(session, check, groups) for check in checks]
+        for result in self.current:
+            if result.id in fresh and result.id not in self.reported:
                 self.reported.add(result.id)
-                self.worker.emit(
-                    ResultFinished(self.worker.where, by_id.get(result.id, result), session.startedAt)
-                )
+                self.worker.emit(ResultFinished(self.worker.where, result, session.startedAt))
         elapsed = self.worker.clock() - self.started
-        self.worker.emit(Progress(self.worker.where, elapsed, tuple(current)))
+        self.worker.emit(Progress(self.worker.where, elapsed, tuple(self.current)))
         return bool(fresh)
 
     def run(self) -> SessionOutcome:
@@ -328,7 +331,7 @@ class _Watch:
     def _ended_early(self, deadline: float) -> SessionOutcome:
         """The deadline passed, or a signal stopped the run: cancel, and report what did not finish."""
         worker = self.worker
-        before = build_results(self.session, {})
+        before = self.current  # the last read's, `self.session`
         if not worker.stop.is_set():
             timeout = worker.plan.timeout_seconds
             worker.emit(

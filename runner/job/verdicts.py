@@ -5,6 +5,7 @@ Which verdicts fail the gate is not decided here: see runner/job/policy.py."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from runner.job.known import UNKNOWN, classify
 from runner.job.outcome import AttemptOutcome, ErrorGroupOutcome, ResultOutcome, ResultVerdict
@@ -71,16 +72,21 @@ def _first_message(group_ids: list[str], groups: Mapping[str, ErrorGroupOutcome]
     return None
 
 
-def build_results(
-    session: TestSession,
-    groups: Mapping[str, ErrorGroupOutcome],
-    ended_by_us: bool = False,
-) -> list[ResultOutcome]:
-    """One outcome per check and location; ATTEMPT results fold into their FINAL result.
+class CheckRows(NamedTuple):
+    """One check's rows in a read of a session: its FINAL result (while it still retries, its last
+    attempt as a RUNNING placeholder) and the ATTEMPT results that fold into it. A tuple: a read of
+    a big session makes one per result."""
 
-    `ended_by_us`: the run cancelled the session (deadline, signal), so a check it shows as
-    cancelled or running did not finish in time; it was not cancelled by someone else.
-    """
+    row: SessionResult
+    tries: list[SessionResult]
+
+    @property
+    def id(self) -> str:
+        return self.row.testSessionResultId
+
+
+def check_rows(session: TestSession) -> list[CheckRows]:
+    """One entry per check and location, in the order of the FINAL results, then those still retrying."""
     attempts: dict[tuple[str | None, str | None, str], list[SessionResult]] = {}
     finals: list[SessionResult] = []
     for result in session.results:
@@ -90,30 +96,50 @@ def build_results(
         else:
             finals.append(result)
     seen = set()
-    outcomes = []
+    checks = []
     for result in finals:
         key = (result.checkId, result.runLocation, result.name)
         seen.add(key)
-        outcomes.append(_outcome(session, result, attempts.get(key, []), groups, ended_by_us))
+        checks.append(CheckRows(result, attempts.get(key, [])))
     for key, tries in attempts.items():
         if key not in seen:  # still retrying: no FINAL result yet
             last = tries[-1]
             pending = last.model_copy(update={"status": "RUNNING", "resultType": "PENDING"})
-            outcomes.append(_outcome(session, pending, tries, groups, ended_by_us))
-    return outcomes
+            checks.append(CheckRows(pending, tries))
+    return checks
 
 
-def _outcome(
+def check_verdict(check: CheckRows, ended_by_us: bool = False) -> ResultVerdict:
+    return _verdict(check.row, any(t.status != "PASSED" for t in check.tries), ended_by_us)
+
+
+def _verdict(row: SessionResult, retried: bool, ended_by_us: bool) -> ResultVerdict:
+    """`ended_by_us`: the run cancelled the session (deadline, signal), so a check it shows as
+    cancelled did not finish in time; it was not cancelled by someone else."""
+    verdict = result_verdict(row, retried)
+    return "running" if ended_by_us and verdict == "cancelled" else verdict
+
+
+def build_results(
     session: TestSession,
-    result: SessionResult,
-    tries: list[SessionResult],
     groups: Mapping[str, ErrorGroupOutcome],
-    ended_by_us: bool,
+    ended_by_us: bool = False,
+) -> list[ResultOutcome]:
+    """One outcome per check and location; ATTEMPT results fold into their FINAL result (see
+    `check_verdict` for `ended_by_us`)."""
+    return [check_outcome(session, check, groups, ended_by_us) for check in check_rows(session)]
+
+
+def check_outcome(
+    session: TestSession,
+    check: CheckRows,
+    groups: Mapping[str, ErrorGroupOutcome],
+    ended_by_us: bool = False,
 ) -> ResultOutcome:
+    """The check's outcome, its messages and known/new from the `groups` read so far."""
+    result, tries = check.row, check.tries
     failed_tries = [t for t in tries if t.status != "PASSED"]
-    verdict = result_verdict(result, retried=bool(failed_tries))
-    if ended_by_us and verdict == "cancelled":
-        verdict = "running"
+    verdict = _verdict(result, bool(failed_tries), ended_by_us)
     knowledge = UNKNOWN
     if verdict in ("failed", "error", "degraded"):
         read = [groups[g] for g in result.errorGroupIds if g in groups]

@@ -25,11 +25,12 @@ from runner.job.outcome import ErrorGroupOutcome, Outcome, ResultOutcome, Sessio
 from runner.job.policy import Gate, JunitKind, junit_kind
 from runner.reports.text import (
     MAX_TEXT,
-    analysis_state_line,
+    AnalysisGap,
     cap,
     clean,
     format_seconds,
     one_line,
+    shown_analysis,
 )
 
 XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -124,14 +125,9 @@ def _analysis_text(group: ErrorGroupOutcome, limit: int) -> str:
     if group.count:
         head += f" ({counted(group.count, 'result')})"
     lines = [head]
-    state = group.analysis.state if group.analysis else None
-    analysis = group.analysis.analysis if group.analysis else None
-    if state != "completed" or analysis is None:
-        reason = group.analysis.reason if group.analysis else None
-        if state == "completed":
-            reason = reason or "the analysis came back empty"
-            state = "unavailable"
-        lines.append(analysis_state_line(state, reason))
+    analysis = shown_analysis(group)
+    if isinstance(analysis, AnalysisGap):
+        lines.append(analysis.line)
         return "\n".join(lines)
     lines.append(f"Classification: {clean(analysis.classification, limit)}")
     lines.append(f"Root cause: {clean(analysis.rootCause, limit)}")

@@ -15,6 +15,7 @@ from urllib.parse import quote
 from runner.core.text import sanitize
 from runner.core.words import counted, plural
 from runner.job.digest import Digest, Item, digest
+from runner.job.known import UNTOLD
 from runner.job.outcome import (
     CheckRef,
     ErrorGroupOutcome,
@@ -23,7 +24,7 @@ from runner.job.outcome import (
     SessionOutcome,
     SlowerCheck,
 )
-from runner.reports.text import analysis_state_line, clean, human_duration, one_line, utc_minute
+from runner.reports.text import AnalysisGap, clean, human_duration, one_line, shown_analysis, utc_minute
 
 MAX_BYTES = 1_000_000
 MAX_ROWS = 1_000
@@ -192,15 +193,17 @@ def _known_lines(d: Digest) -> list[str]:
     """What the failures are in known/new words, and why a failOn: new gate passed or failed."""
     if not d.failures:
         return []
-    new, known = len(d.new_failures), len(d.known_failures)
+    new, known, untold = len(d.new_failures), len(d.known_failures), len(d.untold)
     line = (
         f"**{counted(new, 'new failure')}** (in this build) · "
         f"**{known} known** (already failing before this build)"
     )
+    if untold:
+        line += f" · **{untold} {UNTOLD}** (new or known: no history to compare; never forgiven)"
     lines = ["", line]
     if d.gate.fail_on == "new" and d.forgiven:
         n = len(d.forgiven)
-        these = "this known failure" if n == 1 else f"these {n} known failures"
+        these = plural(n, "this known failure", f"these {counted(n, 'known failure')}")
         if d.failing:
             lines += [
                 "",
@@ -299,13 +302,10 @@ def _analysis(group: ErrorGroupOutcome, seen: dict[str, str]) -> str:
     gid = escape_cell(group.id, 100)
     if group.id in seen:
         return f"**Root cause analysis:** see error group {gid} above ({seen[group.id]})."
-    state = group.analysis.state if group.analysis else None
-    analysis = group.analysis.analysis if group.analysis else None
-    if state != "completed" or analysis is None:
-        reason = group.analysis.reason if group.analysis else None
-        line = analysis_state_line("unavailable" if state == "completed" else state, reason)
-        seen[group.id] = f"no analysis: {state or 'none'}"
-        return f"**Error group {gid}** — {escape_text(line)}"
+    analysis = shown_analysis(group)
+    if isinstance(analysis, AnalysisGap):
+        seen[group.id] = f"no analysis: {analysis.state}"
+        return f"**Error group {gid}** — {escape_text(analysis.line)}"
     seen[group.id] = escape_cell(analysis.classification, 80)
     parts = [
         f"**Root cause analysis** (error group {gid})",
@@ -392,11 +392,10 @@ def _history(item: Item) -> str:
 
 def _sections(d: Digest) -> list[tuple[str, tuple[Item, ...]]]:
     """The failures under their headings: new ones first, then those that were already there."""
-    new = tuple(item for item in d.failures if item.history is not None and item.history.novelty == "new")
-    if not new and not d.known_failures:
+    if not d.new_failures and not d.known_failures:
         return [("Failures", d.untold)]
     sections = [
-        ("New in this build", new),
+        ("New in this build", d.new_failures),
         ("Already failing before this build", d.known_failures),
         ("Failing, new or known could not be told", d.untold),
     ]

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
+from typing import NamedTuple
 
 from runner.core.text import sanitize, truncation_notice
+from runner.job.outcome import ErrorGroupOutcome
+from runner.models.analyses import Analysis
 
 # A default cap per text (an error message, an analysis, a failure body): big enough for a stack
 # trace, small enough that one runaway message cannot blow a report past the readers' limits.
@@ -80,9 +83,24 @@ _STATE_WORDS = {
 }
 
 
-def analysis_state_line(state: str | None, reason: str | None) -> str:
-    """'Root cause analysis unavailable: <reason>' for every state but completed."""
-    if state is None:
-        return "Root cause analysis unavailable: no analysis for this error group"
+class AnalysisGap(NamedTuple):
+    """Why an error group has no analysis to show: its state ('none' when it has no analysis at
+    all) and the line every report prints ('Root cause analysis timed out: <reason>')."""
+
+    state: str
+    line: str
+
+
+def shown_analysis(group: ErrorGroupOutcome) -> Analysis | AnalysisGap:
+    """The group's completed analysis, or why there is none, as every report says it. A completed
+    analysis that came back empty is unavailable, and says so."""
+    outcome = group.analysis
+    if outcome is None:
+        return AnalysisGap("none", "Root cause analysis unavailable: no analysis for this error group")
+    if outcome.state == "completed" and outcome.analysis is not None:
+        return outcome.analysis
+    state, reason = outcome.state, outcome.reason
+    if state == "completed":
+        state, reason = "unavailable", reason or "the analysis came back empty"
     word, default_reason = _STATE_WORDS.get(state, (state, "no analysis"))
-    return f"Root cause analysis {word}: {one_line(reason, 1000) or default_reason}"
+    return AnalysisGap(state, f"Root cause analysis {word}: {one_line(reason, 1000) or default_reason}")
