@@ -7,6 +7,7 @@ import json
 import re
 import threading
 from collections.abc import Collection
+from contextlib import suppress
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote_plus, urlsplit, urlunsplit
 
@@ -63,13 +64,18 @@ class Redactor:
         for encoded in (quote(value, safe=""), quote(value), quote_plus(value)):
             variants.add(encoded)
             variants.add(_PERCENT.sub(lambda m: m.group().lower(), encoded))
+        # And as a host name: lower-cased (matched without case below) or IDNA-encoded (xn--).
+        if not value.isascii():
+            with suppress(UnicodeError, ValueError):
+                variants.add(value.encode("idna").decode("ascii"))
         with self._lock:
             if variants <= self._secrets:
                 return
             self._secrets.update(variants)
             # Longest first, so a secret containing another is masked whole.
             ordered = sorted(self._secrets, key=len, reverse=True)
-            self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
+            # Without case: a host name comes back lower-cased (libcurl, IDNA, a proxy's page).
+            self._pattern = re.compile("|".join(re.escape(s) for s in ordered), re.IGNORECASE)
 
     @property
     def secrets(self) -> frozenset[str]:
