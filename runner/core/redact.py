@@ -45,10 +45,13 @@ def check_secret(value: str | None, what: str) -> None:
 class Redactor:
     """Holds the secret values of a run and replaces them in any text."""
 
-    def __init__(self, secrets: list[str] | None = None) -> None:
+    def __init__(self, secrets: list[str] | None = None, *, ignore_case: bool = False) -> None:
+        """`ignore_case`: a secret is masked in any case too (the real-check executor's: a host name
+        comes back lower-cased)."""
         self._lock = threading.Lock()
         self._secrets: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
+        self._flags = re.IGNORECASE if ignore_case else 0
         for value in secrets or []:
             self.add(value)
 
@@ -69,7 +72,7 @@ class Redactor:
             self._secrets.update(variants)
             # Longest first, so a secret containing another is masked whole.
             ordered = sorted(self._secrets, key=len, reverse=True)
-            self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
+            self._pattern = re.compile("|".join(re.escape(s) for s in ordered), self._flags)
 
     @property
     def secrets(self) -> frozenset[str]:

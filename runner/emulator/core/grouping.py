@@ -6,6 +6,10 @@ same group. Placeholders (`<n>`, `<uuid>`, ...) rather than deletion keep the cl
 in reports ("expected status <n> but received <n>") and keep its shape: "received <n>" and "received"
 stay different groups. The price: different numbers group together (a 503 and a 500 in the same
 sentence are one group); the raw message of each group still carries the real values.
+
+That price is paid by scripted failures only. A check that runs for real brings its own fingerprint
+(checks/fingerprint.py: the status, the failed assertion and what it received, the error kind), which
+is its group's cleaned message and hash instead: there a 503 and a 404 are two failures.
 """
 
 from __future__ import annotations
@@ -65,6 +69,13 @@ def _clean_url(match: re.Match[str]) -> str:
 
 def clean_message(raw: str) -> str:
     """The sanitized message used for grouping; deterministic, never raises for any str."""
+    return _NUMBER.sub("<n>", clean_ids(raw)).strip()
+
+
+def clean_ids(raw: str) -> str:
+    """`clean_message` without the last step: ids, times, addresses and query strings replaced, plain
+    numbers kept. For a value that is the failure itself (a status, an asserted value: a real check's
+    fingerprint, checks/fingerprint.py), where `received 503` and `received 404` must stay apart."""
     text = raw[:MAX_INPUT_CHARS]
     text = _CONTROL.sub(" ", text)
     text = _URL.sub(_clean_url, text)
@@ -76,7 +87,6 @@ def clean_message(raw: str) -> str:
     text = _IPV4.sub(lambda m: "<ip>:<port>" if ":" in m.group(0) else "<ip>", text)
     text = _HEX_PREFIXED.sub("<hex>", text)
     text = _HEX_ID.sub("<hex>", text)
-    text = _NUMBER.sub("<n>", text)
     return _SPACE.sub(" ", text).strip()
 
 
