@@ -171,6 +171,9 @@ def test_the_trial_regex_ends_the_run_with_reports_and_exit_1(web: HttpServer, t
     assert result["status"] == "FAILED"
     assert result["error"].startswith("TEXT_BODY ^(a|aa)+$ IS_EMPTY: regex took longer than"), result["error"]
     assert "regex took longer than" in (tmp_path / "junit.xml").read_text(encoding="utf-8")
+    [group] = results["sessions"][0]["errorGroups"]
+    assert group["analysis"]["model"] == "rules-v1/run-regex-timeout"
+    assert "Rewrite the regular expression" in group["analysis"]["analysis"]["codeFix"]
 
 
 def test_sigterm_during_a_slow_regex_ends_the_run_in_seconds(web: HttpServer, tmp_path: Path) -> None:

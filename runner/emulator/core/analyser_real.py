@@ -261,6 +261,8 @@ def _http_status(f: _Facts, code: int) -> tuple[Analysis, str]:
 def _assertion(f: _Facts) -> tuple[Analysis, str]:
     ev = f.ev
     failed = ev.failed_assertion
+    if failed is not None and "regex took longer than" in failed.detail:
+        return _slow_regex(f)
     # "The assertion failed: STATUS_CODE ...", or for a DNS answer code no assertion looked at,
     # "The check failed: DNS answer NXDOMAIN ...".
     what = "assertion" if failed is not None else "check"
@@ -286,6 +288,27 @@ def _assertion(f: _Facts) -> tuple[Analysis, str]:
             referenceLinks=[LINKS["assertions"]],
         ),
         "run-assertion",
+    )
+
+
+def _slow_regex(f: _Facts) -> tuple[Analysis, str]:
+    """The assertion's regex ran out of time on this answer (assertions.py bounds it)."""
+    detail = _assertion_detail(f.ev)
+    status = f" {_status(f.ev.status_code)}" if f.ev.status_code is not None else ""
+    return (
+        Analysis(
+            classification="SCRIPT ERROR",
+            userImpact=f"{f.check[0].upper()}{f.check[1:]} could not verify its assertion on this build: "
+            "its regular expression did not finish on the answer, so it says nothing either way.",
+            rootCause=f"{f.target} answered{status}{f.at} after {_ms(f.total)}, and the assertion's regular "
+            f"expression did not finish within its time on that text: {detail}. A pattern with nested or "
+            "overlapping repeats backtracks exponentially on a long input that almost matches.",
+            codeFix="Rewrite the regular expression so that each character can be matched one way only "
+            "(no nested repeats such as (a|aa)+ or (a+)+), anchor it, or extract a shorter part first.",
+            evidence=f.artifacts(f"The answer of {f.target}{':' if status else ''}{status}{f.said()}."),
+            referenceLinks=[LINKS["assertions"]],
+        ),
+        "run-regex-timeout",
     )
 
 
