@@ -1,6 +1,6 @@
 """Known or new for checks that run for real, with one --state file and `--fail-on new` (trial25's
 finding 5): a failure is known only when it is the same failure, the same status, the same failed
-assertion with the same received value; ids, ports and latencies do not make it new."""
+assertion with the same received value; session ids, ports and latencies do not make it new."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from checks_servers import HttpServer, start_http
+from checks_servers import HttpServer, free_port, start_http
 from conftest import CI_PREFIXES
 
 from runner.cli.main import main
@@ -28,9 +28,9 @@ def web() -> Iterator[HttpServer]:
 
 
 def the_world(web: HttpServer) -> dict[str, Any]:
-    def check(number: int, name: str, request: dict[str, Any]) -> dict[str, Any]:
+    def check(number: int, name: str, request: dict[str, Any], tag: str = "known") -> dict[str, Any]:
         return {"id": f"00000000-0000-4000-8000-00000000005{number}", "name": name, "checkType": "API",
-                "tags": ["known"], "request": request}  # fmt: skip
+                "tags": [tag], "request": request}  # fmt: skip
 
     return {
         "settings": {"analysisDelaySeconds": 0},
@@ -41,10 +41,12 @@ def the_world(web: HttpServer) -> dict[str, Any]:
                 # The session variable CART picks the status: 503 (a store down), then 404 (a route gone).
                 check(1, "Cart API", {"url": web.url("/status/{{CART}}"), "assertions": [
                     {"source": "STATUS_CODE", "comparison": "EQUALS", "target": "200"}]}),
-                # Received: a new request id in every run, the same failure each time.
-                check(2, "Request id", {"url": web.url("/echo?rid={{$UUID}}"), "assertions": [
-                    {"source": "JSON_BODY", "property": "$.query.rid[0]", "comparison": "EQUALS",
-                     "target": "none"}]}),
+                # Received: another duration every run, the same failure each time.
+                check(2, "Fast enough", {"url": web.url("/slow?ms=20"), "assertions": [
+                    {"source": "RESPONSE_TIME", "comparison": "LESS_THAN", "target": "1"}]}),
+                # Refused at another port every run (DOWN): the same failure each time. An error: never
+                # forgiven by the gate, known or not, so it has a tag of its own.
+                check(3, "Down", {"url": "http://127.0.0.1:{{DOWN}}/health"}, tag="down"),
             ],
         }],
     }  # fmt: skip
@@ -61,11 +63,12 @@ def run(
     world = tmp_path / "world.yml"
     world.write_text(yaml.safe_dump(the_world(web)), encoding="utf-8")
 
-    def once(cart: str) -> tuple[int, dict[str, dict[str, Any]], str]:
+    def once(cart: str, tag: str = "known") -> tuple[int, dict[str, dict[str, Any]], str]:
         out = tmp_path / "out.json"
         code = main(["run", "--emulator", "--world", str(world), "--state", str(tmp_path / "state.db"),
-                     "--tag", "known", "--location", "eu-west-1", "--env", f"CART={cart}", "--fail-on", "new",
-                     "--json", str(out), "--junit", "", "--markdown", ""])  # fmt: skip
+                     "--tag", tag, "--location", "eu-west-1", "--env", f"CART={cart}", "--env",
+                     f"DOWN={free_port()}", "--fail-on", "new", "--json", str(out), "--junit", "",
+                     "--markdown", ""])  # fmt: skip
         console = capsys.readouterr()
         results = json.loads(out.read_text(encoding="utf-8"))
         outcomes = {r["name"]: r for s in results["sessions"] for r in s["results"]}
@@ -78,20 +81,28 @@ def test_a_404_after_a_503_is_new_and_the_same_503_again_is_known(run: Any) -> N
     code, first, console = run("503")
     assert code == 1, console
     assert first["Cart API"]["error"] == "STATUS_CODE EQUALS 200: received 503"
-    assert first["Cart API"]["known"] is False and first["Request id"]["known"] is False
+    assert not any(result["known"] for result in first.values())
 
-    # The same 503 again: another latency, another session, another request id. Known: the gate passes.
+    # The same failures again: another latency, another session. Known: the gate passes.
     code, again, console = run("503")
-    assert again["Cart API"]["known"] is True and again["Request id"]["known"] is True, console
-    assert again["Request id"]["error"] != first["Request id"]["error"]  # the id differs, the group not
+    assert again["Cart API"]["known"] is True and again["Fast enough"]["known"] is True, console
+    assert again["Fast enough"]["error"].startswith("RESPONSE_TIME LESS_THAN 1: received ")
     assert code == 0, console
 
     # A 404 is another failure than yesterday's 503: new, and the gate fails.
     code, then, console = run("404")
     assert then["Cart API"]["error"] == "STATUS_CODE EQUALS 200: received 404"
-    assert then["Cart API"]["known"] is False and then["Request id"]["known"] is True
+    assert then["Cart API"]["known"] is False and then["Fast enough"]["known"] is True
     assert code == 1, console
     assert "received 404 [new]" in console
+
+
+def test_a_network_error_at_another_port_is_the_same_failure(run: Any) -> None:
+    _, first, console = run("503", tag="down")
+    assert first["Down"]["known"] is False, console
+    _, again, console = run("503", tag="down")
+    assert again["Down"]["error"] != first["Down"]["error"]  # another port in the message
+    assert again["Down"]["known"] is True, console  # grouped as `connection refused: <ip>:<port>`
 
 
 def test_a_state_file_of_the_previous_version_keeps_exact_repeats_known(run: Any, tmp_path: Path) -> None:
@@ -110,6 +121,6 @@ def test_a_state_file_of_the_previous_version_keeps_exact_repeats_known(run: Any
             )
     code, again, console = run("503")
     assert again["Cart API"]["known"] is True, console  # the same message as the old group's last one
-    assert again["Request id"]["known"] is False  # its old message held another request id
+    assert again["Fast enough"]["known"] is False  # its old message held another duration
     code, then, console = run("404")
     assert then["Cart API"]["known"] is False and code == 1, console

@@ -69,13 +69,6 @@ def _clean_url(match: re.Match[str]) -> str:
 
 def clean_message(raw: str) -> str:
     """The sanitized message used for grouping; deterministic, never raises for any str."""
-    return _NUMBER.sub("<n>", clean_ids(raw)).strip()
-
-
-def clean_ids(raw: str) -> str:
-    """`clean_message` without the last step: ids, times, addresses and query strings replaced, plain
-    numbers kept. For a value that is the failure itself (a status, an asserted value: a real check's
-    fingerprint, checks/fingerprint.py), where `received 503` and `received 404` must stay apart."""
     text = raw[:MAX_INPUT_CHARS]
     text = _CONTROL.sub(" ", text)
     text = _URL.sub(_clean_url, text)
@@ -87,6 +80,7 @@ def clean_ids(raw: str) -> str:
     text = _IPV4.sub(lambda m: "<ip>:<port>" if ":" in m.group(0) else "<ip>", text)
     text = _HEX_PREFIXED.sub("<hex>", text)
     text = _HEX_ID.sub("<hex>", text)
+    text = _NUMBER.sub("<n>", text)
     return _SPACE.sub(" ", text).strip()
 
 

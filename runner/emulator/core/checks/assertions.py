@@ -32,8 +32,8 @@ the pattern is the user's and the text is the build's: a pattern that backtracks
 deadline nor SIGTERM nor Ctrl-C could end the process. With `regex` every match has a timeout and
 releases the GIL: all the regexes of one attempt's assertions (JSONPath filters' `=~`, `match()` and
 `search()` included) share a budget, the time left of the attempt's bound, at least
-`Limits.regex_min_seconds` and at most `Limits.regex_max_seconds`; a regex that runs out fails its
-assertion with `regex took longer than N s` (ours).
+`Limits.regex_min_seconds` and at most `Limits.regex_max_seconds`, in wall-clock time (see
+`_bounded`); a regex that runs out fails its assertion with `regex took longer than N s` (ours).
 
 Comparisons (14)
 - Numbers compare as numbers: when both the value and the target read as numbers, EQUALS,
@@ -62,6 +62,7 @@ import functools
 import json
 import math
 import re
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -170,12 +171,51 @@ def _compiled(pattern: str, flags: int) -> Any:
     return regex.compile(pattern, flags)
 
 
+# A match that needs more CPU time than this moves to a thread of its own (below); nearly every match
+# of a sane pattern ends well within it, on the caller's thread, without a thread's cost.
+INLINE_SECONDS = 0.05
+
+
 def _bounded(pattern: Any, method: str, text: str) -> Any:
     """pattern.search/fullmatch(text) within the budget; TimeoutError when it runs out. The GIL is
-    released while it matches (concurrent=True): the process's deadline and signals keep working."""
+    released while it matches (concurrent=True): the process's deadline and signals keep working.
+
+    The regex module's timeout counts the process's CPU time (C clock()), not the wall clock: on a
+    loaded machine 1 s of it took 4-7 s. So a match that outgrows INLINE_SECONDS is run again on a
+    daemon thread with the budget's CPU time, and waited for at most the budget's wall time; past that
+    it is abandoned (its own CPU timeout ends it soon after) and the assertion fails at the bound."""
     if isinstance(pattern, re.Pattern):  # compiled by python-jsonpath with re: read again by regex
         pattern = _compiled(pattern.pattern, pattern.flags)
-    return getattr(pattern, method)(text, timeout=_budget().left(), concurrent=True)
+    call = getattr(pattern, method)
+    budget = _budget()
+    left = budget.left()
+    try:
+        return call(text, timeout=min(left, INLINE_SECONDS), concurrent=True)
+    except TimeoutError:
+        if left <= INLINE_SECONDS:
+            raise
+    return _on_a_thread(call, text, budget)
+
+
+def _on_a_thread(call: Any, text: str, budget: RegexBudget) -> Any:
+    left = budget.left()
+    outcome: list[tuple[bool, Any]] = []
+
+    def match() -> None:
+        try:
+            outcome.append((True, call(text, timeout=left, concurrent=True)))
+        except Exception as exc:  # TimeoutError, or anything the engine raises: handed back
+            outcome.append((False, exc))
+
+    worker = threading.Thread(target=match, name="assertion-regex", daemon=True)
+    worker.start()
+    worker.join(left)
+    if not outcome:
+        raise TimeoutError("regex timed out")  # the wall clock ran out first
+    ok, value = outcome[0]
+    if ok:
+        return value
+    raise value
 
 
 class _Match(jsonpath.function_extensions.Match):

@@ -8,25 +8,28 @@ gone) "known". So the executor says what the failure is, and the emulator keys t
 (groups.py: errorHash is the hash of this line, cleanedErrorMessage is this line):
 
 - A failed assertion: the assertion as the user wrote it (source, property, regex, comparison,
-  target) and what it received, with ids, timestamps and addresses replaced but numbers kept. A
-  RESPONSE_TIME value is a duration: cleaned (`received <n>`), or every slow run would be new. A detail
-  without a received value (not JSON, found nothing, a regex that took too long, a truncated body) is
-  cleaned like a scripted message.
+  target) and the value it received, as it is (quoted as the message quotes it: one line, at most
+  200 characters, secrets masked). A RESPONSE_TIME value is a duration: cleaned (`received <n>`), or
+  every slow run would be new. A detail without a received value (not JSON, found nothing, a regex
+  that took too long, a truncated body) is cleaned like a scripted message.
 - The HTTP status of the answer, whenever there was one (`(HTTP 503)` after a JSON assertion's
   failure): the same assertion failing on a 200 and on a 500 are two failures.
 - Anything else (refused, DNS, TLS, reset, timeouts, configuration): the message cleaned as a
   scripted one (addresses, ports, durations replaced). Each such message begins with its kind
   (`connection refused:`, `DNS lookup failed:`, `timeout:` ...), so the kind stays part of the key.
 
-The price, in the safe direction: an asserted value that changes on every request (a counter or a
-time in a body an assertion reads whole) makes each failure new; a regex that extracts the part the
-assertion is about avoids it. The line is made from the attempt after its secrets were masked.
+The price, in the safe direction: an asserted value that changes on every request (a request id, a
+counter or a time, in a field or in a body an assertion reads whole) makes each failure new; an
+assertion on a field that does not change, or a regex that extracts the part it is about, avoids it.
+Received values are never cleaned: an id, a date, an address or a version can be the very value the
+assertion is about (a DNS answer's address, `$.version`), and two different ones are two failures.
+The line is made from the attempt after its secrets were masked.
 """
 
 from __future__ import annotations
 
 from runner.emulator.core.checks.outcome import AssertionResult, Attempt
-from runner.emulator.core.grouping import clean_ids, clean_message
+from runner.emulator.core.grouping import clean_message
 
 # Bounded so that the state file's evidence (evidence_data.MAX_TEXT_CHARS) never cuts it: a cut line
 # would hash differently after a restart.
@@ -57,4 +60,4 @@ def fingerprint(attempt: Attempt) -> str | None:
 def _detail(failed: AssertionResult) -> str:
     if failed.actual is None or failed.source == "RESPONSE_TIME":
         return clean_message(failed.detail)
-    return clean_ids(failed.detail)
+    return failed.detail
