@@ -144,7 +144,13 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/html":
             self._send(200, HTML, "text/html")
         elif path == "/big":
-            self._send(200, b"b" * int(query.get("bytes", "100000")))
+            # `fill` repeated `bytes` times, then `tail`: a FATAL past a read cap, a^n! for a regex
+            # that backtracks.
+            fill, tail = query.get("fill", "b").encode(), query.get("tail", "").encode()
+            if "key" in query:  # counted, so that a test knows the request arrived
+                counts = self.server.counts  # type: ignore[attr-defined]
+                counts[query["key"]] = counts.get(query["key"], 0) + 1
+            self._send(200, fill * int(query.get("bytes", "100000")) + tail)
         elif path == "/notjson":
             self._send(200, "{not json", "application/json")
         elif path == "/hostile":

@@ -217,6 +217,12 @@ def test_head_and_delete_and_an_empty_post(web: HttpServer) -> None:
 
 def test_the_body_is_read_up_to_the_cap(web: HttpServer) -> None:
     limits = Limits(body_cap_bytes=1000, excerpt_chars=100)
-    text = {"source": "TEXT_BODY", "comparison": "CONTAINS", "target": "bbbb"}
-    attempt = run(api(web.url("/big?bytes=50000"), [text]), limits=limits)
+    status = {"source": "STATUS_CODE", "comparison": "EQUALS", "target": "200"}
+    attempt = run(api(web.url("/big?bytes=50000"), [status]), limits=limits)
     assert attempt.passed and attempt.body_truncated and attempt.body_excerpt == "b" * 100
+    assert attempt.truncation == "body truncated at 1000 bytes"
+    # An assertion on the body cannot be judged on its first 1000 bytes: it fails closed (run.py).
+    text = {"source": "TEXT_BODY", "comparison": "CONTAINS", "target": "bbbb"}
+    cut = run(api(web.url("/big?bytes=50000"), [status, text]), limits=limits)
+    assert not cut.passed and cut.error_kind == "body_truncated"
+    assert (cut.message or "").startswith("TEXT_BODY CONTAINS bbbb: body truncated at 1000 bytes")

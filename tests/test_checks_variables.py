@@ -122,6 +122,24 @@ def test_a_secret_in_a_failing_host_name_is_masked(web: HttpServer) -> None:
     assert_no_secret(attempt, "internal-secret-host")
 
 
+def test_a_secret_is_masked_in_any_case_and_in_its_host_spellings(web: HttpServer) -> None:
+    """A host name comes back lower-cased (`DNS lookup failed: sess-t0ken_4242.invalid`): trial25's
+    finding 6. Any case of a secret is masked, and a secret that is not ASCII in its IDNA spelling."""
+    sources = VariableSources(session=(Variable("HOST", "Sess-T0ken_4242", secret=True),))
+    attempt = run({"url": "http://{{HOST}}.invalid/x"}, sources)
+    assert attempt.error_kind == "dns_lookup" and attempt.message == "DNS lookup failed: ***.invalid"
+    assert "t0ken" not in repr(attempt).lower()
+    assert attempt.fingerprint == "DNS lookup failed: ***.invalid"  # the group's key: masked too
+    # The server echoes the secret upper-cased: masked as well.
+    upper = VariableSources(session=(Variable("TOKEN", "MixedCase-Secret", secret=True),))
+    echoed = run({"url": web.url("/echo?t=mixedcase-SECRET"), "assertions": [
+        {"source": "TEXT_BODY", "comparison": "EQUALS", "target": "x"}]}, upper)  # fmt: skip
+    assert "***" in (echoed.message or "") and "secret" not in (echoed.body_excerpt or "").lower()
+    subst = Substitution(VariableSources(session=(Variable("H", "Geheim-Schlüssel", secret=True),)))
+    assert subst.redact("lookup failed: xn--geheim-schlssel-9vb.invalid") == "lookup failed: ***.invalid"
+    assert subst.redact("geheim-schlüssel.invalid") == "***.invalid"
+
+
 def test_a_secret_without_a_value_or_too_short_does_not_run(web: HttpServer) -> None:
     exported = VariableSources(check=(Variable("TOKEN", None, secret=True),))
     attempt = run({"url": web.url("/echo?t={{TOKEN}}")}, exported)

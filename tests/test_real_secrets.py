@@ -1,12 +1,14 @@
 """No secret anywhere: a build that echoes every secret back (body, headers, Basic credentials) and a
 full `testsession run` against the emulator; every output is searched for every spelling of every
-secret (the session's, the account's and the check's)."""
+secret (the session's, the account's and the check's), in any case: a secret in a host name comes
+back lower-cased (trial25's finding 6)."""
 
 from __future__ import annotations
 
 import base64
 import json
 import os
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from runner.emulator import Emulator
 SESSION_SECRET = "sess-Secret/9f8e+7d"  # URI-encoded differently than it is written
 ACCOUNT_SECRET = "acct-secret-6c5b4a3"
 CHECK_SECRET = "check-secret-2e1d0c9"
+HOST_SECRET = "Sess-T0ken_4242"  # in a host name: the DNS error quotes it lower-cased
 KEY = "tsk_secret_test_0123456789"
 ACCOUNT = "acc-secrets"
 
@@ -84,6 +87,12 @@ def the_world(web: HttpServer) -> dict[str, Any]:
                         headers=headers,
                         basicAuth={"username": "ci", "password": "{{CHECK_SECRET}}"},
                     ),
+                    # A secret in the host: the name comes back lower-cased in the error.
+                    check(
+                        "secret in host",
+                        "http://{{HOST_SECRET}}.invalid/x",
+                        {"source": "STATUS_CODE", "comparison": "EQUALS", "target": "200"},
+                    ),
                     # Secrets in the URL of a request that gets no answer.
                     check(
                         "refused",
@@ -99,11 +108,13 @@ def the_world(web: HttpServer) -> dict[str, Any]:
 def test_no_secret_in_any_output(
     web: HttpServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with Emulator(world=the_world(web)) as emu:
+    state = tmp_path / "state.db"
+    with Emulator(world=the_world(web), state=str(state)) as emu:
         monkeypatch.setenv("TESTSESSION_BASE_URL", emu.url)
         monkeypatch.setenv("TESTSESSION_API_KEY", KEY)
         monkeypatch.setenv("TESTSESSION_ACCOUNT_ID", ACCOUNT)
         monkeypatch.setenv("SESSION_SECRET", SESSION_SECRET)
+        monkeypatch.setenv("HOST_SECRET", HOST_SECRET)
         for name in list(os.environ):  # a run must not publish into the CI job running the tests
             if name.startswith(CI_PREFIXES) or name == "CI":
                 monkeypatch.delenv(name, raising=False)
@@ -126,7 +137,8 @@ def test_no_secret_in_any_output(
             ),
             encoding="utf-8",
         )
-        code = main(["run", str(spec), "--secret-env", "SESSION_SECRET", "--verbose"])
+        secrets = ["--secret-env", "SESSION_SECRET", "--secret-env", "HOST_SECRET"]
+        code = main(["run", str(spec), *secrets, "--verbose"])
         console = capsys.readouterr()
         assert code == 1, console.err
 
@@ -138,6 +150,7 @@ def test_no_secret_in_any_output(
         assert (
             outcomes["header echo"]["error"] == "JSON_BODY $.headers['x-session'] EQUALS wrong: received ***"
         )
+        assert outcomes["secret in host"]["error"] == "DNS lookup failed: ***.invalid"
 
         texts = {
             "console": console.out + console.err,
@@ -160,11 +173,15 @@ def test_no_secret_in_any_output(
                 )
                 texts[f"analysis {summary['id']}"] = analysis.text
                 analysed += "rootCause" in analysis.text
-        assert analysed == 3  # the run analysed every failure, and we read each analysis
+        assert analysed == 4  # the run analysed every failure, and we read each analysis
         assert "its body began" in "".join(texts.values())  # the echoed body was quoted (masked)
 
+    with sqlite3.connect(state) as db:  # the state file: error groups, their evidence, analyses, sessions
+        tables = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        texts["state file"] = "\n".join(str(row) for t in tables for row in db.execute(f"SELECT * FROM {t}"))
+    assert "DNS lookup failed: ***.invalid" in texts["state file"]
     basic = base64.b64encode(f"ci:{CHECK_SECRET}".encode()).decode()
-    for secret in (SESSION_SECRET, ACCOUNT_SECRET, CHECK_SECRET, basic):
+    for secret in (SESSION_SECRET, ACCOUNT_SECRET, CHECK_SECRET, HOST_SECRET, basic):
         for spelling in spellings(secret):
-            leaks = [where for where, text in texts.items() if spelling in text]
-            assert not leaks, f"{spelling!r} appears in {leaks}"
+            leaks = [where for where, text in texts.items() if spelling.lower() in text.lower()]
+            assert not leaks, f"{spelling!r} appears in {leaks} (in some case)"

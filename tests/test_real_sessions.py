@@ -347,7 +347,10 @@ def test_real_failures_group_by_message_and_analyses_cite_what_happened(
     assert first["cart"]["errorGroupIds"] == second["cart"]["errorGroupIds"]
     group = client.group(first["cart"]["errorGroupIds"][0])
     assert group["rawErrorMessage"] == "STATUS_CODE EQUALS 200: received 503"
-    assert group["cleanedErrorMessage"] == "STATUS_CODE EQUALS <n>: received <n>"
+    # What the failure is stays in its key (checks/fingerprint.py); a port or an address does not.
+    assert group["cleanedErrorMessage"] == "STATUS_CODE EQUALS 200: received 503"
+    down_group = client.group(first["down"]["errorGroupIds"][0])
+    assert down_group["cleanedErrorMessage"] == "connection refused: <ip>:<port>"
 
     cart = client.analysis(group["id"])
     assert cart["model"] == "rules-v1/run-http-status"
@@ -506,3 +509,40 @@ def test_tcp_and_dns_fields_take_the_sessions_and_the_accounts_variables(
     assert final["dns"]["status"] == "PASSED", final["dns"]  # the session's ZONE wins over the account's
     assert final["lost"]["status"] == "FAILED" and final["lost"]["hasErrors"]
     assert final["lost"]["errorMessage"].startswith("unknown variable NO_SUCH_PORT in request.port")
+
+
+def test_a_body_assertion_on_a_body_cut_at_the_read_cap_fails_closed(
+    start: Callable[..., Api], web: HttpServer
+) -> None:
+    """trial25's finding 7: NOT_CONTAINS FATAL passed on the first bytes of a body whose FATAL came after
+    the read cap. Now it fails, saying where the body was cut and how to raise the cap."""
+    beyond = web.url("/big?bytes=4096&tail=FATAL")
+    client = start(
+        world(
+            api("fatal beyond the cap", beyond,
+                {"source": "TEXT_BODY", "comparison": "NOT_CONTAINS", "target": "FATAL"}),
+            api("status only", beyond, status("200")),
+            executor={"bodyBytes": 1024},
+        )
+    )  # fmt: skip
+    session = client.final(client.trigger()["testSessionId"])
+    results = finals(session)
+    cut = results["fatal beyond the cap"]
+    assert cut["status"] == "FAILED" and cut["hasFailures"]
+    assert cut["errorMessage"] == (
+        "TEXT_BODY NOT_CONTAINS FATAL: body truncated at 1024 bytes: this assertion cannot be judged on "
+        "part of the body; raise settings.executor.bodyBytes in the world (at most 64 MiB; production "
+        "reads up to 25 MB)"
+    )
+    assert cut["bodyTruncated"] == "body truncated at 1024 bytes"
+    # Passed, the result still says that it read only part of the body.
+    passed = results["status only"]
+    assert passed["status"] == "PASSED" and passed["bodyTruncated"] == "body truncated at 1024 bytes"
+    page = requests.get(passed["testSessionResultLink"], timeout=5).text
+    assert "body truncated at 1024 bytes" in page
+
+    analysis = client.analysis(cut["errorGroupIds"][0])
+    assert analysis["model"] == "rules-v1/run-body-truncated"
+    assert analysis["analysis"]["classification"] == "CONFIGURATION ERROR"
+    assert "settings.executor.bodyBytes" in analysis["analysis"]["codeFix"]
+    assert "body truncated at 1024 bytes" in analysis["analysis"]["rootCause"]

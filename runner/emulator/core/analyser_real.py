@@ -121,7 +121,8 @@ class _Facts:
 
     def said(self) -> str:
         what = "its body began" if self.kind == "HTTP" else "the answer was"
-        return f"; {what}: {self.body}" if self.body else ""
+        cut = f" ({self.ev.truncation})" if self.ev.truncation else ""
+        return f"; {what}: {self.body}{cut}" if self.body else ""
 
     def where_time_went(self) -> str:
         timing = self.ev.timing
@@ -260,6 +261,8 @@ def _http_status(f: _Facts, code: int) -> tuple[Analysis, str]:
 def _assertion(f: _Facts) -> tuple[Analysis, str]:
     ev = f.ev
     failed = ev.failed_assertion
+    if failed is not None and "regex took longer than" in failed.detail:
+        return _slow_regex(f)
     # "The assertion failed: STATUS_CODE ...", or for a DNS answer code no assertion looked at,
     # "The check failed: DNS answer NXDOMAIN ...".
     what = "assertion" if failed is not None else "check"
@@ -285,6 +288,50 @@ def _assertion(f: _Facts) -> tuple[Analysis, str]:
             referenceLinks=[LINKS["assertions"]],
         ),
         "run-assertion",
+    )
+
+
+def _slow_regex(f: _Facts) -> tuple[Analysis, str]:
+    """The assertion's regex ran out of time on this answer (assertions.py bounds it)."""
+    detail = _assertion_detail(f.ev)
+    status = f" {_status(f.ev.status_code)}" if f.ev.status_code is not None else ""
+    return (
+        Analysis(
+            classification="SCRIPT ERROR",
+            userImpact=f"{f.check[0].upper()}{f.check[1:]} could not verify its assertion on this build: "
+            "its regular expression did not finish on the answer, so it says nothing either way.",
+            rootCause=f"{f.target} answered{status}{f.at} after {_ms(f.total)}, and the assertion's regular "
+            f"expression did not finish within its time on that text: {detail}. A pattern with nested or "
+            "overlapping repeats backtracks exponentially on a long input that almost matches.",
+            codeFix="Rewrite the regular expression so that each character can be matched one way only "
+            "(no nested repeats such as (a|aa)+ or (a+)+), anchor it, or extract a shorter part first.",
+            evidence=f.artifacts(f"The answer of {f.target}{':' if status else ''}{status}{f.said()}."),
+            referenceLinks=[LINKS["assertions"]],
+        ),
+        "run-regex-timeout",
+    )
+
+
+def _truncated(f: _Facts) -> tuple[Analysis, str]:
+    """An assertion on a body longer than the local read cap: not judged (run.py fails it closed)."""
+    ev = f.ev
+    detail = _assertion_detail(ev)
+    status = f" {_status(ev.status_code)}" if ev.status_code is not None else ""
+    cut = ev.truncation or "body truncated"
+    return (
+        Analysis(
+            classification="CONFIGURATION ERROR",
+            userImpact=f"{f.check[0].upper()}{f.check[1:]} could not verify its assertion on this build: "
+            f"the answer is longer than what this machine reads, so it says nothing either way.",
+            rootCause=f"{f.target} answered{status}{f.at} after {_ms(f.total)} with a body longer than "
+            f"the local read limit ({cut}). An assertion on the body cannot be judged on part of it (a "
+            f"NOT_CONTAINS would pass on what was never read), so it failed: {detail}.",
+            codeFix="Raise settings.executor.bodyBytes in the world file to above the body's size (at "
+            "most 64 MiB; production reads up to 25 MB), or assert on a smaller resource.",
+            evidence=f.artifacts(f"The answer of {f.target}{':' if status else ''}{status}; {cut}."),
+            referenceLinks=[LINKS["assertions"]],
+        ),
+        "run-body-truncated",
     )
 
 
@@ -461,6 +508,8 @@ def analyse_run(ev: Attempt, message: str, check_type: str | None, check_name: s
         analysis, rule = _too_slow(f)
     elif ev.error_class == "NETWORK_ERROR":
         analysis, rule = _network(f)
+    elif ev.error_kind == "body_truncated":
+        analysis, rule = _truncated(f)
     elif (
         ev.status_code is not None and ev.status_code >= 400 and ev.error_kind in ("http_status", "assertion")
     ):

@@ -6,6 +6,10 @@ same group. Placeholders (`<n>`, `<uuid>`, ...) rather than deletion keep the cl
 in reports ("expected status <n> but received <n>") and keep its shape: "received <n>" and "received"
 stay different groups. The price: different numbers group together (a 503 and a 500 in the same
 sentence are one group); the raw message of each group still carries the real values.
+
+That price is paid by scripted failures only. A check that runs for real brings its own fingerprint
+(checks/fingerprint.py: the status, the failed assertion and what it received, the error kind), which
+is its group's cleaned message and hash instead: there a 503 and a 404 are two failures.
 """
 
 from __future__ import annotations

@@ -1,4 +1,15 @@
-"""Error groups (a failure's cleaned message and its hash, per check) and their root cause analyses."""
+"""Error groups (a failure's cleaned message and its hash, per check) and their root cause analyses.
+
+The key of a group (errorHash) is the hash of its cleaned message. For a scripted failure that is the
+message with ids, times, addresses and numbers replaced (grouping.py). A real check's failure brings
+its fingerprint with its evidence (checks/fingerprint.py: the status, the failed assertion and what it
+received, the error kind), and that is its cleaned message: a 503 and a 404 are two groups.
+
+A group from a state file written before fingerprints (keyed by the old cleaned message) keeps that
+key, and is also found by its last raw message: a failure whose fingerprint is exactly that message
+(`STATUS_CODE EQUALS 200: received 503`) is still known, any other is new. A group the world seeds is
+found by its cleaned message and by its raw message the same way.
+"""
 
 from __future__ import annotations
 
@@ -94,6 +105,8 @@ class ErrorGroups:
             self._groups[group.id] = group
             if spec.kind == "test-session":  # later sessions failing the same way land in it
                 self._index[(account.id, check.id, group.hash)] = group.id
+                # A real check's failure whose fingerprint is the message the world wrote.
+                self._index.setdefault((account.id, check.id, error_hash(spec.rawErrorMessage)), group.id)
             for existing in spec.analyses:
                 job = AnalysisJob(
                     existing.id, account.id, group.id, now - 3600, now - 3600, existing.userContext
@@ -126,7 +139,7 @@ class ErrorGroups:
         evidence: Evidence | None = None,
     ) -> str:
         """The test-session group of a failure (made on its first occurrence); its id."""
-        cleaned = clean_message(raw)
+        cleaned = _key_text(raw, evidence)
         digest = error_hash(cleaned)
         key = (account_id, check.id, digest)
         group_id = self._index.get(key)
@@ -284,8 +297,9 @@ class ErrorGroups:
             if check is None or row.kind not in ("test-session", "check"):
                 continue
             # Cleaned and hashed again: a group found by today's grouping rules is the one a failure
-            # of today lands in.
-            cleaned = clean_message(row.raw)
+            # of today lands in. Its evidence carries a real failure's fingerprint.
+            evidence = evidence_data.from_data(row.evidence)  # None: analysed from its message
+            cleaned = _key_text(row.raw, evidence)
             group = self._groups.get(row.id)
             if group is None:
                 group = Group(row.id, account.id, row.kind, check, row.raw, cleaned, "", 0, 0)
@@ -296,10 +310,12 @@ class ErrorGroups:
             group.first_seen, group.last_seen = sim(row.first_seen), sim(row.last_seen)
             group.environments = list(row.environments)
             group.occurrences = row.occurrences
-            group.evidence = evidence_data.from_data(row.evidence)  # None: analysed from its message
+            group.evidence = evidence
             stored[group.id] = row.analyses
             if group.kind == "test-session":
                 self._index.setdefault((account.id, check.id, group.hash), group.id)
+                if evidence is None or evidence.fingerprint is None:  # keyed before fingerprints
+                    self._index.setdefault((account.id, check.id, error_hash(row.raw)), group.id)
         for arow in self._state.analyses(account.id):
             if arow.group_id not in stored:
                 continue
@@ -312,3 +328,9 @@ class ErrorGroups:
             group = self._groups[group_id]
             kept = [a for a in analyses if a in self._analyses]
             group.analyses = kept + [a for a in group.analyses if a not in kept]
+
+
+def _key_text(raw: str, evidence: Evidence | None) -> str:
+    """A group's cleaned message: a real failure's fingerprint, else the message cleaned."""
+    fingerprint = evidence.fingerprint if evidence is not None else None
+    return fingerprint or clean_message(raw)

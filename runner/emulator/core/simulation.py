@@ -171,6 +171,9 @@ def _result(
     failed = status == "FAILED"
     finished = status in ("PASSED", "FAILED")
     result_id = result_id or attempt.id
+    # A real run's body cut at the read cap, passed or failed (an extra field, as errorMessage).
+    cut = attempt.evidence.truncation if finished and attempt.evidence is not None else None
+    extra = {"bodyTruncated": cut} if cut else {}
     return SessionResult(
         testSessionResultId=result_id,
         testSessionResultLink=f"{link}/results/{result_id}",
@@ -190,6 +193,7 @@ def _result(
         stoppedAt=iso(stopped) if stopped is not None else None,
         # Not a field of the document's result: an extra one, which SessionResult keeps.
         errorMessage=attempt.message if failed else None,
+        **extra,
     )
 
 

@@ -56,8 +56,10 @@ def build_router(backend: Backend) -> APIRouter:
                     "stoppedAt",
                     "responseTime",
                     "errorMessage",
+                    "bodyTruncated",  # a real run's body cut at the read cap
                 )
-                return _page(f"{result['name']} in {session['name']}", [(k, result.get(k)) for k in keys])
+                rows = [(k, result.get(k)) for k in keys if k != "bodyTruncated" or result.get(k)]
+                return _page(f"{result['name']} in {session['name']}", rows)
         raise ApiFailure(404, "Result not found")
 
     return router

@@ -115,10 +115,20 @@ class Attempt:
     timing: TimingPhases | None = None
     body_excerpt: str | None = None  # first bytes of the body / TCP data / DNS answer text
     body_truncated: bool = False  # the body was longer than the read cap
+    body_bytes: int | None = None  # bytes of the body (TCP: data) read; with body_truncated, where it was cut
     failed_assertion: AssertionResult | None = None
     assertions: tuple[AssertionResult, ...] = ()
     request: RequestSummary | None = None
     cancelled: bool = False
+    # What the failure is, as one line (fingerprint.py): its error group's key; None when passed.
+    fingerprint: str | None = None
+
+    @property
+    def truncation(self) -> str | None:
+        """`body truncated at 1048576 bytes` when the body passed the read cap."""
+        if not self.body_truncated:
+            return None
+        return f"body truncated at {self.body_bytes} bytes" if self.body_bytes else "body truncated"
 
 
 T = TypeVar("T")

@@ -19,10 +19,18 @@ response-limits.mdx, url-monitor.mdx, tcp-monitors/configuration.mdx, dns-monito
   locally): CONFIGURATION_ERROR, never retried (the next attempt would fail the same way).
 - Retries: `retry.next_retry_delay`, the rule the simulation uses too. The waits go through `sleep`
   (default: the stop event's wait), so a cancelled session stops during a wait and during a request.
+- A body longer than the read cap (`Limits.body_cap_bytes`, the world's settings.executor.bodyBytes)
+  is cut there. An assertion that reads the body (TEXT_BODY, JSON_BODY; TCP's RESPONSE_DATA) cannot be
+  judged on part of it: a NOT_CONTAINS would pass on what it never read. So each such assertion fails,
+  saying `body truncated at N bytes` and how to raise the cap (ours; production reads 25 MB).
+- The regexes of the assertions (assertions.py) share the time left of the attempt's bound, within
+  `Limits.regex_min_seconds` and `Limits.regex_max_seconds`.
+- Each failed attempt carries its fingerprint (fingerprint.py): what the failure is, its group's key.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -33,7 +41,8 @@ import runner.emulator.core.checks.dns as dns
 import runner.emulator.core.checks.http as http
 import runner.emulator.core.checks.socket_fields as socket_fields
 import runner.emulator.core.checks.tcp as tcp
-from runner.emulator.core.checks.assertions import evaluate_all, parse_json_body
+from runner.emulator.core.checks.assertions import RegexBudget, evaluate_all, parse_json_body
+from runner.emulator.core.checks.fingerprint import fingerprint
 from runner.emulator.core.checks.limits import DEFAULT_LIMITS, Limits
 from runner.emulator.core.checks.outcome import (
     ASSERTION_FAILURE,
@@ -152,11 +161,13 @@ def run_attempt(
 ) -> Attempt:
     """One attempt, its secrets masked."""
     started_at, start = time.time(), time.monotonic()
-    fields = _execute(check, subst, max_run_seconds, limits, stop)
+    fields = _execute(check, subst, max_run_seconds, limits, stop, start)
     duration_ms = round((time.monotonic() - start) * 1000, 3)
-    return mask(
+    attempt = mask(
         Attempt(number=number, started_at=started_at, duration_ms=duration_ms, **fields), subst.redact
     )
+    # Made of the masked attempt: a secret never reaches its group's key or cleaned message.
+    return dataclasses.replace(attempt, fingerprint=fingerprint(attempt))
 
 
 # --- one attempt --------------------------------------------------------------------------------------
@@ -168,16 +179,21 @@ class _Bounds:
     text: str  # which bound, for a timeout's message
     degraded_ms: float
     max_ms: float
+    deadline: float = 0.0  # monotonic: the attempt's start + seconds
+
+    def regex_budget(self, limits: Limits) -> RegexBudget:
+        """What the assertions' regexes may take: the time left, within the limits' floor and cap."""
+        left = self.deadline - time.monotonic()
+        return RegexBudget.start(min(limits.regex_max_seconds, max(limits.regex_min_seconds, left)))
 
 
-def _bounds(check: CheckDefinition, max_run_seconds: float | None) -> _Bounds:
+def _bounds(check: CheckDefinition, max_run_seconds: float | None, start: float) -> _Bounds:
     degraded_ms, max_ms = check.response_limits_ms()
     if max_run_seconds is None or max_ms / 1000 <= max_run_seconds:
-        return _Bounds(
-            max(max_ms / 1000, 0.001), f"the maxResponseTime of {max_ms:g} ms", degraded_ms, max_ms
-        )
+        seconds = max(max_ms / 1000, 0.001)
+        return _Bounds(seconds, f"the maxResponseTime of {max_ms:g} ms", degraded_ms, max_ms, start + seconds)
     text = f"the maximum run time of {max_run_seconds:g} s for {check.checkType} checks"
-    return _Bounds(max_run_seconds, text, degraded_ms, max_ms)
+    return _Bounds(max_run_seconds, text, degraded_ms, max_ms, start + max_run_seconds)
 
 
 def _not_run(kind: str, message: str, request: RequestSummary | None = None) -> dict[str, Any]:
@@ -191,6 +207,7 @@ def _execute(
     max_run: float | None,
     limits: Limits,
     stop: threading.Event | None,
+    start: float,
 ) -> dict[str, Any]:
     reason = check.local_support()
     if reason:
@@ -203,7 +220,7 @@ def _execute(
     problems = check.problems()
     if problems:
         return _not_run("invalid_definition", "; ".join(problems))
-    bounds = _bounds(check, max_run)
+    bounds = _bounds(check, max_run, start)
     try:
         if isinstance(check, (ApiCheckDefinition, UrlCheckDefinition)):
             return _http(check, subst, bounds, limits, stop)
@@ -226,6 +243,7 @@ class _Observed:
     cancelled: bool = False
     excerpt: str | None = None
     truncated: bool = False
+    body_bytes: int | None = None
     status_code: int | None = None
     response_code: str | None = None
     values: Mapping[str, Any] = field(default_factory=dict)
@@ -273,13 +291,14 @@ def _http(
         cancelled=response.cancelled,
         excerpt=cut(text, limits.excerpt_chars) if text else None,
         truncated=response.truncated,
+        body_bytes=len(response.body),
         status_code=status,
         values=values,
         implicit_failure=implicit,
         implicit_kind="http_status",
         cut=cut,
     )
-    return _judge(check, check.request.assertions, observed, bounds)
+    return _judge(check, check.request.assertions, observed, bounds, limits)
 
 
 def _tcp(
@@ -296,11 +315,12 @@ def _tcp(
         cancelled=response.cancelled,
         excerpt=cut(text, limits.excerpt_chars) if text else None,
         truncated=response.truncated,
+        body_bytes=len(response.data) if read else None,
         values={"RESPONSE_DATA": text, "RESPONSE_TIME": round(response.response_time_ms)},
         connection_failure_passes=check.shouldFail,
         cut=cut,
     )
-    return _judge(check, check.request.assertions, observed, bounds)
+    return _judge(check, check.request.assertions, observed, bounds, limits)
 
 
 def _dns(
@@ -330,15 +350,18 @@ def _dns(
         implicit_kind="dns_response_code",
         cut=cut,
     )
-    return _judge(check, r.assertions, observed, bounds)
+    return _judge(check, r.assertions, observed, bounds, limits)
 
 
-def _judge(check: CheckDefinition, assertions: Any, seen: _Observed, bounds: _Bounds) -> dict[str, Any]:
+def _judge(
+    check: CheckDefinition, assertions: Any, seen: _Observed, bounds: _Bounds, limits: Limits
+) -> dict[str, Any]:
     base: dict[str, Any] = {
         "request": seen.request,
         "timing": seen.timing,
         "body_excerpt": seen.excerpt,
         "body_truncated": seen.truncated,
+        "body_bytes": seen.body_bytes,
         "status_code": seen.status_code,
         "response_code": seen.response_code,
         "response_time_ms": seen.timing.total_ms,
@@ -351,7 +374,12 @@ def _judge(check: CheckDefinition, assertions: Any, seen: _Observed, bounds: _Bo
             return {**base, "passed": True}
         return {**base, "passed": False, "error_class": failure.error_class, "error_kind": failure.kind,
                 "message": failure.message, "network_failure": failure.network}  # fmt: skip
-    results: tuple[AssertionResult, ...] = evaluate_all(assertions, seen.values, seen.cut)
+    results: tuple[AssertionResult, ...] = evaluate_all(
+        assertions, seen.values, seen.cut, bounds.regex_budget(limits)
+    )
+    unjudged: tuple[AssertionResult, ...] = ()
+    if seen.truncated:
+        results, unjudged = _cut_body(results, seen)
     base["assertions"] = results
     elapsed_ms = seen.timing.total_ms
     if elapsed_ms > bounds.max_ms:
@@ -363,9 +391,32 @@ def _judge(check: CheckDefinition, assertions: Any, seen: _Observed, bounds: _Bo
                 "message": message}  # fmt: skip
     failed = next((r for r in results if not r.passed), None)
     if failed is not None:
-        return {**base, "passed": False, "error_class": ASSERTION_FAILURE, "error_kind": "assertion",
+        kind = "body_truncated" if any(failed is u for u in unjudged) else "assertion"
+        return {**base, "passed": False, "error_class": ASSERTION_FAILURE, "error_kind": kind,
                 "message": failed.describe(), "failed_assertion": failed}  # fmt: skip
     if seen.implicit_failure:
         return {**base, "passed": False, "error_class": ASSERTION_FAILURE, "error_kind": seen.implicit_kind,
                 "message": seen.implicit_failure}  # fmt: skip
     return {**base, "passed": True, "degraded": elapsed_ms > bounds.degraded_ms}
+
+
+BODY_SOURCES = frozenset({"TEXT_BODY", "JSON_BODY", "RESPONSE_DATA"})
+
+
+def _cut_body(
+    results: tuple[AssertionResult, ...], seen: _Observed
+) -> tuple[tuple[AssertionResult, ...], tuple[AssertionResult, ...]]:
+    """The results with each assertion on a truncated body failed, saying so; and those failed ones."""
+    what = "data" if seen.request.kind == "TCP" else "body"
+    production = "" if seen.request.kind == "TCP" else "; production reads up to 25 MB"
+    detail = (
+        f"{what} truncated at {seen.body_bytes} bytes: this assertion cannot be judged on part of the "
+        f"{what}; raise settings.executor.bodyBytes in the world (at most 64 MiB{production})"
+    )
+    unjudged = tuple(
+        dataclasses.replace(r, passed=False, actual=None, detail=detail)
+        for r in results
+        if r.source in BODY_SOURCES
+    )
+    replaced = iter(unjudged)
+    return tuple(next(replaced) if r.source in BODY_SOURCES else r for r in results), unjudged

@@ -19,7 +19,9 @@ environment variables"):
   secret shorter than 3 characters (it could not be masked, runner/core/redact.py).
 - Every secret value of every source, in every spelling a text may carry (as is, URI-encoded, JSON-
   and HTML-escaped, and as the Basic credentials it ends up in), is masked in everything an attempt
-  keeps: results, messages, evidence.
+  keeps: results, messages, evidence. In any case (upper, lower, mixed): a secret in a URL's host
+  comes back lower-cased (host names ignore case; `DNS lookup failed: sess-t0ken.invalid`), and in its
+  IDNA spelling when it is not ASCII (`xn--...`, as libcurl sends it).
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ class Substitution:
                 self._values.setdefault(variable.key, variable)
         for key, value in sources.runtime.items():
             self._values.setdefault(key, Variable(key, value))
-        self.redact = Redactor()
+        self.redact = Redactor()  # masks in any case: a host name comes back lower-cased
         for variable in self._values.values():
             self._add_secret(variable)
         # Secrets of weaker sources that a stronger one shadows still may not leak (an echo server).
@@ -109,6 +111,8 @@ class Substitution:
         if variable.secret and variable.value:
             self.redact.add(variable.value)
             self.redact.add(encode_uri(variable.value))
+            for spelling in host_spellings(variable.value):
+                self.redact.add(spelling)
 
     def add_secret(self, value: str) -> None:
         """Another spelling of a secret to mask (the Basic credentials built from one)."""
@@ -176,6 +180,36 @@ class Substitution:
 
 def _shown(written: str) -> str:
     return written if len(written) <= 60 else written[:59] + "…"
+
+
+def host_spellings(value: str) -> set[str]:
+    """How a secret that is not ASCII reads in a host name: each dot-separated part in IDNA (punycode,
+    `xn--...`), as IDNA 2003 maps it (Python's codec) and lower-cased as IDNA 2008 keeps it (libcurl's
+    libidn2: ß stays ß). Only whole labels: a secret that is part of a label is encoded with the rest
+    of it, and nothing of its letters is left to find. ASCII secrets need none (case is ignored)."""
+    if value.isascii():
+        return set()
+    spellings = set()
+    for encode in (_idna_2003, _punycode_lower):
+        labels = [encode(label) for label in value.split(".")]
+        if None not in labels:
+            spellings.add(".".join(label or "" for label in labels))
+    return spellings
+
+
+def _idna_2003(label: str) -> str | None:
+    """None: not a label IDNA 2003 can encode."""
+    try:
+        return label.encode("idna").decode("ascii") if label else ""
+    except UnicodeError:
+        return None
+
+
+def _punycode_lower(label: str) -> str | None:
+    low = label.lower()
+    if low.isascii():
+        return low
+    return "xn--" + low.encode("punycode").decode("ascii")
 
 
 def basic_credentials(username: str, password: str) -> str:

@@ -1,0 +1,63 @@
+"""What a real check's failure is, as one readable line: its error group's key and cleaned message.
+
+A scripted failure is grouped by its message with every number replaced (grouping.clean_message), so
+the same failure at another port, id or time is one group. For a check that ran for real that rule
+would be wrong: `STATUS_CODE EQUALS 200: received 503` and `... received 404` would be one group, and
+with `--fail-on new` yesterday's 503 (a store that was down) would make today's 404 (a route that is
+gone) "known". So the executor says what the failure is, and the emulator keys the group by that
+(groups.py: errorHash is the hash of this line, cleanedErrorMessage is this line):
+
+- A failed assertion: the assertion as the user wrote it (source, property, regex, comparison,
+  target) and the value it received, as it is (quoted as the message quotes it: one line, at most
+  200 characters, secrets masked). A RESPONSE_TIME value is a duration: cleaned (`received <n>`), or
+  every slow run would be new. A detail without a received value (not JSON, found nothing, a regex
+  that took too long, a truncated body) is cleaned like a scripted message.
+- The HTTP status of the answer, whenever there was one (`(HTTP 503)` after a JSON assertion's
+  failure): the same assertion failing on a 200 and on a 500 are two failures.
+- Anything else (refused, DNS, TLS, reset, timeouts, configuration): the message cleaned as a
+  scripted one (addresses, ports, durations replaced). Each such message begins with its kind
+  (`connection refused:`, `DNS lookup failed:`, `timeout:` ...), so the kind stays part of the key.
+
+The price, in the safe direction: an asserted value that changes on every request (a request id, a
+counter or a time, in a field or in a body an assertion reads whole) makes each failure new; an
+assertion on a field that does not change, or a regex that extracts the part it is about, avoids it.
+Received values are never cleaned: an id, a date, an address or a version can be the very value the
+assertion is about (a DNS answer's address, `$.version`), and two different ones are two failures.
+The line is made from the attempt after its secrets were masked.
+"""
+
+from __future__ import annotations
+
+from runner.emulator.core.checks.outcome import AssertionResult, Attempt
+from runner.emulator.core.grouping import clean_message
+
+# Bounded so that the state file's evidence (evidence_data.MAX_TEXT_CHARS) never cuts it: a cut line
+# would hash differently after a restart.
+MAX_FINGERPRINT_CHARS = 1000
+
+
+def fingerprint(attempt: Attempt) -> str | None:
+    """The key line of a failed attempt; None for a passed or cancelled one."""
+    if attempt.passed or attempt.cancelled:
+        return None
+    failed = attempt.failed_assertion
+    status = attempt.status_code
+    says_status = False
+    if failed is not None:
+        text = f"{failed.label()}: {_detail(failed)}"
+        says_status = failed.source == "STATUS_CODE"
+    elif attempt.error_kind == "http_status" and status is not None:
+        # `received HTTP 404 from GET http://127.0.0.1:8380/x: 4xx and 5xx ...`: all cleaned but the status.
+        text = clean_message(attempt.message or "").replace("HTTP <n>", f"HTTP {status}", 1)
+        says_status = f"HTTP {status}" in text
+    else:
+        text = clean_message(attempt.message or attempt.error_kind or "failed")
+    if status is not None and not says_status:
+        text += f" (HTTP {status})"
+    return text[:MAX_FINGERPRINT_CHARS]
+
+
+def _detail(failed: AssertionResult) -> str:
+    if failed.actual is None or failed.source == "RESPONSE_TIME":
+        return clean_message(failed.detail)
+    return failed.detail
