@@ -244,8 +244,9 @@ class WorldCheck(_Strict):
         if definition is None:
             return None
         reason = definition.local_support()
-        only_unscripted = self.request is None and self.runsLocally is not False and not self._has_script()
-        if reason is not None and only_unscripted:
+        # Written by hand, without request or script: a behaviour is all it lacks to be scripted.
+        by_hand = self.request is None and self.runsLocally is not False and not self._has_script()
+        if reason is not None and by_hand:
             reason += " (give it a behaviour: to script it here)"
         if reason is None and self.script:
             reason = "checks with a script cannot run locally"
@@ -431,12 +432,7 @@ def _check_problems(check: WorldCheck, world_runs_real_checks: bool) -> list[Pro
         got = "null" if check.request is None else "an empty mapping"
         return [(("request",), f"expected the check's request (url:, assertions: ...), got {got}; "
                  "to script the check instead, leave request out and give behaviour:")]  # fmt: skip
-    if (
-        world_runs_real_checks
-        and check.scripted()
-        and check.request is None
-        and "behaviour" not in check.model_fields_set
-    ):
+    if world_runs_real_checks and check.scripted() and "behaviour" not in check.model_fields_set:
         return [((), f"{check.checkType} check with neither request nor behaviour, in a world that runs "
                      "checks for real: give request: to run it, or behaviour: to script it")]  # fmt: skip
     if check.scripted():
