@@ -214,7 +214,8 @@ def make_tls(directory: Path) -> Tls:
 
 class _TcpHandler(socketserver.BaseRequestHandler):
     """One line in, an answer by command: PING -> +PONG (stays open), HELLO -> hello and close,
-    SLOW -> an answer after 0.6 s, SILENT -> nothing, RESET -> a TCP reset."""
+    SLOW -> an answer after 0.6 s, SILENT -> nothing, RESET -> a TCP reset, TRICKLE -> a byte every
+    20 ms for 2 s (an answer that does not end)."""
 
     def handle(self) -> None:
         sock: socket.socket = self.request
@@ -239,6 +240,11 @@ class _TcpHandler(socketserver.BaseRequestHandler):
             sock.sendall(b"late\r\n")
         elif command == "SILENT":
             time.sleep(2.0)
+        elif command == "TRICKLE":
+            with contextlib.suppress(OSError):  # the client gives up at its limit
+                for _ in range(100):
+                    sock.sendall(b".")
+                    time.sleep(0.02)
         elif command == "RESET":
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             sock.close()  # now, before socketserver's shutdown would send a FIN first

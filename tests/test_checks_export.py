@@ -139,7 +139,7 @@ def shop_world(base: str, tcp_port: int) -> dict[str, Any]:
             {
                 "id": OTHER_ACCOUNT,
                 "keys": [{"key": OTHER_KEY}],
-                "checks": [{"id": IDS["other"], "name": "Other team", "tags": ["shop"]}],
+                "checks": [{"id": IDS["other"], "name": "Other team", "tags": ["shop"], "behaviour": "pass"}],
             },
         ],
     }

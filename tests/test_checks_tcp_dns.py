@@ -70,6 +70,13 @@ def test_tcp_degraded_timed_out_refused_and_reset(tcp_port: int) -> None:
         timed_out.message
         == f"timeout: no response data within the maxResponseTime of 300 ms: 127.0.0.1:{tcp_port}"
     )
+    # Data that keeps coming is not a silent server: the message says the answer did not end.
+    trickle = tcp(tcp_port, "TRICKLE\n", late, maxResponseTime=300)
+    assert trickle.error_class == "TIMEOUT" and not trickle.network_failure
+    assert trickle.message == (
+        "timeout: data kept arriving, the answer did not end within the maxResponseTime of 300 ms: "
+        f"127.0.0.1:{tcp_port}"
+    )
     port = free_port()
     refused = tcp(port)
     assert (

@@ -1,7 +1,10 @@
 """Check definitions as production's GET /v1/checks/{id} returns them (ChecksV1Check).
 
 Lenient like every response model: unknown fields and values are kept, never fatal, so a definition
-exported from a real account always loads. Whether a definition can run on this machine is a separate
+exported from a real account always loads. A definition written by hand (a world file) is read strictly
+on top of that: `hand_written_problems()` names each value of the wrong type and each key of a request
+that production does not know, so a typo (`assertion:`, `path:` for `property:`) is an error, not an
+assertion quietly dropped. Whether a definition can run on this machine is a separate
 question, answered by `local_support()` (its check type) and `problems()` (its fields): API, URL, TCP
 and DNS checks run locally; every other type (BROWSER, MULTI_STEP, PLAYWRIGHT, AGENTIC, HEARTBEAT, ...)
 and an API check with a setup or teardown script is recognised and reported as not runnable here.
@@ -13,11 +16,13 @@ ChecksV1TcpRequest, ChecksV1DnsRequest and their assertion schemas) and its cons
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, TypeAdapter, field_validator
+from pydantic import BaseModel, Discriminator, Field, Tag, TypeAdapter, ValidationError, field_validator
 
 from runner.models.base import ApiModel
+from runner.models.problems import Loc, clean_loc, error_message, model_at, unknown_key_message
 
 LOCAL_CHECK_TYPES = ("API", "URL", "TCP", "DNS")
 
@@ -166,6 +171,15 @@ def _port_number(port: int | str | None) -> int | None:
     return None
 
 
+def _port_value(value: Any) -> Any:
+    """One message for a port of the wrong kind (the int | str union would give one per member)."""
+    if value is None or (isinstance(value, (int, str)) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise ValueError("expected a port number from 1 to 65535 (or a {{VARIABLE}} that gives one)")
+
+
 def _port_problems(port: int | str | None, required: bool) -> list[str]:
     if port is None and not required:
         return []
@@ -186,6 +200,8 @@ class TcpRequest(_Request):
     url: str | None = None
     ipFamily: str = "IPv4"
 
+    _port = field_validator("port", mode="before")(_port_value)
+
     @property
     def payload(self) -> str:
         return self.data or self.body or ""
@@ -201,6 +217,8 @@ class DnsRequest(_Request):
     nameServer: str | None = None
     port: int | str | None = None  # as TCP's: a string only to carry `{{VAR}}`
     protocol: str = "UDP"
+
+    _port = field_validator("port", mode="before")(_port_value)
 
     @property
     def port_number(self) -> int | None:
@@ -306,6 +324,8 @@ class UrlCheckDefinition(CheckDefinition):
         r = self.request
         return [
             *_http_url("request.url", r.url),
+            # Always GET (production's schema: enum [GET]); another method would be sent as GET.
+            *_one_of("request.method", r.method.upper(), ("GET",)),
             *_one_of("request.ipFamily", r.ipFamily, IP_FAMILIES),
             *_assertion_problems("URL", r.assertions),
         ]
@@ -319,6 +339,14 @@ class TcpCheckDefinition(CheckDefinition):
         r = self.request
         out = [] if r.hostname else ["request.hostname: required field is missing"]
         out += _port_problems(r.port, required=True)
+        # `url` and `body` are in production's schema, undocumented; the connection goes to hostname
+        # and sends data (production's constructs write only those). One that says something else
+        # would be ignored here, and a check could pass that production runs otherwise: refused.
+        if r.url and r.url != r.hostname:
+            leave = "leave url out (or the same as hostname)"
+            out.append(f"request.url: TCP checks connect to hostname and port; {leave}")
+        if r.data and r.body and r.data != r.body:
+            out.append("request.body: the data to send goes in data; leave body out (or the same as data)")
         return (
             out
             + _one_of("request.ipFamily", r.ipFamily, IP_FAMILIES)
@@ -361,3 +389,92 @@ _ADAPTER: TypeAdapter[AnyCheckDefinition] = TypeAdapter(AnyCheckDefinition)
 def parse_check_definition(data: Any) -> CheckDefinition:
     """The typed definition of one check from production's JSON (pydantic.ValidationError if broken)."""
     return _ADAPTER.validate_python(data)
+
+
+# --- definitions written by hand (a world file) ---------------------------------------------------
+
+# The request of each type that runs here. Their fields are exactly production's (OpenAPI
+# ChecksV1ApiRequest, ChecksV1UrlRequest, ChecksV1TcpRequest, ChecksV1DnsRequest, with
+# ChecksV1ApiAssertion & co., ChecksV1KeyValue, ChecksV1BasicAuth; tests/test_checks_definitions.py
+# holds production's lists), so a definition `checks export` wrote, fields we do not use included,
+# passes, and any other key is a typo.
+REQUEST_MODELS: dict[str, type[ApiModel]] = {
+    "API": ApiRequest,
+    "URL": UrlRequest,
+    "TCP": TcpRequest,
+    "DNS": DnsRequest,
+}
+# What a key that looks like none of the allowed ones usually means, first allowed one wins.
+_LIKELY: dict[str, tuple[str, ...]] = {
+    "path": ("property",),
+    "jsonPath": ("property",),
+    "jsonpath": ("property",),
+    "field": ("property",),
+    "header": ("property", "headers"),
+    "expected": ("target",),
+    "value": ("target",),
+    "operator": ("comparison",),
+    "comparator": ("comparison",),
+    "type": ("source", "recordType"),
+    "params": ("queryParameters",),
+    "query": ("queryParameters",),
+    "auth": ("basicAuth",),
+    "host": ("hostname", "nameServer"),
+    "server": ("nameServer",),
+    "name": ("key",),
+}
+
+
+def hand_written_problems(data: Mapping[str, Any]) -> list[tuple[Loc, str]]:
+    """(field path, what is allowed) for each thing that keeps `data`, a definition written by hand
+    in production's shape, from meaning what it says: a value of the wrong type anywhere (`url: 123`,
+    `headers: "X-A: b"`), and, in the request of an API, URL, TCP or DNS check, a key production does
+    not know (with a did-you-mean and the allowed keys) or `assertions: null` (a list whose items were
+    all commented out). Production's own answers are read leniently; this is for files."""
+    problems: list[tuple[Loc, str]] = []
+    try:
+        parse_check_definition(data)
+    except ValidationError as exc:
+        for err in exc.errors(include_url=False):
+            loc = clean_loc(err["loc"])
+            if loc and loc[0] in (*LOCAL_CHECK_TYPES, "OTHER"):  # the union's tag, not a field
+                loc = loc[1:]
+            problem = (loc, error_message(err))
+            if problem not in problems:
+                problems.append(problem)
+    problems += unknown_request_fields(data)
+    request = data.get("request")
+    null_list = isinstance(request, Mapping) and "assertions" in request and request["assertions"] is None
+    if null_list and str(data.get("checkType")) in REQUEST_MODELS:
+        problems.append((("request", "assertions"), "expected a list, got null (leave it out for none)"))
+    return problems
+
+
+def unknown_request_fields(data: Mapping[str, Any]) -> list[tuple[Loc, str]]:
+    """(path, message) of each key in the request of an API, URL, TCP or DNS check that production
+    does not know; other types' requests never run here and are not read."""
+    model = REQUEST_MODELS.get(str(data.get("checkType")))
+    request = data.get("request")
+    if model is None or not isinstance(request, Mapping):
+        return []
+    return _unknown_fields(request, model, ("request",))
+
+
+def _unknown_fields(value: Mapping[str, Any], model: type[BaseModel], at: Loc) -> list[tuple[Loc, str]]:
+    """Keys of `value` that `model` (and the models of its mappings and lists of mappings) lacks."""
+    allowed = list(model.model_fields)
+    out: list[tuple[Loc, str]] = []
+    for key, item in value.items():
+        if key not in model.model_fields:
+            likely = {str(key): c for c in _LIKELY.get(str(key), ()) if c in allowed}
+            out.append(((*at, key), unknown_key_message(str(key), allowed, likely)))
+            continue
+        inner = model_at(model, (key,))
+        if inner is not None and isinstance(item, Mapping):
+            out += _unknown_fields(item, inner, (*at, key))
+        element = model_at(model, (key, 0))
+        if element is not None and isinstance(item, list):
+            for i, entry in enumerate(item):
+                if isinstance(entry, Mapping):
+                    out += _unknown_fields(entry, element, (*at, key, i))
+    return out

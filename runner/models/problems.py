@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -125,8 +126,10 @@ def model_at(root: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
-def unknown_key_message(key: str, allowed: list[str]) -> str:
-    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+def unknown_key_message(key: str, allowed: list[str], likely: Mapping[str, str] | None = None) -> str:
+    """`likely`: what a key that looks like none of `allowed` is usually meant as (path -> property)."""
+    close = [likely[key]] if likely and likely.get(key) in allowed else []
+    close = close or difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
     if not close:  # case slips (runlocation) are the commonest typo
         close = [a for a in allowed if a.lower() == key.lower()]
     hint = f"did you mean {close[0]!r}? " if close else ""

@@ -20,6 +20,7 @@ them, nothing the emulator invents. What the file holds, and why:
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -39,8 +40,9 @@ from runner.models.check_definitions import (
     TcpRequest,
     UrlRequest,
     parse_check_definition,
+    unknown_request_fields,
 )
-from runner.models.problems import describe_validation_error
+from runner.models.problems import describe_validation_error, format_loc
 from runner.models.resources import CHECK_LOCATIONS
 
 # In the order a reader wants them: what the check is, whether it runs here, then its definition.
@@ -130,6 +132,28 @@ def _world_fields(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             del out[name]
 
 
+def _drop_unknown_request_fields(check: dict[str, Any]) -> list[str]:
+    """Leaves out of `check` what a world file may not hold in a request (the world reads requests
+    strictly, models/check_definitions.hand_written_problems): keys production's schema does not
+    have, and the nulls its lenient reading takes as absent (`assertions: null`, an empty request).
+    Returns the paths of the unknown keys left out."""
+    request = check.get("request")
+    if not isinstance(request, dict):
+        return []
+    request = check["request"] = copy.deepcopy(request)  # the caller's stays as production sent it
+    unknown = [loc for loc, _ in unknown_request_fields(check)]
+    for loc in unknown:  # only mapping keys go: the list indices of the others stay right
+        parent: Any = request
+        for part in loc[1:-1]:
+            parent = parent[part]
+        parent.pop(loc[-1], None)
+    if "assertions" in request and request["assertions"] is None:
+        del request["assertions"]
+    if not request:
+        del check["request"]
+    return [format_loc(loc) for loc in unknown]
+
+
 def _without_secret_values(data: dict[str, Any]) -> dict[str, Any]:
     """As the world loads it with the secrets' variables unset."""
     variables = data.get("environmentVariables")
@@ -202,7 +226,11 @@ def _convert(data: dict[str, Any]) -> tuple[dict[str, Any], ExportedCheck, set[s
     """One check of production's list as a world check (written form), its summary, the variables it
     uses that it does not define."""
     check, dropped = _world_fields(data)
+    unknown = _drop_unknown_request_fields(check)
     reason, definition = _not_runnable(check)
+    if unknown and reason is None:
+        # Run without them, it could pass where production, which reads them, fails.
+        reason = "its request has fields this version does not know (left out): " + ", ".join(unknown)
     if definition is None:  # the request cannot even be read: kept out, the check stays
         dropped.append("request: left out, it does not fit production's shape")
         check.pop("request", None)

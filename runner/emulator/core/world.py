@@ -16,7 +16,12 @@ from runner.core.yamlguard import Loc, TooLarge, load_with_lines
 from runner.emulator.core.faults import FaultSpec
 from runner.emulator.core.grouping import clean_message
 from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem
-from runner.models.check_definitions import CheckDefinition, parse_check_definition
+from runner.models.check_definitions import (
+    LOCAL_CHECK_TYPES,
+    CheckDefinition,
+    hand_written_problems,
+    parse_check_definition,
+)
 from runner.models.operations import RATE_LIMIT
 from runner.models.problems import described_with_hints, format_loc
 from runner.models.resources import CHECK_LOCATIONS
@@ -208,19 +213,41 @@ class WorldCheck(_Strict):
                 )
         return self
 
-    def definition(self) -> CheckDefinition | None:
-        """Production's definition of a check that runs for real (or is marked as not runnable)."""
-        if self.request is None and self.runsLocally is not False and not self._has_script():
-            return None
+    def scripted(self) -> bool:
+        """Its result is played from `behaviour`: given, or (only a type that could run here, without a
+        request) left at `pass`. A BROWSER check written by hand without one is not scripted: it cannot
+        run here, and it fails closed like a check `checks export` marked `runsLocally: false`."""
+        if self.request is not None or self.runsLocally is False or self._has_script():
+            return False
+        return "behaviour" in self.model_fields_set or self.checkType in LOCAL_CHECK_TYPES
+
+    def definition_data(self) -> dict[str, Any]:
+        """The check in production's shape, as `definition()` reads it (no request: none, not null)."""
         data = self.model_dump(include={"id", "name", "checkType", "tags", "activated", *DEFINITION_FIELDS})
-        return parse_check_definition(data)
+        if data.get("request") is None:
+            data.pop("request", None)
+        return data
+
+    def definition(self) -> CheckDefinition | None:
+        """Production's definition of a check that runs for real (or cannot run here); None when the
+        check is scripted. pydantic.ValidationError only for a world parse_world did not check."""
+        if self.scripted():
+            return None
+        return parse_check_definition(self.definition_data())
 
     def not_runnable(self) -> str | None:
         """Why this check cannot run on this machine (None: it runs, for real or scripted)."""
-        definition = self.definition()
+        try:
+            definition = self.definition()
+        except ValidationError:  # a World built without parse_world: never run what it cannot read
+            return "its definition does not fit production's shape"
         if definition is None:
             return None
         reason = definition.local_support()
+        # Written by hand, without request or script: a behaviour is all it lacks to be scripted.
+        by_hand = self.request is None and self.runsLocally is not False and not self._has_script()
+        if reason is not None and by_hand:
+            reason += " (give it a behaviour: to script it here)"
         if reason is None and self.script:
             reason = "checks with a script cannot run locally"
         if reason is None and self.runsLocally is False:
@@ -373,6 +400,7 @@ def _consistency_problems(world: World) -> list[Problem]:
     problems: list[Problem] = []
     keys: set[str] = set()
     ids: set[str] = set()
+    real = any(check.request is not None for account in world.accounts for check in account.checks)
     for a, account in enumerate(world.accounts):
         if account.id in ids:
             problems.append((("accounts", a, "id"), "duplicate account id"))
@@ -386,15 +414,34 @@ def _consistency_problems(world: World) -> list[Problem]:
             problems.append((("accounts", a, "checks"), "check ids must be unique"))
         problems += _group_problems(a, account, check_ids)
         for c, check in enumerate(account.checks):
-            definition = check.definition() if check.request is not None else None
-            if definition is not None and check.not_runnable() is None:
-                at_check: Loc = ("accounts", a, "checks", c)
-                problems += [((*at_check, *_path(text)), message) for text, message in _split(definition)]
+            at_check: Loc = ("accounts", a, "checks", c)
+            problems += [((*at_check, *at), message) for at, message in _check_problems(check, real)]
             for location in check.locations:
                 if location not in world.settings.locations:
                     at: Loc = ("accounts", a, "checks", c, "locations")
                     problems.append((at, f"{location!r} is not in settings.locations"))
     return problems
+
+
+def _check_problems(check: WorldCheck, world_runs_real_checks: bool) -> list[Problem]:
+    """A check's definition problems, by path from the check: it must say what it is. A request that
+    is null or empty (its lines commented out), a value of the wrong type, a key production does not
+    know, and, in a world that runs checks for real, a check of a runnable type that says neither how
+    to run (request) nor what to play (behaviour) would otherwise become a scripted `pass`."""
+    if "request" in check.model_fields_set and not check.request:
+        got = "null" if check.request is None else "an empty mapping"
+        return [(("request",), f"expected the check's request (url:, assertions: ...), got {got}; "
+                 "to script the check instead, leave request out and give behaviour:")]  # fmt: skip
+    if world_runs_real_checks and check.scripted() and "behaviour" not in check.model_fields_set:
+        return [((), f"{check.checkType} check with neither request nor behaviour, in a world that runs "
+                     "checks for real: give request: to run it, or behaviour: to script it")]  # fmt: skip
+    if check.scripted():
+        return []
+    problems: list[Problem] = list(hand_written_problems(check.definition_data()))
+    if problems or check.not_runnable() is not None:
+        return problems
+    definition = check.definition()
+    return [(_path(text), message) for text, message in _split(definition)] if definition else []
 
 
 def _split(definition: CheckDefinition) -> list[tuple[str, str]]:

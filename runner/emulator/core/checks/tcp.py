@@ -144,15 +144,13 @@ def perform(
     except sockets.Stopped:
         return result(Failure(NETWORK_ERROR, "cancelled", f"cancelled: {where}"), cancelled=True)
     except sockets.DeadlineReached:
-        what = "no response data" if "connected" in marks else "no connection"
-        return result(
-            Failure(
-                TIMEOUT,
-                "timeout",
-                f"timeout: {what} within {timeout_text or 'the time limit'}: {where}",
-                network=not data,
-            )
-        )
+        limit = timeout_text or "the time limit"
+        if data:  # the answer began and never ended (the server kept sending): not a silent one
+            message = f"timeout: data kept arriving, the answer did not end within {limit}: {where}"
+        else:
+            what = "no response data" if "connected" in marks else "no connection"
+            message = f"timeout: {what} within {limit}: {where}"
+        return result(Failure(TIMEOUT, "timeout", message, network=not data))
     finally:
         if sock is not None:
             sock.close()
