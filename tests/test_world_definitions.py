@@ -383,7 +383,9 @@ def test_a_bad_port_from_the_environment_in_the_shipped_example_is_exit_2(
     world = examples / "local-checks.yml"
     code = main(["run", str(examples / "local-checks-spec.yml"), "--emulator", "--world", str(world)])
     captured = capsys.readouterr()
-    line = f"{world}:104: accounts[0].checks[5].request.port: expected a port number from 1 to 65535"
+    lines = Path(world).read_text().splitlines()
+    number = next(n for n, text in enumerate(lines, 1) if "port: ${SHOP_TCP_PORT" in text)
+    line = f"{world}:{number}: accounts[0].checks[5].request.port: expected a port number from 1 to 65535"
     assert code == 2 and captured.err.strip() == line and "Traceback" not in captured.err
     results = json.loads(Path("testsession-reports/results.json").read_text(encoding="utf-8"))
     assert results["message"] == line
