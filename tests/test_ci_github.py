@@ -21,6 +21,9 @@ from runner.cli.action import InputError, build_argv, parse_env, parse_tags
 from runner.core.redact import Redactor
 from runner.job.digest import digest
 
+# One emulator for the module, reset before each test (conftest's `emulator`).
+SHARE_EMULATOR = True
+
 REPO = Path(__file__).resolve().parent.parent
 SECRET = "s3cr3t-value-for-the-checks"
 
