@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 from checks_servers import DnsServer, start_tcp
-from helpers import CI_PREFIXES, JUNIT_XSD, REPO_ROOT
+from helpers import CI_PREFIXES, DEEP_FACTOR, JUNIT_XSD, REPO_ROOT
+from hypothesis import settings
 
 from runner.emulator import Emulator
 from runner.emulator.core.world import DEFAULT_WORLD
@@ -21,6 +22,12 @@ from runner.emulator.core.world import DEFAULT_WORLD
 # and every worker rewrite every test module again, which doubled the suite's CPU time here.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+
+# HYPOTHESIS_PROFILE=deep (or pytest's --hypothesis-profile=deep): every property test runs DEEP_FACTOR
+# times its examples (helpers.examples), a long run for a release or after a change to the parsers or
+# renderers. Read here, never set: without it the suite runs its own counts.
+settings.register_profile("deep", max_examples=100 * DEEP_FACTOR, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 # Fast enough that every default-world session (checks take 2-4 simulated seconds) ends in < 0.2 s.
 TEST_SPEED = 25.0

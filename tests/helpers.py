@@ -35,6 +35,20 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
+# Property tests (hypothesis, schemathesis) take their example counts through examples(): the suite's
+# own, small enough for the whole suite to stay well under 90 s on 2 cores, or DEEP_FACTOR times as
+# many under the `deep` profile (registered in conftest) for a long run:
+#   HYPOTHESIS_PROFILE=deep python -m pytest tests/test_fuzz_spec.py tests/test_fuzz_reports.py ...
+DEEP_FACTOR = 10
+
+
+def examples(suite: int) -> int:
+    """max_examples of a property test: `suite` in the suite's run, DEEP_FACTOR x that under `deep`."""
+    from hypothesis import settings
+
+    return suite * DEEP_FACTOR if settings.get_current_profile_name() == "deep" else suite
+
+
 def emulator_stats(emu: Any, requests: int = 0) -> dict[str, Any]:
     """The emulator's stats once it has counted `requests` requests: it counts each one after its
     answer is sent (or dropped), so a client may be done before the count is. Bounded: 3 s."""

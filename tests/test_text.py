@@ -11,6 +11,7 @@ import io
 from collections.abc import Callable
 
 import pytest
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -51,7 +52,7 @@ hostile = st.lists(st.one_of(st.sampled_from(PIECES), st.characters(codec="utf-8
 
 
 @pytest.mark.parametrize("name", PRESETS)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(text=hostile)
 def test_every_output_drops_the_same_characters(name: str, text: str) -> None:
     shown = PRESETS[name](text)
