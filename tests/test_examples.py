@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import REPO_ROOT
-from helpers import child_env, fast_world
+from helpers import Ran, child_env, fast_world, run_here
 
 EXAMPLES = REPO_ROOT / "examples"
 
@@ -25,15 +25,10 @@ def fast_world_file(tmp_path: Path) -> Path:
     return fast_world(tmp_path)
 
 
-def run_testsession(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "runner", *args],
-        cwd=cwd,
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def run_testsession(*args: str, cwd: Path) -> Ran:
+    """`testsession ARGS` in this process (helpers.run_here); the gate script below runs it as a
+    shell does, in a process of its own."""
+    return run_here(list(args), child_env(), cwd)
 
 
 def test_the_default_world_is_the_example_world() -> None:
