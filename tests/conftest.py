@@ -76,8 +76,8 @@ def emulator(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) ->
     A module that sets `SHARE_EMULATOR = True` gets its `module_emulator` instead, reset before each
     test (accounts, keys, sessions, error groups, faults, settings, stats: as right after loading; the
     simulated clock runs on). A fresh one costs ~0.15 s of CPU (the app and its routes are built anew),
-    one test in five of the suite uses one; a module opts in when none of its tests stops the emulator
-    or leaves requests under way that would reach the next test."""
+    one test in five of the suite used one; a module opts in when none of its tests stops the emulator
+    or leaves requests under way that the next test would count."""
     for name in WORLD_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     if getattr(request.module, "SHARE_EMULATOR", False):
