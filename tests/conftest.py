@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 from checks_servers import DnsServer, start_tcp
-from helpers import CI_PREFIXES, JUNIT_XSD, REPO_ROOT
+from helpers import CI_PREFIXES, DEEP_FACTOR, JUNIT_XSD, REPO_ROOT
+from hypothesis import settings
 
 from runner.emulator import Emulator
 from runner.emulator.core.world import DEFAULT_WORLD
@@ -21,6 +22,12 @@ from runner.emulator.core.world import DEFAULT_WORLD
 # and every worker rewrite every test module again, which doubled the suite's CPU time here.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+
+# HYPOTHESIS_PROFILE=deep (or pytest's --hypothesis-profile=deep): every property test runs DEEP_FACTOR
+# times its examples (helpers.examples), a long run for a release or after a change to the parsers or
+# renderers. Read here, never set: without it the suite runs its own counts.
+settings.register_profile("deep", max_examples=100 * DEEP_FACTOR, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 # Fast enough that every default-world session (checks take 2-4 simulated seconds) ends in < 0.2 s.
 TEST_SPEED = 25.0
@@ -58,13 +65,26 @@ def _module_world(request: pytest.FixtureRequest) -> dict[str, Any] | None:
     return copy.deepcopy(world) if world is not None else None
 
 
+# The default world reads credentials from these; a developer's real ones must not leak in.
+WORLD_VARIABLES = ("TESTSESSION_API_KEY", "TESTSESSION_ACCOUNT_ID", "TESTSESSION_ACCOUNT_HEADER")
+
+
 @pytest.fixture
 def emulator(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[Emulator]:
-    """A started emulator with the module's world (default world) at TEST_SPEED; stopped after the test."""
-    # The default world reads credentials from these; a developer's real ones must not leak in.
-    monkeypatch.delenv("TESTSESSION_API_KEY", raising=False)
-    monkeypatch.delenv("TESTSESSION_ACCOUNT_ID", raising=False)
-    monkeypatch.delenv("TESTSESSION_ACCOUNT_HEADER", raising=False)
+    """A started emulator with the module's world (default world) at TEST_SPEED; stopped after the test.
+
+    A module that sets `SHARE_EMULATOR = True` gets its `module_emulator` instead, reset before each
+    test (accounts, keys, sessions, error groups, faults, settings, stats: as right after loading; the
+    simulated clock runs on). A fresh one costs ~0.15 s of CPU (the app and its routes are built anew),
+    one test in five of the suite used one; a module opts in when none of its tests stops the emulator
+    or leaves requests under way that the next test would count."""
+    for name in WORLD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    if getattr(request.module, "SHARE_EMULATOR", False):
+        shared: Emulator = request.getfixturevalue("module_emulator")
+        shared.backend.reset()
+        yield shared
+        return
     emu = Emulator(world=_module_world(request), speed=TEST_SPEED).start()
     try:
         yield emu
@@ -90,7 +110,11 @@ def cli_env(emulator: Emulator, monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
 @pytest.fixture(scope="module")
 def module_emulator(request: pytest.FixtureRequest) -> Iterator[Emulator]:
     """One emulator for a whole test module (fast); tests reset it with `emulator.backend.reset()`."""
-    with Emulator(world=_module_world(request), speed=TEST_SPEED) as emu:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for name in WORLD_VARIABLES:
+            monkeypatch.delenv(name, raising=False)
+        emu = Emulator(world=_module_world(request), speed=TEST_SPEED)
+    with emu:
         yield emu
 
 
@@ -110,9 +134,8 @@ def default_world() -> dict[str, Any]:
 @pytest.fixture
 def world_factory(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Emulator]]:
     """world_factory(world=None, speed=TEST_SPEED) -> a started Emulator (dict, path or None world)."""
-    monkeypatch.delenv("TESTSESSION_API_KEY", raising=False)
-    monkeypatch.delenv("TESTSESSION_ACCOUNT_ID", raising=False)
-    monkeypatch.delenv("TESTSESSION_ACCOUNT_HEADER", raising=False)
+    for name in WORLD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
     started: list[Emulator] = []
 
     def start(world: dict[str, Any] | str | Path | None = None, speed: float | None = TEST_SPEED) -> Emulator:

@@ -5,10 +5,13 @@ Importable without pytest too (bench/fault_table.py runs tests/fault_cells.py): 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -33,6 +36,20 @@ def child_env(**extra: str) -> dict[str, str]:
     }
     env.update(extra)
     return env
+
+
+# Property tests (hypothesis, schemathesis) take their example counts through examples(): the suite's
+# own, small enough for the whole suite to stay well under 90 s on 2 cores, or DEEP_FACTOR times as
+# many under the `deep` profile (registered in conftest) for a long run:
+#   HYPOTHESIS_PROFILE=deep python -m pytest tests/test_fuzz_spec.py tests/test_fuzz_reports.py ...
+DEEP_FACTOR = 10
+
+
+def examples(suite: int) -> int:
+    """max_examples of a property test: `suite` in the suite's run, DEEP_FACTOR x that under `deep`."""
+    from hypothesis import settings
+
+    return suite * DEEP_FACTOR if settings.get_current_profile_name() == "deep" else suite
 
 
 def emulator_stats(emu: Any, requests: int = 0) -> dict[str, Any]:
@@ -78,6 +95,42 @@ def cli_run(
     code = main([*argv, *flags])
     results = out / REPORT_FILES["json"]
     return CliRun(code, json.loads(results.read_text(encoding="utf-8")) if results.exists() else {})
+
+
+class Ran(NamedTuple):
+    """What a command left, as subprocess.run(..., capture_output=True, text=True) gives it."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_here(
+    argv: list[str], env: dict[str, str], cwd: Path, entry: Callable[..., int] | None = None
+) -> Ran:
+    """`testsession ARGV` (or `entry()`, e.g. the Action's main) in this process, as a child would run:
+    exactly `env` as its environment, `cwd` its working directory, stdout and stderr captured (no
+    terminal, as in a pipe). For tests whose claim is the command's output, files and exit code, not
+    the process itself (signals, closed pipes, an interpreter's start): a child costs ~0.6 s of CPU to
+    import the package again, this ~0.1 s. Everything is restored afterwards."""
+    from runner.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = entry() if entry is not None else main(argv)
+            except SystemExit as exc:  # argparse's usage errors
+                code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return Ran(code, out.getvalue(), err.getvalue())
 
 
 def fast_world(tmp_path: Path, speed: float = 40) -> Path:

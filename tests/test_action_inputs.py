@@ -1,6 +1,7 @@
 """The action's inputs: each one declared in action.yml reaches the tool, `rerun-failed` reruns
 exactly what failed, and `emulator-world` runs the user's own world (real checks against a build on
-the runner), run as a workflow runs it (`python -m runner.cli.action`) against the emulator."""
+the runner), through the action's entry point (`runner.cli.action`, in this process:
+test_ci_github.run_action) against the emulator."""
 
 from __future__ import annotations
 

@@ -123,12 +123,10 @@ def test_the_dockerfile_install_runs_the_main_job(tmp_path):
 
 
 def gate(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    shim = tmp_path / "bin"
-    shim.mkdir(exist_ok=True)
-    (shim / "testsession").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m runner "$@"\n')
-    (shim / "testsession").chmod(0o755)
+    """examples/pre-deploy-gate.sh ARGS as a shell runs it, with this interpreter's installed
+    `testsession` first on PATH. (test_examples ran the same two gates again: folded in here.)"""
     env = ci_free_env()
-    env["PATH"] = f"{shim}{os.pathsep}{env['PATH']}"
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     return subprocess.run(
         ["bash", str(REPO / "examples" / "pre-deploy-gate.sh"), *args],
         cwd=tmp_path,
@@ -143,9 +141,10 @@ def test_gate_blocks_the_deploy_when_checks_fail(tmp_path):
     world = str(fast_world(tmp_path))
     proc = gate(tmp_path, str(REPO / "examples" / "testsession.yml"), "--emulator", "--world", world,
                 "--", "touch", "deployed")  # fmt: skip
-    assert proc.returncode == 1
+    assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "checks failed; not deploying" in proc.stderr
     assert not (tmp_path / "deployed").exists()
+    assert "verdict: FAILED" in proc.stdout  # the run's own output reaches the log
 
 
 def test_gate_deploys_when_checks_pass(tmp_path):

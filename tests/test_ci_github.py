@@ -11,15 +11,19 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import child_env
+from helpers import Ran, child_env, run_here
 from outcome_factory import big_outcome, sample_outcome
 
 from runner.ci import github
 from runner.ci.common import failed_checks
 from runner.ci.console import Console
 from runner.cli.action import InputError, build_argv, parse_env, parse_tags
+from runner.cli.action import main as action
 from runner.core.redact import Redactor
 from runner.job.digest import digest
+
+# One emulator for the module, reset before each test (conftest's `emulator`).
+SHARE_EMULATOR = True
 
 REPO = Path(__file__).resolve().parent.parent
 SECRET = "s3cr3t-value-for-the-checks"
@@ -45,7 +49,10 @@ def parse_outputs(text: str) -> dict[str, str]:
     return values
 
 
-def run_action(tmp_path: Path, inputs: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+def run_action(tmp_path: Path, inputs: dict[str, str], process: bool = False) -> tuple[Ran, Path, Path]:
+    """The action's run step (`python -m runner.cli.action`) with `inputs` in a GitHub-like environment:
+    in this process (helpers.run_here), or with `process` in a child as the workflow runs it (the
+    end-to-end test below, and test_secrets' and test_gate_adversarial's action runs)."""
     output, summary = tmp_path / "github_output", tmp_path / "step_summary"
     output.write_text("")
     summary.write_text("# earlier step\n")
@@ -72,7 +79,9 @@ def run_action(tmp_path: Path, inputs: dict[str, str]) -> tuple[subprocess.Compl
         }
     )
     env.update({f"INPUT_{name.upper().replace('-', '_')}": value for name, value in inputs.items()})
-    proc = subprocess.run(
+    if not process:
+        return run_here([], env, tmp_path, entry=action), output, summary
+    done = subprocess.run(
         [sys.executable, "-m", "runner.cli.action"],
         cwd=tmp_path,
         env=env,
@@ -80,7 +89,7 @@ def run_action(tmp_path: Path, inputs: dict[str, str]) -> tuple[subprocess.Compl
         text=True,
         timeout=90,
     )
-    return proc, output, summary
+    return Ran(done.returncode, done.stdout, done.stderr), output, summary
 
 
 def test_action_against_the_emulator_sets_every_output_summary_and_annotation(tmp_path, emulator):
@@ -96,6 +105,7 @@ def test_action_against_the_emulator_sets_every_output_summary_and_annotation(tm
             "secret-env": f"DB_PASSWORD={SECRET}",
             "timeout": "60",
         },
+        process=True,
     )
     assert proc.returncode == 1, proc.stderr  # the demo world has failing checks
     stdout = proc.stdout

@@ -17,6 +17,9 @@ from outcome_factory import big_outcome, sample_outcome
 from runner.ci import gitlab
 from runner.job.digest import digest
 
+# One emulator for the module, reset before each test (conftest's `emulator`).
+SHARE_EMULATOR = True
+
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = REPO / "examples" / "gitlab-ci.yml"
 SECTION_START = re.compile(r"\x1b\[0Ksection_start:\d+:(?P<name>[A-Za-z0-9_.-]+)(\[[^\]]*\])?\r\x1b\[0K")

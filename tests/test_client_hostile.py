@@ -5,15 +5,13 @@ session's. Every answer is bounded in time and size, and a wrong answer is never
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import child_env
+from helpers import Ran, child_env, run_here
 from hostile import (
     SESSION_A,
     SESSION_B,
@@ -52,16 +50,14 @@ def session_routes(completion: Route, session: Route | None = None) -> dict[tupl
     }
 
 
-def run_cli(
-    url: str, tmp_path: Path, *extra: str, timeout: float = 60
-) -> tuple[subprocess.CompletedProcess[str], float]:
+def run_cli(url: str, tmp_path: Path, *extra: str) -> tuple[Ran, float]:
+    """`testsession run` against `url`, in this process (helpers.run_here): what is tested is what the
+    run does with the answers, not the process (test_interrupts and test_closed_stdout test that)."""
     env = child_env(TESTSESSION_API_KEY=KEY, TESTSESSION_ACCOUNT_ID=ACCOUNT, TESTSESSION_BASE_URL=url)
-    argv = [sys.executable, "-m", "runner", "run", "--location", "eu-west-1", "--check-id", CHECK]
+    argv = ["run", "--location", "eu-west-1", "--check-id", CHECK]
     argv += ["--no-rca", "--json", str(tmp_path / "results.json"), "--junit", "", "--markdown", ""]
     started = time.monotonic()
-    done = subprocess.run(
-        argv + list(extra), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout
-    )
+    done = run_here(argv + list(extra), env, tmp_path)
     return done, time.monotonic() - started
 
 

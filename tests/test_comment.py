@@ -23,6 +23,9 @@ from runner.cli.main import main
 from runner.emulator import Emulator
 from runner.reports import render_json
 
+# One emulator for the module, reset before each test (conftest's `emulator`).
+SHARE_EMULATOR = True
+
 PR = "shop/web#12"
 MR = "42!3"
 RUN_URL = "https://github.test/shop/web/actions/runs/777"

@@ -14,6 +14,9 @@ from emulator_ids import (
     READ_ONLY_KEY,
 )
 
+# One emulator for the module, reset before each test (conftest's `emulator`).
+SHARE_EMULATOR = True
+
 SESSIONS = "/v1/test-sessions/trigger"
 BODY = {"name": "ci", "runLocation": "eu-west-1", "target": {"matchTags": [["smoke"]]}}
 

@@ -16,6 +16,9 @@ from emulator_ids import (
 
 from runner.models import RootCauseAnalysis
 
+# One emulator for the module, reset before each test (conftest's `emulator`).
+SHARE_EMULATOR = True
+
 
 def failed_group(api: Any) -> str:
     body = {"name": "ci", "runLocation": "eu-west-1", "target": {"checkId": [CHECKOUT]}}

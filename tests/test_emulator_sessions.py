@@ -16,6 +16,9 @@ from runner.models import STILL_RUNNING_MESSAGE, TestSession
 # A check that hangs must stay running until the test cancels or interrupts it (see conftest).
 EMULATOR_WORLD = never_ending_world()
 
+# One emulator for the module, reset before each test (conftest's `emulator`).
+SHARE_EMULATOR = True
+
 
 def trigger(api: Any, **body: Any) -> dict[str, Any]:
     response = api(

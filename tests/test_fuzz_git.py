@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from gitrepo import git, isolate_git
+from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -209,7 +210,7 @@ messages = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_
 
 
 @settings(
-    max_examples=15,
+    max_examples=examples(8),  # each makes a repository with git: ~10 processes
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

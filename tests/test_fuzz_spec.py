@@ -20,6 +20,7 @@ from unittest import mock
 
 import pytest
 import yaml
+from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -45,12 +46,11 @@ SETTINGS = {
         HealthCheck.data_too_large,
     ],
 }
-EXAMPLES_MUTATED = 40
-EXAMPLES_TEXT = 25
-# The heavy profile: documents and texts together, as many examples as the light tests (the suite
-# must stay under 90 s on 2 cores); deeper runs on demand:
-#   TESTSESSION_FUZZ_FACTOR=8 python -m pytest -m heavy tests/test_fuzz_spec.py
-HEAVY_FACTOR = int(os.environ.get("TESTSESSION_FUZZ_FACTOR", "1"))
+# Each example runs `validate` and `run` in this process (~35 ms of CPU). A long run:
+#   HYPOTHESIS_PROFILE=deep python -m pytest tests/test_fuzz_spec.py   (helpers.examples)
+EXAMPLES_MUTATED = examples(20)
+EXAMPLES_TEXT = examples(15)
+EXAMPLES_BOTH = examples(15)  # documents and texts together
 
 # --- strategies -------------------------------------------------------------------------------------
 
@@ -292,7 +292,7 @@ def test_damaged_yaml_and_random_bytes_exit_0_or_2_without_traceback(
 
 
 @pytest.mark.heavy
-@settings(max_examples=EXAMPLES_MUTATED * HEAVY_FACTOR, **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=EXAMPLES_BOTH, **SETTINGS)  # type: ignore[arg-type]
 @given(document=mutated_documents(), content=mutated_texts())
 def test_heavy_profile(
     document: Any, content: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]

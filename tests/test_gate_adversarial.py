@@ -29,6 +29,9 @@ from runner.emulator import Emulator
 from runner.job.outcome import ResultOutcome
 from runner.job.policy import shared_session, unexplained_end, unrun_named_checks
 
+# One emulator for the module, reset before each test (conftest's `emulator`).
+SHARE_EMULATOR = True
+
 KEY = "tsk_adversary_secret_key_0123"
 ACCOUNT = "8d5a0c55-2a4b-4b44-9f2e-0c0c0c0c0c0c"
 TRIGGER = ("POST", "/v1/test-sessions/trigger")

@@ -25,6 +25,9 @@ from runner.emulator import Emulator
 from runner.job.outcome import ResultOutcome
 from runner.job.policy import Gate, session_exit_code
 
+# One emulator for the module, reset before each test (conftest's `emulator`).
+SHARE_EMULATOR = True
+
 NGINX_404 = (
     "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n"
     "<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx/1.25.3</center>\r\n</body>\r\n</html>\r\n"

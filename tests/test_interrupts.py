@@ -30,6 +30,10 @@ from runner.reports import load_outcome
 # A check that hangs must stay running until the test cancels or interrupts it (see conftest).
 EMULATOR_WORLD = never_ending_world()
 
+# One emulator for the module, reset before each test (conftest's `emulator`). A cancel held by a
+# slow-cancel test may still arrive after it: it finds no session, and no test here counts requests.
+SHARE_EMULATOR = True
+
 PHASE_LIMIT = 30.0  # seconds to reach a phase (a cold interpreter on a loaded machine included)
 EXIT_LIMIT = 10.0  # seconds from the signal to the exit: the 5 s cancel grace plus slack
 SIGNALS = [
@@ -239,7 +243,9 @@ def test_signal_during_analyses_reports_them_interrupted(
 def test_signal_while_the_trigger_is_in_flight_cancels_the_late_session(
     sig: signal.Signals, code: int, start_run: Callable[[str], RunProcess], emulator: Emulator, tmp_path: Path
 ) -> None:
-    # The trigger answers 1.5 s after it arrives; the signal comes while it is held.
+    # The trigger answers 1.5 s after it arrives; the signal comes while it is held. (The fault counts
+    # outlive the reset between tests: what counts is one more than before.)
+    held = emulator.backend.faults.stats.get("trigger", {}).get("slow", 0)
     requests.post(
         f"{emulator.url}/_emulator/faults",
         json=[{"route": "trigger", "kind": "slow", "delaySeconds": 1.5, "count": 1}],
@@ -247,7 +253,7 @@ def test_signal_while_the_trigger_is_in_flight_cancels_the_late_session(
     ).raise_for_status()
     run = start_run(HANG_SPEC)
     deadline = time.monotonic() + PHASE_LIMIT
-    while not emulator.backend.faults.stats.get("trigger"):
+    while emulator.backend.faults.stats.get("trigger", {}).get("slow", 0) == held:
         assert time.monotonic() < deadline and run.proc.poll() is None, run.output()
         time.sleep(0.02)
     run.proc.send_signal(sig)

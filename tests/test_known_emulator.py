@@ -19,6 +19,9 @@ from runner.emulator import Emulator
 from runner.job.known import mark_known
 from runner.models import ErrorGroup, TestSession
 
+# One emulator for the module, reset before each test (conftest's `emulator`).
+SHARE_EMULATOR = True
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 

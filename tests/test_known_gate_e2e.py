@@ -15,6 +15,9 @@ from helpers import cli_run
 
 from runner.emulator import Emulator
 
+# One emulator for the module, reset before each test (conftest's `emulator`).
+SHARE_EMULATOR = True
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SPEC = str(EXAMPLES / "testsession.yml")
 

@@ -34,6 +34,9 @@ from runner.models.operations import NAMES, OPERATIONS, find
 # A check that hangs must stay running until the test cancels or interrupts it (see conftest).
 EMULATOR_WORLD = never_ending_world()
 
+# One emulator for the module, reset before each test (conftest's `emulator`).
+SHARE_EMULATOR = True
+
 TRIGGER = "/v1/test-sessions/trigger"
 
 

@@ -18,6 +18,9 @@ from helpers import fast_world
 from runner.cli.main import main
 from runner.emulator import Emulator
 
+# One emulator for the module, reset before each test (conftest's `emulator`).
+SHARE_EMULATOR = True
+
 
 def run_line(line: str) -> int:
     argv = shlex.split(line)[1:]

@@ -22,6 +22,9 @@ from runner.core.exitcodes import ExitCode
 from runner.emulator import Emulator
 from runner.reports import files
 
+# One emulator for the module, reset before each test (conftest's `emulator`).
+SHARE_EMULATOR = True
+
 XSD = Path(__file__).resolve().parent.parent.parent / "shared" / "junit" / "junit-10.xsd"
 UNKNOWN_SESSION = "00000000-0000-4000-8000-000000000000"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from helpers import junit_xsd_errors
+from helpers import examples, junit_xsd_errors
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from outcome_factory import error_group, outcome, result, session, unavailable_analysis
@@ -82,7 +82,9 @@ def outcomes(draw: st.DrawFn) -> Outcome:
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(12),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=outcomes())
 def test_any_text_gives_valid_junit(data: Outcome) -> None:
@@ -97,7 +99,9 @@ def test_any_text_gives_valid_junit(data: Outcome) -> None:
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(12),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=outcomes(), max_bytes=st.sampled_from([1_000_000, 50_000, 3_000, 100]))
 def test_any_text_gives_markdown_under_the_limit(data: Outcome, max_bytes: int) -> None:
@@ -113,7 +117,9 @@ def test_any_text_gives_markdown_under_the_limit(data: Outcome, max_bytes: int) 
 
 
 @settings(
-    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(10),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=outcomes())
 def test_any_text_gives_json_that_loads(data: Outcome) -> None:

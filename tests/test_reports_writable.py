@@ -21,6 +21,9 @@ from runner.emulator import Emulator
 from runner.reports import files
 from runner.reports.files import check_writable
 
+# One emulator for the module, reset before each test (conftest's `emulator`).
+SHARE_EMULATOR = True
+
 UID = f"uid {os.getuid()}" if hasattr(os, "getuid") else "this user"
 
 

@@ -15,6 +15,9 @@ from runner.emulator import Emulator
 from runner.job.rerun import rerun_spec, select_rerun
 from runner.spec import parse_spec
 
+# One emulator for the module, reset before each test (conftest's `emulator`).
+SHARE_EMULATOR = True
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CHECKOUT = "0b9a3c4d-1111-4a5b-8c6d-000000000003"  # fails in the default world
 PROFILE = "0b9a3c4d-1111-4a5b-8c6d-000000000006"  # errors

@@ -20,6 +20,9 @@ from runner.reports import load_outcome
 # A check that hangs must stay running until the test cancels or interrupts it (see conftest).
 EMULATOR_WORLD = never_ending_world()
 
+# One emulator for the module, reset before each test (conftest's `emulator`).
+SHARE_EMULATOR = True
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, settings
 
 schemathesis = pytest.importorskip("schemathesis")
 from conftest import never_ending_world  # noqa: E402
+from helpers import examples  # noqa: E402
 from schemathesis.checks import not_a_server_error  # noqa: E402
 from schemathesis.specs.openapi.checks import (  # noqa: E402
     response_schema_conformance,
@@ -22,7 +23,9 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
 from runner.emulator import Emulator  # noqa: E402
 
 CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance]
-MAX_EXAMPLES = int(os.environ.get("TESTSESSION_SCHEMATHESIS_EXAMPLES", "4"))
+# Generated examples per operation, on top of schemathesis' coverage phase (its ~1,400 boundary and
+# wrong-type cases, the bulk of this test's ~9 s of CPU, run every time); `deep` runs 40.
+MAX_EXAMPLES = examples(4)
 REQUEST_TIMEOUT = 10  # a long poll waits at most maxWaitSeconds (<= 30) only on a RUNNING session
 
 

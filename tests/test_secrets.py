@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 import requests
-from helpers import child_env
+from helpers import Ran, child_env, run_here
 
 REPO = Path(__file__).resolve().parent.parent
 API_KEY = "tsk_LEAKCHECK_3f9a8b7c5d1e2f40"
@@ -403,7 +403,16 @@ def test_a_secret_under_an_ordinary_query_parameter_never_reaches_the_service(
 )
 def test_secret_too_short_to_mask_is_refused(tmp_path: Path, source: str, named: str) -> None:
     """A 1-2 character secret cannot be masked without shredding ordinary text: exit 2, one line
-    naming the variable, nothing sent (no base URL is reachable here)."""
+    naming the variable, nothing sent (no base URL is reachable here). In this process: the refusal
+    comes before anything is written or sent (the runs above test the processes' output)."""
+    from runner.cli.action import main as action
+
+    def run(argv: list[str], env: dict[str, str], cwd: Path) -> Ran:
+        if argv == ["-m", "runner.cli.action"]:
+            return run_here([], env, cwd, entry=action)
+        assert argv[:2] == ["-m", "runner"]
+        return run_here(argv[2:], env, cwd)
+
     work = workspace(tmp_path)
     env = base_env(tmp_path)
     env.update(

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from outcome_factory import STARTED, error_group, outcome, result, session
@@ -58,7 +59,7 @@ hostile = st.lists(st.one_of(st.sampled_from(PIECES), st.characters(codec="utf-8
 
 
 @pytest.mark.parametrize("name", PRESETS)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(text=hostile)
 def test_every_output_drops_the_same_characters(name: str, text: str) -> None:
     shown = PRESETS[name](text)

@@ -1,8 +1,10 @@
 """A run you can watch: results as they arrive, a timeout that explains itself, the output contract.
 
-End to end over real HTTP: `python -m runner run` in a subprocess (a pipe, as a CI log sees it, or a
-pseudo-terminal) against an emulator in this process; the console front end alone for what only time
-shows (the heartbeat), with a fake clock.
+End to end over real HTTP against an emulator in this process: `python -m runner run` in a subprocess
+where the process is what is tested (a pipe as a CI log sees it, with the time each line arrives; a
+pseudo-terminal; argparse's own exit), `testsession run` in this process (helpers.run_here, its output
+captured as a pipe would) where the output and the files are; the console front end alone for what
+only time shows (the heartbeat), with a fake clock.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 import pytest
 from conftest import default_world_dict
-from helpers import child_env
+from helpers import Ran, child_env, run_here
 
 from runner.ci.console import HEARTBEAT_SECONDS, Console
 from runner.emulator import Emulator
@@ -78,6 +80,12 @@ def command(emu: Emulator, tmp_path: Path, *args: str) -> tuple[list[str], dict[
     if "--json" not in args:
         argv += ["--json", str(out / "results.json")]
     return argv, env
+
+
+def here(emu: Emulator, tmp_path: Path, *args: str) -> Ran:
+    """`testsession run ARGS` in this process, with command()'s environment, flags and reports."""
+    argv, env = command(emu, tmp_path, *args)
+    return run_here(argv[3:], env, tmp_path)  # without `python -m runner`
 
 
 def timed_lines(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[int, list[tuple[float, str]], str]:
@@ -145,11 +153,10 @@ def test_an_analysis_started_early_is_ready_when_the_session_ends(watch_run: dic
 
 
 def test_no_rca_keeps_the_failure_message_everywhere(watched: Emulator, tmp_path: Path) -> None:
-    argv, env = command(watched, tmp_path, "--tag", "early", "--no-rca")
-    code, lines, _err = timed_lines(argv, env, tmp_path)
+    code, out, _err = here(watched, tmp_path, "--tag", "early", "--no-rca")
     assert code == 1
     message = "expected status 200 but received 502 from the preview"
-    assert message in first(lines, "Early failure")[1]
+    assert message in first([(0.0, line) for line in out.splitlines()], "Early failure")[1]
     outcome = json.loads((tmp_path / "out" / "results.json").read_text())
     failed = next(r for r in outcome["sessions"][0]["results"] if r["name"] == "Early failure")
     assert failed["error"] == message
@@ -164,10 +171,8 @@ def test_no_rca_keeps_the_failure_message_everywhere(watched: Emulator, tmp_path
 def test_a_timeout_names_what_did_not_finish_and_junit_counts_it_as_an_error(
     watched: Emulator, tmp_path: Path
 ) -> None:
-    argv, env = command(watched, tmp_path, "--tag", "watch", "--timeout", "2")
-    code, lines, _err = timed_lines(argv, env, tmp_path)
+    code, text, _err = here(watched, tmp_path, "--tag", "watch", "--timeout", "2")
     assert code == 3
-    text = "".join(line for _t, line in lines)
     assert "the 2 s deadline passed with 1 of 2 checks unfinished" in text
     assert re.search(r"DID NOT FINISH\s+Slow journey \(BROWSER, eu-west-1\) .* still running after 2 s", text)
     assert re.search(r"FAILED\s+Early failure", text)
@@ -213,8 +218,7 @@ def test_the_terminal_gets_a_live_line_that_redraws_in_place(watched: Emulator, 
 
 
 def test_detach_prints_only_id_and_link_on_stdout(watched: Emulator, tmp_path: Path) -> None:
-    argv, env = command(watched, tmp_path, "--tag", "watch", "--detach")
-    proc = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    proc = here(watched, tmp_path, "--tag", "watch", "--detach")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert len(lines) == 1 and re.fullmatch(
@@ -224,16 +228,14 @@ def test_detach_prints_only_id_and_link_on_stdout(watched: Emulator, tmp_path: P
 
 
 def test_json_to_stdout_keeps_the_console_on_stderr(watched: Emulator, tmp_path: Path) -> None:
-    argv, env = command(watched, tmp_path, "--tag", "smoke", "--json", "-")
-    proc = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    proc = here(watched, tmp_path, "--tag", "smoke", "--json", "-")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["verdict"] == "passed"
     assert "verdict: PASSED" in proc.stderr
 
 
 def test_quiet_prints_failures_and_the_verdict_only(watched: Emulator, tmp_path: Path) -> None:
-    argv, env = command(watched, tmp_path, "--tag", "all-outcomes", "-q")
-    proc = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    proc = here(watched, tmp_path, "--tag", "all-outcomes", "-q")
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
     assert not any("PASSED" in line or "FLAKY" in line or "report:" in line for line in lines), lines
@@ -290,8 +292,7 @@ def test_a_retried_request_says_what_the_service_answered(watched: Emulator, tmp
     fault = {"route": "trigger", "kind": "status", "status": 503, "count": 1}
     requests.post(f"{watched.url}/_emulator/faults", json=[fault], timeout=5).raise_for_status()
     try:
-        argv, env = command(watched, tmp_path, "--tag", "smoke")
-        proc = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        proc = here(watched, tmp_path, "--tag", "smoke")
     finally:
         requests.delete(f"{watched.url}/_emulator/faults", timeout=5)
     assert proc.returncode == 0, proc.stdout + proc.stderr
