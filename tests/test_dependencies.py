@@ -5,6 +5,7 @@ be there only while another package happens to pull it in)."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import re
 import sys
@@ -25,6 +26,7 @@ def declared() -> set[str]:
     return {normalized(name.group()) for name in names if name}
 
 
+@functools.cache  # parsing every file under runner/ takes ~0.3 s; check() runs three times
 def imported_modules() -> dict[str, str]:
     """Top-level module -> the first file under runner/ that imports it (function-level imports too)."""
     found: dict[str, str] = {}

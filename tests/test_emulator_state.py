@@ -20,6 +20,7 @@ import requests
 import yaml
 from conftest import REPO_ROOT, auth_headers
 from emulator_ids import ACCOUNT, KEY, OTHER_ACCOUNT, OTHER_KEY, PROFILE
+from helpers import child_env, run_here
 
 from runner.cli.main import main
 from runner.emulator import Emulator
@@ -69,12 +70,14 @@ def test_a_failure_of_the_first_run_is_known_in_the_second(tmp_path: Path, fast_
     first_dir, second_dir = tmp_path / "first", tmp_path / "second"
     first_dir.mkdir()
     second_dir.mkdir()
-    # Known or new comes from the error groups' firstSeen; the analyses are not needed for it.
-    run = ("run", str(SPEC), "--emulator", "--world", str(fast_world), "--no-rca")
-    first = cli(*run, "--state", str(state), cwd=first_dir)
+    # Known or new comes from the error groups' firstSeen; the analyses are not needed for it. Both
+    # runs in this process (helpers.run_here), each with its own emulator on the file: two processes
+    # sharing one are test_local_checks_state's (and the tests below).
+    run = ["run", str(SPEC), "--emulator", "--world", str(fast_world), "--no-rca"]
+    first = run_here([*run, "--state", str(state)], child_env(), first_dir)
     assert first.returncode == 1, first.stdout + first.stderr  # Checkout flow fails, Profile errors
     # The second run names the file by the environment variable, as a pipeline sets it once.
-    second = cli(*run, cwd=second_dir, TESTSESSION_EMULATOR_STATE=str(state))
+    second = run_here(run, child_env(TESTSESSION_EMULATOR_STATE=str(state)), second_dir)
     assert second.returncode == 1, second.stdout + second.stderr
     before, after = results(first_dir), results(second_dir)
 
