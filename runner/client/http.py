@@ -405,31 +405,12 @@ class ApiClient:
             params["checkType"] = check_type
         if search:
             params["search"] = search
-        found: dict[str, Check] = {}
-        page = 1
-        while True:
-            checks, total = self._request(
-                op, op.url_path(), self._check_page, params={**params, "page": page}
-            )
-            fresh = [check for check in checks if check.id not in found]
-            if checks and not fresh:
-                raise BadResponseError(
-                    f"page {page} holds only checks of earlier pages: the service does not page as "
-                    "documented",
-                    status=200, method=op.method, path=op.template,
-                )  # fmt: skip
-            for check in fresh:
-                found[check.id] = check
-            if len(found) > max_checks or (total or 0) > max_checks:
-                raise AnswerTooLargeError(
-                    f"the account lists more than {max_checks} checks (the client's limit): narrow the "
-                    "list with tags",
-                    status=200, method=op.method, path=op.template,
-                )  # fmt: skip
-            last = len(checks) < page_size or (total is not None and page * page_size >= total)
-            if last or not checks:
-                return list(found.values())
-            page += 1
+        return self._paged(
+            op, params, self._check_page, lambda check: check.id,
+            page_size=page_size, limit=max_checks, longer_is_all=False,
+            repeated="checks",
+            too_many=f"{max_checks} checks (the client's limit): narrow the list with tags",
+        )  # fmt: skip
 
     def list_variables(
         self, *, page_size: int = ops.VARIABLES_PAGE_LIMIT, max_variables: int = MAX_LISTED_VARIABLES
@@ -441,26 +422,48 @@ class ApiClient:
         if not 1 <= page_size <= ops.VARIABLES_PAGE_LIMIT:
             raise InvalidRequestError(f"page size: must be 1 to {ops.VARIABLES_PAGE_LIMIT}")
         op = ops.LIST_VARIABLES
-        found: dict[str, AccountVariable] = {}
+        return self._paged(
+            op, {"limit": page_size}, lambda r: (self._variable_page(r), None), lambda variable: variable.key,
+            page_size=page_size, limit=max_variables, longer_is_all=True,
+            repeated="variables", too_many=f"{max_variables} environment variables (the client's limit)",
+        )  # fmt: skip
+
+    def _paged(
+        self,
+        op: Operation[Any],
+        params: dict[str, Any],
+        read: Callable[[requests.Response], tuple[list[T], int | None]],
+        key: Callable[[T], str],
+        *,
+        page_size: int,
+        limit: int,
+        longer_is_all: bool,
+        repeated: str,
+        too_many: str,
+    ) -> list[T]:
+        """Every item of a paged list operation, page by page until the last: a short page, the total
+        a Content-Range names, or (`longer_is_all`) a page longer than asked, which holds them all.
+        Bounded: more than `limit` items is AnswerTooLargeError, a page of only items seen before
+        BadResponseError. An item listed twice (the list moved between two pages) is kept once."""
+        found: dict[str, T] = {}
         page = 1
         while True:
-            listed = self._request(
-                op, op.url_path(), self._variable_page, params={"limit": page_size, "page": page}
-            )
-            fresh = [variable for variable in listed if variable.key not in found]
-            if listed and not fresh:
+            items, total = self._request(op, op.url_path(), read, params={**params, "page": page})
+            fresh = [item for item in items if key(item) not in found]
+            if items and not fresh:
                 raise BadResponseError(
-                    f"page {page} holds only variables of earlier pages: the service does not page as "
+                    f"page {page} holds only {repeated} of earlier pages: the service does not page as "
                     "documented",
                     status=200, method=op.method, path=op.template,
                 )  # fmt: skip
-            found.update((variable.key, variable) for variable in fresh)
-            if len(found) > max_variables:
+            found.update((key(item), item) for item in fresh)
+            if len(found) > limit or (total or 0) > limit:
                 raise AnswerTooLargeError(
-                    f"the account lists more than {max_variables} environment variables (the client's limit)",
+                    f"the account lists more than {too_many}",
                     status=200, method=op.method, path=op.template,
                 )  # fmt: skip
-            if len(listed) != page_size:
+            last = len(items) < page_size or (longer_is_all and len(items) > page_size)
+            if last or (total is not None and page * page_size >= total):
                 return list(found.values())
             page += 1
 
