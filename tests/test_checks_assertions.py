@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from checks_servers import HttpServer, start_http
 
-from runner.emulator.core.checks import Attempt, run_check
-from runner.emulator.core.checks.assertions import evaluate
+from runner.checks import Attempt, run_check
+from runner.checks.assertions import evaluate
 from runner.models.check_definitions import COMPARISONS, Assertion, parse_check_definition
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from runner.emulator.core.checks import run_check
+from runner.checks import run_check
 from runner.models.check_definitions import (
     ApiCheckDefinition,
     CheckDefinition,

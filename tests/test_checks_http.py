@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from checks_servers import HttpServer, Tls, free_port, make_tls, start_http
 
-from runner.emulator.core.checks import Attempt, Limits, run_check
+from runner.checks import Attempt, Limits, run_check
 from runner.models.check_definitions import parse_check_definition
 
 

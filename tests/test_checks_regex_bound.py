@@ -22,8 +22,8 @@ import yaml
 from checks_servers import HttpServer, start_http
 from helpers import child_env
 
-from runner.emulator.core.checks import Attempt, Limits, run_check
-from runner.emulator.core.checks.assertions import RegexBudget, evaluate
+from runner.checks import Attempt, Limits, run_check
+from runner.checks.assertions import RegexBudget, evaluate
 from runner.models.check_definitions import Assertion, parse_check_definition
 
 REDOS = "^(a|aa)+$"

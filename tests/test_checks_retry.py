@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from checks_servers import HttpServer, free_port, start_http, start_tcp
 
-from runner.emulator.core.checks import Attempt, CheckRun, backoff_seconds, next_retry_delay, run_check
+from runner.checks import Attempt, CheckRun, backoff_seconds, next_retry_delay, run_check
 from runner.models import RetryStrategy
 from runner.models.check_definitions import parse_check_definition
 

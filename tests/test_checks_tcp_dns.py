@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from checks_servers import DnsServer, free_port
 
-from runner.emulator.core.checks import Attempt, Variable, VariableSources, run_check
+from runner.checks import Attempt, Variable, VariableSources, run_check
 from runner.models.check_definitions import parse_check_definition
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from checks_servers import HttpServer, start_http
 
-from runner.emulator.core.checks import Attempt, Limits, Variable, VariableSources, run_check, variables_from
-from runner.emulator.core.checks.variables import Substitution
+from runner.checks import Attempt, Limits, Variable, VariableSources, run_check, variables_from
+from runner.checks.variables import Substitution
 from runner.models import EnvironmentVariable
 from runner.models.check_definitions import parse_check_definition
 

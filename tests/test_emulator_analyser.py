@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from runner.emulator.core.analyser import analyse
+from runner.checks.analysis.by_message import analyse
 from runner.models import Analysis, RootCauseAnalysis
 
 

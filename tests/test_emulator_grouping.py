@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.emulator.core.grouping import clean_message, error_hash
+from runner.core.messages import clean_message, error_hash
 
 BASE = (
     "expected status 200 but received 503 from https://shop.example.com/api/cart?id=123 "
@@ -131,7 +131,7 @@ def test_hash_is_stable_across_versions_and_processes() -> None:
     expected = "88734a43d9bd47cfd8b54e13e63c45f1"
     assert error_hash(clean_message(BASE)) == expected
     code = (
-        "from runner.emulator.core.grouping import clean_message, error_hash;"
+        "from runner.core.messages import clean_message, error_hash;"
         f"print(error_hash(clean_message({BASE!r})))"
     )
     # A fresh interpreter with a different hash seed must agree (no use of hash()).

@@ -17,14 +17,15 @@ ARCHITECTURE = RUNNER.parent / "docs" / "architecture.md"
 LAYERS = {
     "core": 0,
     "models": 1,
-    "spec": 2,
-    "metadata": 2,
-    "client": 2,
-    "emulator": 2,
-    "job": 3,
-    "reports": 4,
-    "ci": 5,
-    "cli": 6,
+    "checks": 2,
+    "spec": 3,
+    "metadata": 3,
+    "client": 3,
+    "emulator": 3,
+    "job": 4,
+    "reports": 5,
+    "ci": 6,
+    "cli": 7,
 }
 # Siblings of one layer stay apart, so that each can be read (and replaced) on its own.
 INDEPENDENT = {"spec", "metadata", "client", "emulator"}

@@ -17,7 +17,7 @@ from checks_servers import HttpServer, free_port, start_http
 from conftest import CI_PREFIXES
 
 from runner.cli.main import main
-from runner.emulator.core.grouping import clean_message, error_hash
+from runner.core.messages import clean_message, error_hash
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ import requests
 from checks_servers import DnsServer, HttpServer, free_port, start_http
 from conftest import auth_headers
 
+from runner.core.messages import clean_message
 from runner.emulator import Emulator
-from runner.emulator.core.grouping import clean_message
 
 KEY = "tsk_real_checks_0123456789"
 DEMO_KEY = "tsk_demo_real_checks_0123"

@@ -16,10 +16,10 @@ import pytest
 from checks_servers import HttpServer, start_http
 from test_real_sessions import ACCOUNT, KEY, Api, api, attempts, finals, status, world
 
+from runner.checks import run_check
+from runner.checks.evidence import MAX_EVIDENCE_CHARS, from_data, to_data
 from runner.client import ApiClient
 from runner.emulator import Emulator
-from runner.emulator.core.checks import run_check
-from runner.emulator.core.checks.evidence_data import MAX_EVIDENCE_CHARS, from_data, to_data
 from runner.job.analyses import AnalysisPlan, GroupReader
 from runner.job.events import Where
 from runner.models.check_definitions import parse_check_definition

@@ -17,11 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from outcome_factory import STARTED, error_group, outcome, result, session
 
+from runner.checks.analysis.by_message import analyse
 from runner.ci.common import flat
 from runner.ci.console import Console
 from runner.core.text import for_line, sanitize
 from runner.core.words import counted, plural, span
-from runner.emulator.core.analyser import analyse
 from runner.job.digest import digest
 from runner.job.events import ResultFinished, Where
 from runner.job.outcome import Outcome, ResultOutcome

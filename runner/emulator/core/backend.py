@@ -43,7 +43,7 @@ from runner.models import (
 )
 
 if TYPE_CHECKING:
-    from runner.emulator.core.checks.outcome import Attempt as Evidence
+    from runner.checks.outcome import Attempt as Evidence
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from runner.checks.variables import template_names
 from runner.core.text import for_line
-from runner.emulator.core.checks.variables import template_names
 from runner.emulator.core.world import DEFINITION_FIELDS, Executor, WorldCheck, escape_references
 from runner.models.check_definitions import (
     ApiRequest,
@@ -54,7 +54,7 @@ FIELD_ORDER = (
 )  # fmt: skip
 WORLD_FIELDS = frozenset(FIELD_ORDER) - {"runsLocally"}
 assert set(DEFINITION_FIELDS) <= WORLD_FIELDS
-# Variables a run provides itself (runner/emulator/core/checks/variables.py): never asked of the user.
+# Variables a run provides itself (runner/checks/variables.py): never asked of the user.
 BUILT_INS = frozenset({"CHECK_NAME", "CHECK_ID", "CHECK_TYPE", "ACCOUNT_ID", "REGION", "REQUEST_URL"})
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _INDENT = " " * 6  # a check's lines under `    checks:`

@@ -1,7 +1,7 @@
 """Error groups (a failure's cleaned message and its hash, per check) and their root cause analyses.
 
 The key of a group (errorHash) is the hash of its cleaned message. For a scripted failure that is the
-message with ids, times, addresses and numbers replaced (grouping.py). A real check's failure brings
+message with ids, times, addresses and numbers replaced (core/messages.py). A real check's failure brings
 its fingerprint with its evidence (checks/fingerprint.py: the status, the failed assertion and what it
 received, the error kind), and that is its cleaned message: a 503 and a 404 are two groups.
 
@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from runner.emulator.core.checks import evidence_data
+from runner.checks import evidence as evidence_data
+from runner.core.messages import clean_message, error_hash
 from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import not_found
-from runner.emulator.core.grouping import clean_message, error_hash
 from runner.emulator.core.state import AnalysisRow, GroupRow, StateFile
 from runner.emulator.core.world import Account, WorldCheck, WorldErrorGroup, seen_at
 from runner.models import (
@@ -33,7 +33,7 @@ from runner.models import (
 )
 
 if TYPE_CHECKING:
-    from runner.emulator.core.checks.outcome import Attempt as Evidence
+    from runner.checks.outcome import Attempt as Evidence
 
 PROVIDER = "emulator"
 
@@ -211,8 +211,8 @@ class ErrorGroups:
             return None
         if job.content is None:
             # Only once an analysis completes: a real failure's evidence, else its message.
-            from runner.emulator.core.analyser import analyse
-            from runner.emulator.core.analyser_real import analyse_run
+            from runner.checks.analysis.by_evidence import analyse_run
+            from runner.checks.analysis.by_message import analyse
 
             group = self._groups[job.group_id]
             check = group.check

@@ -29,9 +29,9 @@ from runner.emulator.core.world import WorldCheck
 from runner.models import RetryStrategy
 
 if TYPE_CHECKING:
-    from runner.emulator.core.checks.limits import Limits
-    from runner.emulator.core.checks.outcome import Attempt as Evidence
-    from runner.emulator.core.checks.variables import VariableSources
+    from runner.checks.limits import Limits
+    from runner.checks.outcome import Attempt as Evidence
+    from runner.checks.variables import VariableSources
     from runner.models.check_definitions import CheckDefinition
 
 
@@ -72,7 +72,7 @@ def execute(job: RealJob, hooks: RealRunHooks) -> None:
     """Runs the job's check to its end (or its stop) and reports each attempt; never raises."""
     if job.stop.is_set():
         return
-    from runner.emulator.core.checks.run import run_check  # libcurl and friends: only when needed
+    from runner.checks.run import run_check  # libcurl and friends: only when needed
 
     def sleep(seconds: float) -> bool:
         at = hooks.attempt_planned(job, seconds)
@@ -101,8 +101,8 @@ def execute(job: RealJob, hooks: RealRunHooks) -> None:
 
 
 def internal_error(exc: BaseException) -> Evidence:
-    from runner.emulator.core.checks.outcome import CONFIGURATION_ERROR
-    from runner.emulator.core.checks.outcome import Attempt as Executed
+    from runner.checks.outcome import CONFIGURATION_ERROR
+    from runner.checks.outcome import Attempt as Executed
 
     return Executed(
         number=1, started_at=0.0, duration_ms=0.0, passed=False, error_class=CONFIGURATION_ERROR,

@@ -10,10 +10,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from runner.checks.limits import Limits
+from runner.checks.variables import VariableSources, variables_from
 from runner.emulator.core import realruns
 from runner.emulator.core.accounts import AccountState
-from runner.emulator.core.checks.limits import Limits
-from runner.emulator.core.checks.variables import VariableSources, variables_from
 from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import ApiFailure, not_found
 from runner.emulator.core.groups import ErrorGroups
@@ -24,7 +24,7 @@ from runner.emulator.core.world import Settings, WorldCheck
 from runner.models import NO_MATCHING_CHECKS, SessionResult, TestSession, TriggerRequest
 
 if TYPE_CHECKING:
-    from runner.emulator.core.checks.outcome import Attempt as Evidence
+    from runner.checks.outcome import Attempt as Evidence
 
 
 @dataclass

@@ -11,12 +11,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from runner.emulator.core.checks.retry import next_retry_delay
+from runner.checks.retry import next_retry_delay
 from runner.emulator.core.world import WorldCheck
 from runner.models import RetryStrategy, SessionResult
 
 if TYPE_CHECKING:
-    from runner.emulator.core.checks.outcome import Attempt as Evidence
+    from runner.checks.outcome import Attempt as Evidence
 
 DEFAULT_MESSAGES = {
     "fail": "expected status 200 but received 500",
@@ -117,7 +117,7 @@ def plan_run(
         run.attempts.append(attempt)
         if passed:
             break
-        # The same retry rule as real checks (runner/emulator/core/checks/retry.py).
+        # The same retry rule as real checks (runner/checks/retry.py).
         delay = next_retry_delay(
             retry,
             retries_done=retries,
@@ -137,7 +137,7 @@ def not_run(check: WorldCheck, start: float, message: str, kind: str) -> CheckRu
     """A check that is not run at all (it cannot run here, or the caller may not run it): one failed
     FINAL result at once, an error (hasErrors), so the gate fails closed on it. `kind` says why
     (`not_runnable_locally`, `refused`) to the analyser."""
-    from runner.emulator.core.checks.outcome import Attempt as Executed
+    from runner.checks.outcome import Attempt as Executed
 
     final_id = str(uuid.uuid4())
     evidence = Executed(

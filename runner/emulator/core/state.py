@@ -14,7 +14,7 @@ only and nothing here runs.
   rendered (its checks will never finish: the process that ran them is gone).
 - Bounded: at open, only the newest MAX_SESSIONS sessions and the MAX_GROUPS most recently seen error
   groups (with their analyses) are kept. A group keeps its occurrence count and the evidence of its
-  latest real failure in `extra` (at most checks/evidence_data.MAX_EVIDENCE_CHARS of JSON), so that a
+  latest real failure in `extra` (at most checks/evidence.MAX_EVIDENCE_CHARS of JSON), so that a
   known group is counted on and analysed from the same evidence after a restart.
 """
 
@@ -108,7 +108,7 @@ class GroupRow:
     analyses: list[str]
     # In the `extra` column (no migration: a file of an earlier version reads back 1 and no evidence).
     occurrences: int = 1  # failed results in the group, over every session the file has seen
-    evidence: dict[str, Any] | None = None  # the latest real failure's evidence (checks/evidence_data.py)
+    evidence: dict[str, Any] | None = None  # the latest real failure's evidence (checks/evidence.py)
 
 
 def _extra(row: GroupRow) -> str:

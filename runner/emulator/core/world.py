@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runner.core.errors import SpecError
+from runner.core.messages import clean_message
 from runner.core.yamlguard import Loc, TooLarge, load_with_lines
 from runner.emulator.core.faults import FaultSpec
-from runner.emulator.core.grouping import clean_message
 from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem
 from runner.models.check_definitions import (
     LOCAL_CHECK_TYPES,

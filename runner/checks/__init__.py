@@ -17,8 +17,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runner.emulator.core.checks.limits import DEFAULT_LIMITS, Limits
-    from runner.emulator.core.checks.outcome import (
+    from runner.checks.limits import DEFAULT_LIMITS, Limits
+    from runner.checks.outcome import (
         ASSERTION_FAILURE,
         CONFIGURATION_ERROR,
         ERROR_CLASSES,
@@ -29,9 +29,9 @@ if TYPE_CHECKING:
         RequestSummary,
         TimingPhases,
     )
-    from runner.emulator.core.checks.retry import backoff_seconds, next_retry_delay
-    from runner.emulator.core.checks.run import AttemptCallback, CheckRun, Sleep, run_check
-    from runner.emulator.core.checks.variables import Variable, VariableSources, variables_from
+    from runner.checks.retry import backoff_seconds, next_retry_delay
+    from runner.checks.run import AttemptCallback, CheckRun, Sleep, run_check
+    from runner.checks.variables import Variable, VariableSources, variables_from
 
 # Lazy, so that the simulation's `import ...checks.retry` does not load libcurl, dnspython and JSONPath.
 _HOME = {

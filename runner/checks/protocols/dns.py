@@ -35,8 +35,8 @@ import dns.rcode
 import dns.rdatatype
 import dns.resolver
 
-import runner.emulator.core.checks.sockets as sockets
-from runner.emulator.core.checks.outcome import (
+import runner.checks.protocols.sockets as sockets
+from runner.checks.outcome import (
     CONFIGURATION_ERROR,
     NETWORK_ERROR,
     TIMEOUT,

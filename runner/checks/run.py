@@ -37,14 +37,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import runner.emulator.core.checks.dns as dns
-import runner.emulator.core.checks.http as http
-import runner.emulator.core.checks.socket_fields as socket_fields
-import runner.emulator.core.checks.tcp as tcp
-from runner.emulator.core.checks.assertions import RegexBudget, evaluate_all, parse_json_body
-from runner.emulator.core.checks.fingerprint import fingerprint
-from runner.emulator.core.checks.limits import DEFAULT_LIMITS, Limits
-from runner.emulator.core.checks.outcome import (
+import runner.checks.protocols.dns as dns
+import runner.checks.protocols.http as http
+import runner.checks.protocols.socket_fields as socket_fields
+import runner.checks.protocols.tcp as tcp
+from runner.checks.assertions import RegexBudget, evaluate_all, parse_json_body
+from runner.checks.fingerprint import fingerprint
+from runner.checks.limits import DEFAULT_LIMITS, Limits
+from runner.checks.outcome import (
     ASSERTION_FAILURE,
     CONFIGURATION_ERROR,
     TIMEOUT,
@@ -57,8 +57,8 @@ from runner.emulator.core.checks.outcome import (
     mask,
     plain_cut,
 )
-from runner.emulator.core.checks.retry import next_retry_delay
-from runner.emulator.core.checks.variables import Substitution, VariableError, VariableSources, variables_from
+from runner.checks.retry import next_retry_delay
+from runner.checks.variables import Substitution, VariableError, VariableSources, variables_from
 from runner.models import RetryStrategy
 from runner.models.check_definitions import (
     ApiCheckDefinition,

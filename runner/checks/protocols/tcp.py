@@ -18,9 +18,9 @@ import threading
 import time
 from dataclasses import dataclass
 
-import runner.emulator.core.checks.sockets as sockets
-from runner.emulator.core.checks.limits import Limits
-from runner.emulator.core.checks.outcome import (
+import runner.checks.protocols.sockets as sockets
+from runner.checks.limits import Limits
+from runner.checks.outcome import (
     NETWORK_ERROR,
     TIMEOUT,
     Cut,

@@ -16,7 +16,7 @@ import dataclasses
 import json
 from typing import Any
 
-from runner.emulator.core.checks.outcome import AssertionResult, Attempt, RequestSummary, TimingPhases
+from runner.checks.outcome import AssertionResult, Attempt, RequestSummary, TimingPhases
 
 MAX_EVIDENCE_CHARS = 16_384
 MAX_HEADERS = 20

@@ -33,9 +33,8 @@ import certifi
 import pycurl
 
 from runner import __version__
-from runner.core.redact import strip_url_credentials
-from runner.emulator.core.checks.limits import Limits
-from runner.emulator.core.checks.outcome import (
+from runner.checks.limits import Limits
+from runner.checks.outcome import (
     CONFIGURATION_ERROR,
     NETWORK_ERROR,
     TIMEOUT,
@@ -45,7 +44,8 @@ from runner.emulator.core.checks.outcome import (
     TimingPhases,
     plain_cut,
 )
-from runner.emulator.core.checks.variables import Substitution, basic_credentials
+from runner.checks.variables import Substitution, basic_credentials
+from runner.core.redact import strip_url_credentials
 from runner.models.check_definitions import ApiCheckDefinition, UrlCheckDefinition
 
 USER_AGENT = f"testsession-runner/{__version__} (local check)"

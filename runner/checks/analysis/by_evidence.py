@@ -17,12 +17,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from runner.checks.analysis.by_message import MDN_STATUS, MODEL_PREFIX, NODE_SYSTEM_ERRORS, REASONS, analyse
 from runner.core.text import for_line
-from runner.emulator.core.analyser import MDN_STATUS, MODEL_PREFIX, NODE_SYSTEM_ERRORS, REASONS, analyse
 from runner.models import Analysis, Artifact, Evidence, ReferenceLink
 
 if TYPE_CHECKING:
-    from runner.emulator.core.checks.outcome import Attempt, RequestSummary, TimingPhases
+    from runner.checks.outcome import Attempt, RequestSummary, TimingPhases
 
 MAX_BODY_QUOTE = 160
 MAX_QUOTE = 120

@@ -13,7 +13,7 @@ variable must come out as a number from 1 to 65535.
 
 from __future__ import annotations
 
-from runner.emulator.core.checks.variables import Substitution, VariableError
+from runner.checks.variables import Substitution, VariableError
 from runner.models.check_definitions import DnsCheckDefinition, TcpCheckDefinition
 
 TCP_FIELDS = ("hostname", "data", "body")

@@ -72,7 +72,7 @@ from typing import Any
 import jsonpath
 import regex
 
-from runner.emulator.core.checks.outcome import AssertionResult, Cut, plain_cut, quote_actual
+from runner.checks.outcome import AssertionResult, Cut, plain_cut, quote_actual
 from runner.models.check_definitions import Assertion
 
 TEXT_SOURCES = frozenset({"TEXT_BODY", "TEXT_ANSWER", "RESPONSE_DATA"})

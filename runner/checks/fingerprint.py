@@ -1,6 +1,6 @@
 """What a real check's failure is, as one readable line: its error group's key and cleaned message.
 
-A scripted failure is grouped by its message with every number replaced (grouping.clean_message), so
+A scripted failure is grouped by its message with every number replaced (messages.clean_message), so
 the same failure at another port, id or time is one group. For a check that ran for real that rule
 would be wrong: `STATUS_CODE EQUALS 200: received 503` and `... received 404` would be one group, and
 with `--fail-on new` yesterday's 503 (a store that was down) would make today's 404 (a route that is
@@ -28,10 +28,10 @@ The line is made from the attempt after its secrets were masked.
 
 from __future__ import annotations
 
-from runner.emulator.core.checks.outcome import AssertionResult, Attempt
-from runner.emulator.core.grouping import clean_message
+from runner.checks.outcome import AssertionResult, Attempt
+from runner.core.messages import clean_message
 
-# Bounded so that the state file's evidence (evidence_data.MAX_TEXT_CHARS) never cuts it: a cut line
+# Bounded so that the state file's evidence (evidence.MAX_TEXT_CHARS) never cuts it: a cut line
 # would hash differently after a restart.
 MAX_FINGERPRINT_CHARS = 1000
 
