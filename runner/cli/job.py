@@ -34,6 +34,7 @@ from runner.core.exitcodes import ExitCode
 from runner.core.redact import Redactor, redact_data
 from runner.job.analyses import AnalysisPlan
 from runner.job.baseline import Baseline, BaselineWarning, load_baseline
+from runner.job.build import BuildPlan, running_build
 from runner.job.digest import digest
 from runner.job.events import EventQueue, Finished, Note, Observer, Observers
 from runner.job.outcome import Outcome
@@ -63,6 +64,7 @@ class JobSettings:
     verbosity: int = NORMAL
     secret_keys: tuple[str, ...] = ()
     spec_path: str | None = None  # names the sticky comment of this spec
+    build_plan: BuildPlan | None = None  # the build started and awaited before the checks (`run` only)
 
     @classmethod
     def build(cls, args: argparse.Namespace, spec: RunSpec) -> JobSettings:
@@ -77,6 +79,14 @@ class JobSettings:
                 "--detach with --emulator: the emulator started here stops when this command exits, "
                 "so the session could never be waited for; start `testsession emulator` in another "
                 "terminal, export what it prints, and run with --detach and without --emulator"
+            )
+        build = _build_plan(spec)
+        if build is not None and getattr(args, "detach", False):
+            # The build started here stops when this command exits: the session would check nothing.
+            raise UsageError(
+                "--detach with a build (build: or --build-command/--build-url): the build is stopped "
+                "when this command exits, before the detached session's checks could reach it; "
+                "start the build in an earlier step and drop build, or run without --detach"
             )
         state = getattr(args, "state", None)
         if state is not None and not emulator:
@@ -112,12 +122,21 @@ class JobSettings:
             verbosity=verbosity,
             secret_keys=tuple(getattr(args, "secret_env", None) or ()),
             spec_path=getattr(args, "spec", None),
+            build_plan=build,
         )
 
     def retry_budget(self) -> float:
         """Seconds after the start past which no retry begins: the run's deadlines plus a margin."""
         analyses = self.plan.analyses.timeout_seconds if self.plan.analyses.enabled else 0.0
         return self.plan.timeout_seconds + analyses + 30.0
+
+
+def _build_plan(spec: RunSpec) -> BuildPlan | None:
+    if spec.build is None:
+        return None
+    return BuildPlan(
+        url=spec.build.url, command=spec.build.command, timeout_seconds=spec.build.timeoutSeconds
+    )
 
 
 def _connection(args: argparse.Namespace) -> Connection:
@@ -210,7 +229,12 @@ class Job:
         return loaded
 
     def run(self) -> int:
-        with self._signals():
+        # The build inside the signal handling: a signal while it starts or is awaited ends the
+        # command (Interrupted), and leaving the block stops the build on every way out.
+        with (
+            self._signals(),
+            running_build(self.settings.build_plan, self.console.line, self.console.verbose, self.redact),
+        ):
             requests, commit = self._requests()
             baseline = None if self.settings.detach else self._baseline()
             events = EventQueue()
