@@ -73,13 +73,6 @@ class JobSettings:
         world = getattr(args, "world", None)
         if world and not emulator:
             raise UsageError("--world needs --emulator")
-        if emulator and getattr(args, "detach", False):
-            # The in-process emulator stops when this command exits: the id would lead nowhere.
-            raise UsageError(
-                "--detach with --emulator: the emulator started here stops when this command exits, "
-                "so the session could never be waited for; start `testsession emulator` in another "
-                "terminal, export what it prints, and run with --detach and without --emulator"
-            )
         build = _build_plan(spec)
         if build is not None and getattr(args, "detach", False):
             # The build started here stops when this command exits: the session would check nothing.
@@ -87,6 +80,13 @@ class JobSettings:
                 "--detach with a build (build: or --build-command/--build-url): the build is stopped "
                 "when this command exits, before the detached session's checks could reach it; "
                 "start the build in an earlier step and drop build, or run without --detach"
+            )
+        if emulator and getattr(args, "detach", False):
+            # The in-process emulator stops when this command exits: the id would lead nowhere.
+            raise UsageError(
+                "--detach with --emulator: the emulator started here stops when this command exits, "
+                "so the session could never be waited for; start `testsession emulator` in another "
+                "terminal, export what it prints, and run with --detach and without --emulator"
             )
         state = getattr(args, "state", None)
         if state is not None and not emulator:

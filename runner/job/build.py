@@ -20,10 +20,8 @@ Decisions (docs/spec.md, "The build"):
 
 from __future__ import annotations
 
-import http.client
 import os
 import signal
-import ssl
 import subprocess
 import threading
 import time
@@ -60,6 +58,9 @@ class BuildPlan:
 
 def probe(url: str, timeout: float) -> tuple[int | None, str]:
     """(status, "") when the URL answered; (None, why) when nothing or an error answered."""
+    import http.client  # only for a run with a build
+    import ssl
+
     parts = urlsplit(url)
     host = parts.hostname or ""
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
