@@ -119,6 +119,7 @@ class Build:
         self._shown = 0
         self._hidden = 0
         self._reader: threading.Thread | None = None
+        self._ready = False  # once the URL answered, the build's output goes to the tail only
 
     # --- start and wait -----------------------------------------------------------------------
 
@@ -146,6 +147,7 @@ class Build:
             now = self.clock()
             if answered(status):
                 self._show_output()
+                self._ready = True  # its output from here on would mix with the checks' lines
                 self.say(f"build: {url} answered {status} after {now - started:.1f} s")
                 return
             if status is not None:
@@ -202,7 +204,8 @@ class Build:
                 line = self.redact(for_line(raw.decode("utf-8", "replace"), LINE_CHARS))
                 if line:
                     self.tail.append(line)
-                    self._unshown.append(line)
+                    if not self._ready:
+                        self._unshown.append(line)
 
     def _show_output(self) -> None:
         while self._unshown:
@@ -236,6 +239,13 @@ class Build:
             if os.name != "posix":
                 _stop_windows(process, self.grace_seconds)
                 return
+            ended = process.poll()
+            if ended is not None and self._ready:  # the build went down while the checks ran
+                self._finish_reading()
+                self.say(
+                    f"build: `{self._command()}` ended with code {ended} before the run did"
+                    f"{self._last_lines()}"
+                )
             group = process.pid  # the session's (and group's) id: start_new_session
             if _signal_group(group, signal.SIGTERM):
                 end = self.clock() + self.grace_seconds
