@@ -65,6 +65,8 @@ def test_local_check_inputs_become_the_flags() -> None:
         build_argv({"INPUT_CHECKS": "c.yml", "INPUT_BUILD_COMMAND": "npm start"})
     with pytest.raises(InputError, match=r"^input build-timeout: expected seconds, got 'soon'"):
         build_argv({"INPUT_BUILD_URL": "http://127.0.0.1:1/", "INPUT_BUILD_TIMEOUT": "soon"})
+    with pytest.raises(InputError, match=r"^inputs checks and world: give one of them"):
+        build_argv({"INPUT_CHECKS": "c.yml", "INPUT_WORLD": "w.yml"})
     with pytest.raises(InputError, match=r"^input state: only with checks, world or demo"):
         build_argv({"INPUT_STATE": "s.db"})
 

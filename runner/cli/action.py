@@ -180,6 +180,9 @@ def _local_run(get: Callable[[str], str]) -> list[str]:
     checks, world, state = get("CHECKS"), _input(get, "world"), _input(get, "state")
     demo = parse_bool("demo", get("DEMO"))
     emulator = parse_bool("emulator", get("EMULATOR"))
+    given = [name for name, value in (("checks", checks), ("world", world), ("demo", demo)) if value]
+    if len(given) > 1:
+        raise InputError(f"inputs {' and '.join(given)}: give one of them (each is what the run checks)")
     if checks:
         argv += ["--checks", checks]  # the embedded engine: no account, key or world
     if world or demo:
