@@ -128,7 +128,7 @@ def test_a_build_command_that_fails_ends_the_wait_at_once(tmp_path: Path) -> Non
     assert time.monotonic() - started < 10  # not the 30 s of the timeout
     assert ran.stderr.strip().splitlines()[-1] == (
         f"testsession: error: build: `{command}` exited with code 3 before http://127.0.0.1:{port}/ "
-        "answered; its last 1 lines of output: Error: listen EADDRINUSE 0.0.0.0:3000"
+        "answered; its last line of output: Error: listen EADDRINUSE 0.0.0.0:3000"
     )
 
 
@@ -276,3 +276,28 @@ def test_a_build_that_goes_down_during_the_run_is_named_with_its_last_lines(tmp_
     [line] = [line for line in ran.stdout.splitlines() if "before the run did" in line]
     assert "ended with code 7 before the run did; its last 2 lines of output: " in line
     assert line.endswith("| out of memory")
+
+
+def test_the_output_shown_is_bounded_and_the_error_quotes_the_last_lines() -> None:
+    from runner.core.errors import BuildNotReady
+    from runner.core.redact import Redactor
+    from runner.job.build import MAX_SHOWN, TAIL_LINES, Build, BuildPlan
+
+    said: list[str] = []
+    long_line = "x" * 1000
+    command = f"echo {long_line}; seq 1 500; sleep 33.719"
+    build = Build(
+        BuildPlan(url=f"http://127.0.0.1:{free_port()}/", command=command, timeout_seconds=1.5),
+        said.append,
+        Redactor(),
+    )
+    try:
+        with pytest.raises(BuildNotReady) as caught:
+            build.start()
+    finally:
+        build.stop()
+    shown = [line for line in said if line.startswith("[build] ")]
+    assert len(shown) == MAX_SHOWN and len(shown[0]) <= 310  # a long line is cut
+    assert said[-2] == f"build: {501 - MAX_SHOWN} more lines of its output while awaited not shown"
+    assert str(caught.value).endswith(" | ".join(str(n) for n in range(501 - TAIL_LINES, 501)))
+    assert gone("33.719") == []

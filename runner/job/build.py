@@ -116,10 +116,11 @@ class Build:
         self.process: subprocess.Popen[bytes] | None = None
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self._unshown: deque[str] = deque(maxlen=MAX_SHOWN)  # read, not yet printed
+        self._read_while_waiting = 0  # lines read before the URL answered (written by the reader)
         self._shown = 0
-        self._hidden = 0
         self._reader: threading.Thread | None = None
         self._ready = False  # once the URL answered, the build's output goes to the tail only
+        self._up_when_ready = False  # the command still ran when the URL answered (not `up -d`)
 
     # --- start and wait -----------------------------------------------------------------------
 
@@ -148,6 +149,7 @@ class Build:
             if answered(status):
                 self._show_output()
                 self._ready = True  # its output from here on would mix with the checks' lines
+                self._up_when_ready = self.process is not None and self.process.poll() is None
                 self.say(f"build: {url} answered {status} after {now - started:.1f} s")
                 return
             if status is not None:
@@ -205,16 +207,13 @@ class Build:
                 if line:
                     self.tail.append(line)
                     if not self._ready:
+                        self._read_while_waiting += 1
                         self._unshown.append(line)
 
     def _show_output(self) -> None:
-        while self._unshown:
-            line = self._unshown.popleft()
-            if self._shown < MAX_SHOWN:
-                self._shown += 1
-                self.say(PREFIX + line)
-            else:
-                self._hidden += 1
+        while self._unshown and self._shown < MAX_SHOWN:
+            self._shown += 1
+            self.say(PREFIX + self._unshown.popleft())
 
     def _finish_reading(self) -> None:
         """The command has ended: what it printed last is read (bounded) before it is quoted."""
@@ -227,7 +226,8 @@ class Build:
             return ""
         if not self.tail:
             return "; the command printed nothing"
-        return f"; its last {len(self.tail)} lines of output: " + " | ".join(self.tail)
+        last = "line" if len(self.tail) == 1 else f"{len(self.tail)} lines"
+        return f"; its last {last} of output: " + " | ".join(self.tail)
 
     # --- stop ---------------------------------------------------------------------------------
 
@@ -240,7 +240,7 @@ class Build:
                 _stop_windows(process, self.grace_seconds)
                 return
             ended = process.poll()
-            if ended is not None and self._ready:  # the build went down while the checks ran
+            if ended is not None and self._up_when_ready:  # the build went down while the checks ran
                 self._finish_reading()
                 self.say(
                     f"build: `{self._command()}` ended with code {ended} before the run did"
@@ -258,8 +258,9 @@ class Build:
             with suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=1.0)
             self._finish_reading()
-            if self._hidden:
-                self.detail(f"build: {self._hidden} more lines of its output not shown")
+            hidden = self._read_while_waiting - self._shown
+            if hidden > 0:
+                self.detail(f"build: {hidden} more lines of its output while awaited not shown")
             self.detail(f"build: stopped `{self._command()}` (its whole process group)")
 
 
