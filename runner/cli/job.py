@@ -231,25 +231,26 @@ class Job:
     def run(self) -> int:
         # The build inside the signal handling: a signal while it starts or is awaited ends the
         # command (Interrupted), and leaving the block stops the build on every way out.
-        with (
-            self._signals(),
-            running_build(self.settings.build_plan, self.console.line, self.console.verbose, self.redact),
-        ):
-            requests, commit = self._requests()
-            baseline = None if self.settings.detach else self._baseline()
-            events = EventQueue()
-            with self._client(events) as client:
-                self._check_writable()
-                runner = self._runner = Runner(
-                    client, self.settings.plan, self.observer, commit, baseline=baseline, events=events
-                )
-                outcome = runner.run(requests, detach=self.settings.detach)
-            if self.settings.detach:
-                for session in outcome.sessions:
-                    if session.testSessionId:
-                        self._print_stdout(f"{session.testSessionId} {session.link or ''}".strip())
-                return self._finish(outcome, write_reports=False)
-            return self._finish(outcome)
+        build = running_build(self.settings.build_plan, self.console.line, self.console.verbose, self.redact)
+        with self._signals(), build:
+            return self._run_checks()
+
+    def _run_checks(self) -> int:
+        requests, commit = self._requests()
+        baseline = None if self.settings.detach else self._baseline()
+        events = EventQueue()
+        with self._client(events) as client:
+            self._check_writable()
+            runner = self._runner = Runner(
+                client, self.settings.plan, self.observer, commit, baseline=baseline, events=events
+            )
+            outcome = runner.run(requests, detach=self.settings.detach)
+        if self.settings.detach:
+            for session in outcome.sessions:
+                if session.testSessionId:
+                    self._print_stdout(f"{session.testSessionId} {session.link or ''}".strip())
+            return self._finish(outcome, write_reports=False)
+        return self._finish(outcome)
 
     def wait(self, session_id: str) -> int:
         with self._signals():
