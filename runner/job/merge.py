@@ -132,7 +132,7 @@ def _split_problems(members: list[Part]) -> list[str]:
             for result in session.results:
                 key = (session.name, result.runLocation or session.runLocation, result.checkId or result.name)
                 other = seen.setdefault(key, part)
-                if other is not part:
+                if other is not part and not _same_part(other, part):
                     found.append(
                         f"check {result.name} ({key[1]}) ran in {other.label} and in {part.label}: "
                         "the parts overlap"
@@ -149,12 +149,16 @@ def _repeated_sessions(parts: Sequence[Part]) -> list[str]:
             if not session.testSessionId:
                 continue
             other = owner.setdefault(session.testSessionId, part)
-            if other is not part:
+            if other is not part and not _same_part(other, part):  # that one is said as "given twice"
                 found.append(
                     f"{part.label} holds test session {session.testSessionId}, which {other.label} holds too:"
                     " the same run is given twice"
                 )
     return found
+
+
+def _same_part(one: Part, other: Part) -> bool:
+    return one.shard is not None and other.shard is not None and one.shard.label == other.shard.label
 
 
 def merge(parts: Sequence[Part], combine: bool = False) -> Outcome:

@@ -7,7 +7,8 @@ unit; the units are split into n parts and part i is triggered as the sessions' 
 
 - Deterministic: the same set (and the same durations) gives the same split in every job, so a per-shard
   `--state` in a CI cache keeps seeing the same checks. Durations are rounded onto a ladder (steps of
-  25%) so that the jitter of one run does not move checks between parts.
+  25%) so that most of a run's jitter does not move checks between parts (a duration that crosses a
+  step does: pin the durations file, e.g. refresh it weekly, where the parts keep their own state).
 - Balanced: longest first, each unit to the part with the least work so far (ties: the lowest part);
   with durations of an earlier run (a results.json, or an emulator state file) the work is seconds, a
   check without one weighs the median; without durations every check weighs the same.
