@@ -18,6 +18,7 @@ import pytest
 from helpers import CI_PREFIXES, REPO_ROOT, cli_run, fast_world, run_here
 
 from runner.core.errors import UsageError
+from runner.job.digest import digest
 from runner.job.merge import Part, problems
 from runner.job.outcome import Outcome, ResultOutcome, SessionOutcome
 from runner.job.shard import Durations, Unit, durations_of, load_durations, parse_shard, split
@@ -196,3 +197,56 @@ def test_parts_of_different_check_sets_are_foreign() -> None:
     found = problems([part("a.json", "aaaa", 1), part("b.json", "bbbb", 2)])
     assert any("not the parts of one sharded run" in p and "b.json" in p for p in found)
     assert any("shard 2/2 of check set aaaa" in p and "missing" in p for p in found)
+
+
+def _github(tmp_path: Path, **extra: str) -> dict[str, str]:
+    (tmp_path / "out.txt").touch()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GITHUB_ACTIONS": "true"}
+    return {**env, "GITHUB_OUTPUT": str(tmp_path / "out.txt"), **extra}
+
+
+def test_a_part_does_not_annotate_the_actions_merge_mode_does_once(
+    tmp_path: Path, shards: dict[str, Any], cli_env: Any
+) -> None:
+    from runner.cli import action
+
+    spec = tmp_path / "spec.yml"
+    spec.write_text(Path(SPEC).read_text(encoding="utf-8"), encoding="utf-8")
+    credentials = {
+        "TESTSESSION_API_KEY": cli_env.api_key,
+        "TESTSESSION_ACCOUNT_ID": cli_env.account_id,
+        "TESTSESSION_BASE_URL": cli_env.url,
+    }
+    github = _github(tmp_path, **credentials)
+    part = run_here(["run", str(spec), "--shard", "2/4", "--no-rca"], github, tmp_path)
+    assert "exit-code=" in (tmp_path / "out.txt").read_text() and part.returncode in (0, 1)
+    assert "::error " not in part.stdout  # the parts leave the annotations to the merge
+    whole_code, whole, _ = shards["whole"]
+    for i in range(1, 5):
+        (tmp_path / f"shard{i}").mkdir()
+        source = shards[f"shard{i}"][2] / "results.json"
+        (tmp_path / f"shard{i}" / "results.json").write_bytes(source.read_bytes())
+    (tmp_path / "out.txt").write_text("")
+    env = _github(tmp_path, INPUT_MERGE="shard*/results.json", INPUT_JSON_PATH="merged/results.json")
+    merged = run_here([], env, tmp_path, entry=action.main)
+    assert merged.returncode == whole_code
+    outputs = (tmp_path / "out.txt").read_text()
+    assert f"exit-code={whole_code}" in outputs and f"failed={whole['counts']['failed']}" in outputs
+    failing = digest(Outcome.model_validate(whole)).failing  # under failOn new: the new failures
+    assert merged.stdout.count("::error ") == len(failing) > 0
+    assert json.loads((tmp_path / "merged" / "results.json").read_text())["counts"] == whole["counts"]
+
+
+def test_a_part_without_checks_triggers_nothing_and_a_bad_part_is_a_usage_error(
+    tmp_path: Path, cli_env: Any
+) -> None:
+    from helpers import sessions_created
+
+    spec = tmp_path / "spec.yml"
+    spec.write_text(Path(SPEC).read_text(encoding="utf-8") + "\nshard: 5/4\n", encoding="utf-8")
+    bad = cli_run(tmp_path, "run", str(spec), rca=False)
+    assert bad.code == 2 and bad.data["verdict"] == "usage-error" and "5/4" in bad.data["message"]
+    empty = cli_run(tmp_path, "run", SPEC, "--shard", "6/6", rca=False)  # 5 checks, 6 parts
+    assert (empty.code, empty.data["shard"]["checks"], empty.data["shard"]["matched"]) == (0, 0, 5)
+    assert "holds none of the 5 matched checks" in empty.data["message"]
+    assert sessions_created(cli_env) == 0

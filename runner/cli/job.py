@@ -88,7 +88,7 @@ class JobSettings:
         if state is None and emulator:
             state = os.environ.get(ENV_EMULATOR_STATE) or None
         shard = None
-        if spec.shard is not None:
+        if spec.shard is not None and hasattr(args, "shard"):  # `run` only: `wait` triggers nothing
             shard = parse_shard(spec.shard.part, os.environ, "--shard/shard.part")
         verbosity = VERBOSE if args.verbose else QUIET if getattr(args, "quiet", False) else NORMAL
         return cls(

@@ -92,6 +92,12 @@ class Origin(OutcomeModel):
     shard: str | None = None  # "2/4"
     service: str | None = None
 
+    @property
+    def label(self) -> str:
+        """'shard 2/4 on emulator', or 'local/results.json on api.example.com' for a whole run."""
+        where = f"shard {self.shard}" if self.shard else self.file
+        return f"{where} on {self.service}" if self.service else where
+
 
 class SessionOutcome(OutcomeModel):
     name: str
