@@ -250,3 +250,23 @@ def test_a_part_without_checks_triggers_nothing_and_a_bad_part_is_a_usage_error(
     assert (empty.code, empty.data["shard"]["checks"], empty.data["shard"]["matched"]) == (0, 0, 5)
     assert "holds none of the 5 matched checks" in empty.data["message"]
     assert sessions_created(cli_env) == 0
+
+
+def test_the_parts_comparisons_with_one_baseline_are_one_comparison() -> None:
+    from runner.job.merge import merge
+
+    def ref(name: str) -> dict[str, str]:
+        return {"checkId": f"id-{name}", "name": name, "runLocation": "eu-west-1"}
+
+    def part(index: int, missing: list[str], fixed: list[str]) -> Part:
+        shard = {"index": index, "total": 2, "matched": 2, "checks": 1, "fingerprint": "f", "split": "s"}
+        baseline = {"path": "base.json", "used": True, "missing": [ref(m) for m in missing]}
+        baseline["fixed"] = [ref(f) for f in fixed]
+        data = {"schemaVersion": 1, "shard": shard, "baseline": baseline}
+        return Part(f"p{index}.json", Outcome.model_validate(data))
+
+    # Each part misses the other's check, and both miss `gone`: only `gone` is missing from the run.
+    merged = merge([part(1, ["b", "gone"], ["a"]), part(2, ["a", "gone"], [])])
+    assert merged.baseline is not None and merged.baseline.used
+    assert [r.name for r in merged.baseline.missing] == ["gone"]
+    assert [r.name for r in merged.baseline.fixed] == ["a"]
