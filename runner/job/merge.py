@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from runner import __version__
 from runner.core.errors import SpecError
 from runner.core.exitcodes import ExitCode, most_severe
+from runner.core.text import for_line
 from runner.job.outcome import (
     BaselineOutcome,
     CheckRef,
@@ -89,6 +90,9 @@ def problems(parts: Sequence[Part], combine: bool = False) -> list[str]:
 
 def _describe(part: Part) -> str:
     if part.shard is None:
+        if part.outcome.exitCode not in (ExitCode.OK, ExitCode.CHECKS_FAILED):  # ended before it split
+            why = part.outcome.message or part.outcome.verdict
+            return f"{part.file}: a run without a part, ended with exit code {part.outcome.exitCode}: {why}"
         return f"{part.file}: a whole run"
     s = part.shard
     return f"{part.file}: shard {s.label} of check set {s.fingerprint} ({s.matched} checks)"
@@ -164,8 +168,8 @@ def _same_part(one: Part, other: Part) -> bool:
 def merge(parts: Sequence[Part], combine: bool = False) -> Outcome:
     """The parts as one judged run; SpecError (exit 2) with every problem when they cannot be one."""
     found = problems(parts, combine)
-    if found:
-        raise SpecError(found)
+    if found:  # file names and the parts' messages are text from outside: one clean line each
+        raise SpecError([for_line(problem, 2000) for problem in found])
     gate = Gate.of(parts[0].outcome)
     sessions = []
     merged: list[MergedPart] = []

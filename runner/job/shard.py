@@ -188,11 +188,23 @@ def _unit(session: int, request: TriggerRequest, check_id: str) -> Unit:
     return Unit(session, check_id, key, request.runLocation)
 
 
+def _listed_tags(requests: Sequence[TriggerRequest]) -> list[str]:
+    """Tags to list by (the list's filter: a check with at least one of them): every tag of every
+    group when each session's target has tag groups, so a listing holds a superset of the matched set
+    (the target's own rule is applied after); none (every check) when a session has none."""
+    tags: list[str] = []
+    for request in requests:
+        if request.target is None or not request.target.matchTags:
+            return []
+        tags += [tag for group in request.target.matchTags for tag in group]
+    return list(dict.fromkeys(tags))
+
+
 def plan_shard(
     client: ApiClient, requests: Sequence[TriggerRequest], shard: Shard, durations: Durations
 ) -> ShardPlan:
     """This part's trigger bodies and what its results.json records of the split."""
-    checks = client.list_checks()
+    checks = client.list_checks(tags=_listed_tags(requests))
     units: list[Unit] = []
     unmatched: list[int] = []
     for index, request in enumerate(requests):
