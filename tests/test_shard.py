@@ -270,3 +270,17 @@ def test_the_parts_comparisons_with_one_baseline_are_one_comparison() -> None:
     assert merged.baseline is not None and merged.baseline.used
     assert [r.name for r in merged.baseline.missing] == ["gone"]
     assert [r.name for r in merged.baseline.fixed] == ["a"]
+
+
+def test_durations_from_an_emulator_state_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("TESTSESSION_API_KEY", "TESTSESSION_ACCOUNT_ID", "TESTSESSION_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    state = tmp_path / "state.db"
+    world = str(fast_world(tmp_path))
+    ran = cli_run(tmp_path, "run", SPEC, "--emulator", "--world", world, "--state", str(state), rca=False)
+    durations = load_durations(str(state))
+    assert durations.warning is None
+    ran_seconds = {r["checkId"]: r["durationSeconds"] for s in ran.data["sessions"] for r in s["results"]}
+    assert {c: durations.by_check.get(c) for c in ran_seconds} == ran_seconds
+    (tmp_path / "other.db").write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
+    assert "split by count" in (load_durations(str(tmp_path / "other.db")).warning or "")
