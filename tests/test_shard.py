@@ -284,3 +284,22 @@ def test_durations_from_an_emulator_state_file(tmp_path: Path, monkeypatch: pyte
     assert {c: durations.by_check.get(c) for c in ran_seconds} == ran_seconds
     (tmp_path / "other.db").write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
     assert "split by count" in (load_durations(str(tmp_path / "other.db")).warning or "")
+
+
+def test_the_actions_inputs_for_parts_and_merge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from runner.cli.action import InputError, build_argv
+
+    part = build_argv({"INPUT_SPEC": "s.yml", "INPUT_SHARD": "2/4", "INPUT_SHARD_DURATIONS": "d.json"})
+    assert part == ["run", "s.yml", "--shard", "2/4", "--shard-durations", "d.json"]
+    for i in (1, 2):
+        (tmp_path / f"shard-{i}").mkdir()
+        (tmp_path / f"shard-{i}" / "results.json").touch()
+    monkeypatch.chdir(tmp_path)
+    merge = {"INPUT_MERGE": "shard-*/results.json", "INPUT_COMMENT": "true", "INPUT_JSON_PATH": "out/r.json"}
+    assert build_argv(merge) == [
+        "merge", "shard-1/results.json", "shard-2/results.json", "-o", "out", "--comment"
+    ]  # fmt: skip
+    with pytest.raises(InputError, match="matches no file"):
+        build_argv({"INPUT_MERGE": "nowhere/*.json"})
+    with pytest.raises(InputError, match="merge and shard"):
+        build_argv({**merge, "INPUT_SHARD": "1/2"})

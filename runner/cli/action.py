@@ -167,6 +167,8 @@ def merge_argv(environ: Mapping[str, str]) -> list[str]:
     or globs, one a line); the comment and annotations come from here, once for the whole run."""
     import glob
 
+    if environ.get("INPUT_SHARD", "").strip():
+        raise InputError("inputs merge and shard: a step runs a part (shard) or merges the parts (merge)")
     files: list[str] = []
     for line in environ.get("INPUT_MERGE", "").splitlines():
         for pattern in line.split():
