@@ -74,6 +74,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="SECONDS",
         help="how long to wait for the URL before exit 4 (build.timeoutSeconds; default 60)",
     )
+    shard = run.add_argument_group("a run split over CI jobs (testsession merge joins them)")
+    shard.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run part I of N of the matched checks (the same split in every job for the same checks); "
+        "auto: GitLab's CI_NODE_INDEX/CI_NODE_TOTAL (parallel: N) (shard.part)",
+    )
+    shard.add_argument(
+        "--shard-durations",
+        metavar="PATH",
+        help="a results.json of an earlier run, or an emulator state file, whose durations balance the "
+        "parts; every part must read the same file (shard.durations; '' for none)",
+    )
     _add_gate_options(run)
     service = run.add_argument_group("service")
     service.add_argument(
@@ -185,6 +198,8 @@ def _overrides(args: argparse.Namespace) -> Overrides:
         build_command=getattr(args, "build_command", None),
         build_url=getattr(args, "build_url", None),
         build_timeout=getattr(args, "build_timeout", None),
+        shard=getattr(args, "shard", None),
+        shard_durations=getattr(args, "shard_durations", None),
     )
 
 

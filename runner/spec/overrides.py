@@ -23,6 +23,7 @@ _FLAGS = {
     "baseline": "--baseline",
     "comment": "--comment/--gitlab-token-env",
     "build": "--build-command/--build-url/--build-timeout",
+    "shard": "--shard/--shard-durations",
 }
 
 
@@ -48,6 +49,8 @@ class Overrides:
     build_command: str | None = None  # "" starts nothing (only waits for the URL)
     build_url: str | None = None
     build_timeout: float | None = None
+    shard: str | None = None  # "i/n" or "auto"
+    shard_durations: str | None = None  # "" means none
 
 
 def _session(session: dict[str, Any], o: Overrides) -> dict[str, Any]:
@@ -110,6 +113,13 @@ def apply_overrides(spec: RunSpec, overrides: Overrides) -> RunSpec:
     if o.gitlab_token_env is not None:
         data["comment"]["gitlabTokenVariable"] = o.gitlab_token_env
     _build(data, o)
+    if o.shard is not None or o.shard_durations is not None:
+        shard = dict(data.get("shard") or {})
+        if o.shard is not None:
+            shard["part"] = o.shard
+        if o.shard_durations is not None:
+            shard["durations"] = o.shard_durations or None
+        data["shard"] = shard
     try:
         return RunSpec.model_validate(data)
     except ValidationError as exc:
