@@ -119,17 +119,21 @@ def test_a_build_that_never_answers_is_exit_4_naming_the_url_and_its_last_lines(
 
 def test_a_build_command_that_fails_ends_the_wait_at_once(tmp_path: Path) -> None:
     port = free_port()
-    command = "echo 'Error: listen EADDRINUSE 0.0.0.0:3000' >&2; exit 3"
+    command = (
+        "echo key=${TESTSESSION_API_KEY:-unset} token=${GITHUB_TOKEN:-unset}; "
+        "echo 'Error: listen EADDRINUSE' >&2; exit 3"
+    )
     argv = ["run", "--location", "eu-west-1", "--emulator", "--build-command", command,
             "--build-url", f"http://127.0.0.1:{port}/", "--build-timeout", "30"]  # fmt: skip
+    env = child_env(TESTSESSION_API_KEY="tsk_not_for_the_build_1234", GITHUB_TOKEN="ghs_not_for_the_build")
     started = time.monotonic()
-    ran = run_here(argv, child_env(), tmp_path)
+    ran = run_here(argv, env, tmp_path)
     assert ran.returncode == 4, ran.stdout + ran.stderr
     assert time.monotonic() - started < 10  # not the 30 s of the timeout
     assert ran.stderr.strip().splitlines()[-1] == (
         f"testsession: error: build: `{command}` exited with code 3 before http://127.0.0.1:{port}/ "
-        "answered; its last line of output: Error: listen EADDRINUSE 0.0.0.0:3000"
-    )
+        "answered; its last 2 lines of output: key=unset token=unset | Error: listen EADDRINUSE"
+    )  # testsession's own credentials are not the build's
 
 
 @pytest.fixture

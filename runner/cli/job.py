@@ -140,8 +140,13 @@ class JobSettings:
 def _build_plan(spec: RunSpec) -> BuildPlan | None:
     if spec.build is None:
         return None
+    # The tool's own credentials stay with the tool: the API key and the comment's tokens.
+    hidden = (ENV_API_KEY, spec.comment.gitlabTokenVariable, "GITHUB_TOKEN")
     return BuildPlan(
-        url=spec.build.url, command=spec.build.command, timeout_seconds=spec.build.timeoutSeconds
+        url=spec.build.url,
+        command=spec.build.command,
+        timeout_seconds=spec.build.timeoutSeconds,
+        hidden_env=hidden,
     )
 
 

@@ -54,6 +54,9 @@ class BuildPlan:
     url: str
     command: str | None = None
     timeout_seconds: float = 60.0
+    # Variables of this process the command does not get: testsession's own credentials (the API key,
+    # the comment's token). The rest of the environment is the build's, secrets it needs included.
+    hidden_env: tuple[str, ...] = ()
 
 
 def probe(url: str, timeout: float) -> tuple[int | None, str]:
@@ -190,6 +193,7 @@ class Build:
             stderr=subprocess.STDOUT,
             start_new_session=posix,
             creationflags=0 if posix else getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
+            env={k: v for k, v in os.environ.items() if k not in self.plan.hidden_env},
         )
         stream = self.process.stdout
         assert stream is not None
