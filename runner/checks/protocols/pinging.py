@@ -119,12 +119,13 @@ class PingRun:
             "packetLoss": self.packet_loss,
             "dnsResolutionTime": self.dns_ms,
             "latency": self.latency(),
-            "pingResults": [
-                {"sequence": r.sequence, "type": r.type, "code": r.code, "success": r.success,
-                 "rtt": r.rtt_ms, "ttl": None}
-                for r in self.replies
-            ],  # fmt: skip
+            "pingResults": [_result(r) for r in self.replies],
         }
+
+
+def _result(r: Reply) -> dict[str, Any]:
+    return {"sequence": r.sequence, "type": r.type, "code": r.code, "success": r.success, "rtt": r.rtt_ms,
+            "ttl": None}  # fmt: skip
 
 
 def ping(

@@ -20,6 +20,7 @@ Production's rules (traceroute-monitors/overview.mdx and configuration.mdx), and
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import select
 import socket
@@ -284,9 +285,8 @@ def _collect(
         if now >= until:
             return
         connecting = [p.sock for p in probes if p.sock is not None and p.source is None]
-        watched = [listener.sock] if protocol == "TCP" else [listener.sock]
-        ready_r, ready_w, _ = select.select(watched, connecting if protocol == "TCP" else [], [],
-                                            max(0.0, min(sockets.SLICE, until - now)))  # fmt: skip
+        wait = max(0.0, min(sockets.SLICE, until - now))
+        ready_r, ready_w, _ = select.select([listener.sock], connecting, [], wait)
         for probe in probes:
             if probe.sock is not None and probe.sock in ready_w and probe.source is None:
                 code = probe.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
@@ -346,8 +346,8 @@ def quoted_ports(packet: bytes, family: int) -> tuple[int, tuple[int, int]] | No
             inner = start + 8 + (packet[start + 8] & 0x0F) * 4
         if len(packet) < inner + 4:
             return None
-        ports = (int.from_bytes(packet[inner : inner + 2], "big"), int.from_bytes(packet[inner + 2 : inner + 4], "big"))
-        return packet[start], ports
+        source_port = int.from_bytes(packet[inner : inner + 2], "big")
+        return packet[start], (source_port, int.from_bytes(packet[inner + 2 : inner + 4], "big"))
     except IndexError:
         return None
 
@@ -371,9 +371,7 @@ def _named(hops: list[Hop], deadline: float, stop: threading.Event | None) -> li
 
 def _lookup(address: str, names: dict[str, str]) -> Callable[[], None]:
     def run() -> None:
-        try:
+        with contextlib.suppress(OSError):
             names[address] = socket.gethostbyaddr(address)[0]
-        except OSError:
-            pass
 
     return run
