@@ -29,12 +29,12 @@ import runner.checks.protocols.sockets as sockets
 from runner.checks.protocols.icmp_sockets import NoSocket, SocketMode, open_socket
 
 PAYLOAD_BYTES = 56  # ping's default: 64 bytes with the ICMP header (production's packetSize)
-ECHO_REPLY = {socket.AF_INET: 0, socket.AF_INET6: 129}
-ERROR_NAMES = {
+ECHO_REPLY: dict[int, Any] = {socket.AF_INET: 0, socket.AF_INET6: 129}
+ERROR_NAMES: dict[int, Any] = {
     socket.AF_INET: {3: "destination unreachable", 11: "time exceeded", 12: "parameter problem"},
     socket.AF_INET6: {1: "destination unreachable", 3: "time exceeded", 4: "parameter problem"},
 }
-UNREACHABLE_CODES = {
+UNREACHABLE_CODES: dict[int, Any] = {
     socket.AF_INET: {0: "network unreachable", 1: "host unreachable", 3: "port unreachable",
                      9: "network prohibited", 10: "host prohibited", 13: "administratively prohibited"},
     socket.AF_INET6: {0: "no route", 1: "administratively prohibited", 3: "address unreachable"},

@@ -40,9 +40,9 @@ from runner.checks.protocols.icmp_sockets import NoSocket, SocketMode, open_sock
 PROBES_PER_HOP = 3
 HOP_WAIT_S = 1.0
 PTR_WAIT_S = 1.0
-TIME_EXCEEDED = {socket.AF_INET: 11, socket.AF_INET6: 3}
-UNREACHABLE = {socket.AF_INET: 3, socket.AF_INET6: 1}
-ECHO_REPLY = {socket.AF_INET: 0, socket.AF_INET6: 129}
+TIME_EXCEEDED: dict[int, Any] = {socket.AF_INET: 11, socket.AF_INET6: 3}
+UNREACHABLE: dict[int, Any] = {socket.AF_INET: 3, socket.AF_INET6: 1}
+ECHO_REPLY: dict[int, Any] = {socket.AF_INET: 0, socket.AF_INET6: 129}
 
 
 class CannotProbe(Exception):
@@ -162,11 +162,10 @@ def trace(
 ) -> Trace:
     """Traces the route to `hostname` (see the module's docstring); never raises for the network."""
     start = time.monotonic()
-    base = {"hostname": hostname, "protocol": protocol, "port": port, "ip_family": ip_family,
-            "max_hops": max_hops}  # fmt: skip
 
     def done(**fields: Any) -> Trace:
-        return Trace(**base, **fields, elapsed_ms=round((time.monotonic() - start) * 1000, 3))
+        elapsed = round((time.monotonic() - start) * 1000, 3)
+        return Trace(hostname, protocol, port, ip_family, max_hops, **fields, elapsed_ms=elapsed)
 
     if protocol == "SCTP":
         why = "SCTP probes are not sent by this runner (they need SCTP packets crafted on a raw socket)"
