@@ -19,6 +19,7 @@ traceroute-monitor.mdx) for the defaults.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -353,6 +354,12 @@ class CheckDefinition(ApiModel):
         """`field: what is allowed` for each field that keeps a runnable type from running."""
         return []
 
+    def attempt_limit(self) -> tuple[float, str]:
+        """How long one attempt may take, and how its timeout names that bound: maxResponseTime (a type
+        whose limits judge something else than the attempt's time says its own)."""
+        _, max_ms = self.response_limits_ms()
+        return max_ms / 1000, f"the maxResponseTime of {max_ms:g} ms"
+
     def response_limits_ms(self) -> tuple[float, float]:
         """(degradedResponseTime, maxResponseTime) in ms, production's defaults where not set."""
         degraded, maximum = DEFAULT_RESPONSE_TIMES_MS.get(self.checkType, DEFAULT_RESPONSE_TIMES_MS["API"])
@@ -501,10 +508,15 @@ class IcmpCheckDefinition(CheckDefinition):
         return degraded, failed
 
     def response_limits_ms(self) -> tuple[float, float]:
-        """The time the pings need (ICMP has no response-time limits; this bounds the attempt):
-        production's 500 ms between pings, our 2 s for the last reply and 3 s for the name lookup."""
-        planned = (max(self.request.pingCount, 1) - 1) * ICMP_INTERVAL_S + ICMP_REPLY_TIMEOUT_S + 3.0
-        return planned * 1000, planned * 1000
+        """None: ChecksV1IcmpMonitor has no response-time limits (packet loss decides)."""
+        return math.inf, math.inf
+
+    def attempt_limit(self) -> tuple[float, str]:
+        """The time the pings need: production's 500 ms between them, our 2 s for the last reply and
+        3 s for the name lookup."""
+        count = max(self.request.pingCount, 1)
+        seconds = (count - 1) * ICMP_INTERVAL_S + ICMP_REPLY_TIMEOUT_S + 3.0
+        return seconds, f"the {seconds:g} s that {count} pings take ({ICMP_INTERVAL_S * 1000:g} ms apart)"
 
     def problems(self) -> list[str]:
         r = self.request
@@ -526,6 +538,10 @@ class TracerouteCheckDefinition(CheckDefinition):
 
     checkType: Literal["TRACEROUTE"] = "TRACEROUTE"
     request: TracerouteRequest = Field(default_factory=TracerouteRequest)
+
+    def attempt_limit(self) -> tuple[float, str]:
+        """The trace's `timeout`, then up to 1 s of PTR lookups (ours)."""
+        return self.request.timeout + 1.5, f"the traceroute's timeout of {self.request.timeout} s"
 
     def problems(self) -> list[str]:
         r = self.request

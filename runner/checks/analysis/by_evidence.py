@@ -148,9 +148,8 @@ class _Facts:
         )
 
     def artifacts(self, description: str) -> list[Evidence]:
-        name = {"HTTP": "HTTP_REQUEST", "TCP": "TCP_REQUEST", "DNS": "DNS_QUERY"}.get(
-            self.kind, "HTTP_REQUEST"
-        )
+        name = {"HTTP": "HTTP_REQUEST", "TCP": "TCP_REQUEST", "DNS": "DNS_QUERY", "ICMP": "ICMP_REQUEST",
+                "TRACEROUTE": "TRACEROUTE_REQUEST"}.get(self.kind, "HTTP_REQUEST")  # fmt: skip
         out = [Evidence(artifacts=[Artifact(name=name, type="REQUEST")], description=description)]
         if self.ev.timing is not None:
             out.append(
@@ -470,6 +469,12 @@ _CONFIGURATION_FIX = {
     "refused": "Give the account a key of its own in the world file and trigger with it, or keep the "
     "emulator on loopback (the default).",
     "other": "Fix the check's definition as the message says, or leave the check out of this run.",
+    # icmp_sockets.py: the message names the sysctl and the capability; production's docs give the
+    # same fix for its private-location agent (NET_RAW).
+    "no_socket_permission": "Let the runner open ICMP sockets: allow ping sockets for its group "
+    "(sysctl -w net.ipv4.ping_group_range=\"0 2147483647\"; ICMP checks only), or give it CAP_NET_RAW "
+    "(root, docker run --cap-add=NET_RAW, or setcap cap_net_raw+ep on the Python interpreter; "
+    "traceroutes need this one); or leave these checks out of local runs.",
 }
 
 
@@ -504,6 +509,8 @@ def analyse_run(ev: Attempt, message: str, check_type: str | None, check_name: s
     f = _Facts(ev, _q(check_type or "", 40).upper(), check_name or "")
     if ev.error_class == "CONFIGURATION_ERROR":
         analysis, rule = _configuration(f)
+    elif ev.error_kind in _PATH_RULES:
+        analysis, rule = _path(f)
     elif ev.error_class == "TIMEOUT":
         analysis, rule = _too_slow(f)
     elif ev.error_class == "NETWORK_ERROR":
@@ -521,3 +528,74 @@ def analyse_run(ev: Attempt, message: str, check_type: str | None, check_name: s
     else:
         return analyse(message, check_type, check_name)
     return analysis, f"{MODEL_PREFIX}/{rule}"
+
+
+# --- ICMP and TRACEROUTE: the network path to the host ------------------------------------------------
+
+_ICMP_DOCS = ReferenceLink(
+    url="https://www.checklyhq.com/docs/detect/uptime-monitoring/icmp-monitors/overview/",
+    title="ICMP monitors: troubleshooting",
+)
+_TRACEROUTE_DOCS = ReferenceLink(
+    url="https://www.checklyhq.com/docs/detect/uptime-monitoring/traceroute-monitors/overview/",
+    title="Traceroute monitors: troubleshooting",
+)
+# kind: (classification, why, fix, reference); `{at}` is the address pinged or traced.
+_PATH_RULES = {
+    "no_reply": (
+        "INFRA ERROR",
+        "No echo reply came back{at}: the host is down or not on this network, or ICMP echo is "
+        "filtered on the way (a firewall, a security group, the host's own rules; many networks block "
+        "it, production's docs say). If an API or TCP check to the same host passes, it is the filter.",
+        "Check that the host is up and routed from the runner; if ICMP is blocked on purpose, allow "
+        "echo requests from the runner or check the host with a TCP or API check instead.",
+        _ICMP_DOCS,
+    ),
+    "host_unreachable": (
+        "INFRA ERROR",
+        "A router answered the pings{at} with Destination Unreachable: it has no route to the host, "
+        "or the host does not answer on its network (down, or a wrong address).",
+        "Check the address the check pings (and the variables that build it) for this environment, "
+        "and that the host is up on the network the router names.",
+        _ICMP_DOCS,
+    ),
+    "packet_loss": (
+        "INFRA ERROR",
+        "The host answered{at}, but too many pings were lost: a congested or flapping link, a device "
+        "on the way that rate-limits ICMP, or a host too busy to answer in time.",
+        "Look at the interfaces on the path (errors, drops) and the host's load at the time; raise "
+        "maxPacketLossThreshold only if this loss is acceptable for the service.",
+        _ICMP_DOCS,
+    ),
+    "destination_not_reached": (
+        "INFRA ERROR",
+        "The trace did not reach the destination{at}: the probes' port is filtered (TCP probes get no "
+        "SYN-ACK or RST), the host drops the probes, or a router on the way discards them.",
+        "Try another probe protocol (ICMP if the host answers pings, or UDP), a TCP port that is open "
+        "on the host (UDP needs a closed one), and raise maxUnknownHops if silent routers cut the "
+        "trace short (production's troubleshooting).",
+        _TRACEROUTE_DOCS,
+    ),
+}
+
+
+def _path(f: _Facts) -> tuple[Analysis, str]:
+    """No reply, an unreachable host, packet loss, a destination not reached: quoted from the run's
+    transcript (the protocol's excerpt starts with its summary line)."""
+    ev = f.ev
+    kind = ev.error_kind or ""
+    classification, why, fix, link = _PATH_RULES[kind]
+    what = "pings" if f.kind == "ICMP" else "probes"
+    summary = f" ({f.body})" if f.body else ""
+    return (
+        Analysis(
+            classification=classification,
+            userImpact=f"{f.check[0].upper()}{f.check[1:]} cannot reach {f.target} as expected; clients "
+            "on the same path would see the same loss or outage.",
+            rootCause=f"{why.format(at=f.at)} The check failed: {_q(ev.message, 200)}{summary}.",
+            codeFix=fix,
+            evidence=f.artifacts(f"The {what} to {f.target}: {f.body or _q(ev.message, 200)}."),
+            referenceLinks=[link],
+        ),
+        f"run-{kind.replace('_', '-')}",
+    )

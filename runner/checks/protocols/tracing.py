@@ -21,6 +21,7 @@ Production's rules (traceroute-monitors/overview.mdx and configuration.mdx), and
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import select
 import socket
@@ -186,8 +187,9 @@ def trace(
         with listener:
             truncation = _walk(listener, target, protocol, state, max_hops, max_unknown_hops, deadline, stop,
                                hop_wait)  # fmt: skip
-        hops = _named(state.hops, deadline, stop) if ptr_lookup else state.hops
-        return done(resolved_ip=resolved, hops=tuple(hops), reached=state.reached, truncation=truncation)
+        hops = tuple(state.hops)
+        result = done(resolved_ip=resolved, hops=hops, reached=state.reached, truncation=truncation)
+        return with_names(result, deadline, stop) if ptr_lookup else result
     except sockets.Stopped:
         return done(resolved_ip=resolved, hops=tuple(state.hops), cancelled=True)
     except OSError as exc:  # the kernel refused to send (no route to the network ...)
@@ -351,8 +353,10 @@ def quoted_ports(packet: bytes, family: int) -> tuple[int, tuple[int, int]] | No
         return None
 
 
-def _named(hops: list[Hop], deadline: float, stop: threading.Event | None) -> list[Hop]:
-    """Each hop with its PTR name where the system resolver gives one within the wait."""
+def with_names(result: Trace, deadline: float, stop: threading.Event | None) -> Trace:
+    """The trace with each hop's PTR name where the system resolver gives one within the wait
+    (PTR_WAIT_S, never past `deadline`); sockets.Stopped when `stop` is set meanwhile."""
+    hops = result.hops
     names: dict[str, str] = {}
     addresses = {h.address for h in hops if h.address}
     threads = [threading.Thread(target=_lookup(a, names), daemon=True, name="ptr-lookup") for a in addresses]
@@ -365,7 +369,8 @@ def _named(hops: list[Hop], deadline: float, stop: threading.Event | None) -> li
                 raise sockets.Stopped
             thread.join(sockets.SLICE)
     found = dict(names)  # a lookup finishing late is not read
-    return [Hop(h.number, h.sent, h.rtts, h.address, found.get(h.address or "")) for h in hops]
+    named = tuple(Hop(h.number, h.sent, h.rtts, h.address, found.get(h.address or "")) for h in hops)
+    return dataclasses.replace(result, hops=named)
 
 
 def _lookup(address: str, names: dict[str, str]) -> Callable[[], None]:
