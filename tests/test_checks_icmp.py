@@ -1,0 +1,220 @@
+"""ICMP and TRACEROUTE checks for real, against loopback (and a network namespace of the test's own).
+
+What this machine allows decides what runs: a ping socket (net.ipv4.ping_group_range) or a raw
+socket (CAP_NET_RAW, root). Where neither can be opened, the tests that send pings are skipped with
+that reason, loudly; the permission tests then still run. An unreachable host is an address routed
+into a veth pair inside a network namespace the test makes with `unshare --net` (root): its packets
+never leave this machine (192.0.2.1, TEST-NET-1, is this sandbox's own gateway: never a target).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from runner.checks.protocols.icmp_sockets import (
+    NoSocket,
+    SocketMode,
+    open_socket,
+    permission_message,
+    ping_group_range,
+)
+from runner.checks.protocols.pinging import ping
+from runner.checks.protocols.tracing import trace
+
+
+def _can_open(modes: tuple[SocketMode, ...], family: int = socket.AF_INET) -> str | None:
+    """None when this process may open one of `modes`, else why not."""
+    try:
+        sock, _ = open_socket(family, modes)
+    except NoSocket as exc:
+        return str(exc)
+    sock.close()
+    return None
+
+
+PING_WHY = _can_open((SocketMode.PING, SocketMode.RAW))
+RAW_WHY = _can_open((SocketMode.RAW,))
+needs_ping = pytest.mark.skipif(PING_WHY is not None, reason=f"SKIPPED LOUDLY: cannot send pings: {PING_WHY}")
+needs_raw = pytest.mark.skipif(RAW_WHY is not None, reason=f"SKIPPED LOUDLY: no raw ICMP socket: {RAW_WHY}")
+
+
+def _has_ipv6() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as sock:
+            sock.connect(("::1", 9))
+        return True
+    except OSError:
+        return False
+
+
+IPV6 = _has_ipv6()
+# ip(8) and unshare(1) as root make the namespace; without them the unreachable tests are skipped.
+NETNS_WHY = (
+    None
+    if os.geteuid() == 0 and shutil.which("unshare") and shutil.which("ip")
+    else "needs root, unshare and ip to make a network namespace"
+)
+NAMESPACE = (
+    "ip link set lo up && ip link add v0 type veth peer name v1 && ip addr add 198.51.100.1/24 dev v0 && "
+    "ip link set v0 up && ip link set v1 up && "
+    # 198.51.100.7 answers nothing: its frames go to the peer, which has no address (silent loss).
+    'ip neigh add 198.51.100.7 lladdr 02:00:00:00:00:09 dev v0 nud permanent && exec "$@"'
+)
+
+
+def in_namespace(code: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """Runs Python `code` in a network namespace of its own (see NAMESPACE)."""
+    argv = ["unshare", "--net", "sh", "-c", NAMESPACE, "sh", sys.executable, "-c", code]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+# --- pings ---------------------------------------------------------------------------------------------
+
+
+@needs_ping
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1",
+        pytest.param("::1", marks=pytest.mark.skipif(not IPV6, reason="SKIPPED LOUDLY: no IPv6 loopback")),
+    ],
+)
+def test_loopback_answers_every_ping_with_its_latency(host: str) -> None:
+    family = "IPv6" if ":" in host else "IPv4"
+    run = ping(host, family, 3, deadline=time.monotonic() + 10, interval=0.05)
+    assert (run.packets_sent, run.packets_received, run.packet_loss) == (3, 3, 0.0)
+    latency = run.latency()
+    assert latency is not None and 0 < latency["min"] <= latency["avg"] <= latency["max"] < 1000
+    document = run.as_json()
+    assert document["resolvedIp"] == host and document["packetSize"] == 64
+    assert [r["success"] for r in document["pingResults"]] == [True, True, True]
+
+
+@needs_ping
+def test_a_stop_ends_the_pings_within_a_tenth_of_a_second() -> None:
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    run = ping("127.0.0.1", "IPv4", 50, deadline=time.monotonic() + 30, stop=stop)
+    assert run.cancelled and run.elapsed_ms < 400
+    assert run.packets_sent < 50
+
+
+@needs_ping
+def test_a_name_that_does_not_resolve_sends_nothing() -> None:
+    run = ping("no-such-host.invalid", "IPv4", 3, deadline=time.monotonic() + 10)
+    assert run.lookup_failed and run.packets_sent == 0
+
+
+@pytest.mark.skipif(
+    NETNS_WHY is not None or PING_WHY is not None, reason=f"SKIPPED LOUDLY: {NETNS_WHY or PING_WHY}"
+)
+def test_a_silent_host_loses_every_ping_and_the_run_ends_at_its_last_reply_wait() -> None:
+    code = (
+        "import time; from runner.checks.protocols.pinging import ping\n"
+        "r = ping('198.51.100.7', 'IPv4', 2, deadline=time.monotonic() + 10)\n"
+        "print(r.packets_sent, r.packets_received, r.packet_loss, round(r.elapsed_ms))"
+    )
+    done = in_namespace(code)
+    assert done.returncode == 0, done.stderr
+    sent, received, loss, elapsed = done.stdout.split()
+    # 2 pings 500 ms apart, 2 s for the last reply: lost, and over in ~2.5 s, not at the bound.
+    assert (sent, received, loss) == ("2", "0", "100.0") and 2400 <= int(elapsed) < 3500
+
+
+# --- permissions ----------------------------------------------------------------------------------------
+
+
+def test_the_message_names_the_sysctl_and_the_capability() -> None:
+    both = permission_message((SocketMode.PING, SocketMode.RAW), group_range=(1, 0))
+    assert "net.ipv4.ping_group_range = 1 0" in both and "sysctl -w net.ipv4.ping_group_range" in both
+    assert "CAP_NET_RAW" in both and "--cap-add=NET_RAW" in both
+    raw = permission_message((SocketMode.RAW,))
+    assert "raw ICMP socket" in raw and "Time Exceeded" in raw and "ping_group_range" not in raw
+
+
+def _group_allowed() -> bool:
+    group_range = ping_group_range()
+    return group_range is not None and group_range[0] <= os.getegid() <= group_range[1]
+
+
+@pytest.mark.skipif(
+    not os.path.exists("/proc/sys/net/ipv4/ping_group_range") or _group_allowed(),
+    reason="SKIPPED LOUDLY: ping sockets are allowed for this group, so the kernel cannot refuse one",
+)
+def test_a_ping_socket_where_the_kernel_forbids_one_is_refused_with_the_sysctl() -> None:
+    # Forced to the unprivileged kind on a machine whose ping_group_range leaves this group out: the
+    # kernel itself refuses (EACCES); nothing is sent.
+    run = ping("127.0.0.1", "IPv4", 1, deadline=time.monotonic() + 5, modes=(SocketMode.PING,))
+    assert run.no_socket is not None and run.packets_sent == 0
+    assert "net.ipv4.ping_group_range" in run.no_socket and f"gid {os.getegid()}" in run.no_socket
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv") or _group_allowed(),
+    reason="SKIPPED LOUDLY: needs root and setpriv to run a process as nobody without CAP_NET_RAW",
+)
+def test_a_process_without_either_socket_fails_closed_naming_both_fixes() -> None:
+    code = (
+        "import time; from runner.checks.protocols.pinging import ping\n"
+        "print(ping('127.0.0.1', 'IPv4', 1, deadline=time.monotonic() + 5).no_socket)"
+    )
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+            "--bounding-set=-net_raw", sys.executable, "-c", code]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "may open neither kind of ICMP socket" in done.stdout
+    assert "gid 65534 is outside net.ipv4.ping_group_range" in done.stdout and "CAP_NET_RAW" in done.stdout
+
+
+# --- traceroute -----------------------------------------------------------------------------------------
+
+
+@needs_raw
+@pytest.mark.parametrize(("protocol", "port"), [("TCP", 443), ("UDP", 33434), ("ICMP", 443)])
+def test_a_trace_to_loopback_reaches_it_at_the_first_hop(protocol: str, port: int) -> None:
+    result = trace("127.0.0.1", protocol=protocol, port=port, ip_family="IPv4", max_hops=30,
+                   max_unknown_hops=15, ptr_lookup=True, deadline=time.monotonic() + 10)  # fmt: skip
+    assert result.reached and result.truncation == "destinationReached"
+    (hop,) = result.hops
+    assert (hop.number, hop.address, hop.sent, hop.received, hop.loss) == (1, "127.0.0.1", 3, 3, 0.0)
+    assert hop.host == socket.gethostbyaddr("127.0.0.1")[0]  # the PTR name, as the system resolves it
+    assert result.final_latency() is not None and result.elapsed_ms < 3000
+
+
+@needs_raw
+@pytest.mark.skipif(not IPV6, reason="SKIPPED LOUDLY: no IPv6 loopback")
+def test_a_trace_to_ipv6_loopback_reaches_it_at_the_first_hop() -> None:
+    result = trace("::1", protocol="TCP", port=443, ip_family="IPv6", max_hops=30, max_unknown_hops=15,
+                   ptr_lookup=False, deadline=time.monotonic() + 10)  # fmt: skip
+    assert result.reached and [h.address for h in result.hops] == ["::1"]
+
+
+def test_sctp_probes_fail_closed_saying_which_protocols_work() -> None:
+    result = trace("127.0.0.1", protocol="SCTP", port=33434, ip_family="IPv4", max_hops=30,
+                   max_unknown_hops=15, ptr_lookup=False, deadline=time.monotonic() + 10)  # fmt: skip
+    assert result.cannot_probe is not None and "use protocol TCP, UDP or ICMP" in result.cannot_probe
+    assert not result.hops
+
+
+@pytest.mark.skipif(
+    NETNS_WHY is not None or RAW_WHY is not None, reason=f"SKIPPED LOUDLY: {NETNS_WHY or RAW_WHY}"
+)
+def test_a_trace_to_a_silent_host_stops_after_max_unknown_hops() -> None:
+    code = (
+        "import time; from runner.checks.protocols.tracing import trace\n"
+        "t = trace('198.51.100.7', protocol='TCP', port=443, ip_family='IPv4', max_hops=30,\n"
+        "          max_unknown_hops=2, ptr_lookup=True, deadline=time.monotonic() + 10)\n"
+        "print(t.reached, t.truncation, len(t.hops), round(t.elapsed_ms))"
+    )
+    done = in_namespace(code)
+    assert done.returncode == 0, done.stderr
+    reached, truncation, hops, elapsed = done.stdout.split()
+    assert (reached, truncation, hops) == ("False", "maxUnknownHops", "2") and int(elapsed) < 3000
