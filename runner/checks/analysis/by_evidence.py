@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from runner.checks.analysis.by_message import MDN_STATUS, MODEL_PREFIX, NODE_SYSTEM_ERRORS, REASONS, analyse
+from runner.checks.failures import FailureKind
 from runner.core.text import for_line
 from runner.models import Analysis, Artifact, Evidence, ReferenceLink
 
@@ -541,8 +542,8 @@ _TRACEROUTE_DOCS = ReferenceLink(
     title="Traceroute monitors: troubleshooting",
 )
 # kind: (classification, why, fix, reference); `{at}` is the address pinged or traced.
-_PATH_RULES = {
-    "no_reply": (
+_PATH_RULES: dict[FailureKind, tuple[str, str, str, ReferenceLink]] = {
+    FailureKind.NO_REPLY: (
         "INFRA ERROR",
         "No echo reply came back{at}: the host is down or not on this network, or ICMP echo is "
         "filtered on the way (a firewall, a security group, the host's own rules; many networks block "
@@ -551,7 +552,7 @@ _PATH_RULES = {
         "echo requests from the runner or check the host with a TCP or API check instead.",
         _ICMP_DOCS,
     ),
-    "host_unreachable": (
+    FailureKind.HOST_UNREACHABLE: (
         "INFRA ERROR",
         "A router answered the pings{at} with Destination Unreachable: it has no route to the host, "
         "or the host does not answer on its network (down, or a wrong address).",
@@ -559,7 +560,7 @@ _PATH_RULES = {
         "and that the host is up on the network the router names.",
         _ICMP_DOCS,
     ),
-    "packet_loss": (
+    FailureKind.PACKET_LOSS: (
         "INFRA ERROR",
         "The host answered{at}, but too many pings were lost: a congested or flapping link, a device "
         "on the way that rate-limits ICMP, or a host too busy to answer in time.",
@@ -567,7 +568,7 @@ _PATH_RULES = {
         "maxPacketLossThreshold only if this loss is acceptable for the service.",
         _ICMP_DOCS,
     ),
-    "destination_not_reached": (
+    FailureKind.DESTINATION_NOT_REACHED: (
         "INFRA ERROR",
         "The trace did not reach the destination{at}: the probes' port is filtered (TCP probes get no "
         "SYN-ACK or RST), the host drops the probes, or a router on the way discards them.",
@@ -583,7 +584,7 @@ def _path(f: _Facts) -> tuple[Analysis, str]:
     """No reply, an unreachable host, packet loss, a destination not reached: quoted from the run's
     transcript (the protocol's excerpt starts with its summary line)."""
     ev = f.ev
-    kind = ev.error_kind or ""
+    kind = FailureKind(ev.error_kind)
     classification, why, fix, link = _PATH_RULES[kind]
     what = "pings" if f.kind == "ICMP" else "probes"
     summary = f" ({f.body})" if f.body else ""

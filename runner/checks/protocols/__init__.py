@@ -18,6 +18,8 @@ REGISTRY: dict[str, str] = {
     "URL": "http",
     "TCP": "tcp",
     "DNS": "dns",
+    "ICMP": "icmp",
+    "TRACEROUTE": "traceroute",
 }
 
 

@@ -95,12 +95,7 @@ class PingRun:
         rtts = [r.rtt_ms for r in self.replies if r.success and r.rtt_ms is not None]
         if not rtts:
             return None
-        return {
-            "avg": statistics.fmean(rtts),
-            "min": min(rtts),
-            "max": max(rtts),
-            "stdDev": statistics.stdev(rtts) if len(rtts) > 1 else 0.0,
-        }
+        return rtt_statistics(rtts)
 
     def errors(self) -> list[str]:
         """The distinct ICMP errors that answered requests, in order."""
@@ -121,6 +116,13 @@ class PingRun:
             "latency": self.latency(),
             "pingResults": [_result(r) for r in self.replies],
         }
+
+
+def rtt_statistics(rtts: list[float] | tuple[float, ...]) -> dict[str, float]:
+    """avg, min, max, stdDev (of the sample, n-1) in ms, to the microsecond."""
+    stats = {"avg": statistics.fmean(rtts), "min": min(rtts), "max": max(rtts),
+             "stdDev": statistics.stdev(rtts) if len(rtts) > 1 else 0.0}  # fmt: skip
+    return {name: round(value, 3) for name, value in stats.items()}
 
 
 def _result(r: Reply) -> dict[str, Any]:

@@ -81,7 +81,8 @@ def transcript(result: Trace) -> str:
     """Why it stopped first (what a one-line quote keeps), then traceroute's lines: `1  localhost
     (127.0.0.1)  0.2 ms, 0% loss`, `2  *`."""
     reached = "destination reached" if result.reached else "destination not reached"
-    lines = [f"{len(result.hops)} hops, {reached} ({result.truncation or 'error'}); traceroute to "
+    hops = f"{len(result.hops)} hop{'' if len(result.hops) == 1 else 's'}"
+    lines = [f"{hops}, {reached} ({result.truncation or 'error'}); traceroute to "
              f"{result.hostname} ({result.resolved_ip or 'not resolved'}), {result.max_hops} hops max, "
              f"{result.protocol} probes"]  # fmt: skip
     for hop in result.hops:

@@ -25,7 +25,6 @@ import dataclasses
 import errno
 import select
 import socket
-import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from icmplib.utils import unique_identifier
 
 import runner.checks.protocols.sockets as sockets
 from runner.checks.protocols.icmp_sockets import NoSocket, SocketMode, open_socket
+from runner.checks.protocols.pinging import rtt_statistics
 
 PROBES_PER_HOP = 3
 HOP_WAIT_S = 1.0
@@ -70,9 +70,7 @@ class Hop:
         """Production's finalHopLatency keys: avg, min, max, stdDev (ms)."""
         if not self.rtts:
             return None
-        rtts = self.rtts
-        return {"avg": statistics.fmean(rtts), "min": min(rtts), "max": max(rtts),
-                "stdDev": statistics.stdev(rtts) if len(rtts) > 1 else 0.0}  # fmt: skip
+        return rtt_statistics(self.rtts)
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"hop_number": self.number, "main_ip": self.address, "sent": self.sent,
