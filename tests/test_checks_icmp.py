@@ -16,9 +16,13 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 import pytest
 
+from runner.checks import run_check
+from runner.checks.analysis.by_evidence import analyse_run
+from runner.checks.failures import ErrorClass, FailureKind
 from runner.checks.protocols.icmp_sockets import (
     NoSocket,
     SocketMode,
@@ -26,8 +30,9 @@ from runner.checks.protocols.icmp_sockets import (
     permission_message,
     ping_group_range,
 )
-from runner.checks.protocols.pinging import ping
+from runner.checks.protocols.pinging import PingRun, Reply, ping
 from runner.checks.protocols.tracing import trace
+from runner.models.check_definitions import parse_check_definition
 
 
 def _can_open(modes: tuple[SocketMode, ...], family: int = socket.AF_INET) -> str | None:
@@ -218,3 +223,174 @@ def test_a_trace_to_a_silent_host_stops_after_max_unknown_hops() -> None:
     assert done.returncode == 0, done.stderr
     reached, truncation, hops, elapsed = done.stdout.split()
     assert (reached, truncation, hops) == ("False", "maxUnknownHops", "2") and int(elapsed) < 3000
+
+
+# --- whole checks through the engine (run_check), judged and analysed -------------------------------
+
+
+def _check(check_type: str, request: dict[str, Any], **fields: Any) -> Any:
+    return parse_check_definition({"name": "net", "checkType": check_type, "request": request, **fields})
+
+
+@needs_ping
+def test_an_icmp_check_to_loopback_passes_its_latency_and_json_assertions() -> None:
+    assertions = [
+        {"source": "LATENCY", "property": "avg", "comparison": "LESS_THAN", "target": "100"},
+        {"source": "JSON_RESPONSE", "property": "$.packetsReceived", "comparison": "EQUALS", "target": "3"},
+    ]
+    check = _check("ICMP", {"hostname": "127.0.0.1", "pingCount": 3, "assertions": assertions})
+    started = time.monotonic()
+    attempt = run_check(check, max_run_seconds=30).final
+    assert attempt.passed and not attempt.degraded and attempt.error_class is None
+    assert [a.passed for a in attempt.assertions] == [True, True]
+    assert attempt.response_time_ms is not None and attempt.response_time_ms < 100  # the average RTT
+    assert (attempt.body_excerpt or "").startswith("3 packets transmitted, 3 received, 0% packet loss")
+    assert time.monotonic() - started < 3  # 2 intervals of 500 ms, then the last reply
+
+
+@needs_ping
+def test_a_failed_latency_assertion_fails_the_check_and_the_analysis_quotes_the_pings() -> None:
+    assertion = {"source": "LATENCY", "property": "max", "comparison": "LESS_THAN", "target": "0"}
+    attempt = run_check(_check("ICMP", {"hostname": "127.0.0.1", "pingCount": 2, "assertions": [assertion]}),
+                        max_run_seconds=30).final  # fmt: skip
+    assert (attempt.error_class, attempt.error_kind) == (ErrorClass.ASSERTION_FAILURE, FailureKind.ASSERTION)
+    assert attempt.message is not None and attempt.message.startswith("LATENCY max LESS_THAN 0: received ")
+    analysis, rule = analyse_run(attempt, attempt.message, "ICMP", "net")
+    assert rule == "rules-v1/run-assertion"
+    assert "2 packets transmitted, 2 received, 0% packet loss" in analysis.rootCause
+
+
+@needs_ping
+def test_a_stopped_icmp_check_is_cancelled_within_a_tenth_of_a_second() -> None:
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    started = time.monotonic()
+    run = run_check(_check("ICMP", {"hostname": "127.0.0.1", "pingCount": 50}), max_run_seconds=60, stop=stop)
+    assert run.cancelled and time.monotonic() - started < 0.4
+
+
+def test_packet_loss_at_the_thresholds_degrades_then_fails() -> None:
+    """The thresholds' rule on what a run saw (9 of 10, then 8 of 10 answered): production's
+    "percentage at which the monitor is marked as degraded / failed"."""
+    from runner.checks.protocols.icmp import loss_verdict
+
+    check = _check("ICMP", {"hostname": "h"})  # defaults: degraded at 10 %, failed at 20 %
+    assert loss_verdict(check, _run(received=10)) == (False, None)
+    assert loss_verdict(check, _run(received=9)) == (True, None)
+    degraded, failure = loss_verdict(check, _run(received=8))
+    assert not degraded and failure is not None and failure.kind is FailureKind.PACKET_LOSS
+    assert failure.message == (
+        "packet loss 20% reached the maxPacketLossThreshold of 20%: 8 of 10 pings answered by 10.0.0.9"
+    )
+    strict = _check("ICMP", {"hostname": "h"}, degradedPacketLossThreshold=50, maxPacketLossThreshold=90)
+    assert loss_verdict(strict, _run(received=8)) == (False, None)
+
+
+def _run(received: int) -> PingRun:
+    replies = tuple(Reply(i, i < received, 1.0 if i < received else None) for i in range(10))
+    return PingRun("h", "IPv4", 10, resolved_ip="10.0.0.9", replies=replies, packets_sent=10)
+
+
+@pytest.mark.skipif(
+    NETNS_WHY is not None or PING_WHY is not None, reason=f"SKIPPED LOUDLY: {NETNS_WHY or PING_WHY}"
+)
+def test_an_icmp_check_to_a_silent_host_fails_as_a_network_error_and_is_analysed() -> None:
+    code = (
+        "from runner.checks import run_check\n"
+        "from runner.checks.analysis.by_evidence import analyse_run\n"
+        "from runner.models.check_definitions import parse_check_definition\n"
+        "c = parse_check_definition({'name': 'db', 'checkType': 'ICMP', 'request': {'hostname': "
+        "'198.51.100.7', 'pingCount': 2}})\n"
+        "a = run_check(c, max_run_seconds=30).final\n"
+        "print(a.error_class, a.error_kind, round(a.duration_ms), a.network_failure)\n"
+        "print(a.message)\n"
+        "print(analyse_run(a, a.message, 'ICMP', 'db')[1])"
+    )
+    done = in_namespace(code)
+    assert done.returncode == 0, done.stderr
+    head, message, rule = done.stdout.splitlines()
+    error_class, kind, duration, network = head.split()
+    assert (error_class, kind, network) == ("NETWORK_ERROR", "no_reply", "True") and int(duration) < 3500
+    assert message == "no echo reply to 2 pings within 2 s each: 198.51.100.7"
+    assert rule == "rules-v1/run-no-reply"
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv") or _group_allowed(),
+    reason="SKIPPED LOUDLY: needs root and setpriv to run a process as nobody without CAP_NET_RAW",
+)
+def test_an_icmp_check_that_may_not_ping_is_a_configuration_error_never_retried() -> None:
+    code = (
+        "from runner.checks import run_check\n"
+        "from runner.models import RetryStrategy\n"
+        "from runner.models.check_definitions import parse_check_definition\n"
+        "c = parse_check_definition({'name': 'p', 'checkType': 'ICMP',\n"
+        "                            'request': {'hostname': '127.0.0.1'}})\n"
+        "r = run_check(c, max_run_seconds=30, retry=RetryStrategy(type='FIXED', baseBackoffSeconds=0, "
+        "maxRetries=2))\n"
+        "print(len(r.attempts), r.final.error_class, r.final.error_kind)"
+    )
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+            "--bounding-set=-net_raw", sys.executable, "-c", code]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "CONFIGURATION_ERROR", "no_socket_permission"]
+
+
+@needs_raw
+def test_a_traceroute_check_to_loopback_passes_hop_count_loss_and_response_time() -> None:
+    assertions = [
+        {"source": "HOP_COUNT", "comparison": "EQUALS", "target": "1"},
+        {"source": "PACKET_LOSS", "comparison": "EQUALS", "target": "0"},
+        {"source": "RESPONSE_TIME", "comparison": "LESS_THAN", "target": "500"},  # avg by default
+        {"source": "RESPONSE_TIME", "property": "max", "comparison": "LESS_THAN", "target": "500"},
+    ]
+    attempt = run_check(_check("TRACEROUTE", {"url": "127.0.0.1", "assertions": assertions}),
+                        max_run_seconds=30).final  # fmt: skip
+    assert attempt.passed, attempt.message
+    assert [a.passed for a in attempt.assertions] == [True, True, True, True]
+    assert (attempt.body_excerpt or "").startswith("1 hop, destination reached (destinationReached)")
+
+
+@needs_raw
+def test_a_traceroute_whose_final_hop_is_slower_than_max_response_time_fails_as_timeout() -> None:
+    check = _check("TRACEROUTE", {"url": "127.0.0.1", "protocol": "ICMP"}, maxResponseTime=0.001)
+    attempt = run_check(check, max_run_seconds=30).final
+    # The limit judges the final hop's average RTT, not the run (the trace still had its 10 s).
+    assert (attempt.error_class, attempt.error_kind) == (ErrorClass.TIMEOUT, FailureKind.MAX_RESPONSE_TIME)
+
+
+def test_an_sctp_traceroute_and_a_url_with_a_scheme_are_not_run() -> None:
+    sctp = run_check(_check("TRACEROUTE", {"url": "127.0.0.1", "protocol": "SCTP"}), max_run_seconds=30).final
+    assert (sctp.error_class, sctp.error_kind) == (
+        ErrorClass.CONFIGURATION_ERROR,
+        FailureKind.NOT_RUNNABLE_LOCALLY,
+    )
+    assert sctp.message is not None and "use protocol TCP, UDP or ICMP" in sctp.message
+    url = run_check(_check("TRACEROUTE", {"url": "https://example.test/"}), max_run_seconds=30).final
+    assert url.message == "request.url: a host name or IP address only, without scheme, port or path"
+
+
+@pytest.mark.skipif(
+    NETNS_WHY is not None or RAW_WHY is not None, reason=f"SKIPPED LOUDLY: {NETNS_WHY or RAW_WHY}"
+)
+def test_a_traceroute_check_that_does_not_reach_its_host_says_why_it_stopped() -> None:
+    code = (
+        "from runner.checks import run_check\n"
+        "from runner.checks.analysis.by_evidence import analyse_run\n"
+        "from runner.models.check_definitions import parse_check_definition\n"
+        "c = parse_check_definition({'name': 'path', 'checkType': 'TRACEROUTE', 'request': {'url': "
+        "'198.51.100.7', 'maxUnknownHops': 2}})\n"
+        "a = run_check(c, max_run_seconds=30).final\n"
+        "print(a.error_class, a.error_kind)\n"
+        "print(a.message)\n"
+        "print(analyse_run(a, a.message, 'TRACEROUTE', 'path')[1])"
+    )
+    done = in_namespace(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "NETWORK_ERROR destination_not_reached",
+        "destination not reached after 2 hops in a row without a reply (maxUnknownHops): 198.51.100.7 "
+        "(TCP probes); no hop answered",
+        "rules-v1/run-destination-not-reached",
+    ]

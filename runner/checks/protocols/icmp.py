@@ -46,7 +46,7 @@ class IcmpProtocol(CheckProtocol[IcmpCheckDefinition]):
             message = f"ICMP checks cannot ping from here: {run.no_socket}"
             raise NotRun(FailureKind.NO_SOCKET_PERMISSION, message)
         latency = run.latency()
-        degraded_at, failed_at = check.packet_loss_limits()
+        degraded, loss = loss_verdict(check, run)
         return Observation(
             request=summary(check, run),
             timing=TimingPhases(dns_ms=run.dns_ms, connect_ms=None, tls_ms=None, first_byte_ms=None,
@@ -55,8 +55,8 @@ class IcmpProtocol(CheckProtocol[IcmpCheckDefinition]):
             cancelled=run.cancelled,
             excerpt=transcript(run),
             values={"LATENCY": ByProperty(latency or {}), "JSON_RESPONSE": run.as_json()},
-            implicit=_loss(run, failed_at),
-            degraded=run.packets_sent > 0 and run.packet_loss >= degraded_at,
+            implicit=loss,
+            degraded=degraded,
         )  # fmt: skip
 
 
@@ -79,9 +79,11 @@ def transcript(run: PingRun) -> str:
     )
     latency = run.latency()
     if latency:
-        head += ", round-trip min/avg/max/stddev = " + "/".join(
-            f"{latency[k]:.3f}" for k in ("min", "avg", "max", "stdDev")
-        ) + " ms"
+        head += (
+            ", round-trip min/avg/max/stddev = "
+            + "/".join(f"{latency[k]:.3f}" for k in ("min", "avg", "max", "stdDev"))
+            + " ms"
+        )
     mode = run.mode.value if run.mode else "no socket"
     lines = [head, f"PING {run.hostname} ({run.resolved_ip or 'not resolved'}) over a {mode}"]
     for reply in run.replies:
@@ -112,11 +114,16 @@ def _failure(check: IcmpCheckDefinition, run: PingRun, job: Job) -> Failure | No
                    f"no echo reply to {run.packets_sent} pings within {waited} each: {where}")  # fmt: skip
 
 
-def _loss(run: PingRun, failed_at: float) -> Failure | None:
-    if not run.packets_received or run.packet_loss < failed_at:
-        return None
+def loss_verdict(check: IcmpCheckDefinition, run: PingRun) -> tuple[bool, Failure | None]:
+    """(degraded, the failure) by packet loss: at or above maxPacketLossThreshold a failure (when some
+    replies came; none at all is `no_reply`), at or above degradedPacketLossThreshold degraded."""
+    degraded_at, failed_at = check.packet_loss_limits()
+    if not run.packets_received:
+        return False, None
+    if run.packet_loss < failed_at:
+        return run.packet_loss >= degraded_at, None
     message = (
         f"packet loss {run.packet_loss:g}% reached the maxPacketLossThreshold of {failed_at:g}%: "
         f"{run.packets_received} of {run.packets_sent} pings answered by {run.resolved_ip}"
     )
-    return Failure(FailureKind.PACKET_LOSS, message, network=False)
+    return False, Failure(FailureKind.PACKET_LOSS, message, network=False)

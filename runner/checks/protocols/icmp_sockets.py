@@ -70,7 +70,7 @@ def permission_message(modes: tuple[SocketMode, ...], group_range: tuple[int, in
     shown = f"{group_range[0]} {group_range[1]}" if group_range else "not readable here"
     ping = (
         f"ping sockets are off for this process's group (gid {gid} is outside net.ipv4.ping_group_range"
-        f" = {shown}; allow it with `sysctl -w net.ipv4.ping_group_range=\"0 2147483647\"`)"
+        f' = {shown}; allow it with `sysctl -w net.ipv4.ping_group_range="0 2147483647"`)'
     )
     if modes == (SocketMode.PING,):
         return f"this process may not open an ICMP ping socket: {ping}"

@@ -248,8 +248,9 @@ def _send(listener: Any, target: sockets.Target, protocol: str, ttl: int, ident:
     kind = socket.SOCK_STREAM if protocol == "TCP" else socket.SOCK_DGRAM
     sock = socket.socket(target.family, kind)
     try:
-        level, option = (socket.IPPROTO_IPV6, socket.IPV6_UNICAST_HOPS) if six else (socket.IPPROTO_IP,
-                                                                                       socket.IP_TTL)
+        level, option = (
+            (socket.IPPROTO_IPV6, socket.IPV6_UNICAST_HOPS) if six else (socket.IPPROTO_IP, socket.IP_TTL)
+        )
         sock.setsockopt(level, option, ttl)
         sock.setblocking(False)
         sock.bind(("::", 0, 0, 0) if six else ("0.0.0.0", 0))
