@@ -9,6 +9,7 @@ never leave this machine (192.0.2.1, TEST-NET-1, is this sandbox's own gateway: 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -75,10 +76,78 @@ NAMESPACE = (
 )
 
 
-def in_namespace(code: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    """Runs Python `code` in a network namespace of its own (see NAMESPACE)."""
-    argv = ["unshare", "--net", "sh", "-c", NAMESPACE, "sh", sys.executable, "-c", code]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+# Each scenario on its own thread in one child process (one interpreter start, the waits overlap):
+# what it saw, as JSON.
+SILENT_HOST = """
+import json, threading, time
+from runner.checks import run_check
+from runner.checks.analysis.by_evidence import analyse_run
+from runner.checks.protocols.pinging import ping
+from runner.checks.protocols.tracing import trace
+from runner.models.check_definitions import parse_check_definition
+
+def check(kind, request):
+    c = parse_check_definition({"name": "net", "checkType": kind, "request": request})
+    a = run_check(c, max_run_seconds=30).final
+    rule = analyse_run(a, a.message, kind, "net")[1]
+    return {"class": str(a.error_class), "kind": str(a.error_kind), "message": a.message,
+            "ms": a.duration_ms, "network": a.network_failure, "rule": rule}
+
+def pings():
+    r = ping("198.51.100.7", "IPv4", 2, deadline=time.monotonic() + 10)
+    return {"sent": r.packets_sent, "received": r.packets_received, "loss": r.packet_loss, "ms": r.elapsed_ms}
+
+def traced():
+    t = trace("198.51.100.7", protocol="TCP", port=443, ip_family="IPv4", max_hops=30, max_unknown_hops=2,
+              ptr_lookup=True, deadline=time.monotonic() + 10)
+    return {"reached": t.reached, "truncation": t.truncation, "hops": len(t.hops), "ms": t.elapsed_ms}
+
+jobs = {"ping": pings, "trace": traced,
+        "icmp": lambda: check("ICMP", {"hostname": "198.51.100.7", "pingCount": 2}),
+        "traceroute": lambda: check("TRACEROUTE", {"url": "198.51.100.7", "maxUnknownHops": 2})}
+out = {}
+threads = [threading.Thread(target=lambda n=n, f=f: out.__setitem__(n, f())) for n, f in jobs.items()]
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps(out))
+"""
+# As nobody, without CAP_NET_RAW (setpriv): neither kind of socket.
+NO_SOCKETS = """
+import json, time
+from runner.checks import run_check
+from runner.checks.protocols.pinging import ping
+from runner.models import RetryStrategy
+from runner.models.check_definitions import parse_check_definition
+c = parse_check_definition({"name": "p", "checkType": "ICMP", "request": {"hostname": "127.0.0.1"}})
+r = run_check(c, max_run_seconds=30, retry=RetryStrategy(type="FIXED", baseBackoffSeconds=0, maxRetries=2))
+no_socket = ping("127.0.0.1", "IPv4", 1, deadline=time.monotonic() + 5).no_socket
+print(json.dumps({"no_socket": no_socket, "attempts": len(r.attempts), "class": str(r.final.error_class),
+                  "kind": str(r.final.error_kind)}))
+"""
+
+
+@pytest.fixture(scope="module")
+def silent_host() -> dict[str, Any]:
+    """The scenarios of SILENT_HOST, run in a network namespace of their own (see NAMESPACE)."""
+    if NETNS_WHY is not None or RAW_WHY is not None:
+        pytest.skip(f"SKIPPED LOUDLY: {NETNS_WHY or RAW_WHY}")
+    argv = ["unshare", "--net", "sh", "-c", NAMESPACE, "sh", sys.executable, "-c", SILENT_HOST]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    seen: dict[str, Any] = json.loads(done.stdout)
+    return seen
+
+
+@pytest.fixture(scope="module")
+def without_sockets() -> dict[str, Any]:
+    if os.geteuid() != 0 or not shutil.which("setpriv") or _group_allowed():
+        pytest.skip("SKIPPED LOUDLY: needs root and setpriv to run a process as nobody without CAP_NET_RAW")
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+            "--bounding-set=-net_raw", sys.executable, "-c", NO_SOCKETS]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    seen: dict[str, Any] = json.loads(done.stdout)
+    return seen
 
 
 # --- pings ---------------------------------------------------------------------------------------------
@@ -118,22 +187,6 @@ def test_a_name_that_does_not_resolve_sends_nothing() -> None:
     assert run.lookup_failed and run.packets_sent == 0
 
 
-@pytest.mark.skipif(
-    NETNS_WHY is not None or PING_WHY is not None, reason=f"SKIPPED LOUDLY: {NETNS_WHY or PING_WHY}"
-)
-def test_a_silent_host_loses_every_ping_and_the_run_ends_at_its_last_reply_wait() -> None:
-    code = (
-        "import time; from runner.checks.protocols.pinging import ping\n"
-        "r = ping('198.51.100.7', 'IPv4', 2, deadline=time.monotonic() + 10)\n"
-        "print(r.packets_sent, r.packets_received, r.packet_loss, round(r.elapsed_ms))"
-    )
-    done = in_namespace(code)
-    assert done.returncode == 0, done.stderr
-    sent, received, loss, elapsed = done.stdout.split()
-    # 2 pings 500 ms apart, 2 s for the last reply: lost, and over in ~2.5 s, not at the bound.
-    assert (sent, received, loss) == ("2", "0", "100.0") and 2400 <= int(elapsed) < 3500
-
-
 # --- permissions ----------------------------------------------------------------------------------------
 
 
@@ -160,23 +213,6 @@ def test_a_ping_socket_where_the_kernel_forbids_one_is_refused_with_the_sysctl()
     run = ping("127.0.0.1", "IPv4", 1, deadline=time.monotonic() + 5, modes=(SocketMode.PING,))
     assert run.no_socket is not None and run.packets_sent == 0
     assert "net.ipv4.ping_group_range" in run.no_socket and f"gid {os.getegid()}" in run.no_socket
-
-
-@pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("setpriv") or _group_allowed(),
-    reason="SKIPPED LOUDLY: needs root and setpriv to run a process as nobody without CAP_NET_RAW",
-)
-def test_a_process_without_either_socket_fails_closed_naming_both_fixes() -> None:
-    code = (
-        "import time; from runner.checks.protocols.pinging import ping\n"
-        "print(ping('127.0.0.1', 'IPv4', 1, deadline=time.monotonic() + 5).no_socket)"
-    )
-    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
-            "--bounding-set=-net_raw", sys.executable, "-c", code]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-    assert done.returncode == 0, done.stderr
-    assert "may open neither kind of ICMP socket" in done.stdout
-    assert "gid 65534 is outside net.ipv4.ping_group_range" in done.stdout and "CAP_NET_RAW" in done.stdout
 
 
 # --- traceroute -----------------------------------------------------------------------------------------
@@ -207,22 +243,6 @@ def test_sctp_probes_fail_closed_saying_which_protocols_work() -> None:
                    max_unknown_hops=15, ptr_lookup=False, deadline=time.monotonic() + 10)  # fmt: skip
     assert result.cannot_probe is not None and "use protocol TCP, UDP or ICMP" in result.cannot_probe
     assert not result.hops
-
-
-@pytest.mark.skipif(
-    NETNS_WHY is not None or RAW_WHY is not None, reason=f"SKIPPED LOUDLY: {NETNS_WHY or RAW_WHY}"
-)
-def test_a_trace_to_a_silent_host_stops_after_max_unknown_hops() -> None:
-    code = (
-        "import time; from runner.checks.protocols.tracing import trace\n"
-        "t = trace('198.51.100.7', protocol='TCP', port=443, ip_family='IPv4', max_hops=30,\n"
-        "          max_unknown_hops=2, ptr_lookup=True, deadline=time.monotonic() + 10)\n"
-        "print(t.reached, t.truncation, len(t.hops), round(t.elapsed_ms))"
-    )
-    done = in_namespace(code)
-    assert done.returncode == 0, done.stderr
-    reached, truncation, hops, elapsed = done.stdout.split()
-    assert (reached, truncation, hops) == ("False", "maxUnknownHops", "2") and int(elapsed) < 3000
 
 
 # --- whole checks through the engine (run_check), judged and analysed -------------------------------
@@ -291,52 +311,6 @@ def _run(received: int) -> PingRun:
     return PingRun("h", "IPv4", 10, resolved_ip="10.0.0.9", replies=replies, packets_sent=10)
 
 
-@pytest.mark.skipif(
-    NETNS_WHY is not None or PING_WHY is not None, reason=f"SKIPPED LOUDLY: {NETNS_WHY or PING_WHY}"
-)
-def test_an_icmp_check_to_a_silent_host_fails_as_a_network_error_and_is_analysed() -> None:
-    code = (
-        "from runner.checks import run_check\n"
-        "from runner.checks.analysis.by_evidence import analyse_run\n"
-        "from runner.models.check_definitions import parse_check_definition\n"
-        "c = parse_check_definition({'name': 'db', 'checkType': 'ICMP', 'request': {'hostname': "
-        "'198.51.100.7', 'pingCount': 2}})\n"
-        "a = run_check(c, max_run_seconds=30).final\n"
-        "print(a.error_class, a.error_kind, round(a.duration_ms), a.network_failure)\n"
-        "print(a.message)\n"
-        "print(analyse_run(a, a.message, 'ICMP', 'db')[1])"
-    )
-    done = in_namespace(code)
-    assert done.returncode == 0, done.stderr
-    head, message, rule = done.stdout.splitlines()
-    error_class, kind, duration, network = head.split()
-    assert (error_class, kind, network) == ("NETWORK_ERROR", "no_reply", "True") and int(duration) < 3500
-    assert message == "no echo reply to 2 pings within 2 s each: 198.51.100.7"
-    assert rule == "rules-v1/run-no-reply"
-
-
-@pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("setpriv") or _group_allowed(),
-    reason="SKIPPED LOUDLY: needs root and setpriv to run a process as nobody without CAP_NET_RAW",
-)
-def test_an_icmp_check_that_may_not_ping_is_a_configuration_error_never_retried() -> None:
-    code = (
-        "from runner.checks import run_check\n"
-        "from runner.models import RetryStrategy\n"
-        "from runner.models.check_definitions import parse_check_definition\n"
-        "c = parse_check_definition({'name': 'p', 'checkType': 'ICMP',\n"
-        "                            'request': {'hostname': '127.0.0.1'}})\n"
-        "r = run_check(c, max_run_seconds=30, retry=RetryStrategy(type='FIXED', baseBackoffSeconds=0, "
-        "maxRetries=2))\n"
-        "print(len(r.attempts), r.final.error_class, r.final.error_kind)"
-    )
-    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
-            "--bounding-set=-net_raw", sys.executable, "-c", code]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["1", "CONFIGURATION_ERROR", "no_socket_permission"]
-
-
 @needs_raw
 def test_a_traceroute_check_to_loopback_passes_hop_count_loss_and_response_time() -> None:
     assertions = [
@@ -371,26 +345,58 @@ def test_an_sctp_traceroute_and_a_url_with_a_scheme_are_not_run() -> None:
     assert url.message == "request.url: a host name or IP address only, without scheme, port or path"
 
 
-@pytest.mark.skipif(
-    NETNS_WHY is not None or RAW_WHY is not None, reason=f"SKIPPED LOUDLY: {NETNS_WHY or RAW_WHY}"
-)
-def test_a_traceroute_check_that_does_not_reach_its_host_says_why_it_stopped() -> None:
-    code = (
-        "from runner.checks import run_check\n"
-        "from runner.checks.analysis.by_evidence import analyse_run\n"
-        "from runner.models.check_definitions import parse_check_definition\n"
-        "c = parse_check_definition({'name': 'path', 'checkType': 'TRACEROUTE', 'request': {'url': "
-        "'198.51.100.7', 'maxUnknownHops': 2}})\n"
-        "a = run_check(c, max_run_seconds=30).final\n"
-        "print(a.error_class, a.error_kind)\n"
-        "print(a.message)\n"
-        "print(analyse_run(a, a.message, 'TRACEROUTE', 'path')[1])"
-    )
-    done = in_namespace(code)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [
-        "NETWORK_ERROR destination_not_reached",
+# --- a silent host (a network namespace) and a process without sockets ----------------------------------
+
+
+def test_a_silent_host_loses_every_ping_and_the_run_ends_at_its_last_reply_wait(
+    silent_host: dict[str, Any],
+) -> None:
+    seen = silent_host["ping"]
+    # 2 pings 500 ms apart, 2 s for the last reply: lost, and over in ~2.5 s, not at the bound.
+    assert (seen["sent"], seen["received"], seen["loss"]) == (2, 0, 100.0) and 2400 <= seen["ms"] < 3500
+
+
+def test_an_icmp_check_to_a_silent_host_fails_as_a_network_error_and_is_analysed(
+    silent_host: dict[str, Any],
+) -> None:
+    seen = silent_host["icmp"]
+    assert (seen["class"], seen["kind"], seen["network"]) == ("NETWORK_ERROR", "no_reply", True)
+    assert seen["message"] == "no echo reply to 2 pings within 2 s each: 198.51.100.7"
+    assert seen["rule"] == "rules-v1/run-no-reply" and seen["ms"] < 3500
+
+
+def test_a_trace_to_a_silent_host_stops_after_max_unknown_hops(silent_host: dict[str, Any]) -> None:
+    seen = silent_host["trace"]
+    assert (seen["reached"], seen["truncation"], seen["hops"]) == (False, "maxUnknownHops", 2)
+    assert seen["ms"] < 3000  # two hops of 1 s each
+
+
+def test_a_traceroute_check_that_does_not_reach_its_host_says_why_it_stopped(
+    silent_host: dict[str, Any],
+) -> None:
+    seen = silent_host["traceroute"]
+    assert (seen["class"], seen["kind"]) == ("NETWORK_ERROR", "destination_not_reached")
+    assert seen["message"] == (
         "destination not reached after 2 hops in a row without a reply (maxUnknownHops): 198.51.100.7 "
-        "(TCP probes); no hop answered",
-        "rules-v1/run-destination-not-reached",
-    ]
+        "(TCP probes); no hop answered"
+    )
+    assert seen["rule"] == "rules-v1/run-destination-not-reached"
+
+
+def test_a_process_without_either_socket_fails_closed_naming_both_fixes(
+    without_sockets: dict[str, Any],
+) -> None:
+    message = without_sockets["no_socket"]
+    assert "may open neither kind of ICMP socket" in message
+    assert "gid 65534 is outside net.ipv4.ping_group_range" in message and "CAP_NET_RAW" in message
+
+
+def test_an_icmp_check_that_may_not_ping_is_a_configuration_error_never_retried(
+    without_sockets: dict[str, Any],
+) -> None:
+    seen = without_sockets
+    assert (seen["attempts"], seen["class"], seen["kind"]) == (
+        1,
+        "CONFIGURATION_ERROR",
+        "no_socket_permission",
+    )
