@@ -17,9 +17,11 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import CI_PREFIXES, run_here
 
 from runner.checks import run_check
 from runner.checks.analysis.by_evidence import analyse_run
@@ -400,3 +402,36 @@ def test_an_icmp_check_that_may_not_ping_is_a_configuration_error_never_retried(
         "CONFIGURATION_ERROR",
         "no_socket_permission",
     )
+
+
+# --- a world of them, as a user runs it ------------------------------------------------------------------
+
+WORLD = """settings: {speed: 1, analysisDelaySeconds: 0}
+accounts:
+  - id: 7d3e5c1a-2b4f-4a6e-9c8d-0e1f2a3b4c5d
+    name: net
+    keys: [{key: tsk_demo_icmp_checks_1234567, role: read-write}]
+    checks:
+      - {id: i1, name: Loopback ping, checkType: ICMP, tags: [net], request: {hostname: 127.0.0.1,
+         pingCount: 2, assertions: [{source: LATENCY, property: avg, comparison: LESS_THAN, target: "50"}]}}
+      - {id: t1, name: Loopback path, checkType: TRACEROUTE, tags: [net], request: {url: 127.0.0.1,
+         assertions: [{source: HOP_COUNT, comparison: EQUALS, target: "1"}]}}
+      - {id: h1, name: Nightly backup, checkType: HEARTBEAT, tags: [net]}
+"""
+
+
+@needs_raw
+def test_a_world_of_icmp_traceroute_and_heartbeat_checks_runs_with_the_gate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith((*CI_PREFIXES, "TESTSESSION_")) and k != "CI"
+    }
+    (tmp_path / "world.yml").write_text(WORLD, encoding="utf-8")
+    argv = ["run", "--emulator", "--world", "world.yml", "--tag", "net", "--location", "eu-west-1"]
+    ran = run_here(argv, {**env, "TESTSESSION_API_KEY": "tsk_demo_icmp_checks_1234567"}, tmp_path)
+    assert ran.returncode == 1, ran.stderr  # the heartbeat cannot run here: an error, which fails the gate
+    results = json.loads((tmp_path / "testsession-reports" / "results.json").read_text(encoding="utf-8"))
+    verdicts = {r["name"]: r["verdict"] for r in results["sessions"][0]["results"]}
+    assert verdicts == {"Loopback ping": "passed", "Loopback path": "passed", "Nightly backup": "error"}
+    assert "HEARTBEAT checks cannot run locally: a heartbeat monitor is passive" in ran.stdout
