@@ -104,7 +104,15 @@ def traced():
               ptr_lookup=True, deadline=time.monotonic() + 10)
     return {"reached": t.reached, "truncation": t.truncation, "hops": len(t.hops), "ms": t.elapsed_ms}
 
-jobs = {"ping": pings, "trace": traced,
+def stopped():
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    start = time.monotonic()
+    t = trace("198.51.100.7", protocol="UDP", port=33434, ip_family="IPv4", max_hops=30, max_unknown_hops=15,
+              ptr_lookup=False, deadline=time.monotonic() + 10, stop=stop)
+    return {"cancelled": t.cancelled, "ms": (time.monotonic() - start) * 1000}
+
+jobs = {"ping": pings, "trace": traced, "stopped": stopped,
         "icmp": lambda: check("ICMP", {"hostname": "198.51.100.7", "pingCount": 2}),
         "traceroute": lambda: check("TRACEROUTE", {"url": "198.51.100.7", "maxUnknownHops": 2})}
 out = {}
@@ -371,6 +379,11 @@ def test_a_trace_to_a_silent_host_stops_after_max_unknown_hops(silent_host: dict
     seen = silent_host["trace"]
     assert (seen["reached"], seen["truncation"], seen["hops"]) == (False, "maxUnknownHops", 2)
     assert seen["ms"] < 3000  # two hops of 1 s each
+
+
+def test_a_stop_ends_a_trace_within_a_tenth_of_a_second(silent_host: dict[str, Any]) -> None:
+    seen = silent_host["stopped"]
+    assert seen["cancelled"] and seen["ms"] < 400  # stopped at 300 ms, mid-hop
 
 
 def test_a_traceroute_check_that_does_not_reach_its_host_says_why_it_stopped(

@@ -284,7 +284,9 @@ def _collect(
         now = time.monotonic()
         if now >= until:
             return
-        connecting = [p.sock for p in probes if p.sock is not None and p.source is None]
+        # TCP: a probe's own socket says SYN-ACK (connected) or RST (refused); a UDP one says nothing.
+        tcp = protocol == "TCP"
+        connecting = [p.sock for p in probes if tcp and p.sock is not None and p.source is None]
         wait = max(0.0, min(sockets.SLICE, until - now))
         ready_r, ready_w, _ = select.select([listener.sock], connecting, [], wait)
         for probe in probes:
