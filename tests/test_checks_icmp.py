@@ -78,6 +78,40 @@ NAMESPACE = (
 )
 
 
+# A route through a router, all in namespaces of the test's own: A (198.51.100.1, where the trace
+# runs) -> R (198.51.100.2 | 203.0.113.1, forwarding, ICMP not rate-limited) -> S (203.0.113.2). R and
+# S are `unshare --net sleep` children (ended at the end, and by themselves within 30 s).
+ROUTED = (
+    "set -e; ip link set lo up; unshare --net sleep 30 & R=$!; unshare --net sleep 30 & S=$!; sleep 0.2; "
+    "ip link add a0 type veth peer name r0; ip link set r0 netns $R; "
+    "nsenter -t $R -n ip link add r1 type veth peer name s0; nsenter -t $R -n ip link set s0 netns $S; "
+    "ip addr add 198.51.100.1/24 dev a0; ip link set a0 up; ip route add default via 198.51.100.2; "
+    "nsenter -t $R -n sh -c 'ip link set lo up; ip addr add 198.51.100.2/24 dev r0; ip link set r0 up; "
+    "ip addr add 203.0.113.1/24 dev r1; ip link set r1 up; sysctl -qw net.ipv4.ip_forward=1; "
+    "sysctl -qw net.ipv4.icmp_ratelimit=0'; "
+    "nsenter -t $S -n sh -c 'ip link set lo up; ip addr add 203.0.113.2/24 dev s0; ip link set s0 up; "
+    "ip route add default via 203.0.113.1'; "
+    'set +e; "$@"; status=$?; kill $R $S; exit $status'
+)
+TRACES = """
+import json, time
+from runner.checks import run_check
+from runner.checks.protocols.tracing import trace
+from runner.models.check_definitions import parse_check_definition
+out = {}
+for protocol, port in (("TCP", 443), ("UDP", 33434), ("ICMP", 443)):
+    t = trace("203.0.113.2", protocol=protocol, port=port, ip_family="IPv4", max_hops=5, max_unknown_hops=3,
+              ptr_lookup=False, deadline=time.monotonic() + 10)
+    out[protocol] = {"reached": t.reached, "hops": [[h.address, h.received] for h in t.hops]}
+c = parse_check_definition({"name": "path", "checkType": "TRACEROUTE", "request": {"url": "203.0.113.2",
+    "assertions": [{"source": "HOP_COUNT", "comparison": "EQUALS", "target": "2"},
+                   {"source": "PACKET_LOSS", "comparison": "EQUALS", "target": "0"}]}})
+a = run_check(c, max_run_seconds=30).final
+out["check"] = {"passed": a.passed, "message": a.message, "excerpt": a.body_excerpt}
+print(json.dumps(out))
+"""
+
+
 # Each scenario on its own thread in one child process (one interpreter start, the waits overlap):
 # what it saw, as JSON.
 SILENT_HOST = """
@@ -142,6 +176,18 @@ def silent_host() -> dict[str, Any]:
     if NETNS_WHY is not None or RAW_WHY is not None:
         pytest.skip(f"SKIPPED LOUDLY: {NETNS_WHY or RAW_WHY}")
     argv = ["unshare", "--net", "sh", "-c", NAMESPACE, "sh", sys.executable, "-c", SILENT_HOST]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    seen: dict[str, Any] = json.loads(done.stdout)
+    return seen
+
+
+@pytest.fixture(scope="module")
+def routed() -> dict[str, Any]:
+    """TRACES run in A, two hops from S (see ROUTED)."""
+    if NETNS_WHY is not None or RAW_WHY is not None or not shutil.which("nsenter"):
+        pytest.skip(f"SKIPPED LOUDLY: {NETNS_WHY or RAW_WHY or 'needs nsenter'}")
+    argv = ["unshare", "--net", "sh", "-c", ROUTED, "sh", sys.executable, "-c", TRACES]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     seen: dict[str, Any] = json.loads(done.stdout)
@@ -379,6 +425,24 @@ def test_a_trace_to_a_silent_host_stops_after_max_unknown_hops(silent_host: dict
     seen = silent_host["trace"]
     assert (seen["reached"], seen["truncation"], seen["hops"]) == (False, "maxUnknownHops", 2)
     assert seen["ms"] < 3000  # two hops of 1 s each
+
+
+@pytest.mark.parametrize("protocol", ["TCP", "UDP", "ICMP"])
+def test_a_trace_through_a_router_names_the_router_then_reaches_the_host(
+    routed: dict[str, Any], protocol: str
+) -> None:
+    # The router's Time Exceeded is matched to the probe by the ports it quotes (TCP, UDP) or by the
+    # echo's id and sequence (ICMP); the host by SYN-ACK/RST, port unreachable, echo reply.
+    assert routed[protocol] == {"reached": True, "hops": [["198.51.100.2", 3], ["203.0.113.2", 3]]}
+
+
+def test_a_traceroute_check_through_a_router_counts_its_hops(routed: dict[str, Any]) -> None:
+    seen = routed["check"]
+    assert seen["passed"], seen["message"]
+    head, first, second = seen["excerpt"].splitlines()
+    assert head.startswith("2 hops, destination reached (destinationReached); traceroute to 203.0.113.2")
+    assert first.startswith("1  198.51.100.2  ") and first.endswith(" ms, 0% loss")
+    assert second.startswith("2  203.0.113.2  ") and second.endswith(" ms, 0% loss")
 
 
 def test_a_stop_ends_a_trace_within_a_tenth_of_a_second(silent_host: dict[str, Any]) -> None:

@@ -135,6 +135,7 @@ class _Probe:
     wall: float  # time.time() at send (icmplib stamps replies with the wall clock)
     key: tuple[int, int]  # what the ICMP error quotes: (src port, dst port) or (id, sequence)
     sock: socket.socket | None = None  # TCP: its own connecting socket
+    settled: bool = False  # TCP: its connect ended (SO_ERROR is read once: the kernel clears it)
     rtt_ms: float | None = None
     source: str | None = None
     reached: bool = False
@@ -286,13 +287,18 @@ def _collect(
             return
         # TCP: a probe's own socket says SYN-ACK (connected) or RST (refused); a UDP one says nothing.
         tcp = protocol == "TCP"
-        connecting = [p.sock for p in probes if tcp and p.sock is not None and p.source is None]
+        connecting = [
+            p.sock for p in probes if tcp and p.sock is not None and not p.settled and p.source is None
+        ]
         wait = max(0.0, min(sockets.SLICE, until - now))
         ready_r, ready_w, _ = select.select([listener.sock], connecting, [], wait)
         for probe in probes:
-            if probe.sock is not None and probe.sock in ready_w and probe.source is None:
+            if probe.sock is not None and probe.sock in ready_w and not probe.settled:
+                probe.settled = True
                 code = probe.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-                if code in (0, errno.ECONNREFUSED):  # SYN-ACK or RST: the destination answered
+                # SYN-ACK or RST: the destination answered. Any other error (EHOSTUNREACH for a
+                # router's Time Exceeded) is read from the ICMP message itself, on the raw socket.
+                if code in (0, errno.ECONNREFUSED) and probe.source is None:
                     _answered(probe, destination, time.monotonic(), reached=True)
         if ready_r:
             _read(listener, family, destination, protocol, probes)
