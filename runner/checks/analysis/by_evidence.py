@@ -285,7 +285,7 @@ def _assertion(f: _Facts) -> tuple[Analysis, str]:
             evidence=f.artifacts(
                 f"The answer of {f.target}{':' if status else ''}{status}{said}; the {what} failed: {detail}."
             ),
-            referenceLinks=[LINKS["assertions"]],
+            referenceLinks=[LINKS["assertions"], *_PATH_DOCS.get(f.kind, ())],
         ),
         "run-assertion",
     )
@@ -541,6 +541,7 @@ _TRACEROUTE_DOCS = ReferenceLink(
     url="https://www.checklyhq.com/docs/detect/uptime-monitoring/traceroute-monitors/overview/",
     title="Traceroute monitors: troubleshooting",
 )
+_PATH_DOCS = {"ICMP": (_ICMP_DOCS,), "TRACEROUTE": (_TRACEROUTE_DOCS,)}
 # kind: (classification, why, fix, reference); `{at}` is the address pinged or traced.
 _PATH_RULES: dict[FailureKind, tuple[str, str, str, ReferenceLink]] = {
     FailureKind.NO_REPLY: (
