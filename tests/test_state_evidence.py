@@ -8,12 +8,10 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from checks_servers import HttpServer, start_http
+from checks_servers import HttpServer
 from test_real_sessions import ACCOUNT, KEY, Api, api, attempts, finals, status, world
 
 from runner.checks import ErrorClass, FailureKind, run_check
@@ -25,13 +23,6 @@ from runner.job.events import Where
 from runner.models.check_definitions import parse_check_definition
 
 RETRY_ONCE = {"type": "FIXED", "baseBackoffSeconds": 0, "maxRetries": 1, "maxDurationSeconds": 60}
-
-
-@pytest.fixture(scope="module")
-def web() -> Iterator[HttpServer]:
-    server = start_http()
-    yield server
-    server.stop()
 
 
 def failing_world(web: HttpServer, **request: Any) -> dict[str, Any]:
