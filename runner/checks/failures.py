@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 T = TypeVar("T", bound="_Text")
 
@@ -128,6 +128,12 @@ _CLASS_OF: dict[FailureKind, ErrorClass] = {
     FailureKind.SCRIPT: ErrorClass.SCRIPT_ERROR,
     **dict.fromkeys(_CONFIGURATION, ErrorClass.CONFIGURATION_ERROR),
 }
+
+
+def assert_never(value: NoReturn) -> NoReturn:
+    """The end of an exhaustive `match` on a kind or a class: mypy fails where a member is not handled
+    (typing.assert_never, which Python 3.10 does not have)."""
+    raise AssertionError(f"unhandled: {value!r}")
 
 
 @dataclass(frozen=True)
