@@ -35,7 +35,7 @@ from runner.checks.protocols.icmp_sockets import (
 )
 from runner.checks.protocols.pinging import PingRun, Reply, ping
 from runner.checks.protocols.tracing import trace
-from runner.models.check_definitions import parse_check_definition
+from runner.models.check_definitions import IcmpCheckDefinition, parse_check_definition
 
 
 def _can_open(modes: tuple[SocketMode, ...], family: int = socket.AF_INET) -> str | None:
@@ -97,7 +97,7 @@ TRACES = """
 import json, time
 from runner.checks import run_check
 from runner.checks.protocols.tracing import trace
-from runner.models.check_definitions import parse_check_definition
+from runner.models.check_definitions import IcmpCheckDefinition, parse_check_definition
 out = {}
 for protocol, port in (("TCP", 443), ("UDP", 33434), ("ICMP", 443)):
     t = trace("203.0.113.2", protocol=protocol, port=port, ip_family="IPv4", max_hops=5, max_unknown_hops=3,
@@ -120,7 +120,7 @@ from runner.checks import run_check
 from runner.checks.analysis.by_evidence import analyse_run
 from runner.checks.protocols.pinging import ping
 from runner.checks.protocols.tracing import trace
-from runner.models.check_definitions import parse_check_definition
+from runner.models.check_definitions import IcmpCheckDefinition, parse_check_definition
 
 def check(kind, request):
     c = parse_check_definition({"name": "net", "checkType": kind, "request": request})
@@ -161,7 +161,7 @@ import json, time
 from runner.checks import run_check
 from runner.checks.protocols.pinging import ping
 from runner.models import RetryStrategy
-from runner.models.check_definitions import parse_check_definition
+from runner.models.check_definitions import IcmpCheckDefinition, parse_check_definition
 c = parse_check_definition({"name": "p", "checkType": "ICMP", "request": {"hostname": "127.0.0.1"}})
 r = run_check(c, max_run_seconds=30, retry=RetryStrategy(type="FIXED", baseBackoffSeconds=0, maxRetries=2))
 no_socket = ping("127.0.0.1", "IPv4", 1, deadline=time.monotonic() + 5).no_socket
@@ -523,3 +523,20 @@ def test_a_world_of_icmp_traceroute_and_heartbeat_checks_runs_with_the_gate(
     verdicts = {r["name"]: r["verdict"] for r in results["sessions"][0]["results"]}
     assert verdicts == {"Loopback ping": "passed", "Loopback path": "passed", "Nightly backup": "error"}
     assert "HEARTBEAT checks cannot run locally: a heartbeat monitor is passive" in ran.stdout
+
+
+def test_an_exported_icmp_check_keeps_its_packet_loss_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Left out, the defaults (10 / 20 %) would pass here a run that production fails at 5 %."""
+    from runner.emulator.core.export import export_world
+    from runner.emulator.core.world import parse_world_text
+
+    monkeypatch.setenv("TESTSESSION_API_KEY", "tsk_export_icmp_1234567")
+    definition = {
+        "id": "a", "name": "ping", "checkType": "ICMP", "degradedPacketLossThreshold": 2,
+        "maxPacketLossThreshold": 5, "request": {"hostname": "127.0.0.1", "pingCount": 20},
+    }  # fmt: skip
+    exported = export_world([definition], account_id="7d3e5c1a-2b4f-4a6e-9c8d-0e1f2a3b4c5d")
+    assert [c.reason for c in exported.checks] == [None]  # runs here
+    (check,) = parse_world_text(exported.text).accounts[0].checks
+    loaded = check.definition()
+    assert isinstance(loaded, IcmpCheckDefinition) and loaded.packet_loss_limits() == (2, 5)
