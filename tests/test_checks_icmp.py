@@ -74,7 +74,9 @@ NAMESPACE = (
     "ip link set lo up && ip link add v0 type veth peer name v1 && ip addr add 198.51.100.1/24 dev v0 && "
     "ip link set v0 up && ip link set v1 up && "
     # 198.51.100.7 answers nothing: its frames go to the peer, which has no address (silent loss).
-    'ip neigh add 198.51.100.7 lladdr 02:00:00:00:00:09 dev v0 nud permanent && exec "$@"'
+    "ip neigh add 198.51.100.7 lladdr 02:00:00:00:00:09 dev v0 nud permanent && "
+    # Ping sockets allowed for every group in this namespace only (the sysctl is per namespace).
+    "sysctl -qw net.ipv4.ping_group_range='0 2147483647' && exec \"$@\""
 )
 
 
@@ -146,7 +148,12 @@ def stopped():
               ptr_lookup=False, deadline=time.monotonic() + 10, stop=stop)
     return {"cancelled": t.cancelled, "ms": (time.monotonic() - set_at[0]) * 1000}
 
-jobs = {"ping": pings, "trace": traced, "stopped": stopped,
+def unprivileged():
+    from runner.checks.protocols.icmp_sockets import SocketMode
+    r = ping("127.0.0.1", "IPv4", 3, deadline=time.monotonic() + 5, interval=0.05, modes=(SocketMode.PING,))
+    return {"mode": r.mode.value if r.mode else r.no_socket, "received": r.packets_received}
+
+jobs = {"ping": pings, "trace": traced, "stopped": stopped, "unprivileged": unprivileged,
         "icmp": lambda: check("ICMP", {"hostname": "198.51.100.7", "pingCount": 2}),
         "traceroute": lambda: check("TRACEROUTE", {"url": "198.51.100.7", "maxUnknownHops": 2})}
 out = {}
@@ -421,6 +428,14 @@ def test_a_silent_host_loses_every_ping_and_the_run_ends_at_its_last_reply_wait(
     seen = silent_host["ping"]
     # 2 pings 500 ms apart, 2 s for the last reply: lost, and over in ~2.5 s, not at the bound.
     assert (seen["sent"], seen["received"], seen["loss"]) == (2, 0, 100.0) and 2400 <= seen["ms"] < 3500
+
+
+def test_where_the_kernel_allows_ping_sockets_they_are_used_without_privilege(
+    silent_host: dict[str, Any],
+) -> None:
+    # The namespace's ping_group_range admits every group: an unprivileged ping socket, whose replies
+    # the kernel matches by the socket's own identifier.
+    assert silent_host["unprivileged"] == {"mode": "ping socket", "received": 3}
 
 
 def test_an_icmp_check_to_a_silent_host_fails_as_a_network_error_and_is_analysed(
