@@ -555,3 +555,14 @@ def test_an_exported_icmp_check_keeps_its_packet_loss_limits(monkeypatch: pytest
     (check,) = parse_world_text(exported.text).accounts[0].checks
     loaded = check.definition()
     assert isinstance(loaded, IcmpCheckDefinition) and loaded.packet_loss_limits() == (2, 5)
+
+
+@pytest.mark.parametrize("check_type", ["ICMP", "TRACEROUTE"])
+def test_should_fail_is_refused_where_production_does_not_say_what_it_does(check_type: str) -> None:
+    request = {"hostname": "127.0.0.1"} if check_type == "ICMP" else {"url": "127.0.0.1"}
+    attempt = run_check(_check(check_type, request, shouldFail=True), max_run_seconds=30).final
+    assert (attempt.error_kind, attempt.message) == (
+        FailureKind.INVALID_DEFINITION,
+        f"shouldFail: not run here for {check_type} checks (production's docs do not say what it does to "
+        "them); leave it out or false",
+    )

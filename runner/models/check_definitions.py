@@ -481,6 +481,15 @@ def _host_only(field: str, host: str) -> list[str]:
     return []
 
 
+def _no_should_fail(check: CheckDefinition) -> list[str]:
+    """ICMP and traceroute monitors carry shouldFail, but production's docs do not say what it does
+    to them: run as if it were unset, a check could pass here that production fails. Refused (ours)."""
+    if not check.shouldFail:
+        return []
+    return [f"shouldFail: not run here for {check.checkType} checks (production's docs do not say what it "
+            "does to them); leave it out or false"]  # fmt: skip
+
+
 def _latency_properties(source: str, assertions: list[Assertion], default: str | None) -> list[str]:
     """LATENCY (ICMP) and RESPONSE_TIME (traceroute) read one RTT statistic named by `property`."""
     out = []
@@ -520,7 +529,7 @@ class IcmpCheckDefinition(CheckDefinition):
 
     def problems(self) -> list[str]:
         r = self.request
-        out = _host_only("request.hostname", r.hostname)
+        out = _host_only("request.hostname", r.hostname) + _no_should_fail(self)
         out += _one_of("request.ipFamily", r.ipFamily, IP_FAMILIES)
         out += _range("request.pingCount", r.pingCount, 1, 50)
         for name in ("degradedPacketLossThreshold", "maxPacketLossThreshold"):
@@ -545,7 +554,7 @@ class TracerouteCheckDefinition(CheckDefinition):
 
     def problems(self) -> list[str]:
         r = self.request
-        out = _host_only("request.url", r.url)
+        out = _host_only("request.url", r.url) + _no_should_fail(self)
         out += _one_of("request.protocol", r.protocol, TRACEROUTE_PROTOCOLS)
         out += _one_of("request.ipFamily", r.ipFamily, IP_FAMILIES)
         if r.port is not None:
