@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from checks_servers import free_port
+from test_build import gone, shop_command
 from test_ci_github import REPO, parse_outputs, run_action
-from test_local_checks_example import Shop
 
 from runner.cli.action import InputError, build_argv
 from runner.emulator import Emulator
@@ -39,68 +40,109 @@ def test_rerun_failed_input_becomes_the_flag() -> None:
     assert "--rerun-failed" not in build_argv({"INPUT_RERUN_FAILED": ""})
 
 
-def test_emulator_state_input_becomes_the_flag() -> None:
-    inputs = {"INPUT_SPEC": "s.yml", "INPUT_EMULATOR": "true", "INPUT_EMULATOR_STATE": " .ts/state.db "}
-    argv = build_argv(inputs)
-    assert argv == ["run", "s.yml", "--emulator", "--state", ".ts/state.db"]
-    assert "--state" not in build_argv({"INPUT_EMULATOR": "true", "INPUT_EMULATOR_STATE": ""})
+def test_local_check_inputs_become_the_flags() -> None:
+    inputs = {
+        "INPUT_CHECKS": " ci/checks.yml ",
+        "INPUT_STATE": ".ts/state.db",
+        "INPUT_BUILD_COMMAND": "npm start -- --port 3000",
+        "INPUT_BUILD_URL": "http://127.0.0.1:3000/health",
+        "INPUT_BUILD_TIMEOUT": "90",
+    }
+    assert build_argv(inputs) == [
+        "run", "--checks", "ci/checks.yml", "--state", ".ts/state.db",
+        "--build-command", "npm start -- --port 3000", "--build-url", "http://127.0.0.1:3000/health",
+        "--build-timeout", "90",
+    ]  # fmt: skip
+    # With checks, emulator: "true" (as an older workflow may say) adds nothing: checks run locally.
+    assert build_argv({"INPUT_CHECKS": "c.yml", "INPUT_EMULATOR": "true"}) == ["run", "--checks", "c.yml"]
+    assert build_argv({"INPUT_BUILD_URL": "http://127.0.0.1:1/"}) == [
+        "run",
+        "--build-url",
+        "http://127.0.0.1:1/",
+    ]
+    assert build_argv({"INPUT_VERBOSE": "true"}) == ["run", "--verbose"]
+    with pytest.raises(InputError, match=r"^input build-command: needs build-url"):
+        build_argv({"INPUT_CHECKS": "c.yml", "INPUT_BUILD_COMMAND": "npm start"})
+    with pytest.raises(InputError, match=r"^input build-timeout: expected seconds, got 'soon'"):
+        build_argv({"INPUT_BUILD_URL": "http://127.0.0.1:1/", "INPUT_BUILD_TIMEOUT": "soon"})
+    with pytest.raises(InputError, match=r"^inputs checks and world: give one of them"):
+        build_argv({"INPUT_CHECKS": "c.yml", "INPUT_WORLD": "w.yml"})
+    with pytest.raises(InputError, match=r"^input state: only with checks, world or demo"):
+        build_argv({"INPUT_STATE": "s.db"})
 
 
-def test_emulator_world_input_becomes_the_flag_and_needs_the_emulator() -> None:
-    inputs = {"INPUT_SPEC": "s.yml", "INPUT_EMULATOR": "true", "INPUT_EMULATOR_WORLD": " ci/world.yml "}
-    assert build_argv(inputs) == ["run", "s.yml", "--emulator", "--world", "ci/world.yml"]
-    assert "--world" not in build_argv({"INPUT_EMULATOR": "true", "INPUT_EMULATOR_WORLD": ""})
+def test_the_old_emulator_inputs_still_work_as_world_and_state() -> None:
+    old = {"INPUT_SPEC": "s.yml", "INPUT_EMULATOR": "true", "INPUT_EMULATOR_WORLD": " ci/world.yml ",
+           "INPUT_EMULATOR_STATE": ".ts/state.db"}  # fmt: skip
+    new = {"INPUT_SPEC": "s.yml", "INPUT_WORLD": "ci/world.yml", "INPUT_STATE": ".ts/state.db"}
+    expected = ["run", "s.yml", "--emulator", "--world", "ci/world.yml", "--state", ".ts/state.db"]
+    assert build_argv(old) == build_argv(new) == build_argv({**old, **new}) == expected
+    with pytest.raises(
+        InputError, match=r"^input world: give world or emulator-world .its old name., not both"
+    ):
+        build_argv({"INPUT_WORLD": "a.yml", "INPUT_EMULATOR_WORLD": "b.yml"})
+    action = yaml.safe_load((REPO / "action.yml").read_text())
     for name in ("emulator-world", "emulator-state"):
-        variable = f"INPUT_{name.upper().replace('-', '_')}"
-        for emulator in ("", "false"):
-            with pytest.raises(InputError, match=f'^input {name}: only with emulator: "true"'):
-                build_argv({"INPUT_EMULATOR": emulator, variable: "x"})
+        assert "deprecated" in action["inputs"][name]["deprecationMessage"]
 
 
-def test_emulator_world_without_the_emulator_is_a_usage_error_with_outputs(tmp_path: Path) -> None:
-    proc, output, _ = run_action(tmp_path, {"emulator-world": "ci/world.yml"})
+def test_the_demo_is_run_only_when_asked_for() -> None:
+    assert build_argv({"INPUT_DEMO": "true"}) == ["run", "--emulator", "--demo"]
+    assert build_argv({"INPUT_DEMO": "true", "INPUT_EMULATOR": "true"}) == ["run", "--emulator", "--demo"]
+    for inputs in ({"INPUT_EMULATOR": "true"}, {"INPUT_EMULATOR": "true", "INPUT_SPEC": "s.yml"}):
+        with pytest.raises(InputError, match=r'^input emulator: "true" without checks or world'):
+            build_argv(inputs)
+
+
+def test_emulator_alone_is_a_usage_error_naming_checks_with_outputs(tmp_path: Path) -> None:
+    proc, output, _ = run_action(
+        tmp_path, {"spec": str(REPO / "examples" / "testsession.yml"), "emulator": "true"}
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        'testsession: error: input emulator-world: only with emulator: "true" '
-        "(it is the world file the embedded emulator runs)"
+        'testsession: error: input emulator: "true" without checks or world would run the shipped demo '
+        "world, whose results are scripted, not your build's: give checks: FILE (your checks, run "
+        'against your build), or demo: "true" when the demo is meant'
     )
     outputs = parse_outputs(output.read_text())
     assert (outputs["status"], outputs["exit-code"]) == ("usage-error", "2")
+    assert "checks: FILE" in (tmp_path / "testsession-reports" / "summary.md").read_text()
 
 
-def test_the_action_runs_the_users_world_against_the_build_on_the_runner(
+def test_the_action_starts_the_build_and_runs_the_users_world_against_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The local-checks job of examples/github-workflow.yml: a build started on the runner (the
-    broken shop), its world's checks executed for real, the state file where the cache keeps it."""
-    shop = Shop(broken=True)
-    try:
-        assert shop.banner.startswith("shop ("), shop.banner
-        # Where the build listens, as the job's environment says it (read by the spec and the world).
-        monkeypatch.setenv("SHOP_URL", f"http://127.0.0.1:{shop.port}")
-        monkeypatch.setenv("SHOP_TCP_PORT", str(shop.tcp_port))
-        monkeypatch.setenv("SHOP_DNS_PORT", str(shop.dns_port))
-        examples = REPO / "examples"
-        proc, output, summary = run_action(
-            tmp_path,
-            {
-                "spec": str(examples / "local-checks-spec.yml"),
-                "emulator": "true",
-                "emulator-world": str(examples / "local-checks.yml"),
-                "emulator-state": ".testsession/state.db",
-            },
-        )
-    finally:
-        shop.stop()
+    """The local-checks job of examples/github-workflow.yml: the build (the broken shop) started by
+    the action's build-command and awaited at build-url, its world's checks executed for real, the
+    state file where the cache keeps it, and the build stopped when the step ends."""
+    port, tcp_port, dns_port = free_port(), free_port(), free_port()
+    # Where the build listens, as the job's environment says it (read by the spec and the world).
+    monkeypatch.setenv("SHOP_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("SHOP_TCP_PORT", str(tcp_port))
+    monkeypatch.setenv("SHOP_DNS_PORT", str(dns_port))
+    examples = REPO / "examples"
+    proc, output, summary = run_action(
+        tmp_path,
+        {
+            "spec": str(examples / "local-checks-spec.yml"),
+            "world": str(examples / "local-checks.yml"),
+            "state": ".testsession/state.db",
+            "build-command": shop_command(port, tcp_port, dns_port, broken=True),
+            "build-url": f"http://127.0.0.1:{port}/health",
+            "build-timeout": "60",
+        },
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the broken build fails the gate
     assert "--emulator --world " in proc.stdout and "--state .testsession/state.db" in proc.stdout
+    assert f"build: http://127.0.0.1:{port}/health answered 200" in proc.stdout
+    assert gone(f"--port {port} ") == []  # the build did not outlive the step
     outputs = parse_outputs(output.read_text())
     assert (outputs["status"], outputs["failed"], outputs["degraded"]) == ("failed", "1", "1")
     assert (outputs["new-failures"], outputs["known-failures"]) == ("2", "0")  # a state with no past
     failed = {c["name"]: c for c in json.loads(outputs["failed-checks"])}
     assert set(failed) == {"Cart API", "Line service"}
     assert failed["Cart API"]["error"] == "STATUS_CODE EQUALS 200: received 503"  # the build's answer
-    assert failed["Line service"]["error"] == f"connection refused: 127.0.0.1:{shop.tcp_port}"
+    assert failed["Line service"]["error"] == f"connection refused: 127.0.0.1:{tcp_port}"
     assert "answered 503 Service Unavailable" in failed["Cart API"]["rootCause"]
     assert failed["Cart API"]["known"] is False
     assert "Cart API" in summary.read_text()

@@ -189,7 +189,7 @@ def test_secret_env_is_sent_marked_secret():
 
 
 def test_bad_input_is_one_line_exit_2_and_still_sets_status_and_exit_code(tmp_path):
-    proc, output, _ = run_action(tmp_path, {"env": f"not a pair {SECRET}", "emulator": "true"})
+    proc, output, _ = run_action(tmp_path, {"env": f"not a pair {SECRET}"})
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
         "testsession: error: input env, line 1: expected KEY=VALUE, KEY of letters, digits, _"
@@ -203,7 +203,7 @@ def test_bad_input_is_one_line_exit_2_and_still_sets_status_and_exit_code(tmp_pa
 
 
 def test_missing_spec_sets_usage_error_outputs(tmp_path):
-    proc, output, _ = run_action(tmp_path, {"spec": "nope.yml", "emulator": "true"})
+    proc, output, _ = run_action(tmp_path, {"spec": "nope.yml"})
     assert proc.returncode == 2
     assert "nope.yml" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -159,3 +159,36 @@ def test_dotenv_path_from_environment(tmp_path):
         console = Console(stream=sink, environ=environ)
         CiPublisher(console, Redactor()).notify(Finished(digest(sample_outcome()), {}))
     assert read_dotenv(target)["TESTSESSION_STATUS"] == sample_outcome().verdict
+
+
+def test_the_template_passes_checks_and_the_build_as_flags(tmp_path):
+    """The template's variables for local checks become `run` flags, each value one argument (a
+    build command with spaces stays whole); an empty TESTSESSION_SPEC passes no spec."""
+    job = yaml.safe_load(TEMPLATE.read_text())[".testsession"]
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "testsession").write_text('#!/bin/sh\nfor a in "$@"; do echo "arg: $a"; done\n')
+    (shim / "testsession").chmod(0o755)
+    env = child_env()
+    env.update({k: str(v) for k, v in job["variables"].items()})
+    env.update(
+        {
+            "PATH": f"{shim}{os.pathsep}{env['PATH']}",
+            "TESTSESSION_BASELINE_JOB": "",
+            "TESTSESSION_SPEC": "",
+            "TESTSESSION_CHECKS": "ci/checks.yml",
+            "TESTSESSION_BUILD_COMMAND": "npm start -- --port 3000",
+            "TESTSESSION_BUILD_URL": "http://127.0.0.1:3000/health",
+            "TESTSESSION_BUILD_TIMEOUT": "90",
+        }
+    )
+    proc = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", "\n".join(job["script"])],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    args = [line.removeprefix("arg: ") for line in proc.stdout.splitlines() if line.startswith("arg: ")]
+    assert args == [
+        "run", "--fail-on-degraded", "--checks", "ci/checks.yml", "--build-url", "http://127.0.0.1:3000/health",
+        "--build-command", "npm start -- --port 3000", "--build-timeout", "90",
+    ]  # fmt: skip

@@ -14,8 +14,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
+from checks_servers import free_port
 from helpers import REPO_ROOT, child_env
-from test_local_checks_example import Shop
+from test_build import gone, shop_command
 
 WORKFLOW = REPO_ROOT / "examples" / "github-workflow.yml"
 GITLAB = REPO_ROOT / "examples" / "gitlab-ci.yml"
@@ -42,26 +43,27 @@ def test_the_github_job_starts_the_build_then_restores_runs_and_always_saves_the
     workflow = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
     steps = workflow["jobs"]["local-checks"]["steps"]
     uses = [step.get("uses", "").split("@")[0] for step in steps]
-    start = next(i for i, step in enumerate(steps) if "examples/local-app/shop.py" in step.get("run", ""))
     restore, run = uses.index("actions/cache/restore"), uses.index("testsession-runner/testsession-runner")
     save = uses.index("actions/cache/save")
-    assert start < run and restore < run < save
+    assert restore < run < save
+    # No step of its own starts the build or loops on curl: the action's build inputs do it.
+    assert not any("shop.py" in step.get("run", "") or "curl" in step.get("run", "") for step in steps)
 
     inputs = steps[run]["with"]
-    assert inputs["emulator"] == "true"
-    for name in ("spec", "emulator-world"):
+    assert inputs["build-command"] == "python examples/local-app/shop.py"
+    assert inputs["build-url"] == "http://127.0.0.1:8380/health" and float(inputs["build-timeout"]) <= 300
+    assert "emulator" not in inputs and "emulator-world" not in inputs  # the inputs named for what they do
+    for name in ("spec", "world"):
         assert (REPO_ROOT / inputs[name]).is_file(), inputs[name]
     # The state file is inside what the cache restores and saves, under one key (never an exact hit
     # on restore: the newest earlier save whose key starts with the prefix).
     cached = steps[restore]["with"]["path"]
-    assert within(inputs["emulator-state"], cached) and steps[save]["with"]["path"] == cached
+    assert within(inputs["state"], cached) and steps[save]["with"]["path"] == cached
     assert steps[save]["with"]["key"] == steps[restore]["with"]["key"]
     assert steps[restore]["with"]["key"].startswith(steps[restore]["with"]["restore-keys"])
     assert steps[save]["if"].startswith("always()")  # a failed gate is when it has most to remember
 
-    # Waiting for the build is bounded, and on the port the world's checks use by default.
-    script = steps[start]["run"]
-    assert "$(seq 60)" in script and "--max-time" in script and "127.0.0.1:8380/health" in script
+    # The build answers on the port the world's checks use by default.
     assert "http://127.0.0.1:8380" in (REPO_ROOT / inputs["spec"]).read_text(encoding="utf-8")
     assert "local-checks" in workflow["jobs"]["production"]["needs"]
 
@@ -75,10 +77,13 @@ def test_the_gitlab_job_keeps_the_state_in_a_cache_per_branch_and_reports_junit(
     assert job["artifacts"]["when"] == "always"
     assert job["artifacts"]["reports"]["junit"] == "testsession-reports/junit.xml"
     assert "testsession-reports/" in job["artifacts"]["paths"]  # kept from .testsession by extends
-    assert any("examples/local-app/shop.py" in line for line in job["before_script"])
+    # The job starts the build through the run (no loop of its own), on the world's default port.
+    assert variables["TESTSESSION_BUILD_COMMAND"] == "python examples/local-app/shop.py"
+    assert variables["TESTSESSION_BUILD_URL"] == "http://127.0.0.1:8380/health"
+    assert not any("shop.py" in line for line in job["before_script"])
 
-    # The job's script as the runner runs it, in a checkout (the example files), against the broken
-    # shop that the test starts on free ports (the job's before_script starts it on the defaults).
+    # The job's script as the runner runs it, in a checkout (the example files): it starts the broken
+    # shop itself, on free ports here (the defaults in the job), and stops it at the end.
     for name in ("local-checks.yml", "local-checks-spec.yml"):
         (tmp_path / "examples").mkdir(exist_ok=True)
         shutil.copy(REPO_ROOT / "examples" / name, tmp_path / "examples" / name)
@@ -86,20 +91,20 @@ def test_the_gitlab_job_keeps_the_state_in_a_cache_per_branch_and_reports_junit(
     shim.mkdir()
     (shim / "testsession").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m runner "$@"\n')
     (shim / "testsession").chmod(0o755)
-    shop = Shop(broken=True)
-    try:
-        env = child_env(
-            PATH=f"{shim}{os.pathsep}{os.environ['PATH']}", CI="true", GITLAB_CI="true",
-            CI_COMMIT_SHA="89abcdef0123456789abcdef0123456789abcdef", CI_COMMIT_REF_NAME="main",
-            SHOP_URL=f"http://127.0.0.1:{shop.port}", SHOP_TCP_PORT=str(shop.tcp_port),
-            SHOP_DNS_PORT=str(shop.dns_port), **{key: str(value) for key, value in variables.items()},
-        )  # fmt: skip
-        proc = subprocess.run(
-            ["bash", "-eo", "pipefail", "-c", "\n".join(job["script"])],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
-    finally:
-        shop.stop()
+    port, tcp_port, dns_port = free_port(), free_port(), free_port()
+    env = child_env(
+        PATH=f"{shim}{os.pathsep}{os.environ['PATH']}", CI="true", GITLAB_CI="true",
+        CI_COMMIT_SHA="89abcdef0123456789abcdef0123456789abcdef", CI_COMMIT_REF_NAME="main",
+        SHOP_URL=f"http://127.0.0.1:{port}", SHOP_TCP_PORT=str(tcp_port), SHOP_DNS_PORT=str(dns_port),
+        **{key: str(value) for key, value in variables.items()},
+    )  # fmt: skip
+    env["TESTSESSION_BUILD_COMMAND"] = shop_command(port, tcp_port, dns_port, broken=True)
+    env["TESTSESSION_BUILD_URL"] = f"http://127.0.0.1:{port}/health"
+    proc = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", "\n".join(job["script"])],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert gone(f"--port {port} ") == []  # the build did not outlive the job's script
     assert proc.returncode == 1, proc.stdout + proc.stderr  # a failed check: not an allowed exit code
     assert "Cart API" in proc.stdout and "STATUS_CODE EQUALS 200: received 503" in proc.stdout
     assert (tmp_path / job["artifacts"]["reports"]["junit"]).is_file()

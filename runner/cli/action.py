@@ -15,10 +15,18 @@ Input formats:
 - baseline: path of an earlier run's results.json; empty leaves the spec's baseline.
 - rerun-failed: path of an earlier run's results.json: run exactly the checks that failed there
   (`run --rerun-failed`; not with location, tags, check-ids).
-- emulator-world: path of a world file (`run --emulator --world`): the user's own checks, e.g. real
-  checks against the build on the runner. Only with emulator: true.
-- emulator-state: path of the emulator's state file (`run --emulator --state`), kept with actions/cache.
-  Only with emulator: true.
+- checks: path of a checks file (`run --checks`): the user's own checks, run from the runner against
+  the build on it with the embedded engine; no account or key.
+- build-command, build-url, build-timeout: start the build and wait until build-url answers
+  (`run --build-command/--build-url/--build-timeout`); it is stopped when the step ends.
+- state: path of the local run's state file (`run --state`), kept with actions/cache. Only with
+  checks, world or demo.
+- world: path of a world file (`run --emulator --world`): a scripted world of the embedded emulator.
+- demo: true runs the shipped demo world (`run --emulator --demo`), whose results are scripted.
+- emulator: true without checks, world or demo is refused: it would run the demo world, whose
+  scripted results must never pass a build's gate. With world or demo it is not needed.
+- emulator-world, emulator-state: the old names of world and state (deprecated, still read).
+- verbose: true says more (`run --verbose`).
 - comment: true posts the summary as a sticky pull-request comment with GITHUB_TOKEN (the
   github-token input; the job needs `permissions: pull-requests: write`).
 """
@@ -28,7 +36,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import TextIO
 
 from runner.core.exitcodes import ExitCode
@@ -42,10 +50,12 @@ CREDENTIALS = {
 _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# Inputs that are files of the embedded emulator: (input as INPUT_*, `run` flag, what it is).
-_EMULATOR_FILES = (
-    ("EMULATOR_WORLD", "--world", "world file the embedded emulator runs"),
-    ("EMULATOR_STATE", "--state", "state file of the embedded emulator"),
+# Old input names still read: (new name, old name).
+DEPRECATED_INPUTS = (("world", "emulator-world"), ("state", "emulator-state"))
+DEMO_REFUSED = (
+    'input emulator: "true" without checks or world would run the shipped demo world, whose results '
+    "are scripted, not your build's: give checks: FILE (your checks, run against your build), or "
+    'demo: "true" when the demo is meant'
 )
 
 
@@ -148,17 +158,62 @@ def build_argv(environ: Mapping[str, str]) -> list[str]:
     comment = parse_bool("comment", get("COMMENT"))
     if comment is not None:
         argv.append("--comment" if comment else "--no-comment")
-    emulator = parse_bool("emulator", get("EMULATOR"))
-    if emulator:
-        argv.append("--emulator")
-    for name, flag, what in _EMULATOR_FILES:
-        if get(name):
-            if not emulator:  # named as the workflow names it, not as the flag it would become
-                input_name = name.lower().replace("_", "-")
-                raise InputError(f'input {input_name}: only with emulator: "true" (it is the {what})')
-            argv += [flag, get(name)]
+    argv += _local_run(get)
     if parse_bool("verbose", get("VERBOSE")):
         argv.append("--verbose")
+    return argv
+
+
+def _input(get: Callable[[str], str], name: str) -> str:
+    """An input by its name, or by its old name (DEPRECATED_INPUTS); both given: an error."""
+    old = next((o for n, o in DEPRECATED_INPUTS if n == name), None)
+    value = get(_variable(name))
+    if old is None or not get(_variable(old)):
+        return value
+    if value and value != get(_variable(old)):
+        raise InputError(f"input {name}: give {name} or {old} (its old name), not both")
+    return get(_variable(old))
+
+
+def _variable(name: str) -> str:
+    return name.upper().replace("-", "_")
+
+
+def _local_run(get: Callable[[str], str]) -> list[str]:
+    """The arguments of a run on this runner: the user's checks (or a world, or the demo) against the
+    build, which may be started and awaited here."""
+    argv: list[str] = []
+    checks, world, state = get("CHECKS"), _input(get, "world"), _input(get, "state")
+    demo = parse_bool("demo", get("DEMO"))
+    emulator = parse_bool("emulator", get("EMULATOR"))
+    given = [name for name, value in (("checks", checks), ("world", world), ("demo", demo)) if value]
+    if len(given) > 1:
+        raise InputError(f"inputs {' and '.join(given)}: give one of them (each is what the run checks)")
+    if checks:
+        argv += ["--checks", checks]  # the embedded engine: no account, key or world
+    if world or demo:
+        argv.append("--emulator")
+        argv += ["--world", world] if world else ["--demo"]
+    elif emulator and not checks:
+        raise InputError(DEMO_REFUSED)
+    if state:
+        if not (checks or world or demo):
+            raise InputError(
+                "input state: only with checks, world or demo (it is the local run's state file)"
+            )
+        argv += ["--state", state]
+    if get("BUILD_COMMAND"):
+        argv += ["--build-command", get("BUILD_COMMAND")]
+    if get("BUILD_URL"):
+        argv += ["--build-url", get("BUILD_URL")]
+    elif get("BUILD_COMMAND"):
+        raise InputError("input build-command: needs build-url, the URL that answers once the build is up")
+    if get("BUILD_TIMEOUT"):
+        try:
+            seconds = float(get("BUILD_TIMEOUT"))
+        except ValueError:
+            raise InputError(f"input build-timeout: expected seconds, got {get('BUILD_TIMEOUT')!r}") from None
+        argv += ["--build-timeout", f"{seconds:g}"]
     return argv
 
 

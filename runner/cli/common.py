@@ -175,6 +175,23 @@ def request_timeout(text: str) -> float:
     return value
 
 
+def build_seconds(text: str) -> float:
+    """--build-timeout: seconds, finite, > 0 and at most an hour (argparse: a usage error, exit 2)."""
+    import math
+
+    from runner.spec.model import MAX_BUILD_SECONDS
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, e.g. 60 (got {text!r})") from None
+    if not math.isfinite(value) or value <= 0 or value > MAX_BUILD_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds greater than 0 and at most {MAX_BUILD_SECONDS:g} (got {text!r})"
+        )
+    return value
+
+
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("connection")
     group.add_argument(

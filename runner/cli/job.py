@@ -34,6 +34,7 @@ from runner.core.exitcodes import ExitCode
 from runner.core.redact import Redactor, redact_data
 from runner.job.analyses import AnalysisPlan
 from runner.job.baseline import Baseline, BaselineWarning, load_baseline
+from runner.job.build import BuildPlan, running_build
 from runner.job.digest import digest
 from runner.job.events import EventQueue, Finished, Note, Observer, Observers
 from runner.job.outcome import Outcome
@@ -64,6 +65,7 @@ class JobSettings:
     verbosity: int = NORMAL
     secret_keys: tuple[str, ...] = ()
     spec_path: str | None = None  # names the sticky comment of this spec
+    build_plan: BuildPlan | None = None  # the build started and awaited before the checks (`run` only)
     shard: Shard | None = None  # --shard i/n: this job runs part i of the matched checks
 
     @classmethod
@@ -73,6 +75,14 @@ class JobSettings:
         world = getattr(args, "world", None)
         if world and not emulator:
             raise UsageError("--world needs --emulator")
+        build = _build_plan(spec)
+        if build is not None and getattr(args, "detach", False):
+            # The build started here stops when this command exits: the session would check nothing.
+            raise UsageError(
+                "--detach with a build (build: or --build-command/--build-url): the build is stopped "
+                "when this command exits, before the detached session's checks could reach it; "
+                "start the build in an earlier step and drop build, or run without --detach"
+            )
         if emulator and getattr(args, "detach", False):
             # The in-process emulator stops when this command exits: the id would lead nowhere.
             raise UsageError(
@@ -117,6 +127,7 @@ class JobSettings:
             verbosity=verbosity,
             secret_keys=tuple(getattr(args, "secret_env", None) or ()),
             spec_path=getattr(args, "spec", None),
+            build_plan=build,
             shard=shard,
         )
 
@@ -124,6 +135,19 @@ class JobSettings:
         """Seconds after the start past which no retry begins: the run's deadlines plus a margin."""
         analyses = self.plan.analyses.timeout_seconds if self.plan.analyses.enabled else 0.0
         return self.plan.timeout_seconds + analyses + 30.0
+
+
+def _build_plan(spec: RunSpec) -> BuildPlan | None:
+    if spec.build is None:
+        return None
+    # The tool's own credentials stay with the tool: the API key and the comment's tokens.
+    hidden = (ENV_API_KEY, spec.comment.gitlabTokenVariable, "GITHUB_TOKEN")
+    return BuildPlan(
+        url=spec.build.url,
+        command=spec.build.command,
+        timeout_seconds=spec.build.timeoutSeconds,
+        hidden_env=hidden,
+    )
 
 
 def _connection(args: argparse.Namespace) -> Connection:
@@ -217,26 +241,32 @@ class Job:
         return loaded
 
     def run(self) -> int:
-        with self._signals():
-            requests, commit = self._requests()
-            baseline = None if self.settings.detach else self._baseline()
-            events = EventQueue()
-            with self._client(events) as client:
-                self._check_writable()
-                plan = self._shard(client, requests)
-                if plan is not None:
-                    requests = plan.requests
-                runner = self._runner = Runner(
-                    client, self.settings.plan, self.observer, commit, baseline=baseline, events=events
-                )
-                outcome = runner.run(requests, detach=self.settings.detach)
-            outcome = outcome.model_copy(update=self._where(plan, outcome))
-            if self.settings.detach:
-                for session in outcome.sessions:
-                    if session.testSessionId:
-                        self._print_stdout(f"{session.testSessionId} {session.link or ''}".strip())
-                return self._finish(outcome, write_reports=False)
-            return self._finish(outcome)
+        # The build inside the signal handling: a signal while it starts or is awaited ends the
+        # command (Interrupted), and leaving the block stops the build on every way out.
+        build = running_build(self.settings.build_plan, self.console.line, self.console.verbose, self.redact)
+        with self._signals(), build:
+            return self._run_checks()
+
+    def _run_checks(self) -> int:
+        requests, commit = self._requests()
+        baseline = None if self.settings.detach else self._baseline()
+        events = EventQueue()
+        with self._client(events) as client:
+            self._check_writable()
+            plan = self._shard(client, requests)
+            if plan is not None:
+                requests = plan.requests
+            runner = self._runner = Runner(
+                client, self.settings.plan, self.observer, commit, baseline=baseline, events=events
+            )
+            outcome = runner.run(requests, detach=self.settings.detach)
+        outcome = outcome.model_copy(update=self._where(plan, outcome))
+        if self.settings.detach:
+            for session in outcome.sessions:
+                if session.testSessionId:
+                    self._print_stdout(f"{session.testSessionId} {session.link or ''}".strip())
+            return self._finish(outcome, write_reports=False)
+        return self._finish(outcome)
 
     def wait(self, session_id: str) -> int:
         with self._signals():

@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from runner.cli.common import STATE_HELP, add_connection_options, exit_help, test_session_id
+from runner.cli.common import STATE_HELP, add_connection_options, build_seconds, exit_help, test_session_id
 
 if TYPE_CHECKING:
     from runner.cli.common import Context
@@ -52,6 +52,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="RESULTS.json",
         help="run again exactly the checks that failed, errored, were cancelled or did not finish in "
         "that earlier run (by check id, one session per location); nothing to rerun exits 0",
+    )
+    build = run.add_argument_group(
+        "the build under test (override the spec's build:)",
+        "Start the build, wait until its URL answers, run the checks, stop the build (its whole process "
+        "group) however the run ends. When the URL already answers, nothing is started or stopped.",
+    )
+    build.add_argument(
+        "--build-command",
+        metavar="COMMAND",
+        help="shell command that starts the build and keeps running, e.g. 'npm start' (build.command)",
+    )
+    build.add_argument(
+        "--build-url",
+        metavar="URL",
+        help="http(s) URL that answers (status 200-403) once the build is up (build.url)",
+    )
+    build.add_argument(
+        "--build-timeout",
+        type=build_seconds,
+        metavar="SECONDS",
+        help="how long to wait for the URL before exit 4 (build.timeoutSeconds; default 60)",
     )
     shard = run.add_argument_group("a run split over CI jobs (testsession merge joins them)")
     shard.add_argument(
@@ -174,6 +195,9 @@ def _overrides(args: argparse.Namespace) -> Overrides:
         no_rca=args.no_rca,
         comment=args.comment,
         gitlab_token_env=args.gitlab_token_env,
+        build_command=getattr(args, "build_command", None),
+        build_url=getattr(args, "build_url", None),
+        build_timeout=getattr(args, "build_timeout", None),
         shard=getattr(args, "shard", None),
         shard_durations=getattr(args, "shard_durations", None),
     )

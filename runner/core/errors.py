@@ -182,6 +182,10 @@ class DeadlineExceeded(TestSessionError):
     """The run's deadline passed before the session finished."""
 
 
+class BuildNotReady(TestSessionError):
+    """The build under test (`build:`, --build-command) did not answer at its URL: exit 4, nothing ran."""
+
+
 class Interrupted(BaseException):
     """SIGINT or SIGTERM arrived before anything was triggered; carries the exit code of the signal.
 

@@ -243,6 +243,35 @@ class CommentSettings(SpecModel):
     )
 
 
+BUILD_URL_PATTERN = r"^https?://[^/?#\s]+([/?#]\S*)?$"
+MAX_BUILD_SECONDS = 3600.0  # a build that takes longer to answer is not waited for by a gate
+
+
+class BuildSettings(SpecModel):
+    """The build under test, started before the checks and stopped after (Playwright's webServer)."""
+
+    command: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Shell command that starts the build and keeps running (e.g. `docker compose up`, "
+        "`npm start`); run in its own process group, stopped (SIGTERM, then SIGKILL) when the run ends. "
+        "Not started when the url already answers. None: only wait for the url.",
+    )
+    url: str = Field(
+        pattern=BUILD_URL_PATTERN,
+        description="http(s) URL that answers (status 200-403) once the build is up, e.g. "
+        "http://127.0.0.1:8380/health.",
+    )
+    timeoutSeconds: float = Field(
+        default=60,
+        gt=0,
+        le=MAX_BUILD_SECONDS,
+        allow_inf_nan=False,
+        description="How long to wait for the url to answer; past it the run ends with exit 4, "
+        "naming the url and the command's last lines of output.",
+    )
+
+
 SHARD_PATTERN = r"^(auto|[1-9][0-9]*/[1-9][0-9]*)$"
 
 
@@ -283,6 +312,11 @@ class RunSpec(SpecModel):
         ),
     )
 
+    build: BuildSettings | None = Field(
+        default=None,
+        description="The build under test: {command, url, timeoutSeconds}; started (unless its url "
+        "already answers) and awaited before the checks, stopped after.",
+    )
     comment: CommentSettings = Field(
         default_factory=CommentSettings,
         description="The pull-request comment / merge-request note: true, false or {enabled, key, "
@@ -314,4 +348,4 @@ class RunSpec(SpecModel):
 
 
 SESSION_KEYS = tuple(SessionSpec.model_fields)
-SETTINGS_KEYS = ("wait", "rca", "reports", "gate", "baseline", "comment", "shard")
+SETTINGS_KEYS = ("wait", "rca", "reports", "gate", "baseline", "build", "comment", "shard")

@@ -22,6 +22,7 @@ _FLAGS = {
     "failOn": "--fail-on",
     "baseline": "--baseline",
     "comment": "--comment/--gitlab-token-env",
+    "build": "--build-command/--build-url/--build-timeout",
     "shard": "--shard/--shard-durations",
 }
 
@@ -45,6 +46,9 @@ class Overrides:
     no_rca: bool = False
     comment: bool | None = None
     gitlab_token_env: str | None = None
+    build_command: str | None = None  # "" starts nothing (only waits for the URL)
+    build_url: str | None = None
+    build_timeout: float | None = None
     shard: str | None = None  # "i/n" or "auto"
     shard_durations: str | None = None  # "" means none
 
@@ -108,6 +112,7 @@ def apply_overrides(spec: RunSpec, overrides: Overrides) -> RunSpec:
         data["comment"]["enabled"] = o.comment
     if o.gitlab_token_env is not None:
         data["comment"]["gitlabTokenVariable"] = o.gitlab_token_env
+    _build(data, o)
     if o.shard is not None or o.shard_durations is not None:
         shard = dict(data.get("shard") or {})
         if o.shard is not None:
@@ -124,6 +129,25 @@ def apply_overrides(spec: RunSpec, overrides: Overrides) -> RunSpec:
             path = ".".join(str(p) for p in loc if isinstance(p, str))
             problems.append(f"{flag or 'flags'}: {path}: {message}")
         raise SpecError(list(dict.fromkeys(problems))) from None
+
+
+def _build(data: dict[str, Any], o: Overrides) -> None:
+    if o.build_command is None and o.build_url is None and o.build_timeout is None:
+        return
+    build = dict(data.get("build") or {})
+    if o.build_command is not None:
+        build["command"] = o.build_command or None
+    if o.build_url is not None:
+        build["url"] = o.build_url
+    if o.build_timeout is not None:
+        build["timeoutSeconds"] = o.build_timeout
+    if not build.get("url"):
+        given = "--build-command" if o.build_command else "--build-timeout"
+        raise UsageError(
+            f"{given} needs --build-url URL (or build.url in the spec): the address that answers "
+            "once the build is up, e.g. http://127.0.0.1:8080/health"
+        )
+    data["build"] = build
 
 
 def default_spec(overrides: Overrides) -> RunSpec:
