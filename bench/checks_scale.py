@@ -119,7 +119,8 @@ def rows(
                 f"{s.wall:.2f} s = {s.ratio:.2f} x the floor ({s.floor:.2f} s); {s.peak_mib:.0f} MiB",
                 f"<= {RATIO_GOAL:g} x, <= {MEMORY_GOAL_MIB} MiB" if judged else "-",
                 (s.ratio <= RATIO_GOAL and s.peak_mib <= MEMORY_GOAL_MIB) if judged else None,
-                f"{s.n:,} checks: ours {walls} s (median of {len(s.ours)}); the floor ({s.n:,} requests, each "
+                f"{s.n:,} checks: ours {walls} s (median of {len(s.ours)}); the floor ({s.n:,} requests, "
+                "each "
                 f"on a fresh libcurl connection, one after another, in the benchmark's process) {floors} s; "
                 f"per check {s.wall * 1000 / s.n:.2f} ms against {s.floor * 1000 / s.n:.2f} ms",
             )
@@ -131,7 +132,8 @@ def rows(
             Row(
                 "real checks: memory per added check",
                 f"{per_check:.1f} KiB",
-                note=f"(peak at {big.n:,} {big.peak_mib:.0f} MiB - peak at {small.n:,} {small.peak_mib:.0f} MiB)"
+                note=f"(peak at {big.n:,} {big.peak_mib:.0f} MiB - peak at {small.n:,} "
+                f"{small.peak_mib:.0f} MiB)"
                 f" / {big.n - small.n:,}",
             )
         )

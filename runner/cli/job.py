@@ -18,7 +18,6 @@ from types import FrameType
 from typing import TextIO
 
 from runner.ci import CiPublisher
-from runner.ci.comment import CommentPublisher, comment_key
 from runner.ci.console import NORMAL, QUIET, VERBOSE, Console
 from runner.cli.common import (
     ENV_ACCOUNT_ID,
@@ -194,7 +193,9 @@ class Job:
         self.console.mask(sorted(redact.secrets))
         front_ends: list[Observer] = [CiPublisher(self.console, redact, self.stderr)]
         comment = settings.spec.comment
-        if comment.enabled:
+        if comment.enabled:  # imported only then: most runs post no comment (~44 ms of imports)
+            from runner.ci.comment import CommentPublisher, comment_key
+
             key = comment.key or comment_key(settings.spec_path, self.environ)
             front_ends.append(CommentPublisher(key, comment.gitlabTokenVariable, self.console, redact))
         # The console last: its verdict line ends the log.
