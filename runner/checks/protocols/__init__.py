@@ -19,6 +19,8 @@ REGISTRY: dict[str, str] = {
     "URL": "http",
     "TCP": "tcp",
     "DNS": "dns",
+    "ICMP": "icmp",
+    "TRACEROUTE": "traceroute",
 }
 
 
