@@ -18,7 +18,6 @@ from types import FrameType
 from typing import TextIO
 
 from runner.ci import CiPublisher
-from runner.ci.comment import CommentPublisher, comment_key
 from runner.ci.console import NORMAL, QUIET, VERBOSE, Console
 from runner.cli.common import (
     ENV_ACCOUNT_ID,
@@ -226,6 +225,9 @@ class Job:
         comment = settings.spec.comment
         # A part of a sharded run posts no comment: `testsession merge` posts one for the whole run.
         if comment.enabled and settings.shard is None:
+            # Imported only then: most runs post no comment (~44 ms of imports).
+            from runner.ci.comment import CommentPublisher, comment_key
+
             key = comment.key or comment_key(settings.spec_path, self.environ)
             front_ends.append(CommentPublisher(key, comment.gitlabTokenVariable, self.console, redact))
         # The console last: its verdict line ends the log.

@@ -8,6 +8,7 @@ every visit through an alias as the walkers after it would.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -100,3 +101,107 @@ def load_with_lines(text: str, max_nodes: int = MAX_NODES) -> tuple[Any, dict[Lo
         return (loader.construct_document(node) if node is not None else None), lines
     finally:
         loader.dispose()
+
+
+# --- a large, plain document without its node graph ----------------------------------------------------
+#
+# Composing a document's node graph costs a Python object and two marks per node: a world of 10,000
+# checks (2.8 MB, ~250,000 nodes) takes ~100 MiB and seconds before one value is built, and the freed
+# graph leaves the process's memory fragmented. A plain document (no anchor, alias, explicit tag,
+# merge key or complex key: what people write) is built here from the parser's events instead, each
+# scalar resolved and constructed by the SafeLoader's own rules, so the data is the same; anything
+# else goes the composed way (`_NotPlain`), with the same budget and the same errors.
+
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _NotPlain(Exception):
+    """The document uses a feature the event builder leaves to the composer."""
+
+
+def _from_events(text: str, max_nodes: int) -> Any:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    try:
+        constructors = loader.yaml_constructors
+        get = loader.get_event
+        stack: list[Any] = []  # open collections: a list, or [dict, pending key, has-key]
+        keys: list[bool] = []  # per open collection: is it a mapping
+        root: Any = None
+        count = 0
+        documents = 0
+        while True:
+            event = get()
+            if event is None:
+                break
+            kind = type(event)
+            if kind is yaml.ScalarEvent:
+                if event.anchor is not None or (event.tag is not None and event.tag != "!"):
+                    raise _NotPlain
+                tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+                if tag == _MERGE:
+                    raise _NotPlain
+                value = constructors[tag](loader, yaml.ScalarNode(tag, event.value, style=event.style))
+                opened = False
+            elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                if event.anchor is not None or (event.tag is not None and event.tag != "!"):
+                    raise _NotPlain
+                value = {} if kind is yaml.MappingStartEvent else []
+                opened = True
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                stack.pop()
+                keys.pop()
+                continue
+            elif kind is yaml.AliasEvent:
+                raise _NotPlain
+            elif kind is yaml.DocumentStartEvent:
+                documents += 1
+                if documents > 1:
+                    raise _NotPlain  # the composer says "expected a single document"
+                continue
+            else:  # stream start and end, document end
+                continue
+            count += 1
+            if count > max_nodes or len(stack) > MAX_DEPTH:
+                raise _NotPlain  # the composed way says so, as it always did
+            if not stack:
+                root = value
+            elif keys[-1]:
+                slot = stack[-1]
+                if slot[2]:
+                    slot[0][slot[1]] = value
+                    slot[2] = False
+                else:
+                    if opened:
+                        raise _NotPlain  # a complex key
+                    slot[1], slot[2] = value, True
+            else:
+                stack[-1].append(value)
+            if opened:
+                mapping = isinstance(value, dict)
+                stack.append([value, None, False] if mapping else value)
+                keys.append(mapping)
+        return root
+    finally:
+        loader.dispose()
+
+
+def load_plain_or_bounded(text: str, max_nodes: int = MAX_NODES) -> Any:
+    """safe_load_bounded's data and errors, without composing the node graph of a plain document."""
+    try:
+        return _from_events(text, max_nodes)
+    except _NotPlain:
+        return safe_load_bounded(text, max_nodes)
+
+
+def lines_later(text: str, max_nodes: int = MAX_NODES) -> Callable[[], dict[Loc, int]]:
+    """The lines of `text`'s fields (load_with_lines), worked out only when a message needs them."""
+
+    def lines() -> dict[Loc, int]:
+        try:
+            return load_with_lines(text, max_nodes)[1]
+        except (TooLarge, yaml.YAMLError, RecursionError):
+            return {}
+
+    return lines

@@ -44,6 +44,11 @@ class Session:
     # every wake (each finished attempt of a real check), which must not read all the runs.
     _open: int = field(default=0, init=False, repr=False)
     _latest: float | None = field(default=None, init=False, repr=False)
+    # The rows of each run that has ended by the last rendering, by its index in `runs`: an ended
+    # run's rows never change (its failures are recorded in their groups before it is rendered), and
+    # a session of 10,000 checks is read many times while it runs.
+    rendered: dict[int, list[SessionResult]] = field(default_factory=dict, init=False, repr=False)
+    rendered_link: str = field(default="", init=False, repr=False)  # the link those rows carry
 
     def add(self, run: SessionRun) -> None:
         self.runs.append(run)
@@ -289,8 +294,18 @@ class Sessions:
         link = f"{base_url}/sessions/{session.id}"
         cancelled = session.cancelled_at is not None
         results: list[SessionResult] = []
-        for run in session.runs:
-            results.extend(render_run(run, at, cancelled, session.location, link, clock.iso))
+        if session.rendered_link != link:
+            session.rendered.clear()
+            session.rendered_link = link
+        rendered = session.rendered
+        for index, run in enumerate(session.runs):
+            rows = rendered.get(index)
+            if rows is None:
+                rows = render_run(run, at, cancelled, session.location, link, clock.iso)
+                end = run.end
+                if end is not None and end <= at:
+                    rendered[index] = rows
+            results.extend(rows)
         finals = [r for r in results if r.resultType == "FINAL"]
         end = session.end
         if cancelled:

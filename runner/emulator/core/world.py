@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -13,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from runner.core.errors import SpecError
 from runner.core.messages import clean_message
-from runner.core.yamlguard import Loc, TooLarge, load_with_lines
+from runner.core.yamlguard import Loc, TooLarge, lines_later, load_plain_or_bounded
 from runner.emulator.core.faults import FaultSpec
 from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem
 from runner.models.check_definitions import (
@@ -504,38 +505,41 @@ def _lines(source: str, problems: list[Problem], lines: dict[Loc, int] | None) -
     return out
 
 
-def parse_world(data: Any, source: str = "world", lines: dict[Loc, int] | None = None) -> World:
-    """Validates a parsed world document (after ${VAR} expansion); `lines`: the line of each field."""
+def parse_world(
+    data: Any, source: str = "world", lines: dict[Loc, int] | Callable[[], dict[Loc, int]] | None = None
+) -> World:
+    """Validates a parsed world document (after ${VAR} expansion); `lines`: the line of each field (or
+    how to find them: only a message needs them)."""
     if not isinstance(data, dict):
         raise WorldError(f"{source}: the world must be a mapping with `settings` and `accounts`")
     try:
         data = _expand(data, source)
     except _Unset as exc:
-        raise WorldError(_lines(source, [(exc.at, exc.message)], lines)) from None
+        raise WorldError(_lines(source, [(exc.at, exc.message)], _found(lines))) from None
     try:
         world = World.model_validate(data)
     except ValidationError as exc:
-        raise WorldError(_lines(source, described_with_hints(exc, World), lines)) from None
+        raise WorldError(_lines(source, described_with_hints(exc, World), _found(lines))) from None
     problems = _consistency_problems(world)
     if problems:
-        raise WorldError(_lines(source, problems, lines))
+        raise WorldError(_lines(source, problems, _found(lines)))
     return world
 
 
+def _found(lines: dict[Loc, int] | Callable[[], dict[Loc, int]] | None) -> dict[Loc, int] | None:
+    return lines() if callable(lines) else lines
+
+
 def parse_world_text(text: str, source: str = "world") -> World:
-    """YAML or JSON text (JSON is YAML, but json gives better errors for it)."""
+    """YAML or JSON text (JSON is YAML, but json gives better errors for it). The lines of the fields
+    are worked out only for a message: a large world is read once, without its node graph."""
     import yaml
 
-    lines: dict[Loc, int] = {}
     try:
         if text.lstrip().startswith("{"):
             data = json.loads(text)
-            try:  # the lines, for the messages; JSON that YAML 1.1 cannot read just has none
-                lines = load_with_lines(text, WORLD_MAX_NODES)[1]
-            except (TooLarge, yaml.YAMLError, RecursionError):
-                lines = {}
         else:
-            data, lines = load_with_lines(text, WORLD_MAX_NODES)
+            data = load_plain_or_bounded(text, WORLD_MAX_NODES)
     except TooLarge as exc:
         raise WorldError(f"{source}: too large: {exc}") from None
     except yaml.MarkedYAMLError as exc:
@@ -548,7 +552,10 @@ def parse_world_text(text: str, source: str = "world") -> World:
     except (ValueError, yaml.YAMLError, RecursionError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise WorldError(f"{source}: not valid YAML or JSON ({first})") from None
-    return parse_world(data, source, lines)
+    # JSON that YAML 1.1 cannot read just has no lines.
+    return parse_world(data, source, lines_later(text, WORLD_MAX_NODES))
+
+
 def load_world(world: World | str | Path | dict[str, Any] | None = None) -> World:
     """A World from a model, a dict, a file path, or None for the packaged default world."""
     if isinstance(world, World):

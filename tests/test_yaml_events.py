@@ -1,0 +1,45 @@
+"""The world's YAML built from parser events gives what the composed SafeLoader gives, errors included."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from runner.core.yamlguard import TooLarge, load_plain_or_bounded, safe_load_bounded
+
+DOCUMENTS = [
+    "a: 1\nb: [1, 2.5, true, null, 2020-01-01, 'x', 0o17, 0x1f, ~, yes, on, 1_000, .inf]\nc: {d: e}",
+    "",
+    "---\na: 1\n...\n",
+    "- a\n- {b: c}\n- [[1], [2, [3]]]",
+    "just a scalar",
+    "a: 1\na: 2",  # the last wins, as SafeLoader
+    "a: 2001-12-14t21:59:43.10-05:00\nb: '12'\nc: \"\\u00e9\"\nd: |\n  two\n  lines\n",
+    # The composed way: anchors, aliases, merge keys, explicit tags, complex keys.
+    "a: &x 1\nb: *x",
+    "base: &b {k: 1}\nmine:\n  <<: *b\n  j: 2",
+    "a: !!str 1\nb: !!binary aGVsbG8=",
+]
+
+
+@pytest.mark.parametrize("text", DOCUMENTS)
+def test_same_data_as_the_composed_loader(text: str) -> None:
+    assert load_plain_or_bounded(text) == safe_load_bounded(text)
+
+
+@pytest.mark.parametrize("text", ["--- 1\n--- 2", "a: [1, 2", "a: b: c", "? [1]\n: 2"])
+def test_same_errors(text: str) -> None:
+    with pytest.raises(yaml.YAMLError) as composed:
+        safe_load_bounded(text)
+    with pytest.raises(yaml.YAMLError) as events:
+        load_plain_or_bounded(text)
+    assert str(events.value) == str(composed.value)
+
+
+def test_the_node_budget_holds() -> None:
+    text = "\n".join(f"k{i}: {i}" for i in range(60))  # the mapping and 60 keys and values: 121 nodes
+    assert load_plain_or_bounded(text, max_nodes=121) == safe_load_bounded(text, max_nodes=121)
+    with pytest.raises(TooLarge):
+        load_plain_or_bounded(text, max_nodes=120)
+    with pytest.raises(TooLarge):
+        load_plain_or_bounded("a:" + " [" * 50 + "]" * 50)
