@@ -99,6 +99,59 @@ class Failure:
 
 
 @dataclass(frozen=True)
+class BrowserStep:
+    """One step of a browser test as Playwright names it (`Navigate to "/login"`, `Expect "toHaveText"
+    getByRole('heading')`, a test.step's title), its time and its error's first line."""
+
+    title: str
+    category: str  # pw:api, expect, test.step
+    duration_ms: float
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class BrowserTest:
+    """One test() of a check's script: a result of the check."""
+
+    title: str
+    status: str  # Playwright's: passed, failed, timedOut, skipped, interrupted
+    duration_ms: float
+    error: str | None = None  # the error as Playwright wrote it (several lines: Locator, Expected, Received)
+    steps: tuple[BrowserStep, ...] = ()
+    waiting_on: str | None = None  # the step still running when the test ended (a timeout's step)
+
+
+@dataclass(frozen=True)
+class PageEvent:
+    """A console error, an uncaught page error, a failed request or an HTTP error status a page saw."""
+
+    kind: str  # console, pageerror, requestfailed, response
+    text: str
+    url: str = ""
+    method: str = ""
+    status: int | None = None
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A file a browser attempt left (screenshot, trace.zip): the user's own, kept as written."""
+
+    name: str  # screenshot, trace
+    path: str
+    content_type: str
+
+
+@dataclass(frozen=True)
+class BrowserEvidence:
+    tests: tuple[BrowserTest, ...] = ()
+    events: tuple[PageEvent, ...] = ()
+    artifacts: tuple[Artifact, ...] = ()
+    playwright: str = ""  # "1.58.2 from the cache (runtime 2026.04)"
+    browser: str = ""  # the executable
+    log_excerpt: str | None = None  # the end of Playwright's own output when it wrote no report
+
+
+@dataclass(frozen=True)
 class Attempt:
     number: int  # 1 for the first run, 2 for the first retry ...
     started_at: float  # wall clock (epoch seconds)
@@ -122,6 +175,7 @@ class Attempt:
     cancelled: bool = False
     # What the failure is, as one line (fingerprint.py): its error group's key; None when passed.
     fingerprint: str | None = None
+    browser: BrowserEvidence | None = None  # BROWSER and MULTI_STEP checks: tests, steps, page events, files
 
     @property
     def truncation(self) -> str | None:

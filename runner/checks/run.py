@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import runner.checks.protocols.browser as browser
 import runner.checks.protocols.dns as dns
 import runner.checks.protocols.http as http
 import runner.checks.protocols.socket_fields as socket_fields
@@ -64,6 +65,7 @@ from runner.models.check_definitions import (
     ApiCheckDefinition,
     CheckDefinition,
     DnsCheckDefinition,
+    ScriptCheckDefinition,
     TcpCheckDefinition,
     UrlCheckDefinition,
 )
@@ -161,7 +163,7 @@ def run_attempt(
 ) -> Attempt:
     """One attempt, its secrets masked."""
     started_at, start = time.time(), time.monotonic()
-    fields = _execute(check, subst, max_run_seconds, limits, stop, start)
+    fields = _execute(check, subst, max_run_seconds, limits, stop, start, number)
     duration_ms = round((time.monotonic() - start) * 1000, 3)
     attempt = mask(
         Attempt(number=number, started_at=started_at, duration_ms=duration_ms, **fields), subst.redact
@@ -208,6 +210,7 @@ def _execute(
     limits: Limits,
     stop: threading.Event | None,
     start: float,
+    number: int = 1,
 ) -> dict[str, Any]:
     reason = check.local_support()
     if reason:
@@ -220,6 +223,10 @@ def _execute(
     problems = check.problems()
     if problems:
         return _not_run("invalid_definition", "; ".join(problems))
+    if isinstance(check, ScriptCheckDefinition):  # BROWSER, MULTI_STEP: no response limits, the run limit
+        seconds = max_run if max_run is not None else browser.DEFAULT_RUN_SECONDS
+        text = f"the maximum run time of {seconds:g} s for {check.checkType} checks"
+        return browser.run_browser(check, subst, number=number, bound=seconds, bound_text=text, stop=stop)
     bounds = _bounds(check, max_run, start)
     try:
         if isinstance(check, (ApiCheckDefinition, UrlCheckDefinition)):

@@ -25,6 +25,10 @@ from runner.models.base import ApiModel
 from runner.models.problems import Loc, clean_loc, error_message, model_at, unknown_key_message
 
 LOCAL_CHECK_TYPES = ("API", "URL", "TCP", "DNS")
+# Checks whose `script` (Playwright Test) runs here with Node, Playwright and Chromium (protocols/browser).
+SCRIPT_CHECK_TYPES = ("BROWSER", "MULTI_STEP")
+# Production's runtimes (runtimeId; OpenAPI ChecksV1BrowserCheck.runtimeId): null is the account's active one.
+RUNTIME_IDS = ("2026.04", "2025.04", "2024.09", "2024.02", "2023.09", "2023.02", "2022.10")
 
 # (degradedResponseTime, maxResponseTime) in ms when a definition leaves them out or null: the
 # construct docs' defaults (api-check.mdx 10000/20000, url-monitor.mdx 3000/5000, tcp-monitor.mdx
@@ -255,9 +259,10 @@ class CheckDefinition(ApiModel):
 
     def local_support(self) -> str | None:
         """None when this check can run on this machine, else why not (one sentence)."""
-        if self.checkType not in LOCAL_CHECK_TYPES:
+        if self.checkType not in LOCAL_CHECK_TYPES + SCRIPT_CHECK_TYPES:
             kind = self.checkType or "(no checkType)"
-            return f"{kind} checks cannot run locally: only API, URL, TCP and DNS checks can"
+            runnable = "API, URL, TCP, DNS, BROWSER and MULTI_STEP"
+            return f"{kind} checks cannot run locally: only {runnable} checks can"
         scripts = [name for name in SCRIPT_FIELDS if getattr(self, name) not in (None, "")]
         if scripts:
             return f"checks with setup or teardown scripts cannot run locally ({', '.join(scripts)})"
@@ -370,9 +375,34 @@ class DnsCheckDefinition(CheckDefinition):
         )
 
 
+class ScriptCheckDefinition(CheckDefinition):
+    """A BROWSER or MULTI_STEP check: its Playwright Test `script` and the runtime it was written for."""
+
+    script: str | None = None
+    runtimeId: str | None = None
+
+    def problems(self) -> list[str]:
+        out = (
+            []
+            if (self.script or "").strip()
+            else ["script: required field is missing (the Playwright Test code)"]
+        )
+        if self.runtimeId is not None and self.runtimeId not in RUNTIME_IDS:
+            out.append(f"runtimeId: expected one of {', '.join(RUNTIME_IDS)} or null")
+        return out
+
+
+class BrowserCheckDefinition(ScriptCheckDefinition):
+    checkType: Literal["BROWSER"] = "BROWSER"
+
+
+class MultiStepCheckDefinition(ScriptCheckDefinition):
+    checkType: Literal["MULTI_STEP"] = "MULTI_STEP"
+
+
 def _kind(value: Any) -> str:
     check_type = value.get("checkType") if isinstance(value, dict) else getattr(value, "checkType", None)
-    return check_type if check_type in LOCAL_CHECK_TYPES else "OTHER"
+    return check_type if check_type in LOCAL_CHECK_TYPES + SCRIPT_CHECK_TYPES else "OTHER"
 
 
 AnyCheckDefinition = Annotated[
@@ -380,6 +410,8 @@ AnyCheckDefinition = Annotated[
     | Annotated[UrlCheckDefinition, Tag("URL")]
     | Annotated[TcpCheckDefinition, Tag("TCP")]
     | Annotated[DnsCheckDefinition, Tag("DNS")]
+    | Annotated[BrowserCheckDefinition, Tag("BROWSER")]
+    | Annotated[MultiStepCheckDefinition, Tag("MULTI_STEP")]
     | Annotated[CheckDefinition, Tag("OTHER")],
     Discriminator(_kind),
 ]
@@ -437,7 +469,11 @@ def hand_written_problems(data: Mapping[str, Any]) -> list[tuple[Loc, str]]:
     except ValidationError as exc:
         for err in exc.errors(include_url=False):
             loc = clean_loc(err["loc"])
-            if loc and loc[0] in (*LOCAL_CHECK_TYPES, "OTHER"):  # the union's tag, not a field
+            if loc and loc[0] in (
+                *LOCAL_CHECK_TYPES,
+                *SCRIPT_CHECK_TYPES,
+                "OTHER",
+            ):  # the union's tag, not a field
                 loc = loc[1:]
             problem = (loc, error_message(err))
             if problem not in problems:

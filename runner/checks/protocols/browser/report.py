@@ -1,0 +1,176 @@
+"""What a browser attempt showed, from reporter.cjs's JSON: the tests, their steps, page events and files,
+and the attempt's verdict with one line that says why (docs/checks.md, "Browser").
+
+- Each test() is a result of the check; the check passes when every test ends as expected.
+- The first failed test decides the message, prefixed with its title:
+  - a page that did not load (`net::ERR_...`): NETWORK_ERROR `page_load`, Playwright's line as it is
+    (`page.goto: net::ERR_CONNECTION_REFUSED at http://127.0.0.1:8380/login`); onlyOn NETWORK_ERROR
+    retries it;
+  - a failed expect: ASSERTION_FAILURE `assertion`, naming the locator, what was expected and received;
+  - a test or action timeout: TIMEOUT `timeout`, naming the step it waited on;
+  - any other error the script threw: ASSERTION_FAILURE `script_error`, its first line.
+- A script that does not compile or defines no test(): CONFIGURATION_ERROR (never retried).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from runner.checks.outcome import (
+    ASSERTION_FAILURE,
+    CONFIGURATION_ERROR,
+    NETWORK_ERROR,
+    TIMEOUT,
+    Artifact,
+    BrowserStep,
+    BrowserTest,
+    PageEvent,
+)
+
+MAX_EVENTS = 100
+MAX_LINE = 300
+KEPT_ATTACHMENTS = frozenset({"screenshot", "trace", "video", "error-context"})
+_NET_ERROR = re.compile(r"net::ERR_[A-Z_]+(?: at \S+)?")
+_FIELD = re.compile(
+    r"^\s*(Locator|Expected|Received|Expected string|Received string|Expected pattern):\s*(.*)$"
+)
+
+
+def tests_of(report: Mapping[str, Any]) -> tuple[BrowserTest, ...]:
+    out = []
+    for item in _list(report.get("tests")):
+        if not isinstance(item, Mapping):
+            continue
+        errors = [e for e in _list(item.get("errors")) if isinstance(e, Mapping)]
+        steps = tuple(
+            BrowserStep(
+                title=str(s.get("title", "")),
+                category=str(s.get("category", "")),
+                duration_ms=_number(s.get("durationMs")),
+                error=_first_line(s["error"].get("message")) if isinstance(s.get("error"), Mapping) else None,
+            )
+            for s in _list(item.get("steps"))
+            if isinstance(s, Mapping)
+        )
+        status = str(item.get("status", "failed"))
+        expected = str(item.get("expected", "passed"))
+        out.append(
+            BrowserTest(
+                title=str(item.get("title", "")),
+                status=status if status != expected or status == "passed" else "passed",
+                duration_ms=_number(item.get("durationMs")),
+                error=str(errors[0].get("message", "")).strip() if errors and status != expected else None,
+                steps=steps,
+                waiting_on=_waited_on(steps, item.get("waitingOn")),
+            )
+        )
+    return tuple(out)
+
+
+def events_of(report: Mapping[str, Any]) -> tuple[PageEvent, ...]:
+    out: list[PageEvent] = []
+    for item in _list(report.get("tests")):
+        for attachment in _list(item.get("attachments") if isinstance(item, Mapping) else None):
+            if not isinstance(attachment, Mapping) or attachment.get("name") != "testsession-events":
+                continue
+            try:
+                events = json.loads(str(attachment.get("body") or "[]"))
+            except ValueError:
+                continue
+            for e in _list(events):
+                if isinstance(e, Mapping) and len(out) < MAX_EVENTS:
+                    status = e.get("status")
+                    out.append(PageEvent(kind=str(e.get("kind", "")), text=str(e.get("text", ""))[:MAX_LINE],
+                                         url=str(e.get("url", "")), method=str(e.get("method", "")),
+                                         status=status if isinstance(status, int) else None))  # fmt: skip
+    return tuple(out)
+
+
+def artifacts_of(report: Mapping[str, Any]) -> tuple[Artifact, ...]:
+    out = []
+    for item in _list(report.get("tests")):
+        for a in _list(item.get("attachments") if isinstance(item, Mapping) else None):
+            if isinstance(a, Mapping) and a.get("path") and a.get("name") in KEPT_ATTACHMENTS:
+                out.append(Artifact(str(a["name"]), str(a["path"]), str(a.get("contentType", ""))))
+    return tuple(out)
+
+
+def verdict(report: Mapping[str, Any], tests: tuple[BrowserTest, ...]) -> dict[str, Any]:
+    """The attempt's passed / error_class / error_kind / message / network_failure from the report."""
+    errors = [e for e in _list(report.get("errors")) if isinstance(e, Mapping)]
+    if not tests:
+        if errors:
+            line = _first_line(errors[0].get("message"))
+            return _failed(CONFIGURATION_ERROR, "script_error", f"the script cannot run: {line}")
+        return _failed(CONFIGURATION_ERROR, "no_tests", "the script defines no test(): nothing was checked")
+    failed = next((t for t in tests if t.status not in ("passed", "skipped")), None)
+    if failed is None:
+        if errors:  # an error outside any test (an afterAll hook)
+            return _failed(ASSERTION_FAILURE, "script_error", _first_line(errors[0].get("message")))
+        return {"passed": True}
+    return describe_failure(failed)
+
+
+def describe_failure(test: BrowserTest) -> dict[str, Any]:
+    text = test.error or ""
+    first = _first_line(text)
+    prefix = f"{test.title}: " if test.title else ""
+    net = _NET_ERROR.search(text)
+    if net is not None:
+        first = first.removeprefix("Error: ")
+        action = first.split(":", 1)[0] if ": net::" in first else "page.goto"
+        return _failed(NETWORK_ERROR, "page_load", f"{prefix}{action}: {net[0]}", network=True)
+    if test.status == "timedOut" or ("Timeout" in first and "exceeded" in first):
+        step = test.waiting_on
+        where = f" waiting on {step}" if step else ""
+        return _failed(TIMEOUT, "timeout", f"{prefix}{first}{where}")
+    fields = _expect_fields(text)
+    if fields or first.startswith("Error: expect("):
+        parts = [first.removeprefix("Error: ")]
+        shown = ", ".join(f"{name.lower()} {value}" for name, value in fields)
+        return _failed(
+            ASSERTION_FAILURE, "assertion", prefix + ": ".join([*parts, shown] if shown else parts)
+        )
+    return _failed(ASSERTION_FAILURE, "script_error", f"{prefix}{first or test.status}")
+
+
+def _expect_fields(text: str) -> list[tuple[str, str]]:
+    out = []
+    for line in text.splitlines():
+        match = _FIELD.match(line)
+        if match and match[2].strip():
+            out.append((match[1].split()[0], match[2].strip()[:MAX_LINE]))
+        if line.strip().startswith("Call log:"):
+            break
+    return out
+
+
+def _waited_on(steps: tuple[BrowserStep, ...], running: Any) -> str | None:
+    """The action or expect a failed test stopped at: the first that failed, else the one still running."""
+    for step in steps:
+        if step.error and step.category in ("pw:api", "expect"):
+            return step.title
+    return str(running) if running else None
+
+
+def _failed(error_class: str, kind: str, message: str, *, network: bool = False) -> dict[str, Any]:
+    return {"passed": False, "error_class": error_class, "error_kind": kind, "message": message[:1000],
+            "network_failure": network}  # fmt: skip
+
+
+def _first_line(value: Any) -> str:
+    for line in str(value or "").splitlines():
+        if line.strip():
+            return line.strip()[:MAX_LINE]
+    return ""
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
