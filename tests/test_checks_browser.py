@@ -50,7 +50,9 @@ def run(check: Any, shop_url: str) -> CheckRun:
     return run_check(check, max_run_seconds=60, variables=variables)
 
 
-def test_the_login_passes_on_the_good_build_and_names_the_changed_heading_on_the_broken_one(good: Shop) -> None:
+def test_the_login_passes_on_the_good_build_and_names_the_changed_heading_on_the_broken_one(
+    good: Shop,
+) -> None:
     passed = run(example_check("Sign in"), good.url)
     assert passed.passed, passed.final.message
     assert [t.status for t in passed.final.browser.tests] == ["passed"]  # type: ignore[union-attr]
@@ -91,12 +93,20 @@ test('closed port', async ({{ page }}) => {{
     attempt = run(example_check("Sign in", script=script), good.url).final
     assert PASSWORD not in repr(attempt)  # steps, errors, console lines, messages: every field
     tests = attempt.browser.tests  # type: ignore[union-attr]
-    assert "Received: \"***\"" in (tests[0].error or "") or "***" in (tests[0].error or "")
+    assert 'Received: "***"' in (tests[0].error or "") or "***" in (tests[0].error or "")
     assert any(e.kind == "console" and "page saw ***" in e.text for e in attempt.browser.events)  # type: ignore[union-attr]
-    assert tests[1].status == "failed" and "net::ERR_CONNECTION_REFUSED at http://127.0.0.1:" in (tests[1].error or "")
+    assert tests[1].status == "failed" and "net::ERR_CONNECTION_REFUSED at http://127.0.0.1:" in (
+        tests[1].error or ""
+    )
     refused = describe_failure(tests[1])  # what the attempt says when this test is the first to fail
-    assert (refused["error_class"], refused["error_kind"], refused["network_failure"]) == ("NETWORK_ERROR", "page_load", True)
-    assert refused["message"].startswith("closed port: page.goto: net::ERR_CONNECTION_REFUSED at http://127.0.0.1:")
+    assert (refused["error_class"], refused["error_kind"], refused["network_failure"]) == (
+        "NETWORK_ERROR",
+        "page_load",
+        True,
+    )
+    assert refused["message"].startswith(
+        "closed port: page.goto: net::ERR_CONNECTION_REFUSED at http://127.0.0.1:"
+    )
 
 
 def test_a_multi_step_check_in_esm_runs_its_steps(good: Shop) -> None:

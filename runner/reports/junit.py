@@ -182,6 +182,8 @@ def history_lines(result: ResultOutcome) -> list[str]:
         lines.append(f"testsession.lastSeenBefore={result.lastSeenBefore.isoformat(timespec='seconds')}")
     if result.baseline is not None:
         lines.append(f"testsession.baseline={result.baseline}")
+    # A browser check's screenshot and trace: GitLab links a failed test's `[[ATTACHMENT|path]]`.
+    lines += [f"[[ATTACHMENT|{a.path}]]" for a in result.attachments]
     return lines
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from runner.checks.analysis.by_browser import analyse_browser
 from runner.checks.analysis.by_message import MDN_STATUS, MODEL_PREFIX, NODE_SYSTEM_ERRORS, REASONS, analyse
 from runner.core.text import for_line
 from runner.models import Analysis, Artifact, Evidence, ReferenceLink
@@ -502,6 +503,9 @@ def _configuration(f: _Facts) -> tuple[Analysis, str]:
 def analyse_run(ev: Attempt, message: str, check_type: str | None, check_name: str) -> tuple[Analysis, str]:
     """The analysis of a real run's failure from its evidence, and the model name of its rule."""
     f = _Facts(ev, _q(check_type or "", 40).upper(), check_name or "")
+    browser = analyse_browser(ev, _q(check_type or "", 40).upper(), check_name or "")
+    if browser is not None:  # BROWSER and MULTI_STEP checks: their own rules (by_browser.py)
+        return browser
     if ev.error_class == "CONFIGURATION_ERROR":
         analysis, rule = _configuration(f)
     elif ev.error_class == "TIMEOUT":

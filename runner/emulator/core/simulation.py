@@ -173,7 +173,10 @@ def _result(
     result_id = result_id or attempt.id
     # A real run's body cut at the read cap, passed or failed (an extra field, as errorMessage).
     cut = attempt.evidence.truncation if finished and attempt.evidence is not None else None
-    extra = {"bodyTruncated": cut} if cut else {}
+    extra: dict[str, Any] = {"bodyTruncated": cut} if cut else {}
+    files = attempt.evidence.browser if finished and attempt.evidence is not None else None
+    if files is not None and files.artifacts:  # a browser check's screenshot and trace (extra field)
+        extra["attachments"] = [{"name": a.name, "path": a.path} for a in files.artifacts]
     return SessionResult(
         testSessionResultId=result_id,
         testSessionResultLink=f"{link}/results/{result_id}",

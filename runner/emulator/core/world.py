@@ -18,6 +18,7 @@ from runner.emulator.core.faults import FaultSpec
 from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem
 from runner.models.check_definitions import (
     LOCAL_CHECK_TYPES,
+    SCRIPT_CHECK_TYPES,
     CheckDefinition,
     hand_written_problems,
     parse_check_definition,
@@ -167,6 +168,7 @@ DEFINITION_FIELDS = (
     "maxResponseTime",
     "shouldFail",
     "environmentVariables",
+    "runtimeId",
     *SCRIPT_FIELDS,
 )
 SCRIPTED_FIELDS = ("behaviour", "durationSeconds", "errorMessage", "when")
@@ -194,7 +196,8 @@ class WorldCheck(_Strict):
     maxResponseTime: float | None = Field(default=None, gt=0)  # ms
     shouldFail: bool = False
     environmentVariables: list[WorldVariable] = Field(default_factory=list)
-    script: str | None = None
+    script: str | None = None  # BROWSER and MULTI_STEP: the Playwright Test code, run for real
+    runtimeId: str | None = None  # production's runtime of a script (its Playwright version)
     localSetupScript: str | None = None
     localTearDownScript: str | None = None
     setupSnippetId: int | str | None = None
@@ -248,16 +251,18 @@ class WorldCheck(_Strict):
         by_hand = self.request is None and self.runsLocally is not False and not self._has_script()
         if reason is not None and by_hand:
             reason += " (give it a behaviour: to script it here)"
-        if reason is None and self.script:
+        browser = self.checkType in SCRIPT_CHECK_TYPES
+        if reason is None and self.script and not browser:
             reason = "checks with a script cannot run locally"
         if reason is None and self.runsLocally is False:
             reason = "marked runsLocally: false"
-        if reason is None and self.request is None:
+        if reason is None and self.request is None and not browser:
             reason = f"{self.checkType} check without a request"
         return reason
 
     def runs_for_real(self) -> bool:
-        return self.request is not None and self.not_runnable() is None
+        runnable = self.request is not None or (self.checkType in SCRIPT_CHECK_TYPES and bool(self.script))
+        return runnable and self.not_runnable() is None
 
     def _has_script(self) -> bool:
         return any(getattr(self, name) not in (None, "") for name in SCRIPT_FIELDS)
@@ -544,6 +549,8 @@ def parse_world_text(text: str, source: str = "world") -> World:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise WorldError(f"{source}: not valid YAML or JSON ({first})") from None
     return parse_world(data, source, lines)
+
+
 def load_world(world: World | str | Path | dict[str, Any] | None = None) -> World:
     """A World from a model, a dict, a file path, or None for the packaged default world."""
     if isinstance(world, World):

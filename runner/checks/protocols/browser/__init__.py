@@ -14,6 +14,8 @@ report.py. Options (`OPTIONS`, set once by the caller before checks run, else fr
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import re
 import sys
@@ -138,10 +140,13 @@ def run_browser(
             "browser": evidence,
         }
     tests = reports.tests_of(run.report)
+    _drop_if_empty(out_dir)
     evidence = BrowserEvidence(
         tests=tests,
         events=reports.events_of(run.report),
-        artifacts=reports.artifacts_of(run.report),
+        artifacts=tuple(
+            dataclasses.replace(a, path=_shown(a.path)) for a in reports.artifacts_of(run.report)
+        ),
         playwright=where,
         browser=str(browser),
     )
@@ -164,6 +169,20 @@ def _should_fail(fields: dict[str, Any]) -> dict[str, Any]:
             "message": message,
         }
     return {"passed": True}
+
+
+def _shown(path: str) -> str:
+    """A file's path relative to the working directory when it is under it (as the reports name it)."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def _drop_if_empty(folder: Path) -> None:
+    """Playwright makes the output folder of a passing test too; an empty one is removed."""
+    with contextlib.suppress(OSError):
+        (folder / ".last-run.json").unlink(missing_ok=True)  # Playwright's note for --last-failed
+        for path in (folder, folder.parent):
+            path.rmdir()  # only when empty
 
 
 def _folder(check: Any) -> str:

@@ -34,6 +34,10 @@ MAX_EVENTS = 100
 MAX_LINE = 300
 KEPT_ATTACHMENTS = frozenset({"screenshot", "trace", "video", "error-context"})
 _NET_ERROR = re.compile(r"net::ERR_[A-Z_]+(?: at \S+)?")
+# The same from Node's own requests (the `request` fixture of a MULTI_STEP check).
+_NODE_NET_ERROR = re.compile(
+    r"(?:connect )?(?:ECONNREFUSED|ECONNRESET|ENOTFOUND|EHOSTUNREACH|ENETUNREACH)\b[^\n]*"
+)
 _FIELD = re.compile(
     r"^\s*(Locator|Expected|Received|Expected string|Received string|Expected pattern):\s*(.*)$"
 )
@@ -123,18 +127,38 @@ def describe_failure(test: BrowserTest) -> dict[str, Any]:
         first = first.removeprefix("Error: ")
         action = first.split(":", 1)[0] if ": net::" in first else "page.goto"
         return _failed(NETWORK_ERROR, "page_load", f"{prefix}{action}: {net[0]}", network=True)
+    node_net = _NODE_NET_ERROR.search(first)
+    if node_net is not None:
+        action = first.removeprefix("Error: ").split(":", 1)[0]
+        return _failed(NETWORK_ERROR, "request_failed", f"{prefix}{action}: {node_net[0]}", network=True)
     if test.status == "timedOut" or ("Timeout" in first and "exceeded" in first):
         step = test.waiting_on
         where = f" waiting on {step}" if step else ""
         return _failed(TIMEOUT, "timeout", f"{prefix}{first}{where}")
     fields = _expect_fields(text)
-    if fields or first.startswith("Error: expect("):
-        parts = [first.removeprefix("Error: ")]
-        shown = ", ".join(f"{name.lower()} {value}" for name, value in fields)
-        return _failed(
-            ASSERTION_FAILURE, "assertion", prefix + ": ".join([*parts, shown] if shown else parts)
-        )
+    lines = [line.strip() for line in text.split("Call log:")[0].splitlines() if line.strip()]
+    if fields or any(line.startswith(("expect(", "Error: expect(")) for line in lines):
+        if fields:
+            shown = ", ".join(f"{name.lower()} {value}" for name, value in fields)
+            said = f"{first.removeprefix('Error: ')}: {shown}"
+        else:  # expect(response).toBeOK() and the like: the call log says what came back
+            said = ": ".join(line.removeprefix("Error: ")[:MAX_LINE] for line in lines[:2]) + _exchange(text)
+        return _failed(ASSERTION_FAILURE, "assertion", prefix + said)
     return _failed(ASSERTION_FAILURE, "script_error", f"{prefix}{first or test.status}")
+
+
+def _exchange(text: str) -> str:
+    """`: GET http://.../api/cart received 503 Service Unavailable, body {"error": ...}` from a call log."""
+    lines = [line.strip() for line in text.splitlines()]
+    sent = next((line[1:].strip() for line in lines if line.startswith("\u2192")), None)
+    got = next((line[1:].strip() for line in lines if line.startswith("\u2190")), None)
+    if got is None:
+        return ""
+    body = ""
+    if "Response text:" in lines:
+        rest = lines[lines.index("Response text:") + 1 :]
+        body = f", body {rest[0][:120]}" if rest and rest[0] else ""
+    return f": {sent + ' ' if sent else ''}received {got[:MAX_LINE]}{body}"
 
 
 def _expect_fields(text: str) -> list[tuple[str, str]]:
