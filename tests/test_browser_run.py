@@ -83,8 +83,8 @@ def test_sigterm_mid_check_ends_the_run_within_5_s_and_leaves_no_browser(tmp_pat
     try:
         # The marker is a session variable: process.env of the script, inherited by the browser.
         proc = subprocess.Popen(
-            [sys.executable, "-m", "runner", "run", str(spec(tmp_path, shop.url, MARKER=marker)), "--emulator",
-             "--world", str(WORLD)],
+            [sys.executable, "-m", "runner", "run", str(spec(tmp_path, shop.url, MARKER=marker)),
+             "--emulator", "--world", str(WORLD)],
             cwd=tmp_path, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         deadline = time.monotonic() + 120
@@ -96,9 +96,10 @@ def test_sigterm_mid_check_ends_the_run_within_5_s_and_leaves_no_browser(tmp_pat
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
         took = time.monotonic() - signalled
+        left = _ours(marker)
     finally:
         shop.stop()
     assert took < 5.0, (took, out, err)
     assert proc.returncode == 143, out + err
-    assert _ours(marker) == []
+    assert left == [], left
     assert (tmp_path / "testsession-reports" / "results.json").is_file()

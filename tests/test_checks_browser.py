@@ -5,7 +5,6 @@ Few and lean: each browser run costs seconds. The scripts are the example world'
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,8 @@ from browser_env import PASSWORD, REPO, Shop, needs_browser
 
 import runner.checks.protocols.browser as browser
 from runner.checks import CheckRun, Variable, VariableSources, run_check
-from runner.checks.protocols.browser.report import describe_failure
+from runner.checks.failures import ErrorClass, FailureKind
+from runner.checks.protocols.browser.report import BrowserTest, describe_failure
 from runner.models.check_definitions import parse_check_definition
 
 pytestmark = needs_browser()
@@ -45,7 +45,7 @@ def good() -> Iterator[Shop]:
 def run(check: Any, shop_url: str) -> CheckRun:
     variables = VariableSources(
         session=(Variable("SHOP_URL", shop_url),),
-        account=(Variable("SHOP_PASSWORD", PASSWORD, secret=True), Variable("SHOP_TOKEN", "s3cret-shop-token", True)),
+        account=(Variable("SHOP_PASSWORD", PASSWORD, True), Variable("SHOP_TOKEN", "s3cret-shop-token", True)),
     )  # fmt: skip
     return run_check(check, max_run_seconds=60, variables=variables)
 
@@ -55,25 +55,24 @@ def test_the_login_passes_on_the_good_build_and_names_the_changed_heading_on_the
 ) -> None:
     passed = run(example_check("Sign in"), good.url)
     assert passed.passed, passed.final.message
-    assert [t.status for t in passed.final.browser.tests] == ["passed"]  # type: ignore[union-attr]
+    assert [s.name for s in passed.final.steps if s.name.startswith("test ")] == ["test shopper signs in"]
+    assert passed.final.files == ()  # a passing test keeps no screenshot or trace
 
     broken = Shop(broken=True)
     try:
         failed = run(example_check("Sign in"), broken.url).final
     finally:
         broken.stop()
-    assert (failed.error_class, failed.error_kind) == ("ASSERTION_FAILURE", "assertion")
+    assert (failed.error_class, failed.error_kind) == (ErrorClass.ASSERTION_FAILURE, FailureKind.ASSERTION)
     message = failed.message or ""
     assert message.startswith("shopper signs in: expect(locator).toHaveText(expected) failed")
     assert "getByRole('heading', { level: 1 })" in message
     assert '"Welcome, shopper"' in message and '"Your account"' in message
-    evidence = failed.browser
-    assert evidence is not None
-    kept = {a.name: Path(a.path) for a in evidence.artifacts}
-    assert kept["screenshot"].read_bytes().startswith(b"\x89PNG")
-    assert kept["trace"].name == "trace.zip" and kept["trace"].stat().st_size > 0
-    step = next(s for s in evidence.tests[0].steps if s.error)
-    assert "toHaveText" in step.title
+    kept = {f.kind: Path(f.path) for f in failed.files}
+    assert kept["SCREENSHOT"].read_bytes().startswith(b"\x89PNG")
+    assert kept["TRACE"].name == "trace.zip" and kept["TRACE"].stat().st_size > 0
+    step = next(s for s in failed.steps if not s.passed and not s.name.startswith("test "))
+    assert "toHaveText" in step.name and "Your account" in (step.detail or "")
 
 
 def test_a_refused_page_load_is_named_and_a_typed_secret_is_masked_everywhere(good: Shop) -> None:
@@ -92,19 +91,19 @@ test('closed port', async ({{ page }}) => {{
 """
     attempt = run(example_check("Sign in", script=script), good.url).final
     assert PASSWORD not in repr(attempt)  # steps, errors, console lines, messages: every field
-    tests = attempt.browser.tests  # type: ignore[union-attr]
-    assert 'Received: "***"' in (tests[0].error or "") or "***" in (tests[0].error or "")
-    assert any(e.kind == "console" and "page saw ***" in e.text for e in attempt.browser.events)  # type: ignore[union-attr]
-    assert tests[1].status == "failed" and "net::ERR_CONNECTION_REFUSED at http://127.0.0.1:" in (
-        tests[1].error or ""
-    )
-    refused = describe_failure(tests[1])  # what the attempt says when this test is the first to fail
-    assert (refused["error_class"], refused["error_kind"], refused["network_failure"]) == (
-        "NETWORK_ERROR",
-        "page_load",
+    assert (attempt.error_kind, attempt.message) == (FailureKind.ASSERTION, attempt.message)
+    assert 'received "***"' in (attempt.message or "")  # the typed secret, as the field's value
+    assert "console error: page saw ***" in " ".join(attempt.console)
+    closed = next(s for s in attempt.steps if s.name == "test closed port")
+    assert not closed.passed and "net::ERR_CONNECTION_REFUSED at http://127.0.0.1:" in (closed.detail or "")
+    # What the attempt says when that test is the first to fail:
+    refused = describe_failure(BrowserTest("closed port", "failed", 1.0, error=closed.detail))
+    assert (refused.error_class, refused.kind, refused.network) == (
+        ErrorClass.NETWORK_ERROR,
+        FailureKind.PAGE_LOAD,
         True,
     )
-    assert refused["message"].startswith(
+    assert refused.message.startswith(
         "closed port: page.goto: net::ERR_CONNECTION_REFUSED at http://127.0.0.1:"
     )
 
@@ -112,15 +111,18 @@ test('closed port', async ({{ page }}) => {{
 def test_a_multi_step_check_in_esm_runs_its_steps(good: Shop) -> None:
     result = run(example_check("Products and cart"), good.url)
     assert result.passed, result.final.message
-    titles = [s.title for s in result.final.browser.tests[0].steps if s.category == "test.step"]  # type: ignore[union-attr]
-    assert titles == ["GET /api/products", "GET /api/cart"]
+    names = [s.name.split(" \u203a ", 1)[1] for s in result.final.steps if " \u203a GET " in s.name]
+    assert "GET /api/products" in names and "GET /api/cart" in names  # the script's test.step()s
 
 
 def test_no_browser_fails_closed_saying_what_to_install(good: Shop, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TESTSESSION_BROWSER", "/nonexistent/chrome")
     attempt = run(example_check("Sign in"), good.url).final
-    assert attempt.error_class == "CONFIGURATION_ERROR" and "TESTSESSION_BROWSER" in (attempt.message or "")
-    assert dataclasses.replace(attempt, message=None).browser is None
+    assert attempt.error_class == ErrorClass.CONFIGURATION_ERROR and "TESTSESSION_BROWSER" in (
+        attempt.message or ""
+    )
+    assert "apt-get install chromium" not in (attempt.message or "")  # a named browser: that one is wrong
+    assert attempt.steps == () and attempt.files == ()
 
 
 def _closed_port() -> int:

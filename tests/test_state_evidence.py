@@ -16,7 +16,7 @@ import pytest
 from checks_servers import HttpServer, start_http
 from test_real_sessions import ACCOUNT, KEY, Api, api, attempts, finals, status, world
 
-from runner.checks import run_check
+from runner.checks import ErrorClass, FailureKind, run_check
 from runner.checks.evidence import MAX_EVIDENCE_CHARS, from_data, to_data
 from runner.client import ApiClient
 from runner.emulator import Emulator
@@ -125,3 +125,23 @@ def test_evidence_reads_back_equal_and_anything_else_reads_as_none(web: HttpServ
     assert stored is not None and from_data(json.loads(json.dumps(stored))) == attempt
     for broken in (None, [], "x", {"number": 1}, {**stored, "timing": {"dns": 1}}):
         assert from_data(broken) is None
+
+
+def test_evidence_of_a_file_written_before_the_failure_kinds_were_typed_reads_as_them() -> None:
+    # What the version before FailureKind wrote for a refused connection (no child-process fields).
+    written = {
+        "number": 1, "started_at": 1.0, "duration_ms": 2.0, "passed": False, "degraded": False,
+        "error_class": "NETWORK_ERROR", "error_kind": "connection_refused",
+        "message": "connection refused: 127.0.0.1:9", "network_failure": True, "response_time_ms": 1.5,
+        "status_code": None, "response_code": None, "timing": None, "body_excerpt": None,
+        "body_truncated": False, "body_bytes": None, "failed_assertion": None, "assertions": [],
+        "request": None, "cancelled": False, "fingerprint": "connection refused: <ip>:<port>",
+    }  # fmt: skip
+    attempt = from_data(written)
+    assert attempt is not None
+    assert attempt.error_kind is FailureKind.CONNECTION_REFUSED
+    assert attempt.error_class is ErrorClass.NETWORK_ERROR
+    assert json.loads(json.dumps(to_data(attempt))) == written  # and written back the same
+    newer = from_data({**written, "error_kind": "a_kind_of_a_newer_version", "error_class": "NEW"})
+    assert newer is not None and newer.error_kind is None and newer.error_class is None
+    assert newer.fingerprint == written["fingerprint"]  # its group keeps its key

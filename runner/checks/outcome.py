@@ -9,15 +9,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, TypeVar
 
-# Error classes (the emulator's ERROR_CLASSES vocabulary). CONFIGURATION_ERROR: the check could not
-# be run as defined (unknown variable, invalid definition, a type that cannot run locally).
-ASSERTION_FAILURE = "ASSERTION_FAILURE"
-NETWORK_ERROR = "NETWORK_ERROR"
-TIMEOUT = "TIMEOUT"
-CONFIGURATION_ERROR = "CONFIGURATION_ERROR"
-ERROR_CLASSES = (ASSERTION_FAILURE, NETWORK_ERROR, TIMEOUT, CONFIGURATION_ERROR)
+from runner.checks.failures import ErrorClass, FailureKind
 
 MAX_ACTUAL_CHARS = 200  # how much of an assertion's actual value a message quotes
 
@@ -88,67 +83,22 @@ class RequestSummary:
 
 
 @dataclass(frozen=True)
-class Failure:
-    """Why a request got no usable answer (or was stopped): the class, the kind, one line naming
-    the kind and the address (`connection refused: 127.0.0.1:9`)."""
+class Step:
+    """One step of a child process's run (a Playwright test step, a ping's probe), as it reported it."""
 
-    error_class: str
-    kind: str
-    message: str
-    network: bool = True  # no answer at all (onlyOn: [NETWORK_ERROR] retries it)
-
-
-@dataclass(frozen=True)
-class BrowserStep:
-    """One step of a browser test as Playwright names it (`Navigate to "/login"`, `Expect "toHaveText"
-    getByRole('heading')`, a test.step's title), its time and its error's first line."""
-
-    title: str
-    category: str  # pw:api, expect, test.step
-    duration_ms: float
-    error: str | None = None
+    name: str
+    passed: bool
+    duration_ms: float | None = None
+    detail: str | None = None  # why it failed, one line
 
 
 @dataclass(frozen=True)
-class BrowserTest:
-    """One test() of a check's script: a result of the check."""
+class EvidenceFile:
+    """A file a child process wrote as evidence (a trace, a screenshot, a video): its kind and path."""
 
-    title: str
-    status: str  # Playwright's: passed, failed, timedOut, skipped, interrupted
-    duration_ms: float
-    error: str | None = None  # the error as Playwright wrote it (several lines: Locator, Expected, Received)
-    steps: tuple[BrowserStep, ...] = ()
-    waiting_on: str | None = None  # the step still running when the test ended (a timeout's step)
-
-
-@dataclass(frozen=True)
-class PageEvent:
-    """A console error, an uncaught page error, a failed request or an HTTP error status a page saw."""
-
-    kind: str  # console, pageerror, requestfailed, response
-    text: str
-    url: str = ""
-    method: str = ""
-    status: int | None = None
-
-
-@dataclass(frozen=True)
-class Artifact:
-    """A file a browser attempt left (screenshot, trace.zip): the user's own, kept as written."""
-
-    name: str  # screenshot, trace
+    name: str
+    kind: str  # TRACE, SCREENSHOT, VIDEO ... (the analysis's artifact types)
     path: str
-    content_type: str
-
-
-@dataclass(frozen=True)
-class BrowserEvidence:
-    tests: tuple[BrowserTest, ...] = ()
-    events: tuple[PageEvent, ...] = ()
-    artifacts: tuple[Artifact, ...] = ()
-    playwright: str = ""  # "1.58.2 from the cache (runtime 2026.04)"
-    browser: str = ""  # the executable
-    log_excerpt: str | None = None  # the end of Playwright's own output when it wrote no report
 
 
 @dataclass(frozen=True)
@@ -158,8 +108,8 @@ class Attempt:
     duration_ms: float  # the attempt's own wall time
     passed: bool
     degraded: bool = False
-    error_class: str | None = None
-    error_kind: str | None = None  # connection_refused, timeout, assertion, unknown_variable ...
+    error_class: ErrorClass | None = None  # always error_kind's class (failures.py)
+    error_kind: FailureKind | None = None  # connection_refused, timeout, assertion, unknown_variable ...
     message: str | None = None
     network_failure: bool = False  # failed before any answer (what onlyOn: [NETWORK_ERROR] retries)
     response_time_ms: float | None = None
@@ -175,7 +125,26 @@ class Attempt:
     cancelled: bool = False
     # What the failure is, as one line (fingerprint.py): its error group's key; None when passed.
     fingerprint: str | None = None
-    browser: BrowserEvidence | None = None  # BROWSER and MULTI_STEP checks: tests, steps, page events, files
+    # A child process's own evidence (protocols/base.py Observation): masked like every other text.
+    steps: tuple[Step, ...] = ()
+    console: tuple[str, ...] = ()
+    files: tuple[EvidenceFile, ...] = ()
+
+    @classmethod
+    def not_run(
+        cls,
+        kind: FailureKind,
+        message: str,
+        *,
+        number: int = 1,
+        started_at: float = 0.0,
+        duration_ms: float = 0.0,
+    ) -> Attempt:
+        """An attempt that sent nothing: the check cannot run as defined (CONFIGURATION_ERROR)."""
+        return cls(
+            number=number, started_at=started_at, duration_ms=duration_ms, passed=False,
+            error_class=kind.error_class, error_kind=kind, message=message,
+        )  # fmt: skip
 
     @property
     def truncation(self) -> str | None:
@@ -194,6 +163,8 @@ def mask(value: T, redact: Callable[[str], str]) -> T:
 
 
 def _mask(value: Any, redact: Callable[[str], str]) -> Any:
+    if isinstance(value, Enum):  # a kind or a class: ours, never a secret
+        return value
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, tuple):

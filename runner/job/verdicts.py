@@ -17,6 +17,7 @@ from runner.models.sessions import RESULT_TYPES, SESSION_STATUSES
 # emulator) says where the files are; a report names a file only when the path is harmless to a reader
 # (GitLab uploads what `[[ATTACHMENT|path]]` names).
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9._@+-]+(/[A-Za-z0-9._@+-]+)*")
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,40}")
 MAX_ATTACHMENTS = 10
 
 
@@ -26,7 +27,7 @@ def attachments(result: SessionResult) -> list[Attachment]:
         if not isinstance(item, dict) or len(out) >= MAX_ATTACHMENTS:
             continue
         name, path = item.get("name"), item.get("path")
-        if not isinstance(name, str) or not isinstance(path, str) or not name.isidentifier():
+        if not isinstance(name, str) or not isinstance(path, str) or not _NAME.fullmatch(name):
             continue
         if len(path) <= 500 and _PLAIN_PATH.fullmatch(path) and ".." not in path.split("/"):
             out.append(Attachment(name=name, path=path))

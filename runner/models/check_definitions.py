@@ -16,6 +16,7 @@ ChecksV1TcpRequest, ChecksV1DnsRequest and their assertion schemas) and its cons
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -390,6 +391,11 @@ class ScriptCheckDefinition(CheckDefinition):
         if self.runtimeId is not None and self.runtimeId not in RUNTIME_IDS:
             out.append(f"runtimeId: expected one of {', '.join(RUNTIME_IDS)} or null")
         return out
+
+    def response_limits_ms(self) -> tuple[float, float]:
+        """None: production's browser checks have no response limits, only the type's run limit (the
+        world's maxRunSeconds, 240 s as production's); a world's `never` leaves the run unbounded."""
+        return math.inf, math.inf
 
 
 class BrowserCheckDefinition(ScriptCheckDefinition):

@@ -94,7 +94,7 @@ def _attr(text: str | None, limit: int = MAX_NAME) -> str:
 
 
 def _named(name: str | None, suffix: str) -> str:
-    """"<name> [<location>]" (`suffix`: " [<location>]"), at most MAX_NAME long: a long name is cut,
+    """ "<name> [<location>]" (`suffix`: " [<location>]"), at most MAX_NAME long: a long name is cut,
     never the location, which keeps the same check in two locations two distinct tests."""
     head = _attr(name, 4 * MAX_NAME)
     room = MAX_NAME - len(suffix)

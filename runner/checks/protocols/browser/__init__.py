@@ -1,6 +1,9 @@
 """BROWSER and MULTI_STEP checks: the check's Playwright Test script with Node, Playwright and Chromium.
 
-    fields = run_browser(check, subst, number=1, bound=240.0, stop=stop)   # Attempt's fields
+A protocol of the engine (protocols/base.py): `PROTOCOL.perform(check, job)` runs one attempt within
+job.bounds (the type's run limit: production's 240 s) and job.stop, and returns an Observation whose
+failure is the script's own verdict (no assertions of the engine), with the tests' steps, the pages'
+console errors and failed requests, and the files (screenshot, trace) as evidence.
 
 Where Playwright and the browser come from: setup.py. How the script runs: script.py. What it showed:
 report.py. Options (`OPTIONS`, set once by the caller before checks run, else from the environment):
@@ -15,33 +18,25 @@ report.py. Options (`OPTIONS`, set once by the caller before checks run, else fr
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import re
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.checks.outcome import CONFIGURATION_ERROR, TIMEOUT, BrowserEvidence
+from runner.checks.failures import ErrorClass, Failure, FailureKind, NotRun
+from runner.checks.outcome import EvidenceFile, Step, TimingPhases
+from runner.checks.protocols.base import CheckProtocol, Job, Observation
 from runner.checks.protocols.browser import report as reports
-from runner.checks.protocols.browser.script import run_script
-from runner.checks.protocols.browser.setup import (
-    RUNTIMES,
-    Progress,
-    SetupError,
-    find_browser,
-    find_playwright,
-)
-from runner.checks.variables import Substitution
+from runner.checks.protocols.browser.script import ScriptRun, run_script
+from runner.checks.protocols.browser.setup import Progress, SetupError, find_browser, find_playwright
+from runner.models.check_definitions import Assertion, ScriptCheckDefinition
 
-BROWSER_TYPES = frozenset({"BROWSER", "MULTI_STEP"})
 DEFAULT_CONCURRENCY = 2
-# Production's run limit for browser and multi-step checks (browser-checks/timeouts.mdx: 240 s, fixed),
-# used when the caller gives none (the world's maxRunSeconds: BROWSER and MULTI_STEP 240).
-DEFAULT_RUN_SECONDS = 240.0
 
 
 def _stderr_line(text: str) -> None:
@@ -80,95 +75,112 @@ def _slot_pool() -> threading.BoundedSemaphore:
         return _slots[1]
 
 
-def run_browser(
-    check: Any,
-    subst: Substitution,
-    *,
-    number: int,
-    bound: float,
-    bound_text: str,
-    stop: threading.Event | None,
-) -> dict[str, Any]:
-    """One attempt's fields (passed, error_class, message, browser evidence ...), secrets not yet masked."""
-    start = time.monotonic()
-    deadline = start + bound
-    script = getattr(check, "script", None) or ""
-    if not script.strip():
-        return _not_run("invalid_definition", "script: required field is missing (the Playwright Test code)")
-    runtime = getattr(check, "runtimeId", None)
-    if runtime is not None and runtime not in RUNTIMES:
-        allowed = ", ".join(RUNTIMES)
-        return _not_run(
-            "invalid_definition", f"runtimeId: expected one of {allowed} or null, got {runtime!r}"
-        )
-    pool = _slot_pool()
-    while not pool.acquire(timeout=0.05):  # a slot; the wait counts against the attempt's bound
-        if stop is not None and stop.is_set():
-            return {"passed": False, "cancelled": True, "error_kind": "cancelled", "message": "cancelled"}
-        if time.monotonic() >= deadline:
-            return _timeout(f"no browser slot within {bound_text}", bound)
-    try:
-        workdir = OPTIONS.workdir or Path.cwd()
-        playwright = find_playwright(
-            workdir, runtime, progress=OPTIONS.progress, deadline=deadline, stop=stop
-        )
-        browser = find_browser(playwright)
-        out_dir = (OPTIONS.artifacts_dir / _folder(check) / f"attempt-{number}").resolve()
-        run = run_script(script, playwright=playwright, browser=browser, output_dir=out_dir,
-                         variables=subst.environment(), deadline=deadline, stop=stop)  # fmt: skip
-    except SetupError as exc:
-        return _not_run("browser_setup", str(exc))
-    finally:
-        pool.release()
-    elapsed_ms = round((time.monotonic() - start) * 1000, 3)
-    base: dict[str, Any] = {"response_time_ms": elapsed_ms}
+MAX_STEPS = 200
+FILE_KINDS = {
+    "screenshot": "SCREENSHOT",
+    "trace": "TRACE",
+    "video": "VIDEO",
+    "error-context": "PAGE_SNAPSHOT",
+}
+
+
+class BrowserProtocol(CheckProtocol[ScriptCheckDefinition]):
+    def assertions(self, check: ScriptCheckDefinition) -> Sequence[Assertion]:
+        return ()  # the script's expect() calls are its assertions
+
+    def perform(self, check: ScriptCheckDefinition, job: Job) -> Observation:
+        start = time.monotonic()
+        pool = _slot_pool()
+        while not pool.acquire(timeout=0.05):  # a slot; the wait counts against the attempt's bound
+            if job.stopped:
+                return _observed(start, cancelled=True)
+            if time.monotonic() >= job.bounds.deadline:
+                failure = Failure(
+                    FailureKind.TIMEOUT, f"timeout: no browser slot within {job.bounds.text}", False
+                )
+                return _observed(start, failure=failure)
+        try:
+            workdir = OPTIONS.workdir or Path.cwd()
+            try:
+                playwright = find_playwright(workdir, check.runtimeId, progress=OPTIONS.progress,
+                                             deadline=job.bounds.deadline, stop=job.stop)  # fmt: skip
+                browser = find_browser(playwright)
+            except SetupError as exc:
+                raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, str(exc)) from None
+            out_dir = (OPTIONS.artifacts_dir / _folder(check) / f"attempt-{_next_attempt(check)}").resolve()
+            run = run_script(check.script or "", playwright=playwright, browser=browser, output_dir=out_dir,
+                             variables=job.subst.environment(), deadline=job.bounds.deadline,
+                             stop=job.stop)  # fmt: skip
+        finally:
+            pool.release()
+        _drop_if_empty(out_dir)
+        return _judged(check, run, start, job)
+
+
+PROTOCOL = BrowserProtocol()
+
+
+def _judged(check: ScriptCheckDefinition, run: ScriptRun, start: float, job: Job) -> Observation:
     if run.child.cancelled:
-        return {**base, "passed": False, "cancelled": True, "error_kind": "cancelled", "message": "cancelled"}
-    where = f"{playwright.version} from {playwright.source}"
-    if run.report is None:
-        evidence = BrowserEvidence(playwright=where, browser=str(browser), log_excerpt=_log(run.child))
-        if run.child.timed_out:
-            return {
-                **base,
-                **_timeout(f"the script did not end within {bound_text}", bound),
-                "browser": evidence,
-            }
-        line = _first_error(run.child.stderr + "\n" + run.child.stdout)
-        return {
-            **base,
-            **_not_run("script_error", f"Playwright ended without a report: {line}"),
-            "browser": evidence,
-        }
-    tests = reports.tests_of(run.report)
-    _drop_if_empty(out_dir)
-    evidence = BrowserEvidence(
-        tests=tests,
-        events=reports.events_of(run.report),
-        artifacts=tuple(
-            dataclasses.replace(a, path=_shown(a.path)) for a in reports.artifacts_of(run.report)
-        ),
-        playwright=where,
-        browser=str(browser),
+        return _observed(start, cancelled=True)
+    timed_out = Failure(
+        FailureKind.TIMEOUT, f"timeout: the script did not end within {job.bounds.text}", False
     )
-    fields = reports.verdict(run.report, tests)
-    if run.child.timed_out:
-        fields = _timeout(f"the script did not end within {bound_text}", bound)
-    if getattr(check, "shouldFail", False) and fields.get("error_class") != CONFIGURATION_ERROR:
-        fields = _should_fail(fields)
-    return {**base, **fields, "browser": evidence}
+    if run.report is None:
+        log = (run.child.stderr + "\n" + run.child.stdout).strip()
+        if run.child.timed_out:
+            return _observed(start, failure=timed_out, console=(log[-2000:],) if log else ())
+        ended = Failure(FailureKind.SCRIPT, f"Playwright ended without a report: {_first_error(log)}", False)
+        return _observed(start, failure=ended, console=(log[-2000:],) if log else ())
+    tests = reports.tests_of(run.report)
+    failure: Failure | None = timed_out if run.child.timed_out else reports.verdict(run.report, tests)
+    if check.shouldFail and (failure is None or failure.error_class is not ErrorClass.CONFIGURATION_ERROR):
+        failure = _inverted(failure)
+    files = tuple(
+        EvidenceFile(name=a.name, kind=FILE_KINDS.get(a.name, "FILE"), path=_shown(a.path))
+        for a in reports.artifacts_of(run.report)
+    )
+    return _observed(start, failure=failure, steps=_steps(tests),
+                     console=tuple(e.line() for e in reports.events_of(run.report)), files=files)  # fmt: skip
 
 
-def _should_fail(fields: dict[str, Any]) -> dict[str, Any]:
+def _observed(start: float, **fields: Any) -> Observation:
+    elapsed = round((time.monotonic() - start) * 1000, 3)
+    timing = TimingPhases(None, None, None, None, None, elapsed)
+    return Observation(request=None, timing=timing, **fields)
+
+
+def _steps(tests: tuple[reports.BrowserTest, ...]) -> tuple[Step, ...]:
+    """Each test, then its steps (`shopper signs in › Navigate to "/login"`), at most MAX_STEPS."""
+    out: list[Step] = []
+    for test in tests:
+        passed = test.status in ("passed", "skipped")
+        detail = reports.summary(test.error) if test.error else None
+        out.append(Step(f"test {test.title}", passed, test.duration_ms, detail if not passed else None))
+        out += [
+            Step(f"{test.title} \u203a {s.title}", s.error is None, s.duration_ms, s.error)
+            for s in test.steps
+        ]
+    return tuple(out[:MAX_STEPS])
+
+
+def _inverted(failure: Failure | None) -> Failure | None:
     """shouldFail on a browser check inverts its verdict (ours; see docs/checks.md)."""
-    if fields.get("passed"):
-        message = "shouldFail is set and every test passed"
-        return {
-            "passed": False,
-            "error_class": "ASSERTION_FAILURE",
-            "error_kind": "should_fail",
-            "message": message,
-        }
-    return {"passed": True}
+    if failure is None:
+        return Failure(FailureKind.ASSERTION, "shouldFail is set and every test passed", network=False)
+    return None
+
+
+_attempts_lock = threading.Lock()
+_attempts: dict[str, int] = {}
+
+
+def _next_attempt(check: ScriptCheckDefinition) -> int:
+    """1, 2, ... per check folder in this process: each attempt keeps its own files."""
+    key = _folder(check)
+    with _attempts_lock:
+        _attempts[key] = _attempts.get(key, 0) + 1
+        return _attempts[key]
 
 
 def _shown(path: str) -> str:
@@ -185,34 +197,13 @@ def _drop_if_empty(folder: Path) -> None:
             path.rmdir()  # only when empty
 
 
-def _folder(check: Any) -> str:
-    name = (
-        re.sub(r"[^A-Za-z0-9._-]+", "-", str(getattr(check, "name", "") or "check")).strip("-.")[:60]
-        or "check"
-    )
-    ident = str(getattr(check, "id", "") or "")[:8]
+def _folder(check: ScriptCheckDefinition) -> str:
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", check.name or "check").strip("-.")[:60] or "check"
+    ident = (check.id or "")[:8]
     return f"{name}-{ident}" if ident else name
-
-
-def _not_run(kind: str, message: str) -> dict[str, Any]:
-    return {"passed": False, "error_class": CONFIGURATION_ERROR, "error_kind": kind, "message": message}
-
-
-def _timeout(message: str, bound: float) -> dict[str, Any]:
-    return {
-        "passed": False,
-        "error_class": TIMEOUT,
-        "error_kind": "timeout",
-        "message": f"timeout: {message}",
-    }
 
 
 def _first_error(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     errors = [line for line in lines if "Error" in line or "error" in line]
     return (errors or lines or ["no output"])[0][:300]
-
-
-def _log(child: Any) -> str | None:
-    text = (child.stderr + "\n" + child.stdout).strip()
-    return text[-2000:] or None

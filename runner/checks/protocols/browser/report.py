@@ -3,12 +3,13 @@ and the attempt's verdict with one line that says why (docs/checks.md, "Browser"
 
 - Each test() is a result of the check; the check passes when every test ends as expected.
 - The first failed test decides the message, prefixed with its title:
-  - a page that did not load (`net::ERR_...`): NETWORK_ERROR `page_load`, Playwright's line as it is
+  - a page that did not load (`net::ERR_...`): NETWORK_ERROR `page_load` (a request of Node's own:
+    `connection_refused` or `network`), Playwright's line as it is
     (`page.goto: net::ERR_CONNECTION_REFUSED at http://127.0.0.1:8380/login`); onlyOn NETWORK_ERROR
     retries it;
   - a failed expect: ASSERTION_FAILURE `assertion`, naming the locator, what was expected and received;
   - a test or action timeout: TIMEOUT `timeout`, naming the step it waited on;
-  - any other error the script threw: ASSERTION_FAILURE `script_error`, its first line.
+  - any other error the script threw: SCRIPT_ERROR `script`, its first line.
 - A script that does not compile or defines no test(): CONFIGURATION_ERROR (never retried).
 """
 
@@ -17,20 +18,65 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from runner.checks.outcome import (
-    ASSERTION_FAILURE,
-    CONFIGURATION_ERROR,
-    NETWORK_ERROR,
-    TIMEOUT,
-    Artifact,
-    BrowserStep,
-    BrowserTest,
-    PageEvent,
-)
+from runner.checks.failures import Failure, FailureKind
 
 MAX_EVENTS = 100
+
+
+@dataclass(frozen=True)
+class BrowserStep:
+    """One step of a test as Playwright names it (`Navigate to "/login"`, `Expect "toHaveText"
+    getByRole('heading')`, a test.step's title), its time and its error's first line."""
+
+    title: str
+    category: str  # pw:api, expect, test.step
+    duration_ms: float
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class BrowserTest:
+    """One test() of a check's script: a result of the check."""
+
+    title: str
+    status: str  # Playwright's: passed, failed, timedOut, skipped, interrupted
+    duration_ms: float
+    error: str | None = None  # as Playwright wrote it (several lines: Locator, Expected, Received)
+    steps: tuple[BrowserStep, ...] = ()
+    waiting_on: str | None = None  # the step it stopped at (a timeout's step)
+
+
+@dataclass(frozen=True)
+class PageEvent:
+    """A console error, an uncaught page error, a failed request or an HTTP error status a page saw."""
+
+    kind: str  # console, pageerror, requestfailed, response
+    text: str
+    url: str = ""
+    method: str = ""
+    status: int | None = None
+
+    def line(self) -> str:
+        """`console error: boom (http://...)`, `request failed: GET http://...: net::ERR_...`."""
+        if self.kind in ("requestfailed", "response"):
+            what = "request failed" if self.kind == "requestfailed" else "HTTP error"
+            return f"{what}: {self.method} {self.url}: {self.text}"
+        what = "page error" if self.kind == "pageerror" else "console error"
+        return f"{what}: {self.text}" + (f" ({self.url})" if self.url else "")
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A file a test left (screenshot, trace.zip): the user's own, kept as written."""
+
+    name: str
+    path: str
+    content_type: str
+
+
 MAX_LINE = 300
 KEPT_ATTACHMENTS = frozenset({"screenshot", "trace", "video", "error-context"})
 _NET_ERROR = re.compile(r"net::ERR_[A-Z_]+(?: at \S+)?")
@@ -54,7 +100,7 @@ def tests_of(report: Mapping[str, Any]) -> tuple[BrowserTest, ...]:
                 title=str(s.get("title", "")),
                 category=str(s.get("category", "")),
                 duration_ms=_number(s.get("durationMs")),
-                error=_first_line(s["error"].get("message")) if isinstance(s.get("error"), Mapping) else None,
+                error=summary(s["error"].get("message")) if isinstance(s.get("error"), Mapping) else None,
             )
             for s in _list(item.get("steps"))
             if isinstance(s, Mapping)
@@ -102,39 +148,40 @@ def artifacts_of(report: Mapping[str, Any]) -> tuple[Artifact, ...]:
     return tuple(out)
 
 
-def verdict(report: Mapping[str, Any], tests: tuple[BrowserTest, ...]) -> dict[str, Any]:
-    """The attempt's passed / error_class / error_kind / message / network_failure from the report."""
+def verdict(report: Mapping[str, Any], tests: tuple[BrowserTest, ...]) -> Failure | None:
+    """Why the attempt failed (None: every test passed), from the report."""
     errors = [e for e in _list(report.get("errors")) if isinstance(e, Mapping)]
     if not tests:
         if errors:
-            line = _first_line(errors[0].get("message"))
-            return _failed(CONFIGURATION_ERROR, "script_error", f"the script cannot run: {line}")
-        return _failed(CONFIGURATION_ERROR, "no_tests", "the script defines no test(): nothing was checked")
+            line = first_line(errors[0].get("message"))
+            return _failed(FailureKind.INVALID_DEFINITION, f"script: it cannot run: {line}")
+        return _failed(FailureKind.INVALID_DEFINITION, "script: it defines no test(): nothing was checked")
     failed = next((t for t in tests if t.status not in ("passed", "skipped")), None)
     if failed is None:
         if errors:  # an error outside any test (an afterAll hook)
-            return _failed(ASSERTION_FAILURE, "script_error", _first_line(errors[0].get("message")))
-        return {"passed": True}
+            return _failed(FailureKind.SCRIPT, first_line(errors[0].get("message")))
+        return None
     return describe_failure(failed)
 
 
-def describe_failure(test: BrowserTest) -> dict[str, Any]:
+def describe_failure(test: BrowserTest) -> Failure:
     text = test.error or ""
-    first = _first_line(text)
+    first = first_line(text)
     prefix = f"{test.title}: " if test.title else ""
     net = _NET_ERROR.search(text)
     if net is not None:
         first = first.removeprefix("Error: ")
         action = first.split(":", 1)[0] if ": net::" in first else "page.goto"
-        return _failed(NETWORK_ERROR, "page_load", f"{prefix}{action}: {net[0]}", network=True)
+        return _failed(FailureKind.PAGE_LOAD, f"{prefix}{action}: {net[0]}", network=True)
     node_net = _NODE_NET_ERROR.search(first)
     if node_net is not None:
         action = first.removeprefix("Error: ").split(":", 1)[0]
-        return _failed(NETWORK_ERROR, "request_failed", f"{prefix}{action}: {node_net[0]}", network=True)
+        kind = FailureKind.CONNECTION_REFUSED if "ECONNREFUSED" in node_net[0] else FailureKind.NETWORK
+        return _failed(kind, f"{prefix}{action}: {node_net[0]}", network=True)
     if test.status == "timedOut" or ("Timeout" in first and "exceeded" in first):
         step = test.waiting_on
         where = f" waiting on {step}" if step else ""
-        return _failed(TIMEOUT, "timeout", f"{prefix}{first}{where}")
+        return _failed(FailureKind.TIMEOUT, f"{prefix}{first}{where}")
     fields = _expect_fields(text)
     lines = [line.strip() for line in text.split("Call log:")[0].splitlines() if line.strip()]
     if fields or any(line.startswith(("expect(", "Error: expect(")) for line in lines):
@@ -143,8 +190,8 @@ def describe_failure(test: BrowserTest) -> dict[str, Any]:
             said = f"{first.removeprefix('Error: ')}: {shown}"
         else:  # expect(response).toBeOK() and the like: the call log says what came back
             said = ": ".join(line.removeprefix("Error: ")[:MAX_LINE] for line in lines[:2]) + _exchange(text)
-        return _failed(ASSERTION_FAILURE, "assertion", prefix + said)
-    return _failed(ASSERTION_FAILURE, "script_error", f"{prefix}{first or test.status}")
+        return _failed(FailureKind.ASSERTION, prefix + said)
+    return _failed(FailureKind.SCRIPT, f"{prefix}{first or test.status}")
 
 
 def _exchange(text: str) -> str:
@@ -159,6 +206,14 @@ def _exchange(text: str) -> str:
         rest = lines[lines.index("Response text:") + 1 :]
         body = f", body {rest[0][:120]}" if rest and rest[0] else ""
     return f": {sent + ' ' if sent else ''}received {got[:MAX_LINE]}{body}"
+
+
+def summary(value: Any) -> str:
+    """An error in one line: its first line, and an expect's locator, expected and received."""
+    text = str(value or "")
+    fields = ", ".join(f"{name.lower()} {v}" for name, v in _expect_fields(text))
+    first = first_line(text).removeprefix("Error: ")
+    return f"{first}: {fields}"[:1000] if fields else first
 
 
 def _expect_fields(text: str) -> list[tuple[str, str]]:
@@ -180,12 +235,11 @@ def _waited_on(steps: tuple[BrowserStep, ...], running: Any) -> str | None:
     return str(running) if running else None
 
 
-def _failed(error_class: str, kind: str, message: str, *, network: bool = False) -> dict[str, Any]:
-    return {"passed": False, "error_class": error_class, "error_kind": kind, "message": message[:1000],
-            "network_failure": network}  # fmt: skip
+def _failed(kind: FailureKind, message: str, *, network: bool = False) -> Failure:
+    return Failure(kind, message[:1000], network=network)
 
 
-def _first_line(value: Any) -> str:
+def first_line(value: Any) -> str:
     for line in str(value or "").splitlines():
         if line.strip():
             return line.strip()[:MAX_LINE]
