@@ -85,6 +85,15 @@ def test_each_runnable_type_has_its_model_and_production_s_defaults(
     assert type(check) is model and check.response_limits_ms() == limits and check.problems() == []
 
 
+def test_a_browser_check_without_a_script_or_with_an_unknown_runtime_says_so() -> None:
+    check = parse_check_definition({"name": "b", "checkType": "BROWSER", "runtimeId": "2019.01"})
+    assert check.local_support() is None
+    assert check.problems() == [
+        "script: required field is missing (the Playwright Test code)",
+        "runtimeId: expected one of 2026.04, 2025.04, 2024.09, 2024.02, 2023.09, 2023.02, 2022.10 or null",
+    ]
+
+
 def test_tcp_body_is_production_s_other_name_for_data() -> None:
     check = parse_check_definition(
         {"name": "t", "checkType": "TCP", "request": {"hostname": "h", "port": 1, "body": "PING"}}
@@ -92,13 +101,12 @@ def test_tcp_body_is_production_s_other_name_for_data() -> None:
     assert isinstance(check, TcpCheckDefinition) and check.request.payload == "PING"
 
 
-@pytest.mark.parametrize(
-    "check_type", ["BROWSER", "MULTI_STEP", "PLAYWRIGHT", "AGENTIC", "HEARTBEAT", "ICMP", "NEW_KIND"]
-)
+@pytest.mark.parametrize("check_type", ["PLAYWRIGHT", "AGENTIC", "HEARTBEAT", "NEW_KIND"])
 def test_types_that_cannot_run_here_are_recognised_and_reported(check_type: str) -> None:
     check = parse_check_definition({"name": "b", "checkType": check_type, "script": "await page.goto(url)"})
     assert type(check) is CheckDefinition and (check.model_extra or {}).get("script")
-    reason = f"{check_type} checks cannot run locally: only API, URL, TCP and DNS checks can"
+    runnable = "API, URL, TCP, DNS, BROWSER and MULTI_STEP"
+    reason = f"{check_type} checks cannot run locally: only {runnable} checks can"
     assert check.local_support() == reason
     attempt = run_check(check, max_run_seconds=30).final
     assert (attempt.error_class, attempt.error_kind, attempt.message) == (

@@ -49,8 +49,8 @@ from runner.models.resources import CHECK_LOCATIONS
 FIELD_ORDER = (
     "id", "name", "checkType", "runsLocally", "activated", "tags", "locations", "frequency",
     "frequencyOffset", "shouldFail", "degradedResponseTime", "maxResponseTime", "request",
-    "environmentVariables", "script", "localSetupScript", "localTearDownScript", "setupSnippetId",
-    "tearDownSnippetId",
+    "environmentVariables", "runtimeId", "script", "localSetupScript", "localTearDownScript",
+    "setupSnippetId", "tearDownSnippetId",
 )  # fmt: skip
 WORLD_FIELDS = frozenset(FIELD_ORDER) - {"runsLocally"}
 assert set(DEFINITION_FIELDS) <= WORLD_FIELDS
