@@ -92,6 +92,21 @@ class ResultOutcome(OutcomeModel):
     attachments: list[Attachment] = Field(default_factory=list)
 
 
+class Origin(OutcomeModel):
+    """Where a session of a merged run (`testsession merge`) came from: its file, its part of a
+    sharded run, and the service that ran it ("emulator", or the API's host)."""
+
+    file: str
+    shard: str | None = None  # "2/4"
+    service: str | None = None
+
+    @property
+    def label(self) -> str:
+        """'shard 2/4 on emulator', or 'local/results.json on api.example.com' for a whole run."""
+        where = f"shard {self.shard}" if self.shard else self.file
+        return f"{where} on {self.service}" if self.service else where
+
+
 class SessionOutcome(OutcomeModel):
     name: str
     runLocation: str
@@ -107,6 +122,7 @@ class SessionOutcome(OutcomeModel):
     noMatch: bool = False  # no check matched its target
     results: list[ResultOutcome] = Field(default_factory=list)
     errorGroups: list[ErrorGroupOutcome] = Field(default_factory=list)
+    origin: Origin | None = None  # only in a merged run
 
 
 class Counts(OutcomeModel):
@@ -151,6 +167,29 @@ class CommitInfo(OutcomeModel):
     environment: str | None = None
 
 
+class ShardInfo(OutcomeModel):
+    """One part of a sharded run (`--shard i/n`, runner/job/shard.py): what `testsession merge` checks
+    before it judges the parts as one run."""
+
+    index: int  # 1-based
+    total: int
+    matched: int  # checks of the whole matched set (a check in two sessions counts twice)
+    checks: int  # of them in this part
+    fingerprint: str  # of the whole matched set: the same in every part of one run
+    split: str  # of the assignment (the set and the durations that balanced it)
+
+    @property
+    def label(self) -> str:
+        return f"{self.index}/{self.total}"
+
+
+class MergedPart(Origin):
+    """One results.json a merged run was made of, as it judged itself."""
+
+    verdict: str
+    exitCode: int
+
+
 class Outcome(OutcomeModel):
     schemaVersion: int = SCHEMA_VERSION
     tool: str = "testsession-runner"
@@ -167,6 +206,9 @@ class Outcome(OutcomeModel):
     counts: Counts = Field(default_factory=Counts)
     sessions: list[SessionOutcome] = Field(default_factory=list)
     baseline: BaselineOutcome | None = None  # None when no baseline was asked for
+    service: str | None = None  # where the sessions ran: "emulator", or the API's host
+    shard: ShardInfo | None = None  # this run is one part of a sharded run
+    merged: list[MergedPart] = Field(default_factory=list)  # `testsession merge`: the parts
 
     def all_results(self) -> list[ResultOutcome]:
         return [r for s in self.sessions for r in s.results]
