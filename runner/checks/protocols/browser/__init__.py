@@ -132,7 +132,7 @@ def _judged(check: ScriptCheckDefinition, run: ScriptRun, start: float, job: Job
             return _observed(start, failure=timed_out, console=(log[-2000:],) if log else ())
         ended = Failure(FailureKind.SCRIPT, f"Playwright ended without a report: {_first_error(log)}", False)
         return _observed(start, failure=ended, console=(log[-2000:],) if log else ())
-    tests = reports.tests_of(run.report)
+    tests = reports.browser_tests(run.report)
     failure: Failure | None = timed_out if run.child.timed_out else reports.verdict(run.report, tests)
     if check.shouldFail and (failure is None or failure.error_class is not ErrorClass.CONFIGURATION_ERROR):
         failure = _inverted(failure)

@@ -89,7 +89,7 @@ _FIELD = re.compile(
 )
 
 
-def tests_of(report: Mapping[str, Any]) -> tuple[BrowserTest, ...]:
+def browser_tests(report: Mapping[str, Any]) -> tuple[BrowserTest, ...]:
     out = []
     for item in _list(report.get("tests")):
         if not isinstance(item, Mapping):
