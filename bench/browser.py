@@ -49,6 +49,7 @@ def world_and_spec(folder: Path, shop_url: str, copies: int) -> tuple[Path, Path
     spec: dict[str, Any] = yaml.safe_load((REPO / "examples" / "local-checks-spec.yml").read_text())
     spec["target"] = {"matchTags": [["bench"]]}
     spec.pop("retryStrategy", None)
+    spec["wait"] = {"timeoutSeconds": 1800}  # 20 browser checks on a loaded 2-core machine take minutes
     spec["environmentVariables"] = [{"key": "SHOP_URL", "value": shop_url}]
     (folder / "world.yml").write_text(yaml.safe_dump(world))
     (folder / "spec.yml").write_text(yaml.safe_dump(spec))
