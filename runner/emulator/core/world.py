@@ -252,6 +252,9 @@ class WorldCheck(_Strict):
         if reason is not None and by_hand:
             reason += " (give it a behaviour: to script it here)"
         browser = self.checkType in SCRIPT_CHECK_TYPES
+        if reason is None and browser and not self.script and self.runsLocally is not False:
+            give = "give it a script: to run it, or a behaviour: to script it here"
+            reason = f"{self.checkType} check without a script ({give})"
         if reason is None and self.script and not browser:
             reason = "checks with a script cannot run locally"
         if reason is None and self.runsLocally is False:
