@@ -43,15 +43,20 @@ class Shop:
     def __init__(self, broken: bool = False) -> None:
         from checks_servers import free_port
 
-        self.port = free_port()
-        flags = ["--broken"] if broken else []
-        self.process = subprocess.Popen(
-            [sys.executable, str(SHOP), *flags, "--port", str(self.port), "--tcp-port", str(free_port()),
-             "--dns-port", str(free_port()), "--password", PASSWORD],
-            stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert self.process.stdout is not None
-        self.process.stdout.readline()  # printed once every server listens
+        for _ in range(5):  # a free port can be taken by another process before the shop binds it
+            self.port = free_port()
+            flags = ["--broken"] if broken else []
+            self.process = subprocess.Popen(
+                [sys.executable, str(SHOP), *flags, "--port", str(self.port), "--tcp-port", str(free_port()),
+                 "--dns-port", str(free_port()), "--password", PASSWORD],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            )  # fmt: skip
+            assert self.process.stdout is not None
+            if self.process.stdout.readline():  # printed once every server listens
+                break
+            self.process.wait(5)
+        else:
+            raise RuntimeError("examples/local-app/shop.py did not start")
         self.url = f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
