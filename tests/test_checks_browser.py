@@ -20,6 +20,7 @@ from runner.checks.protocols.browser.report import BrowserTest, describe_failure
 from runner.models.check_definitions import parse_check_definition
 
 pytestmark = needs_browser()
+TOKEN = "s3cret-shop-token"  # what examples/local-app/shop.py wants by default
 
 
 def example_check(name: str, **changes: Any) -> Any:
@@ -45,7 +46,7 @@ def good() -> Iterator[Shop]:
 def run(check: Any, shop_url: str) -> CheckRun:
     variables = VariableSources(
         session=(Variable("SHOP_URL", shop_url),),
-        account=(Variable("SHOP_PASSWORD", PASSWORD, True), Variable("SHOP_TOKEN", "s3cret-shop-tok", True)),
+        account=(Variable("SHOP_PASSWORD", PASSWORD, True), Variable("SHOP_TOKEN", TOKEN, True)),
     )  # fmt: skip
     return run_check(check, max_run_seconds=240, variables=variables)
 
