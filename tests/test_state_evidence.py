@@ -4,20 +4,20 @@ sharing the file). Real emulators, one after the other on one file, against a se
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from checks_servers import HttpServer, start_http
+from checks_servers import HttpServer
 from test_real_sessions import ACCOUNT, KEY, Api, api, attempts, finals, status, world
 
 from runner.checks import ErrorClass, FailureKind, run_check
-from runner.checks.evidence import MAX_EVIDENCE_CHARS, from_data, to_data
+from runner.checks.evidence import MAX_CONSOLE_LINES, MAX_EVIDENCE_CHARS, from_data, to_data
+from runner.checks.outcome import Attempt, EvidenceFile, Step
 from runner.client import ApiClient
 from runner.emulator import Emulator
 from runner.job.analyses import AnalysisPlan, GroupReader
@@ -25,13 +25,6 @@ from runner.job.events import Where
 from runner.models.check_definitions import parse_check_definition
 
 RETRY_ONCE = {"type": "FIXED", "baseBackoffSeconds": 0, "maxRetries": 1, "maxDurationSeconds": 60}
-
-
-@pytest.fixture(scope="module")
-def web() -> Iterator[HttpServer]:
-    server = start_http()
-    yield server
-    server.stop()
 
 
 def failing_world(web: HttpServer, **request: Any) -> dict[str, Any]:
@@ -145,3 +138,16 @@ def test_evidence_of_a_file_written_before_the_failure_kinds_were_typed_reads_as
     newer = from_data({**written, "error_kind": "a_kind_of_a_newer_version", "error_class": "NEW"})
     assert newer is not None and newer.error_kind is None and newer.error_class is None
     assert newer.fingerprint == written["fingerprint"]  # its group keeps its key
+
+
+def test_a_child_process_evidence_is_kept_bounded_and_reads_back() -> None:
+    steps = (Step("open the cart", True, 12.5), Step("pay", False, 3.0, "expect(locator).toBeVisible()"))
+    files = (EvidenceFile("trace.zip", "TRACE", "/tmp/run/trace.zip"),)
+    lines = tuple(f"console line {i} " + "x" * 900 for i in range(100))  # ~90 KB: over the bound
+    attempt = Attempt.not_run(FailureKind.INVALID_DEFINITION, "m")
+    attempt = dataclasses.replace(attempt, steps=steps, files=files, console=lines)
+    stored = to_data(attempt)
+    assert stored is not None and len(json.dumps(stored)) <= MAX_EVIDENCE_CHARS
+    back = from_data(json.loads(json.dumps(stored)))
+    assert back is not None and back.steps == steps and back.files == files
+    assert back.console == lines[-MAX_CONSOLE_LINES:]  # the last lines, where a failure shows

@@ -23,8 +23,10 @@ from runner.models.check_definitions import (
     Assertion,
     BasicAuth,
     DnsRequest,
+    IcmpRequest,
     KeyValue,
     TcpRequest,
+    TracerouteRequest,
     UrlRequest,
     parse_check_definition,
 )
@@ -100,7 +102,7 @@ def test_a_browser_check_written_by_hand_fails_closed_like_one_marked_runs_local
     )
 
 
-@pytest.mark.parametrize("check_type", ["BROWSER", "MULTI_STEP", "PLAYWRIGHT", "AGENTIC", "HEARTBEAT"])
+@pytest.mark.parametrize("check_type", ["BROWSER", "MULTI_STEP", "PLAYWRIGHT", "GRPC"])
 def test_only_an_explicit_behaviour_scripts_a_type_that_cannot_run_here(check_type: str) -> None:
     bare = f"      - {{id: c1, name: C, checkType: {check_type}}}\n"
     (check,) = parse_world_text(HEAD + bare).accounts[0].checks
@@ -108,7 +110,7 @@ def test_only_an_explicit_behaviour_scripts_a_type_that_cannot_run_here(check_ty
         give = "give it a script: to run it, or a behaviour: to script it here"
         reason = f"{check_type} check without a script ({give})"
     else:
-        runnable = "API, URL, TCP, DNS, BROWSER and MULTI_STEP"
+        runnable = "API, URL, TCP, DNS, ICMP, TRACEROUTE, BROWSER and MULTI_STEP"
         reason = (
             f"{check_type} checks cannot run locally: only {runnable} checks can "
             "(give it a behaviour: to script it here)"
@@ -244,6 +246,9 @@ PRODUCTION_FIELDS = {
     UrlRequest: {"method", "url", "followRedirects", "skipSSL", "ipFamily", "assertions"},
     TcpRequest: {"url", "hostname", "port", "body", "data", "assertions", "ipFamily"},
     DnsRequest: {"query", "nameServer", "port", "recordType", "assertions", "protocol"},
+    IcmpRequest: {"hostname", "ipFamily", "pingCount", "assertions"},  # ChecksV1IcmpRequest
+    TracerouteRequest: {"url", "protocol", "port", "ipFamily", "maxHops", "maxUnknownHops", "ptrLookup",
+                        "timeout", "assertions"},  # ChecksV1TracerouteRequestRead
     Assertion: {"source", "comparison", "property", "target", "regex"},
     KeyValue: {"key", "value", "locked"},
     BasicAuth: {"username", "password"},

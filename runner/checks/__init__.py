@@ -1,4 +1,4 @@
-"""The check engine: API, URL, TCP and DNS checks in production's shape, run from this machine.
+"""The check engine: API, URL, TCP, DNS, ICMP and TRACEROUTE checks in production's shape, run here.
 
 The public API (everything else in this package is its parts):
 

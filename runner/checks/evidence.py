@@ -2,9 +2,10 @@
 group's latest failure, so that a group known from an earlier run is analysed from the same evidence
 (status, timing phases, body excerpt, failed assertion, request) after a restart.
 
-Bounded: at most MAX_EVIDENCE_CHARS of JSON per group. Over it, the list of every assertion and all
-but MAX_HEADERS request headers go first (the analyser reads the failed assertion and the request
-line), then every text is cut to MAX_TEXT_CHARS; what still does not fit is not stored (the group
+Bounded: at most MAX_EVIDENCE_CHARS of JSON per group. Over it, the list of every assertion, all
+but MAX_HEADERS request headers and all but the last MAX_CONSOLE_LINES console lines of a child
+process go first (the analyser reads the failed assertion and the request line), then every text is
+cut to MAX_TEXT_CHARS; what still does not fit is not stored (the group
 then keeps its message only, as a scripted failure has). Every text was masked when the attempt was
 made (outcome.py): nothing here can hold a secret the attempt did not already hide.
 Reading is lenient: data of an unknown or broken shape gives None, never an exception; an error class
@@ -23,6 +24,7 @@ from runner.checks.outcome import AssertionResult, Attempt, EvidenceFile, Reques
 MAX_EVIDENCE_CHARS = 16_384
 MAX_HEADERS = 20
 MAX_TEXT_CHARS = 1_000
+MAX_CONSOLE_LINES = 10  # the last lines: where a script's failure shows
 _CHILD_FIELDS = ("steps", "console", "files")
 
 
@@ -37,6 +39,8 @@ def to_data(attempt: Attempt) -> dict[str, Any] | None:
     data["assertions"] = []
     if data.get("request"):
         data["request"]["headers"] = data["request"]["headers"][:MAX_HEADERS]
+    if data.get("console"):
+        data["console"] = data["console"][-MAX_CONSOLE_LINES:]
     if _size(data) <= MAX_EVIDENCE_CHARS:
         return data
     data = _cut(data)

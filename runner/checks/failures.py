@@ -64,6 +64,9 @@ class FailureKind(_Text):
     BAD_ANSWER = "bad_answer"  # a DNS answer that is malformed or not to our query
     NETWORK = "network"  # any other network failure
     PAGE_LOAD = "page_load"  # a browser got no page: net::ERR_CONNECTION_REFUSED at http://...
+    NO_REPLY = "no_reply"  # ICMP: no echo reply to any ping
+    HOST_UNREACHABLE = "host_unreachable"  # ICMP: every ping answered by a router's Destination Unreachable
+    DESTINATION_NOT_REACHED = "destination_not_reached"  # TRACEROUTE: the trace stopped before the host
     # Too slow (TIMEOUT).
     TIMEOUT = "timeout"  # cut off at the attempt's bound before a complete answer
     MAX_RESPONSE_TIME = "max_response_time"  # answered, but after maxResponseTime
@@ -72,6 +75,7 @@ class FailureKind(_Text):
     BODY_TRUNCATED = "body_truncated"  # an assertion on a body longer than the read cap
     HTTP_STATUS = "http_status"  # a 4xx/5xx without shouldFail
     DNS_RESPONSE_CODE = "dns_response_code"  # an rcode other than NOERROR no assertion looks at
+    PACKET_LOSS = "packet_loss"  # ICMP: loss at or above maxPacketLossThreshold, some replies came
     # A script of the check threw (SCRIPT_ERROR).
     SCRIPT = "script"
     # Not run (CONFIGURATION_ERROR).
@@ -79,6 +83,7 @@ class FailureKind(_Text):
     INVALID_URL = "invalid_url"
     NOT_RUNNABLE_LOCALLY = "not_runnable_locally"
     REFUSED = "refused"  # the caller may not run checks here
+    NO_SOCKET_PERMISSION = "no_socket_permission"  # ICMP, TRACEROUTE: no ping or raw socket may be opened
     UNKNOWN_VARIABLE = "unknown_variable"
     VARIABLE_WITHOUT_VALUE = "variable_without_value"
     SECRET_TOO_SHORT = "secret_too_short"
@@ -101,10 +106,12 @@ _NETWORK = (
     FailureKind.CONNECTION_REFUSED, FailureKind.CONNECTION_FAILED, FailureKind.CONNECTION_RESET,
     FailureKind.DNS_LOOKUP, FailureKind.TLS, FailureKind.EMPTY_REPLY, FailureKind.PARTIAL_RESPONSE,
     FailureKind.TOO_MANY_REDIRECTS, FailureKind.HEADERS_TOO_LARGE, FailureKind.BAD_ANSWER,
-    FailureKind.NETWORK, FailureKind.PAGE_LOAD,
+    FailureKind.NETWORK, FailureKind.PAGE_LOAD, FailureKind.NO_REPLY, FailureKind.HOST_UNREACHABLE,
+    FailureKind.DESTINATION_NOT_REACHED,
 )  # fmt: skip
 _ASSERTION = (
     FailureKind.ASSERTION, FailureKind.BODY_TRUNCATED, FailureKind.HTTP_STATUS, FailureKind.DNS_RESPONSE_CODE,
+    FailureKind.PACKET_LOSS,
 )  # fmt: skip
 _VARIABLE_KINDS = frozenset(
     {FailureKind.UNKNOWN_VARIABLE, FailureKind.VARIABLE_WITHOUT_VALUE, FailureKind.SECRET_TOO_SHORT,
@@ -112,7 +119,7 @@ _VARIABLE_KINDS = frozenset(
 )  # fmt: skip
 _CONFIGURATION = (
     FailureKind.INVALID_DEFINITION, FailureKind.INVALID_URL, FailureKind.NOT_RUNNABLE_LOCALLY,
-    FailureKind.REFUSED, FailureKind.INTERNAL_ERROR, *_VARIABLE_KINDS,
+    FailureKind.REFUSED, FailureKind.INTERNAL_ERROR, FailureKind.NO_SOCKET_PERMISSION, *_VARIABLE_KINDS,
 )  # fmt: skip
 _CLASS_OF: dict[FailureKind, ErrorClass] = {
     **dict.fromkeys(_NETWORK, ErrorClass.NETWORK_ERROR),

@@ -7,7 +7,7 @@ In this order (run.py's docstring says why):
 3. the assertions are evaluated; an answer slower than maxResponseTime fails as TIMEOUT;
 4. the first failing assertion fails it (an assertion on a truncated body cannot pass);
 5. a failure the answer implies (a 4xx/5xx, a DNS error code) fails it;
-6. passed, degraded when slower than degradedResponseTime.
+6. passed, degraded when slower than degradedResponseTime or when the protocol says so (ICMP loss).
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def judge(
         )
     if seen.implicit is not None:
         return Verdict(passed=False, failure=seen.implicit, assertions=results)
-    return Verdict(passed=True, degraded=elapsed_ms > bounds.degraded_ms, assertions=results)
+    degraded = seen.degraded or elapsed_ms > bounds.degraded_ms
+    return Verdict(passed=True, degraded=degraded, assertions=results)
 
 
 def _cut_body(

@@ -74,7 +74,7 @@ class AssertionResult:
 class RequestSummary:
     """What was sent, for the HTTP_REQUEST evidence: never a password, secrets masked."""
 
-    kind: str  # HTTP, TCP or DNS
+    kind: str  # HTTP, TCP, DNS, ICMP or TRACEROUTE
     method: str  # GET, POST ...; "CONNECT" for TCP; the record type for DNS
     target: str  # the URL (credentials stripped), host:port, or "query @ server:port/UDP"
     headers: tuple[tuple[str, str], ...] = ()

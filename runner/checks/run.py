@@ -193,8 +193,9 @@ def run_attempt(
 
 def _bounds(check: CheckDefinition, max_run_seconds: float | None, start: float) -> Bounds:
     degraded_ms, max_ms = check.response_limits_ms()
-    if max_run_seconds is None or max_ms / 1000 <= max_run_seconds:
-        seconds = max(max_ms / 1000, 0.001)
-        return Bounds(seconds, f"the maxResponseTime of {max_ms:g} ms", degraded_ms, max_ms, start + seconds)
+    own, own_text = check.attempt_limit()  # maxResponseTime, or the type's own (ICMP, TRACEROUTE)
+    if max_run_seconds is None or own <= max_run_seconds:
+        seconds = max(own, 0.001)
+        return Bounds(seconds, own_text, degraded_ms, max_ms, start + seconds)
     text = f"the maximum run time of {max_run_seconds:g} s for {check.checkType} checks"
     return Bounds(max_run_seconds, text, degraded_ms, max_ms, start + max_run_seconds)

@@ -134,9 +134,8 @@ class _Facts:
         )
 
     def artifacts(self, description: str) -> list[Evidence]:
-        name = {"HTTP": "HTTP_REQUEST", "TCP": "TCP_REQUEST", "DNS": "DNS_QUERY"}.get(
-            self.kind, "HTTP_REQUEST"
-        )
+        name = {"HTTP": "HTTP_REQUEST", "TCP": "TCP_REQUEST", "DNS": "DNS_QUERY", "ICMP": "ICMP_REQUEST",
+                "TRACEROUTE": "TRACEROUTE_REQUEST"}.get(self.kind, "HTTP_REQUEST")  # fmt: skip
         out = [Evidence(artifacts=[Artifact(name=name, type="REQUEST")], description=description)]
         if self.ev.timing is not None:
             out.append(
@@ -271,7 +270,7 @@ def _assertion(f: _Facts) -> tuple[Analysis, str]:
             evidence=f.artifacts(
                 f"The answer of {f.target}{':' if status else ''}{status}{said}; the {what} failed: {detail}."
             ),
-            referenceLinks=[LINKS["assertions"]],
+            referenceLinks=[LINKS["assertions"], *_PATH_DOCS.get(f.kind, ())],
         ),
         "run-assertion",
     )
@@ -456,6 +455,12 @@ _CONFIGURATION_FIX = {
     "the world, or target other tags) and let the service run it; or run the gate against the service.",
     FailureKind.REFUSED: "Give the account a key of its own in the world file and trigger with it, or keep "
     "the emulator on loopback (the default).",
+    # icmp_sockets.py: the message names the sysctl and the capability; production's docs give the
+    # same fix for its private-location agent (NET_RAW).
+    FailureKind.NO_SOCKET_PERMISSION: "Let the runner open ICMP sockets: allow ping sockets for its group "
+    '(sysctl -w net.ipv4.ping_group_range="0 2147483647"; ICMP checks only), or give it CAP_NET_RAW '
+    "(root, docker run --cap-add=NET_RAW, or setcap cap_net_raw+ep on the Python interpreter; "
+    "traceroutes need this one); or leave these checks out of local runs.",
 }
 _OTHER_FIX = "Fix the check's definition as the message says, or leave the check out of this run."
 
@@ -531,8 +536,16 @@ def _by_kind(f: _Facts, kind: FailureKind) -> tuple[Analysis, str] | None:
             | FailureKind.SECRET_TOO_SHORT
             | FailureKind.UNSUPPORTED_HELPER
             | FailureKind.INTERNAL_ERROR
+            | FailureKind.NO_SOCKET_PERMISSION
         ):
             return _configuration(f)
+        case (
+            FailureKind.NO_REPLY
+            | FailureKind.HOST_UNREACHABLE
+            | FailureKind.PACKET_LOSS
+            | FailureKind.DESTINATION_NOT_REACHED
+        ):
+            return _path(f)
         case FailureKind.BODY_TRUNCATED:
             return _truncated(f)
         case FailureKind.HTTP_STATUS | FailureKind.ASSERTION if status is not None and status >= 400:
@@ -560,3 +573,75 @@ def _by_class(f: _Facts, error_class: ErrorClass | None) -> tuple[Analysis, str]
             return None
         case _:
             assert_never(error_class)
+
+
+# --- ICMP and TRACEROUTE: the network path to the host ------------------------------------------------
+
+_ICMP_DOCS = ReferenceLink(
+    url="https://www.checklyhq.com/docs/detect/uptime-monitoring/icmp-monitors/overview/",
+    title="ICMP monitors: troubleshooting",
+)
+_TRACEROUTE_DOCS = ReferenceLink(
+    url="https://www.checklyhq.com/docs/detect/uptime-monitoring/traceroute-monitors/overview/",
+    title="Traceroute monitors: troubleshooting",
+)
+_PATH_DOCS = {"ICMP": (_ICMP_DOCS,), "TRACEROUTE": (_TRACEROUTE_DOCS,)}
+# kind: (classification, why, fix, reference); `{at}` is the address pinged or traced.
+_PATH_RULES: dict[FailureKind, tuple[str, str, str, ReferenceLink]] = {
+    FailureKind.NO_REPLY: (
+        "INFRA ERROR",
+        "No echo reply came back{at}: the host is down or not on this network, or ICMP echo is "
+        "filtered on the way (a firewall, a security group, the host's own rules; many networks block "
+        "it, production's docs say). If an API or TCP check to the same host passes, it is the filter.",
+        "Check that the host is up and routed from the runner; if ICMP is blocked on purpose, allow "
+        "echo requests from the runner or check the host with a TCP or API check instead.",
+        _ICMP_DOCS,
+    ),
+    FailureKind.HOST_UNREACHABLE: (
+        "INFRA ERROR",
+        "A router answered the pings{at} with Destination Unreachable: it has no route to the host, "
+        "or the host does not answer on its network (down, or a wrong address).",
+        "Check the address the check pings (and the variables that build it) for this environment, "
+        "and that the host is up on the network the router names.",
+        _ICMP_DOCS,
+    ),
+    FailureKind.PACKET_LOSS: (
+        "INFRA ERROR",
+        "The host answered{at}, but too many pings were lost: a congested or flapping link, a device "
+        "on the way that rate-limits ICMP, or a host too busy to answer in time.",
+        "Look at the interfaces on the path (errors, drops) and the host's load at the time; raise "
+        "maxPacketLossThreshold only if this loss is acceptable for the service.",
+        _ICMP_DOCS,
+    ),
+    FailureKind.DESTINATION_NOT_REACHED: (
+        "INFRA ERROR",
+        "The trace did not reach the destination{at}: the probes' port is filtered (TCP probes get no "
+        "SYN-ACK or RST), the host drops the probes, or a router on the way discards them.",
+        "Try another probe protocol (ICMP if the host answers pings, or UDP), a TCP port that is open "
+        "on the host (UDP needs a closed one), and raise maxUnknownHops if silent routers cut the "
+        "trace short (production's troubleshooting).",
+        _TRACEROUTE_DOCS,
+    ),
+}
+
+
+def _path(f: _Facts) -> tuple[Analysis, str]:
+    """No reply, an unreachable host, packet loss, a destination not reached: quoted from the run's
+    transcript (the protocol's excerpt starts with its summary line)."""
+    ev = f.ev
+    kind = FailureKind(ev.error_kind)
+    classification, why, fix, link = _PATH_RULES[kind]
+    what = "pings" if f.kind == "ICMP" else "probes"
+    summary = f" ({f.body})" if f.body else ""
+    return (
+        Analysis(
+            classification=classification,
+            userImpact=f"{f.check[0].upper()}{f.check[1:]} cannot reach {f.target} as expected; clients "
+            "on the same path would see the same loss or outage.",
+            rootCause=f"{why.format(at=f.at)} The check failed: {_q(ev.message, 200)}{summary}.",
+            codeFix=fix,
+            evidence=f.artifacts(f"The {what} to {f.target}: {f.body or _q(ev.message, 200)}."),
+            referenceLinks=[link],
+        ),
+        f"run-{kind.replace('_', '-')}",
+    )

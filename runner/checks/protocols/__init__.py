@@ -6,6 +6,7 @@ module is imported only when a check of that type runs (libcurl, dnspython: only
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +21,12 @@ REGISTRY: dict[str, str] = {
     "DNS": "dns",
     "BROWSER": "browser",
     "MULTI_STEP": "browser",
+    "ICMP": "icmp",
+    "TRACEROUTE": "traceroute",
 }
 
 
+@functools.cache
 def protocol_for(check_type: str) -> CheckProtocol[Any] | None:
     """The protocol that runs checks of `check_type`; None when no protocol does."""
     module = REGISTRY.get(check_type)

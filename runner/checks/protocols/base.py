@@ -35,8 +35,9 @@ Adding a check type:
    of `CheckProtocol` and an instance of it named `PROTOCOL`;
 2. one line in `protocols/__init__.py` `REGISTRY`: `"BROWSER": "browser"` (checkType -> module);
 3. the check type's definition model in `runner/models/check_definitions.py` (parse_check_definition
-   gives it to `perform`), and its kinds of failure in `runner/checks/failures.py` if it needs new
-   ones (mypy then names the analyser's match that does not handle them).
+   gives it to `perform`; the type must be one `local_support()` allows), and its kinds of failure in
+   `runner/checks/failures.py` if it needs new ones (mypy then names the analyser's match that does
+   not handle them). Test it against a real local server (tests/checks_servers.py).
 Nothing in run.py changes.
 """
 
@@ -116,6 +117,8 @@ class Observation:
     values: Mapping[str, Any] = field(default_factory=dict)  # what each assertion source reads
     implicit: Failure | None = None  # fails the attempt unless an assertion failed first (a 4xx/5xx)
     connection_failure_passes: bool = False  # TCP shouldFail: a refused connection passes
+    # The answer itself is degraded, whatever its time (ICMP: packet loss at degradedPacketLossThreshold).
+    degraded: bool = False
     # A child process's own evidence (BROWSER, MULTI_STEP, ICMP).
     steps: tuple[Step, ...] = ()
     console: tuple[str, ...] = ()

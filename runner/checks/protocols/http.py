@@ -151,40 +151,6 @@ def _is_json(text: str) -> bool:
     return True
 
 
-def summary(
-    request: HttpRequest, limits: Limits, remote_address: str | None = None, cut: Cut = plain_cut
-) -> RequestSummary:
-    """The request as evidence: no password, credential headers masked, the body's first characters."""
-    headers = tuple((k, "***" if _sensitive(k) else v) for k, v in request.headers)
-    if request.basic_auth:
-        headers += (("Authorization", "Basic ***"),)
-    body = cut(request.body.decode("utf-8", "replace"), limits.excerpt_chars) if request.body else None
-    return RequestSummary(
-        kind="HTTP",
-        method=request.method,
-        target=strip_url_credentials(request.url) or request.url,
-        headers=headers,
-        body_excerpt=body,
-        remote_address=remote_address,
-    )
-
-
-def _sensitive(name: str) -> bool:
-    low = name.lower()
-    return any(part in low for part in _SENSITIVE)
-
-
-def address_of(url: str) -> str:
-    """host:port of a URL (for a message when no connection was made)."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
-    except ValueError:
-        return url
-    host = parts.hostname or ""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
 class HttpProtocol(CheckProtocol[ApiCheckDefinition | UrlCheckDefinition]):
     """API and URL checks: one request; a 4xx/5xx fails the check unless shouldFail is set."""
 
@@ -229,6 +195,40 @@ class HttpProtocol(CheckProtocol[ApiCheckDefinition | UrlCheckDefinition]):
 
 
 PROTOCOL = HttpProtocol()
+
+
+def summary(
+    request: HttpRequest, limits: Limits, remote_address: str | None = None, cut: Cut = plain_cut
+) -> RequestSummary:
+    """The request as evidence: no password, credential headers masked, the body's first characters."""
+    headers = tuple((k, "***" if _sensitive(k) else v) for k, v in request.headers)
+    if request.basic_auth:
+        headers += (("Authorization", "Basic ***"),)
+    body = cut(request.body.decode("utf-8", "replace"), limits.excerpt_chars) if request.body else None
+    return RequestSummary(
+        kind="HTTP",
+        method=request.method,
+        target=strip_url_credentials(request.url) or request.url,
+        headers=headers,
+        body_excerpt=body,
+        remote_address=remote_address,
+    )
+
+
+def _sensitive(name: str) -> bool:
+    low = name.lower()
+    return any(part in low for part in _SENSITIVE)
+
+
+def address_of(url: str) -> str:
+    """host:port of a URL (for a message when no connection was made)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+    except ValueError:
+        return url
+    host = parts.hostname or ""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 class _Transfer:

@@ -166,6 +166,8 @@ DEFINITION_FIELDS = (
     "request",
     "degradedResponseTime",
     "maxResponseTime",
+    "degradedPacketLossThreshold",
+    "maxPacketLossThreshold",
     "shouldFail",
     "environmentVariables",
     "runtimeId",
@@ -194,6 +196,9 @@ class WorldCheck(_Strict):
     request: dict[str, Any] | None = None
     degradedResponseTime: float | None = Field(default=None, ge=0)  # ms
     maxResponseTime: float | None = Field(default=None, gt=0)  # ms
+    # ICMP (ChecksV1IcmpMonitor): packet loss in percent at which a run is degraded / failed.
+    degradedPacketLossThreshold: float | None = Field(default=None, gt=0, le=100)
+    maxPacketLossThreshold: float | None = Field(default=None, gt=0, le=100)
     shouldFail: bool = False
     environmentVariables: list[WorldVariable] = Field(default_factory=list)
     script: str | None = None  # BROWSER and MULTI_STEP: the Playwright Test code, run for real
