@@ -85,6 +85,15 @@ def test_each_runnable_type_has_its_model_and_production_s_defaults(
     assert type(check) is model and check.response_limits_ms() == limits and check.problems() == []
 
 
+def test_a_browser_check_without_a_script_or_with_an_unknown_runtime_says_so() -> None:
+    check = parse_check_definition({"name": "b", "checkType": "BROWSER", "runtimeId": "2019.01"})
+    assert check.local_support() is None
+    assert check.problems() == [
+        "script: required field is missing (the Playwright Test code)",
+        "runtimeId: expected one of 2026.04, 2025.04, 2024.09, 2024.02, 2023.09, 2023.02, 2022.10 or null",
+    ]
+
+
 def test_tcp_body_is_production_s_other_name_for_data() -> None:
     check = parse_check_definition(
         {"name": "t", "checkType": "TCP", "request": {"hostname": "h", "port": 1, "body": "PING"}}
@@ -95,8 +104,8 @@ def test_tcp_body_is_production_s_other_name_for_data() -> None:
 @pytest.mark.parametrize(
     ("check_type", "why"),
     [
-        *[(t, "only API, URL, TCP, DNS, ICMP and TRACEROUTE checks can") for t in
-          ("BROWSER", "MULTI_STEP", "PLAYWRIGHT", "NEW_KIND")],
+        *[(t, "only API, URL, TCP, DNS, ICMP, TRACEROUTE, BROWSER and MULTI_STEP checks can")
+          for t in ("PLAYWRIGHT", "NEW_KIND")],
         ("HEARTBEAT", "a heartbeat monitor is passive, production waits for your scheduled job to ping "
          "its URL within the period and grace and alerts when no ping comes; there is no request to make "
          "against a build (ping it from the job itself)"),

@@ -35,7 +35,7 @@ IDS = {name: f"6a1c0000-0000-4000-8000-{n:012d}" for n, name in enumerate(
 LOCAL = ("cart", "echo", "status", "port")  # tagged `local`: everything they need is in the file
 # Every check the `shop` tag selects, and why each one that is kept cannot run here.
 NOT_RUNNABLE = {
-    "checkout": "BROWSER checks cannot run locally",
+    "checkout": "AGENTIC checks cannot run locally",
     "admin": "checks with setup or teardown scripts cannot run locally (localSetupScript)",
     "heartbeat": "HEARTBEAT checks cannot run locally",
 }
@@ -68,7 +68,7 @@ def app() -> Iterator[HttpServer]:
 
 def shop_world(base: str, tcp_port: int) -> dict[str, Any]:
     """Real checks of every runnable type, with a secret, a check's own `${...}` text and an account
-    variable; kept-but-not-runnable ones (BROWSER, a setup script, HEARTBEAT); a scripted demo check;
+    variable; kept-but-not-runnable ones (AGENTIC, a setup script, HEARTBEAT); a scripted demo check;
     another account's check with the same tag."""
     ok = [{"source": "STATUS_CODE", "comparison": "EQUALS", "target": "200"}]
     checks = [
@@ -115,7 +115,7 @@ def shop_world(base: str, tcp_port: int) -> dict[str, Any]:
                             {"source": "RESPONSE_CODE", "comparison": "EQUALS", "target": "NOERROR"}]},
         },
         {
-            "id": IDS["checkout"], "name": "Checkout flow", "checkType": "BROWSER", "tags": ["shop"],
+            "id": IDS["checkout"], "name": "Checkout flow", "checkType": "AGENTIC", "tags": ["shop"],
             "script": "await page.goto(`$${process.env.BASE}/cart`)\nawait page.click('#pay')",
             "environmentVariables": [{"key": "card-number", "value": "4111111111111111", "secret": True}],
         },
@@ -318,7 +318,7 @@ def test_export_writes_a_world_that_loads_marks_what_cannot_run_and_holds_no_sec
     # The reason is a comment right above the check, which is marked.
     document = text.splitlines()
     at = document.index(f"      - id: {IDS['checkout']}")
-    assert document[at - 1].startswith("      # Checkout flow (BROWSER): kept, not runnable here: BROWSER")
+    assert document[at - 1].startswith("      # Checkout flow (AGENTIC): kept, not runnable here: AGENTIC")
     assert yaml.safe_load(text)["settings"]["notRunnable"] == "fail"
     # It passes `testsession emulator --check`, as the user is told to run.
     assert main(["emulator", "--check", "--world", str(target)]) == 0
@@ -463,9 +463,8 @@ def test_fields_of_an_impossible_shape_are_left_out_and_the_check_is_kept_marked
     )
     assert reasons["c"] is not None and "tags" in reasons["c"]
     assert reasons["d"] is None
-    assert reasons["e"] == (
-        "GRPC checks cannot run locally: only API, URL, TCP, DNS, ICMP and TRACEROUTE checks can"
-    )
+    runnable = "API, URL, TCP, DNS, ICMP, TRACEROUTE, BROWSER and MULTI_STEP"
+    assert reasons["e"] == f"GRPC checks cannot run locally: only {runnable} checks can"
     assert result.left_out == ("a check without an id (no id): left out",)
     world = parse_world_text(result.text)  # loads: every marked check is skipped by the definition rules
     loaded = {c.id: c for c in world.accounts[0].checks}

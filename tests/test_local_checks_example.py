@@ -166,4 +166,4 @@ def test_the_example_world_and_spec_are_valid(capsys: pytest.CaptureFixture[str]
     assert main(["emulator", "--check", "--world", str(EXAMPLES / "local-checks.yml")]) == 0
     assert main(["validate", str(EXAMPLES / "local-checks-spec.yml")]) == 0
     out = capsys.readouterr().out
-    assert "8 checks" in out and "tags shop" in out
+    assert "10 checks" in out and "tags shop" in out

@@ -251,7 +251,7 @@ def test_a_check_that_cannot_run_here_fails_closed_or_is_left_out(
     start: Callable[..., Api], web: HttpServer
 ) -> None:
     browser = {
-        "id": "b", "name": "Checkout journey", "checkType": "BROWSER", "tags": ["real", "browser"],
+        "id": "b", "name": "Checkout journey", "checkType": "AGENTIC", "tags": ["real", "browser"],
         "runsLocally": False,
     }  # fmt: skip
     data = world(browser, api("passes", web.url("/json")))
@@ -259,7 +259,7 @@ def test_a_check_that_cannot_run_here_fails_closed_or_is_left_out(
     session = client.final(client.trigger()["testSessionId"])
     result = finals(session)["Checkout journey"]
     assert session["status"] == "FAILED" and result["status"] == "FAILED" and result["hasErrors"]
-    assert result["errorMessage"].startswith("cannot run on this machine: BROWSER checks cannot run locally")
+    assert result["errorMessage"].startswith("cannot run on this machine: AGENTIC checks cannot run locally")
     assert "settings.notRunnable: skip" in result["errorMessage"]
     analysis = client.analysis(result["errorGroupIds"][0])["analysis"]
     assert analysis["classification"] == "CONFIGURATION ERROR" and "notRunnable: skip" in analysis["codeFix"]

@@ -96,9 +96,9 @@ def test_a_browser_check_written_by_hand_fails_closed_like_one_marked_runs_local
     (result,) = results["sessions"][0]["results"]
     assert code == 1 and results["verdict"] == "failed"
     assert result["verdict"] == "error" and result["error"] == (
-        "cannot run on this machine: BROWSER checks cannot run locally: only API, URL, TCP, DNS, ICMP and "
-        "TRACEROUTE checks can (give it a behaviour: to script it here); leave it out with "
-        "settings.notRunnable: skip in the world, or target other tags"
+        "cannot run on this machine: BROWSER check without a script (give it a script: to run it, or a "
+        "behaviour: to script it here); leave it out with settings.notRunnable: skip in the world, or target "
+        "other tags"
     )
 
 
@@ -106,10 +106,16 @@ def test_a_browser_check_written_by_hand_fails_closed_like_one_marked_runs_local
 def test_only_an_explicit_behaviour_scripts_a_type_that_cannot_run_here(check_type: str) -> None:
     bare = f"      - {{id: c1, name: C, checkType: {check_type}}}\n"
     (check,) = parse_world_text(HEAD + bare).accounts[0].checks
-    assert check.not_runnable() == (
-        f"{check_type} checks cannot run locally: only API, URL, TCP, DNS, ICMP and TRACEROUTE checks can "
-        "(give it a behaviour: to script it here)"
-    )
+    if check_type in ("BROWSER", "MULTI_STEP"):  # they run with a script
+        give = "give it a script: to run it, or a behaviour: to script it here"
+        reason = f"{check_type} check without a script ({give})"
+    else:
+        runnable = "API, URL, TCP, DNS, ICMP, TRACEROUTE, BROWSER and MULTI_STEP"
+        reason = (
+            f"{check_type} checks cannot run locally: only {runnable} checks can "
+            "(give it a behaviour: to script it here)"
+        )
+    assert check.not_runnable() == reason
     (check,) = parse_world_text(HEAD + bare.replace("}", ", behaviour: pass}")).accounts[0].checks
     assert check.scripted() and check.not_runnable() is None
 

@@ -1,7 +1,11 @@
 """A small shop to run checks against: HTTP, a TCP line service and a DNS zone, all on loopback.
 
     python examples/local-app/shop.py                 # a good build
-    python examples/local-app/shop.py --broken        # a bad build: cart 503, search slow, no line service
+    python examples/local-app/shop.py --broken        # a bad build: cart 503, search slow, no line service,
+                                                      # the account page's heading changed
+
+Pages for browser checks: /login (a form: username `shopper`, the password from --password), which
+leads to /account ("Welcome, shopper"; the bad build says "Your account" instead).
 
 It stands in for the build a CI job starts (docker compose, a dev server) and that only the CI runner
 can reach. `examples/local-checks.yml` holds the checks that `testsession run --emulator` executes
@@ -17,6 +21,7 @@ import threading
 import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs
 
 import dns.flags
 import dns.message
@@ -30,9 +35,10 @@ PRODUCTS = [{"id": 1, "name": "Mug", "price": 12.5}, {"id": 2, "name": "Tee", "p
 class Shop:
     """What the build serves; `broken` is the bad build of the README's before/after."""
 
-    def __init__(self, broken: bool, token: str) -> None:
+    def __init__(self, broken: bool, token: str, password: str = "correct-horse-battery") -> None:
         self.broken = broken
         self.token = token
+        self.password = password
         self._lock = threading.Lock()
         self._payments = 0
 
@@ -40,6 +46,17 @@ class Shop:
         with self._lock:
             self._payments += 1
             return self._payments
+
+
+LOGIN_PAGE = """<!doctype html><html lang="en"><head><title>Sign in - shop</title></head><body>
+<h1>Sign in</h1>{error}
+<form method="post" action="/login">
+  <label>Username <input name="username" autocomplete="username"></label>
+  <label>Password <input name="password" type="password" autocomplete="current-password"></label>
+  <button type="submit">Sign in</button>
+</form></body></html>"""
+ACCOUNT_PAGE = """<!doctype html><html lang="en"><head><title>Account - shop</title></head><body>
+<h1>{heading}</h1><p id="cart">Your cart is empty</p></body></html>"""
 
 
 def http_handler(shop: Shop) -> type[BaseHTTPRequestHandler]:
@@ -59,9 +76,46 @@ def http_handler(shop: Shop) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _page(self, status: int, html: str, headers: dict[str, str] | None = None) -> None:
+            data = html.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            if self.path.split("?", 1)[0] != "/login":
+                self._send(404, {"error": "Not Found"})
+                return
+            size = min(int(self.headers.get("Content-Length") or 0), 10_000)
+            form = parse_qs(self.rfile.read(size).decode("utf-8", "replace"))
+            user, password = form.get("username", [""])[0], form.get("password", [""])[0]
+            if user == "shopper" and password == shop.password:
+                self.send_response(HTTPStatus.SEE_OTHER)
+                self.send_header("Location", "/account")
+                self.send_header("Set-Cookie", "session=shopper; Path=/; HttpOnly")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            else:
+                self._page(401, LOGIN_PAGE.format(error='<p role="alert">Wrong username or password</p>'))
+
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             path = self.path.split("?", 1)[0]
-            if path == "/health":
+            if path == "/login":
+                self._page(200, LOGIN_PAGE.format(error=""))
+            elif path == "/account":
+                if "session=shopper" not in (self.headers.get("Cookie") or ""):
+                    self.send_response(HTTPStatus.SEE_OTHER)
+                    self.send_header("Location", "/login")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                else:
+                    heading = "Your account" if shop.broken else "Welcome, shopper"
+                    self._page(200, ACCOUNT_PAGE.format(heading=heading))
+            elif path == "/health":
                 self._send(200, {"status": "ok", "version": VERSION}, {"X-Version": VERSION})
             elif path == "/":
                 self.send_response(HTTPStatus.FOUND)
@@ -152,9 +206,10 @@ def main() -> None:
     parser.add_argument("--tcp-port", type=int, default=8381, help="the PING/PONG service (default 8381)")
     parser.add_argument("--dns-port", type=int, default=8353, help="DNS, UDP and TCP (default 8353)")
     parser.add_argument("--token", default="s3cret-shop-token", help="the bearer token /api/products wants")
+    parser.add_argument("--password", default="correct-horse-battery", help="shopper's password at /login")
     parser.add_argument("--broken", action="store_true", help="serve the bad build")
     args = parser.parse_args()
-    shop = Shop(args.broken, args.token)
+    shop = Shop(args.broken, args.token, args.password)
     servers: list[socketserver.BaseServer] = [
         ThreadingHTTPServer((args.host, args.port), http_handler(shop)),
         _UDP((args.host, args.dns_port), DnsUdp),

@@ -63,6 +63,7 @@ class FailureKind(_Text):
     HEADERS_TOO_LARGE = "headers_too_large"
     BAD_ANSWER = "bad_answer"  # a DNS answer that is malformed or not to our query
     NETWORK = "network"  # any other network failure
+    PAGE_LOAD = "page_load"  # a browser got no page: net::ERR_CONNECTION_REFUSED at http://...
     NO_REPLY = "no_reply"  # ICMP: no echo reply to any ping
     HOST_UNREACHABLE = "host_unreachable"  # ICMP: every ping answered by a router's Destination Unreachable
     DESTINATION_NOT_REACHED = "destination_not_reached"  # TRACEROUTE: the trace stopped before the host
@@ -105,7 +106,7 @@ _NETWORK = (
     FailureKind.CONNECTION_REFUSED, FailureKind.CONNECTION_FAILED, FailureKind.CONNECTION_RESET,
     FailureKind.DNS_LOOKUP, FailureKind.TLS, FailureKind.EMPTY_REPLY, FailureKind.PARTIAL_RESPONSE,
     FailureKind.TOO_MANY_REDIRECTS, FailureKind.HEADERS_TOO_LARGE, FailureKind.BAD_ANSWER,
-    FailureKind.NETWORK, FailureKind.NO_REPLY, FailureKind.HOST_UNREACHABLE,
+    FailureKind.NETWORK, FailureKind.PAGE_LOAD, FailureKind.NO_REPLY, FailureKind.HOST_UNREACHABLE,
     FailureKind.DESTINATION_NOT_REACHED,
 )  # fmt: skip
 _ASSERTION = (

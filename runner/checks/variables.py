@@ -110,6 +110,15 @@ class Substitution:
             for spelling in host_spellings(variable.value):
                 self.redact.add(spelling)
 
+    def environment(self) -> dict[str, str]:
+        """Every variable with a value, strongest source first, as a script's process.env sees them. A
+        secret shorter than MIN_SECRET is left out: it could not be masked in what the script prints."""
+        return {
+            key: v.value
+            for key, v in self._values.items()
+            if v.value is not None and not (v.secret and len(v.value) < MIN_SECRET)
+        }
+
     def add_secret(self, value: str) -> None:
         """Another spelling of a secret to mask (the Basic credentials built from one)."""
         self.redact.add(value)

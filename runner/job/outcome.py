@@ -63,6 +63,13 @@ class AttemptOutcome(OutcomeModel):
     error: str | None = None
 
 
+class Attachment(OutcomeModel):
+    """A file a check's run left on this machine (a browser check's screenshot or trace.zip)."""
+
+    name: str
+    path: str  # relative to the working directory
+
+
 class ResultOutcome(OutcomeModel):
     id: str
     link: str | None = None
@@ -82,6 +89,7 @@ class ResultOutcome(OutcomeModel):
     firstSeen: datetime | None = None  # of its error group(s), when known
     lastSeenBefore: datetime | None = None  # last seen before this run; None when not knowable
     baseline: BaselineMark | None = None  # None without a usable baseline
+    attachments: list[Attachment] = Field(default_factory=list)
 
 
 class Origin(OutcomeModel):
@@ -204,7 +212,6 @@ class Outcome(OutcomeModel):
 
     def all_results(self) -> list[ResultOutcome]:
         return [r for s in self.sessions for r in s.results]
-
 
 
 def count_results(results: list[ResultOutcome]) -> Counts:

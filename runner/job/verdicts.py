@@ -4,13 +4,34 @@ Which verdicts fail the gate is not decided here: see runner/job/policy.py."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
 from runner.job.known import UNKNOWN, classify
-from runner.job.outcome import AttemptOutcome, ErrorGroupOutcome, ResultOutcome, ResultVerdict
+from runner.job.outcome import Attachment, AttemptOutcome, ErrorGroupOutcome, ResultOutcome, ResultVerdict
 from runner.models import SessionResult, TestSession
 from runner.models.sessions import RESULT_TYPES, SESSION_STATUSES
+
+# A file's path as the reports may show it: relative, plain characters, no way up. The service (or an
+# emulator) says where the files are; a report names a file only when the path is harmless to a reader
+# (GitLab uploads what `[[ATTACHMENT|path]]` names).
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9._@+-]+(/[A-Za-z0-9._@+-]+)*")
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,40}")
+MAX_ATTACHMENTS = 10
+
+
+def attachments(result: SessionResult) -> list[Attachment]:
+    out: list[Attachment] = []
+    for item in (result.model_extra or {}).get("attachments") or []:
+        if not isinstance(item, dict) or len(out) >= MAX_ATTACHMENTS:
+            continue
+        name, path = item.get("name"), item.get("path")
+        if not isinstance(name, str) or not isinstance(path, str) or not _NAME.fullmatch(name):
+            continue
+        if len(path) <= 500 and _PLAIN_PATH.fullmatch(path) and ".." not in path.split("/"):
+            out.append(Attachment(name=name, path=path))
+    return out
 
 
 def _duration(result: SessionResult) -> float | None:
@@ -171,4 +192,5 @@ def check_outcome(
         known=knowledge.known,
         firstSeen=knowledge.firstSeen,
         lastSeenBefore=knowledge.lastSeenBefore,
+        attachments=attachments(result),
     )

@@ -29,6 +29,10 @@ from runner.models.base import ApiModel
 from runner.models.problems import Loc, clean_loc, error_message, model_at, unknown_key_message
 
 LOCAL_CHECK_TYPES = ("API", "URL", "TCP", "DNS", "ICMP", "TRACEROUTE")
+# Checks whose `script` (Playwright Test) runs here with Node, Playwright and Chromium (protocols/browser).
+SCRIPT_CHECK_TYPES = ("BROWSER", "MULTI_STEP")
+# Production's runtimes (runtimeId; OpenAPI ChecksV1BrowserCheck.runtimeId): null is the account's active one.
+RUNTIME_IDS = ("2026.04", "2025.04", "2024.09", "2024.02", "2023.09", "2023.02", "2022.10")
 # Types that never run here, in production's terms (ours: the wording; the facts are its docs').
 NOT_RUNNABLE_REASONS: dict[str, str] = {
     # heartbeat-monitors/overview.mdx: "heartbeat monitors work passively".
@@ -341,9 +345,11 @@ class CheckDefinition(ApiModel):
         """None when this check can run on this machine, else why not (one sentence)."""
         if self.checkType in NOT_RUNNABLE_REASONS:
             return NOT_RUNNABLE_REASONS[self.checkType]
-        if self.checkType not in LOCAL_CHECK_TYPES:
+        if self.checkType not in LOCAL_CHECK_TYPES + SCRIPT_CHECK_TYPES:
             kind = self.checkType or "(no checkType)"
-            runnable = ", ".join(LOCAL_CHECK_TYPES[:-1]) + f" and {LOCAL_CHECK_TYPES[-1]}"
+            runnable = (
+                ", ".join((*LOCAL_CHECK_TYPES, *SCRIPT_CHECK_TYPES)[:-1]) + f" and {SCRIPT_CHECK_TYPES[-1]}"
+            )
             return f"{kind} checks cannot run locally: only {runnable} checks can"
         scripts = [name for name in SCRIPT_FIELDS if getattr(self, name) not in (None, "")]
         if scripts:
@@ -463,6 +469,36 @@ class DnsCheckDefinition(CheckDefinition):
         )
 
 
+class ScriptCheckDefinition(CheckDefinition):
+    """A BROWSER or MULTI_STEP check: its Playwright Test `script` and the runtime it was written for."""
+
+    script: str | None = None
+    runtimeId: str | None = None
+
+    def problems(self) -> list[str]:
+        out = (
+            []
+            if (self.script or "").strip()
+            else ["script: required field is missing (the Playwright Test code)"]
+        )
+        if self.runtimeId is not None and self.runtimeId not in RUNTIME_IDS:
+            out.append(f"runtimeId: expected one of {', '.join(RUNTIME_IDS)} or null")
+        return out
+
+    def response_limits_ms(self) -> tuple[float, float]:
+        """None: production's browser checks have no response limits, only the type's run limit (the
+        world's maxRunSeconds, 240 s as production's); a world's `never` leaves the run unbounded."""
+        return math.inf, math.inf
+
+
+class BrowserCheckDefinition(ScriptCheckDefinition):
+    checkType: Literal["BROWSER"] = "BROWSER"
+
+
+class MultiStepCheckDefinition(ScriptCheckDefinition):
+    checkType: Literal["MULTI_STEP"] = "MULTI_STEP"
+
+
 def _range(field: str, value: float, low: float, high: float, *, above_low: bool = False) -> list[str]:
     ok = (value > low if above_low else value >= low) and value <= high
     kind = "more than" if above_low else "from"
@@ -571,7 +607,7 @@ class TracerouteCheckDefinition(CheckDefinition):
 
 def _kind(value: Any) -> str:
     check_type = value.get("checkType") if isinstance(value, dict) else getattr(value, "checkType", None)
-    return check_type if check_type in LOCAL_CHECK_TYPES else "OTHER"
+    return check_type if check_type in LOCAL_CHECK_TYPES + SCRIPT_CHECK_TYPES else "OTHER"
 
 
 AnyCheckDefinition = Annotated[
@@ -579,6 +615,8 @@ AnyCheckDefinition = Annotated[
     | Annotated[UrlCheckDefinition, Tag("URL")]
     | Annotated[TcpCheckDefinition, Tag("TCP")]
     | Annotated[DnsCheckDefinition, Tag("DNS")]
+    | Annotated[BrowserCheckDefinition, Tag("BROWSER")]
+    | Annotated[MultiStepCheckDefinition, Tag("MULTI_STEP")]
     | Annotated[IcmpCheckDefinition, Tag("ICMP")]
     | Annotated[TracerouteCheckDefinition, Tag("TRACEROUTE")]
     | Annotated[CheckDefinition, Tag("OTHER")],
@@ -640,7 +678,11 @@ def hand_written_problems(data: Mapping[str, Any]) -> list[tuple[Loc, str]]:
     except ValidationError as exc:
         for err in exc.errors(include_url=False):
             loc = clean_loc(err["loc"])
-            if loc and loc[0] in (*LOCAL_CHECK_TYPES, "OTHER"):  # the union's tag, not a field
+            if loc and loc[0] in (
+                *LOCAL_CHECK_TYPES,
+                *SCRIPT_CHECK_TYPES,
+                "OTHER",
+            ):  # the union's tag, not a field
                 loc = loc[1:]
             problem = (loc, error_message(err))
             if problem not in problems:

@@ -94,7 +94,7 @@ def _attr(text: str | None, limit: int = MAX_NAME) -> str:
 
 
 def _named(name: str | None, suffix: str) -> str:
-    """"<name> [<location>]" (`suffix`: " [<location>]"), at most MAX_NAME long: a long name is cut,
+    """ "<name> [<location>]" (`suffix`: " [<location>]"), at most MAX_NAME long: a long name is cut,
     never the location, which keeps the same check in two locations two distinct tests."""
     head = _attr(name, 4 * MAX_NAME)
     room = MAX_NAME - len(suffix)
@@ -182,6 +182,8 @@ def history_lines(result: ResultOutcome) -> list[str]:
         lines.append(f"testsession.lastSeenBefore={result.lastSeenBefore.isoformat(timespec='seconds')}")
     if result.baseline is not None:
         lines.append(f"testsession.baseline={result.baseline}")
+    # A browser check's screenshot and trace: GitLab links a failed test's `[[ATTACHMENT|path]]`.
+    lines += [f"[[ATTACHMENT|{a.path}]]" for a in result.attachments]
     return lines
 
 

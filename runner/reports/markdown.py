@@ -359,7 +359,12 @@ def _details(
         parts.append("The run ended before this check finished" + (f": {escape_text(why)}" if why else "."))
     if result.error:
         parts.append(fenced(result.error))
-    elif result.verdict != "running":
+    if result.attachments:  # a browser check's screenshot and trace, on this machine
+        files = ", ".join(
+            f"{escape_cell(a.name, 40)}: {escape_cell(a.path, 300)}" for a in result.attachments[:10]
+        )
+        parts.append(f"Files: {files}")
+    if not result.error and result.verdict != "running":
         parts.append("No error message was reported.")
     if not result.errorGroupIds:
         parts.append("No error group, so no root cause analysis.")

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from runner.checks.analysis.by_browser import analyse_browser
 from runner.checks.analysis.by_message import analyse
 from runner.checks.analysis.shared import MAX_QUOTE, MODEL_PREFIX, NODE_SYSTEM_ERRORS, mdn, status_text
 from runner.checks.failures import ErrorClass, FailureKind, assert_never
@@ -494,6 +495,9 @@ def _configuration(f: _Facts) -> tuple[Analysis, str]:
 def analyse_run(ev: Attempt, message: str, check_type: str | None, check_name: str) -> tuple[Analysis, str]:
     """The analysis of a real run's failure from its evidence, and the model name of its rule."""
     f = _Facts(ev, _q(check_type or "", 40).upper(), check_name or "")
+    browser = analyse_browser(ev, _q(check_type or "", 40).upper(), check_name or "")
+    if browser is not None:  # BROWSER and MULTI_STEP checks: their own rules (by_browser.py)
+        return browser
     found = _by_kind(f, ev.error_kind) if ev.error_kind is not None else _by_class(f, ev.error_class)
     if found is None:  # nothing in the evidence to add: what the message says
         return analyse(message, check_type, check_name)
@@ -517,6 +521,7 @@ def _by_kind(f: _Facts, kind: FailureKind) -> tuple[Analysis, str] | None:
             | FailureKind.HEADERS_TOO_LARGE
             | FailureKind.BAD_ANSWER
             | FailureKind.NETWORK
+            | FailureKind.PAGE_LOAD
         ):
             return _network(f)
         case FailureKind.TIMEOUT | FailureKind.MAX_RESPONSE_TIME:

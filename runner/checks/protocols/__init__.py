@@ -19,6 +19,8 @@ REGISTRY: dict[str, str] = {
     "URL": "http",
     "TCP": "tcp",
     "DNS": "dns",
+    "BROWSER": "browser",
+    "MULTI_STEP": "browser",
     "ICMP": "icmp",
     "TRACEROUTE": "traceroute",
 }

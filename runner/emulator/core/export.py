@@ -37,6 +37,7 @@ from runner.models.check_definitions import (
     ApiRequest,
     CheckDefinition,
     DnsRequest,
+    ScriptCheckDefinition,
     TcpRequest,
     UrlRequest,
     parse_check_definition,
@@ -50,8 +51,8 @@ FIELD_ORDER = (
     "id", "name", "checkType", "runsLocally", "activated", "tags", "locations", "frequency",
     "frequencyOffset", "shouldFail", "degradedResponseTime", "maxResponseTime", "degradedPacketLossThreshold",
     "maxPacketLossThreshold", "request",
-    "environmentVariables", "script", "localSetupScript", "localTearDownScript", "setupSnippetId",
-    "tearDownSnippetId",
+    "environmentVariables", "runtimeId", "script", "localSetupScript", "localTearDownScript",
+    "setupSnippetId", "tearDownSnippetId",
 )  # fmt: skip
 WORLD_FIELDS = frozenset(FIELD_ORDER) - {"runsLocally"}
 assert set(DEFINITION_FIELDS) <= WORLD_FIELDS
@@ -175,9 +176,10 @@ def _not_runnable(check: dict[str, Any]) -> tuple[str | None, CheckDefinition | 
     except ValidationError as exc:
         return f"its definition does not fit production's shape ({_definition_problem(exc)})", None
     reason = definition.local_support()
-    if reason is None and check.get("script"):
+    browser = isinstance(definition, ScriptCheckDefinition)  # BROWSER, MULTI_STEP: the script is what runs
+    if reason is None and check.get("script") and not browser:
         reason = "checks with a script cannot run locally"
-    if reason is None and check.get("request") is None:
+    if reason is None and check.get("request") is None and not browser:
         reason = f"{definition.checkType} check without a request: nothing to run here"
     if reason is None:
         problems = definition.problems()

@@ -187,7 +187,7 @@ class Sessions:
         jobs: list[RealJob] = []
         for check, reason in matched:
             max_run = settings.max_run_seconds(check)
-            definition = check.definition() if reason is None and check.request is not None else None
+            definition = check.definition() if reason is None and check.runs_for_real() else None
             if reason is not None:
                 session.add(
                     not_run(check, start, cannot_run_message(reason), FailureKind.NOT_RUNNABLE_LOCALLY)

@@ -172,7 +172,10 @@ def _result(
     result_id = result_id or attempt.id
     # A real run's body cut at the read cap, passed or failed (an extra field, as errorMessage).
     cut = attempt.evidence.truncation if finished and attempt.evidence is not None else None
-    extra = {"bodyTruncated": cut} if cut else {}
+    extra: dict[str, Any] = {"bodyTruncated": cut} if cut else {}
+    files = attempt.evidence.files if finished and attempt.evidence is not None else ()
+    if files:  # a browser check's screenshot and trace (an extra field)
+        extra["attachments"] = [{"name": f.name, "path": f.path} for f in files]
     return SessionResult(
         testSessionResultId=result_id,
         testSessionResultLink=f"{link}/results/{result_id}",

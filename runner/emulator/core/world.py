@@ -19,6 +19,7 @@ from runner.emulator.core.faults import FaultSpec
 from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem
 from runner.models.check_definitions import (
     LOCAL_CHECK_TYPES,
+    SCRIPT_CHECK_TYPES,
     CheckDefinition,
     hand_written_problems,
     parse_check_definition,
@@ -170,6 +171,7 @@ DEFINITION_FIELDS = (
     "maxPacketLossThreshold",
     "shouldFail",
     "environmentVariables",
+    "runtimeId",
     *SCRIPT_FIELDS,
 )
 SCRIPTED_FIELDS = ("behaviour", "durationSeconds", "errorMessage", "when")
@@ -200,7 +202,8 @@ class WorldCheck(_Strict):
     maxPacketLossThreshold: float | None = Field(default=None, gt=0, le=100)
     shouldFail: bool = False
     environmentVariables: list[WorldVariable] = Field(default_factory=list)
-    script: str | None = None
+    script: str | None = None  # BROWSER and MULTI_STEP: the Playwright Test code, run for real
+    runtimeId: str | None = None  # production's runtime of a script (its Playwright version)
     localSetupScript: str | None = None
     localTearDownScript: str | None = None
     setupSnippetId: int | str | None = None
@@ -254,16 +257,21 @@ class WorldCheck(_Strict):
         by_hand = self.request is None and self.runsLocally is not False and not self._has_script()
         if reason is not None and by_hand:
             reason += " (give it a behaviour: to script it here)"
-        if reason is None and self.script:
+        browser = self.checkType in SCRIPT_CHECK_TYPES
+        if reason is None and browser and not self.script and self.runsLocally is not False:
+            give = "give it a script: to run it, or a behaviour: to script it here"
+            reason = f"{self.checkType} check without a script ({give})"
+        if reason is None and self.script and not browser:
             reason = "checks with a script cannot run locally"
         if reason is None and self.runsLocally is False:
             reason = "marked runsLocally: false"
-        if reason is None and self.request is None:
+        if reason is None and self.request is None and not browser:
             reason = f"{self.checkType} check without a request"
         return reason
 
     def runs_for_real(self) -> bool:
-        return self.request is not None and self.not_runnable() is None
+        runnable = self.request is not None or (self.checkType in SCRIPT_CHECK_TYPES and bool(self.script))
+        return runnable and self.not_runnable() is None
 
     def _has_script(self) -> bool:
         return any(getattr(self, name) not in (None, "") for name in SCRIPT_FIELDS)

@@ -1,0 +1,119 @@
+"""The analyser's rules for a BROWSER or MULTI_STEP check that really ran (protocols/browser): its
+message names the test and what failed; its steps, console lines and files are the evidence.
+
+- A page that did not load (`page_load`: net::ERR_CONNECTION_REFUSED at http://...; a refused request of
+  the script's own): INFRA ERROR, the build is not up or the check's address is wrong; not the page.
+- A failed expect on a page that loaded: ASSERTION FAILURE, the page changed (the build) or the check is
+  out of date; the locator, expected and received are in the message, with what else the pages
+  reported (console errors, failed requests, HTTP errors), which often is the cause.
+- A timeout: TIMEOUT naming the step it waited on (a locator that never matched, a load that never ended).
+- Any other error the script threw: SCRIPT ERROR.
+Configuration errors (no Chromium, no Playwright, a script without test()) keep the engine's rule.
+Everything the page or the script said is hostile: quoted only through `for_line`, shortened.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from runner.checks.analysis.shared import MODEL_PREFIX
+from runner.checks.failures import ErrorClass, FailureKind
+from runner.core.text import for_line
+from runner.models import Analysis, Artifact, Evidence, ReferenceLink
+
+if TYPE_CHECKING:
+    from runner.checks.outcome import Attempt
+
+BROWSER_TYPES = frozenset({"BROWSER", "MULTI_STEP"})
+MAX_QUOTE = 200
+MAX_EVENTS_QUOTED = 3
+LINKS = {
+    "timeouts": ReferenceLink(
+        url="https://www.checklyhq.com/docs/detect/synthetic-monitoring/browser-checks/timeouts/",
+        title="Browser check timeouts",
+    ),
+    "assertions": ReferenceLink(
+        url="https://playwright.dev/docs/test-assertions", title="Playwright: assertions"
+    ),
+    "network": ReferenceLink(
+        url="https://playwright.dev/docs/api/class-page#page-goto",
+        title="Playwright: page.goto and its errors",
+    ),
+}
+
+
+def _q(text: object, limit: int = MAX_QUOTE) -> str:
+    return for_line(str(text), limit)
+
+
+def analyse_browser(ev: Attempt, check_type: str, check_name: str) -> tuple[Analysis, str] | None:
+    """The analysis of a browser check's failure; None for another type or a configuration error."""
+    if check_type not in BROWSER_TYPES or ev.error_class in (None, ErrorClass.CONFIGURATION_ERROR):
+        return None
+    check = f'{check_type} check "{_q(check_name, 80)}"'
+    message = _q(ev.message or "", 400)
+    seen = _pages_said(ev.console)
+    evidence = [Evidence(artifacts=[Artifact(name="BROWSER_RESULT", type="REQUEST")], description=message)]
+    files = ", ".join(f"{_q(f.name, 30)} {_q(f.path, 200)}" for f in ev.files[:6])
+    if files:
+        kinds = sorted({f.kind for f in ev.files})
+        evidence.append(
+            Evidence(artifacts=[Artifact(name=k, type=k) for k in kinds], description=f"Files: {files}.")
+        )
+    if ev.error_class is ErrorClass.NETWORK_ERROR:
+        analysis = Analysis(
+            classification="INFRA ERROR",
+            userImpact=f"The {check} got no page or answer at all: users cannot reach it either.",
+            rootCause=f"{message}. Nothing answered at that address: the build is not running (yet), "
+            "crashed on start, or the check's URL points at another host or port than the build listens on. "
+            "This is not about the page's content.",
+            codeFix="Start the build before the checks and wait until it answers; check the variables that "
+            "build the URL (e.g. SHOP_URL) for this environment.",
+            evidence=evidence,
+            referenceLinks=[LINKS["network"]],
+        )
+        return analysis, f"{MODEL_PREFIX}/run-browser-page-load"
+    if ev.error_class is ErrorClass.TIMEOUT:
+        waited = next((s.name for s in ev.steps if not s.passed and not s.name.startswith("test ")), None)
+        step = f' The step it stopped at: "{_q(waited, 160)}".' if waited else ""
+        analysis = Analysis(
+            classification="TIMEOUT",
+            userImpact=f"A step of the {check} did not finish in time: users wait on the same thing.",
+            rootCause=f"Time ran out: {message}.{step}{seen} A locator that never matches (an element "
+            "renamed or removed) or a page or request that never finishes loading both end so.",
+            codeFix="Open the trace at that step: if the element is gone or renamed, fix the build or the "
+            "locator; if the page is slow, fix what it waits on before raising the timeout.",
+            evidence=evidence,
+            referenceLinks=[LINKS["timeouts"]],
+        )
+        return analysis, f"{MODEL_PREFIX}/run-browser-timeout"
+    if ev.error_kind is FailureKind.ASSERTION:
+        analysis = Analysis(
+            classification="ASSERTION FAILURE",
+            userImpact=f"What the {check} verifies changed: users see the same difference.",
+            rootCause=f"The page loaded and an expectation failed: {message}.{seen} Either the build changed "
+            "this page or answer (a regression) or the check's expectation is out of date.",
+            codeFix="Compare the screenshot and trace with what the check expects: fix the regression in the "
+            "build, or update the expectation if the new page is intended.",
+            evidence=evidence,
+            referenceLinks=[LINKS["assertions"]],
+        )
+        return analysis, f"{MODEL_PREFIX}/run-browser-assertion"
+    analysis = Analysis(
+        classification="SCRIPT ERROR",
+        userImpact=f"The {check} stopped with an error before it could judge the page.",
+        rootCause=f"The script threw: {message}.{seen}",
+        codeFix="Read the error's line in the trace: the script expects something the page no longer has (a "
+        "missing element, a changed response), or the script itself has a bug.",
+        evidence=evidence,
+        referenceLinks=[LINKS["assertions"]],
+    )
+    return analysis, f"{MODEL_PREFIX}/run-browser-script-error"
+
+
+def _pages_said(console: tuple[str, ...]) -> str:
+    """` The pages also reported: console error: ...; HTTP error: GET http://.../api/cart: HTTP 503.`"""
+    said = [_q(line, 160) for line in console[:MAX_EVENTS_QUOTED]]
+    if len(console) > MAX_EVENTS_QUOTED:
+        said.append(f"{len(console) - MAX_EVENTS_QUOTED} more")
+    return f" The pages also reported: {'; '.join(said)}." if said else ""

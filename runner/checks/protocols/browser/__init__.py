@@ -1,0 +1,208 @@
+"""BROWSER and MULTI_STEP checks: the check's Playwright Test script with Node, Playwright and Chromium.
+
+A protocol of the engine (protocols/base.py): `PROTOCOL.perform(check, job)` runs one attempt within
+job.bounds (the type's run limit: production's 240 s) and job.stop, and returns an Observation whose
+failure is the script's own verdict (no assertions of the engine), with the tests' steps, the pages'
+console errors and failed requests, and the files (screenshot, trace) as evidence.
+
+Where Playwright and the browser come from: setup.py. How the script runs: script.py. What it showed:
+report.py. Options (`OPTIONS`, set once by the caller before checks run, else from the environment):
+- artifacts_dir: screenshots and traces go to `<artifacts_dir>/<check>-<id>/attempt-<n>/`
+  (TESTSESSION_ARTIFACTS_DIR, default testsession-reports/browser in the working directory);
+- concurrency: at most this many browser attempts at once (TESTSESSION_BROWSER_CONCURRENCY, default 2:
+  a Chromium takes most of a core while a page loads; production gives each browser check 1.7 CPUs);
+  the run limit of an attempt starts when it has its slot;
+- workdir: where the check's project is (its node_modules), default the working directory;
+- progress: where the one-time Playwright install reports (default: a line on stderr).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.checks.failures import ErrorClass, Failure, FailureKind, NotRun
+from runner.checks.outcome import EvidenceFile, Step, TimingPhases
+from runner.checks.protocols.base import CheckProtocol, Job, Observation
+from runner.checks.protocols.browser import report as reports
+from runner.checks.protocols.browser.script import ScriptRun, run_script
+from runner.checks.protocols.browser.setup import Progress, SetupError, find_browser, find_playwright
+from runner.models.check_definitions import Assertion, ScriptCheckDefinition
+
+DEFAULT_CONCURRENCY = 2
+
+
+def _stderr_line(text: str) -> None:
+    print(f"testsession: {text}", file=sys.stderr, flush=True)
+
+
+def _concurrency() -> int:
+    try:
+        return max(1, int(os.environ.get("TESTSESSION_BROWSER_CONCURRENCY", DEFAULT_CONCURRENCY)))
+    except ValueError:
+        return DEFAULT_CONCURRENCY
+
+
+@dataclass
+class BrowserOptions:
+    artifacts_dir: Path = field(
+        default_factory=lambda: Path(
+            os.environ.get("TESTSESSION_ARTIFACTS_DIR", "testsession-reports/browser")
+        )
+    )
+    concurrency: int = field(default_factory=_concurrency)
+    workdir: Path | None = None
+    progress: Progress = _stderr_line
+
+
+OPTIONS = BrowserOptions()
+_slots_lock = threading.Lock()
+_slots: tuple[int, threading.BoundedSemaphore] | None = None
+
+
+def _slot_pool() -> threading.BoundedSemaphore:
+    global _slots
+    with _slots_lock:
+        if _slots is None or _slots[0] != OPTIONS.concurrency:
+            _slots = (OPTIONS.concurrency, threading.BoundedSemaphore(OPTIONS.concurrency))
+        return _slots[1]
+
+
+MAX_STEPS = 200
+FILE_KINDS = {
+    "screenshot": "SCREENSHOT",
+    "trace": "TRACE",
+    "video": "VIDEO",
+    "error-context": "PAGE_SNAPSHOT",
+}
+
+
+class BrowserProtocol(CheckProtocol[ScriptCheckDefinition]):
+    def assertions(self, check: ScriptCheckDefinition) -> Sequence[Assertion]:
+        return ()  # the script's expect() calls are its assertions
+
+    def perform(self, check: ScriptCheckDefinition, job: Job) -> Observation:
+        # Waiting for a browser slot is queueing, not the check's run time (production queues runs too):
+        # only a stop (cancel, the run's deadline, SIGTERM) ends the wait, and the type's run limit
+        # (job.bounds.seconds) starts when the slot is had (ours; docs/checks.md).
+        pool = _slot_pool()
+        while not pool.acquire(timeout=0.05):
+            if job.stopped:
+                return _observed(time.monotonic(), cancelled=True)
+        start = time.monotonic()
+        deadline = start + job.bounds.seconds
+        try:
+            workdir = OPTIONS.workdir or Path.cwd()
+            try:
+                playwright = find_playwright(workdir, check.runtimeId, progress=OPTIONS.progress,
+                                             deadline=deadline, stop=job.stop)  # fmt: skip
+                browser = find_browser(playwright)
+            except SetupError as exc:
+                raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, str(exc)) from None
+            out_dir = (OPTIONS.artifacts_dir / _folder(check) / f"attempt-{_next_attempt(check)}").resolve()
+            run = run_script(check.script or "", playwright=playwright, browser=browser, output_dir=out_dir,
+                             variables=job.subst.environment(), deadline=deadline, stop=job.stop)  # fmt: skip
+        finally:
+            pool.release()
+        _drop_if_empty(out_dir)
+        return _judged(check, run, start, job)
+
+
+PROTOCOL = BrowserProtocol()
+
+
+def _judged(check: ScriptCheckDefinition, run: ScriptRun, start: float, job: Job) -> Observation:
+    if run.child.cancelled:
+        return _observed(start, cancelled=True)
+    timed_out = Failure(
+        FailureKind.TIMEOUT, f"timeout: the script did not end within {job.bounds.text}", False
+    )
+    if run.report is None:
+        log = (run.child.stderr + "\n" + run.child.stdout).strip()
+        if run.child.timed_out:
+            return _observed(start, failure=timed_out, console=(log[-2000:],) if log else ())
+        ended = Failure(FailureKind.SCRIPT, f"Playwright ended without a report: {_first_error(log)}", False)
+        return _observed(start, failure=ended, console=(log[-2000:],) if log else ())
+    tests = reports.browser_tests(run.report)
+    failure: Failure | None = timed_out if run.child.timed_out else reports.verdict(run.report, tests)
+    if check.shouldFail and (failure is None or failure.error_class is not ErrorClass.CONFIGURATION_ERROR):
+        failure = _inverted(failure)
+    files = tuple(
+        EvidenceFile(name=a.name, kind=FILE_KINDS.get(a.name, "FILE"), path=_shown(a.path))
+        for a in reports.artifacts_of(run.report)
+    )
+    return _observed(start, failure=failure, steps=_steps(tests),
+                     console=tuple(e.line() for e in reports.events_of(run.report)), files=files)  # fmt: skip
+
+
+def _observed(start: float, **fields: Any) -> Observation:
+    elapsed = round((time.monotonic() - start) * 1000, 3)
+    timing = TimingPhases(None, None, None, None, None, elapsed)
+    return Observation(request=None, timing=timing, **fields)
+
+
+def _steps(tests: tuple[reports.BrowserTest, ...]) -> tuple[Step, ...]:
+    """Each test, then its steps (`shopper signs in › Navigate to "/login"`), at most MAX_STEPS."""
+    out: list[Step] = []
+    for test in tests:
+        passed = test.status in ("passed", "skipped")
+        detail = reports.summary(test.error) if test.error else None
+        out.append(Step(f"test {test.title}", passed, test.duration_ms, detail if not passed else None))
+        out += [
+            Step(f"{test.title} \u203a {s.title}", s.error is None, s.duration_ms, s.error)
+            for s in test.steps
+        ]
+    return tuple(out[:MAX_STEPS])
+
+
+def _inverted(failure: Failure | None) -> Failure | None:
+    """shouldFail on a browser check inverts its verdict (ours; see docs/checks.md)."""
+    if failure is None:
+        return Failure(FailureKind.ASSERTION, "shouldFail is set and every test passed", network=False)
+    return None
+
+
+_attempts_lock = threading.Lock()
+_attempts: dict[str, int] = {}
+
+
+def _next_attempt(check: ScriptCheckDefinition) -> int:
+    """1, 2, ... per check folder in this process: each attempt keeps its own files."""
+    key = _folder(check)
+    with _attempts_lock:
+        _attempts[key] = _attempts.get(key, 0) + 1
+        return _attempts[key]
+
+
+def _shown(path: str) -> str:
+    """A file's path relative to the working directory when it is under it (as the reports name it)."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def _drop_if_empty(folder: Path) -> None:
+    """Playwright makes the output folder of a passing test too; an empty one is removed."""
+    with contextlib.suppress(OSError):
+        (folder / ".last-run.json").unlink(missing_ok=True)  # Playwright's note for --last-failed
+        for path in (folder, folder.parent):
+            path.rmdir()  # only when empty
+
+
+def _folder(check: ScriptCheckDefinition) -> str:
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", check.name or "check").strip("-.")[:60] or "check"
+    ident = (check.id or "")[:8]
+    return f"{name}-{ident}" if ident else name
+
+
+def _first_error(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line for line in lines if "Error" in line or "error" in line]
+    return (errors or lines or ["no output"])[0][:300]

@@ -1,0 +1,64 @@
+"""What the browser tests need (Node, Playwright, Chromium), found once; a loud skip reason when missing.
+
+.ci/run installs Debian's chromium and @playwright/test (into testsession's own cache, the way a check
+would); when it cannot, it says so and these tests are skipped with the reason below.
+"""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from runner.checks.protocols.browser.setup import SetupError, find_browser, find_playwright
+
+REPO = Path(__file__).resolve().parent.parent
+SHOP = REPO / "examples" / "local-app" / "shop.py"
+PASSWORD = "correct-horse-battery"
+
+
+@functools.cache
+def missing() -> str | None:
+    try:
+        playwright = find_playwright(Path("/nonexistent"), None, progress=lambda _: None,
+                                     deadline=time.monotonic() + 300, stop=None)  # fmt: skip
+        find_browser(playwright)
+    except SetupError as exc:
+        return f"LOUD SKIP: browser checks cannot run on this machine: {exc}"
+    return None
+
+
+def needs_browser() -> pytest.MarkDecorator:
+    reason = missing()
+    return pytest.mark.skipif(reason is not None, reason=reason or "")
+
+
+class Shop:
+    """examples/local-app/shop.py on free ports, good or broken."""
+
+    def __init__(self, broken: bool = False) -> None:
+        from checks_servers import free_port
+
+        for _ in range(5):  # a free port can be taken by another process before the shop binds it
+            self.port = free_port()
+            flags = ["--broken"] if broken else []
+            self.process = subprocess.Popen(
+                [sys.executable, str(SHOP), *flags, "--port", str(self.port), "--tcp-port", str(free_port()),
+                 "--dns-port", str(free_port()), "--password", PASSWORD],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            )  # fmt: skip
+            assert self.process.stdout is not None
+            if self.process.stdout.readline():  # printed once every server listens
+                break
+            self.process.wait(5)
+        else:
+            raise RuntimeError("examples/local-app/shop.py did not start")
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait(5)

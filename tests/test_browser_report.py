@@ -1,0 +1,72 @@
+"""What a browser attempt says from Playwright's report (protocols/browser/report.py) and how its failure is
+analysed (analysis/by_browser.py): no browser needed, the report's shapes as Playwright 1.58 writes them."""
+
+from __future__ import annotations
+
+from runner.checks.analysis.by_evidence import analyse_run
+from runner.checks.failures import ErrorClass, FailureKind
+from runner.checks.outcome import Attempt, EvidenceFile, Step
+from runner.checks.protocols.browser.report import BrowserTest, browser_tests, describe_failure, verdict
+
+TIMED_OUT = {
+    "title": "checkout",
+    "status": "timedOut",
+    "expected": "passed",
+    "durationMs": 30000,
+    "errors": [{"message": "Test timeout of 30000ms exceeded."}],
+    "steps": [
+        {"title": 'Navigate to "/cart"', "category": "pw:api", "durationMs": 300, "error": None},
+        {"title": "Click getByRole('button', { name: 'Pay' })", "category": "pw:api", "durationMs": 29000,
+         "error": {"message": "Error: locator.click: Test timeout of 30000ms exceeded."}},
+    ],
+}  # fmt: skip
+
+
+def test_a_timeout_names_the_step_it_waited_on() -> None:
+    (test,) = browser_tests({"tests": [TIMED_OUT]})
+    failure = describe_failure(test)
+    assert failure.kind is FailureKind.TIMEOUT and failure.error_class is ErrorClass.TIMEOUT
+    assert failure.message == (
+        "checkout: Test timeout of 30000ms exceeded. waiting on Click getByRole('button', { name: 'Pay' })"
+    )
+
+
+def test_a_script_without_tests_or_that_does_not_compile_is_a_configuration_error() -> None:
+    none = verdict({"tests": [], "errors": []}, ())
+    broken = verdict({"tests": [], "errors": [{"message": "SyntaxError: Unexpected token (3:4)"}]}, ())
+    assert none is not None and none.kind is FailureKind.INVALID_DEFINITION and "no test()" in none.message
+    assert broken is not None and broken.error_class is ErrorClass.CONFIGURATION_ERROR
+    assert "SyntaxError: Unexpected token" in broken.message
+    assert verdict({"tests": [{**TIMED_OUT, "status": "skipped", "expected": "skipped"}]}, browser_tests(
+        {"tests": [{**TIMED_OUT, "status": "skipped", "expected": "skipped"}]})) is None  # fmt: skip
+
+
+def _attempt(kind: FailureKind, message: str) -> Attempt:
+    return Attempt(
+        number=1, started_at=0.0, duration_ms=5000.0, passed=False, error_class=kind.error_class,
+        error_kind=kind, message=message, network_failure=kind.error_class is ErrorClass.NETWORK_ERROR,
+        steps=(Step("test shopper signs in", False, 4000.0, message),),
+        console=("HTTP error: GET http://127.0.0.1:8380/api/me: HTTP 500",),
+        files=(EvidenceFile("trace", "TRACE", "testsession-reports/browser/x/attempt-1/trace.zip"),),
+    )  # fmt: skip
+
+
+def test_the_analyses_tell_a_refused_page_from_a_changed_one() -> None:
+    error = (
+        "Error: page.goto: net::ERR_CONNECTION_REFUSED at http://127.0.0.1:8380/\nCall log:\n  - navigating"
+    )
+    refused = describe_failure(BrowserTest("home", "failed", 1.0, error=error))
+    assert refused.kind is FailureKind.PAGE_LOAD and refused.network
+    analysis, model = analyse_run(_attempt(refused.kind, refused.message), refused.message, "BROWSER", "Home")
+    assert (analysis.classification, model) == ("INFRA ERROR", "rules-v1/run-browser-page-load")
+    assert "not about the page's content" in analysis.rootCause
+
+    message = (
+        "home: expect(locator).toHaveText(expected) failed: locator getByRole('heading'), received \"Oops\""
+    )
+    analysis, model = analyse_run(_attempt(FailureKind.ASSERTION, message), message, "BROWSER", "Home")
+    assert (analysis.classification, model) == ("ASSERTION FAILURE", "rules-v1/run-browser-assertion")
+    assert (
+        "HTTP error: GET http://127.0.0.1:8380/api/me: HTTP 500" in analysis.rootCause
+    )  # what the page said
+    assert "trace.zip" in str(analysis.evidence)

@@ -1,0 +1,132 @@
+"""BROWSER and MULTI_STEP checks with real Node, Playwright and Chromium against examples/local-app/shop.py.
+
+Few and lean: each browser run costs seconds. The scripts are the example world's own checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from browser_env import PASSWORD, REPO, Shop, needs_browser
+
+import runner.checks.protocols.browser as browser
+from runner.checks import CheckRun, Variable, VariableSources, run_check
+from runner.checks.failures import ErrorClass, FailureKind
+from runner.checks.protocols.browser.report import BrowserTest, describe_failure
+from runner.models.check_definitions import parse_check_definition
+
+pytestmark = needs_browser()
+TOKEN = "s3cret-shop-token"  # what examples/local-app/shop.py wants by default
+
+
+def example_check(name: str, **changes: Any) -> Any:
+    world = yaml.safe_load((REPO / "examples" / "local-checks.yml").read_text())
+    checks = world["accounts"][0]["checks"]
+    data = next(c for c in checks if c["name"] == name)
+    return parse_check_definition({**data, **changes})
+
+
+@pytest.fixture(autouse=True)
+def artifacts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(browser.OPTIONS, "artifacts_dir", tmp_path / "browser")
+    return tmp_path / "browser"
+
+
+@pytest.fixture(scope="module")
+def good() -> Iterator[Shop]:
+    shop = Shop()
+    yield shop
+    shop.stop()
+
+
+def run(check: Any, shop_url: str) -> CheckRun:
+    variables = VariableSources(
+        session=(Variable("SHOP_URL", shop_url),),
+        account=(Variable("SHOP_PASSWORD", PASSWORD, True), Variable("SHOP_TOKEN", TOKEN, True)),
+    )  # fmt: skip
+    return run_check(check, max_run_seconds=240, variables=variables)
+
+
+def test_the_login_passes_on_the_good_build_and_names_the_changed_heading_on_the_broken_one(
+    good: Shop,
+) -> None:
+    passed = run(example_check("Sign in"), good.url)
+    assert passed.passed, passed.final.message
+    assert [s.name for s in passed.final.steps if s.name.startswith("test ")] == ["test shopper signs in"]
+    assert passed.final.files == ()  # a passing test keeps no screenshot or trace
+
+    broken = Shop(broken=True)
+    try:
+        failed = run(example_check("Sign in"), broken.url).final
+    finally:
+        broken.stop()
+    assert (failed.error_class, failed.error_kind) == (ErrorClass.ASSERTION_FAILURE, FailureKind.ASSERTION)
+    message = failed.message or ""
+    assert message.startswith("shopper signs in: expect(locator).toHaveText(expected) failed")
+    assert "getByRole('heading', { level: 1 })" in message
+    assert '"Welcome, shopper"' in message and '"Your account"' in message
+    kept = {f.kind: Path(f.path) for f in failed.files}
+    assert kept["SCREENSHOT"].read_bytes().startswith(b"\x89PNG")
+    assert kept["TRACE"].name == "trace.zip" and kept["TRACE"].stat().st_size > 0
+    step = next(s for s in failed.steps if not s.passed and not s.name.startswith("test "))
+    assert "toHaveText" in step.name and "Your account" in (step.detail or "")
+
+
+def test_a_refused_page_load_is_named_and_a_typed_secret_is_masked_everywhere(good: Shop) -> None:
+    script = f"""
+const {{ test, expect }} = require('@playwright/test')
+test('password field', async ({{ page }}) => {{
+  await page.goto(`${{process.env.SHOP_URL}}/login`)
+  await page.getByLabel('Password').fill(process.env.SHOP_PASSWORD)
+  console.log('typed ' + process.env.SHOP_PASSWORD)
+  await page.evaluate((p) => console.error('page saw ' + p), process.env.SHOP_PASSWORD)
+  await expect(page.getByLabel('Password')).toHaveValue('something else', {{ timeout: 1000 }})
+}})
+test('closed port', async ({{ page }}) => {{
+  await page.goto('http://127.0.0.1:{_closed_port()}/login')
+}})
+"""
+    attempt = run(example_check("Sign in", script=script), good.url).final
+    assert PASSWORD not in repr(attempt)  # steps, errors, console lines, messages: every field
+    assert (attempt.error_kind, attempt.message) == (FailureKind.ASSERTION, attempt.message)
+    assert 'received "***"' in (attempt.message or "")  # the typed secret, as the field's value
+    assert "console error: page saw ***" in " ".join(attempt.console)
+    closed = next(s for s in attempt.steps if s.name == "test closed port")
+    assert not closed.passed and "net::ERR_CONNECTION_REFUSED at http://127.0.0.1:" in (closed.detail or "")
+    # What the attempt says when that test is the first to fail:
+    refused = describe_failure(BrowserTest("closed port", "failed", 1.0, error=closed.detail))
+    assert (refused.error_class, refused.kind, refused.network) == (
+        ErrorClass.NETWORK_ERROR,
+        FailureKind.PAGE_LOAD,
+        True,
+    )
+    assert refused.message.startswith(
+        "closed port: page.goto: net::ERR_CONNECTION_REFUSED at http://127.0.0.1:"
+    )
+
+
+def test_a_multi_step_check_in_esm_runs_its_steps(good: Shop) -> None:
+    result = run(example_check("Products and cart"), good.url)
+    assert result.passed, result.final.message
+    names = [s.name.split(" \u203a ", 1)[1] for s in result.final.steps if " \u203a GET " in s.name]
+    assert "GET /api/products" in names and "GET /api/cart" in names  # the script's test.step()s
+
+
+def test_no_browser_fails_closed_saying_what_to_install(good: Shop, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TESTSESSION_BROWSER", "/nonexistent/chrome")
+    attempt = run(example_check("Sign in"), good.url).final
+    assert attempt.error_class == ErrorClass.CONFIGURATION_ERROR and "TESTSESSION_BROWSER" in (
+        attempt.message or ""
+    )
+    assert "apt-get install chromium" not in (attempt.message or "")  # a named browser: that one is wrong
+    assert attempt.steps == () and attempt.files == ()
+
+
+def _closed_port() -> int:
+    from checks_servers import free_port
+
+    return free_port()
