@@ -128,6 +128,13 @@ class KeyValue(ApiModel):
     _value = field_validator("value", mode="before")(_text)
 
 
+class SharedFileRef(ApiModel):
+    """A file of a Checkly project that a script imports (its path in the project and its text)."""
+
+    path: str = ""
+    content: str = ""
+
+
 class CheckEnvironmentVariable(ApiModel):
     """ChecksV1EnvironmentVariable: `value` may be null (a secret production does not reveal)."""
 
@@ -330,8 +337,17 @@ class CheckDefinition(ApiModel):
     localTearDownScript: str | None = None
     setupSnippetId: int | str | None = None
     tearDownSnippetId: int | str | None = None
+    # A Checkly project's scripts (runner/checkly): their paths in the project, the files they import
+    # and the project's folder (its node_modules). Ours, next to production's fields.
+    setupScriptPath: str | None = None
+    tearDownScriptPath: str | None = None
+    sharedFiles: list[SharedFileRef] = Field(default_factory=list)
+    projectDir: str | None = None
+    # A browser check's Playwright settings as the CLI deploys them ({timeout, use: {baseURL, ...}}):
+    # for the browser runner (issue 29) to honour.
+    playwrightConfig: dict[str, Any] | None = None
 
-    @field_validator("environmentVariables", "tags", mode="before")
+    @field_validator("environmentVariables", "tags", "sharedFiles", mode="before")
     @classmethod
     def _null_list(cls, value: Any) -> Any:
         return [] if value is None else value
@@ -474,6 +490,7 @@ class ScriptCheckDefinition(CheckDefinition):
 
     script: str | None = None
     runtimeId: str | None = None
+    scriptPath: str | None = None  # the script's path in its Checkly project: its imports are relative to it
 
     def problems(self) -> list[str]:
         out = (
@@ -483,7 +500,7 @@ class ScriptCheckDefinition(CheckDefinition):
         )
         if self.runtimeId is not None and self.runtimeId not in RUNTIME_IDS:
             out.append(f"runtimeId: expected one of {', '.join(RUNTIME_IDS)} or null")
-        return out
+        return out + _playwright_config_problems(self.playwrightConfig)
 
     def response_limits_ms(self) -> tuple[float, float]:
         """None: production's browser checks have no response limits, only the type's run limit (the
@@ -497,6 +514,31 @@ class BrowserCheckDefinition(ScriptCheckDefinition):
 
 class MultiStepCheckDefinition(ScriptCheckDefinition):
     checkType: Literal["MULTI_STEP"] = "MULTI_STEP"
+
+
+# What production's browser checks take of a `playwrightConfig` (browser-checks/playwright-support.mdx,
+# "Supported configuration options"); the rest production does not read, and neither do we.
+PLAYWRIGHT_CONFIG_KEYS = ("timeout", "use", "expect")
+PLAYWRIGHT_USE_KEYS = (
+    "baseURL", "colorScheme", "geolocation", "locale", "permissions", "timezoneId", "viewport",
+    "deviceScaleFactor", "hasTouch", "isMobile", "javaScriptEnabled", "extraHTTPHeaders", "httpCredentials",
+    "ignoreHTTPSErrors", "offline", "actionTimeout", "navigationTimeout", "testIdAttribute",
+    "connectOptions", "contextOptions", "bypassCSP", "proxy",
+)  # fmt: skip
+
+
+def _playwright_config_problems(config: dict[str, Any] | None) -> list[str]:
+    if config is None:
+        return []
+    out = []
+    timeout = config.get("timeout")
+    number = isinstance(timeout, int | float) and not isinstance(timeout, bool)
+    if timeout is not None and not (number and timeout >= 0):
+        out.append("playwrightConfig.timeout: expected a number of milliseconds, 0 or more")
+    for key in ("use", "expect"):
+        if config.get(key) is not None and not isinstance(config[key], dict):
+            out.append(f"playwrightConfig.{key}: expected an object")
+    return out
 
 
 def _range(field: str, value: float, low: float, high: float, *, above_low: bool = False) -> list[str]:
