@@ -177,7 +177,8 @@ export async function signIn(page: Page, user: string) {
     })  # fmt: skip
     done = run(check, good.url)
     assert done.passed, done.final.message
-    assert [s.name for s in done.final.steps if s.name.startswith("test ")] == ["test signs in through a helper"]
+    tests = [s.name for s in done.final.steps if s.name.startswith("test ")]
+    assert tests == ["test signs in through a helper"]
 
 
 def test_a_playwright_config_production_would_not_read_is_one_line_each() -> None:
@@ -185,3 +186,17 @@ def test_a_playwright_config_production_would_not_read_is_one_line_each() -> Non
                                     "playwrightConfig": {"timeout": "soon", "use": []}})  # fmt: skip
     assert check.problems() == ["playwrightConfig.timeout: expected a number of milliseconds, 0 or more",
                                 "playwrightConfig.use: expected an object"]  # fmt: skip
+
+
+def test_shared_files_stay_inside_the_run_folder_and_off_our_own_files(tmp_path: Path) -> None:
+    from runner.checks.protocols.browser.script import write_sources
+
+    shared = [("a/helpers/x.ts", "import { expect } from '@playwright/test'"), ("../up.ts", "no"),
+              ("/abs.ts", "no"), ("\\win.ts", "no"), ("report.json", '{"fake": "pass"}'),
+              ("node_modules/@playwright/test/index.js", "no"), ("./data/u.json", "{}")]  # fmt: skip
+    spec = write_sources(tmp_path / "w", "test", "a/s.spec.js", shared)
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+    assert written == ["w/a/check.spec.ts", "w/a/helpers/x.ts", "w/data/u.json"]
+    assert spec == tmp_path / "w" / "a" / "check.spec.ts"
+    shim = "import { expect } from '../../testsession-test.cjs'"
+    assert (tmp_path / "w/a/helpers/x.ts").read_text() == shim

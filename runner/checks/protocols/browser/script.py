@@ -38,6 +38,11 @@ from runner.models.check_definitions import PLAYWRIGHT_USE_KEYS
 HERE = Path(__file__).parent
 SPEC_NAME = "check.spec.ts"
 SHIM_NAME = "testsession-test.cjs"
+REPORT_NAME = "report.json"
+CONFIG_NAME = "playwright.config.cjs"
+# Ours in the run's folder: a shared file of these names at its top is not written (it could pose as
+# the report, a config or the shim).
+RESERVED = frozenset({SHIM_NAME, REPORT_NAME, CONFIG_NAME, "node_modules"})
 # Files whose `@playwright/test` imports are pointed at the shim: the script and the shared files.
 CODE_SUFFIXES = (".ts", ".js", ".mjs", ".cjs", ".mts", ".cts", ".tsx", ".jsx")
 # Flags Chromium needs on a CI runner: no GPU, no sandbox as root, no background connections (a closed
@@ -110,19 +115,9 @@ def run_script(
     try:
         (work / "node_modules").symlink_to(playwright.root / "node_modules", target_is_directory=True)
         shutil.copyfile(HERE / "fixtures.cjs", work / SHIM_NAME)
-        folder = _inside(work, script_path)
-        spec = (folder.parent if folder is not None else work) / SPEC_NAME
-        for rel, content in (*shared_files, (str(spec.relative_to(work)), script)):
-            target = _inside(work, rel)
-            if target is None or target.name == SHIM_NAME:
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shim = os.path.relpath(work / SHIM_NAME, target.parent)
-            shim = shim if shim.startswith(".") else f"./{shim}"
-            text = rewrite_imports(content, shim) if target.suffix in CODE_SUFFIXES else content
-            target.write_text(text, encoding="utf-8")
-        report_file = work / "report.json"
-        config = work / "playwright.config.cjs"
+        spec = write_sources(work, script, script_path, shared_files)
+        report_file = work / REPORT_NAME
+        config = work / CONFIG_NAME
         config.write_text(config_text(browser=browser, output_dir=output_dir, report_file=report_file,
                                       spec=spec.relative_to(work).as_posix(),
                                       playwright_config=playwright_config))  # fmt: skip
@@ -146,11 +141,32 @@ def run_script(
         shutil.rmtree(work, ignore_errors=True)
 
 
+def write_sources(
+    work: Path, script: str, script_path: str | None, shared_files: Sequence[tuple[str, str]]
+) -> Path:
+    """Writes the shared files at their paths and the script as SPEC_NAME in its scriptPath's folder
+    (the top when it has none); returns the spec's path. A path that leaves `work` or names one of
+    ours is not written."""
+    folder = _inside(work, script_path)
+    spec = (folder.parent if folder is not None else work) / SPEC_NAME
+    for rel, content in (*shared_files, (str(spec.relative_to(work)), script)):
+        target = _inside(work, rel)
+        if target is None:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shim = os.path.relpath(work / SHIM_NAME, target.parent)
+        shim = shim if shim.startswith(".") else f"./{shim}"
+        text = rewrite_imports(content, shim) if target.suffix in CODE_SUFFIXES else content
+        target.write_text(text, encoding="utf-8")
+    return spec
+
+
 def _inside(root: Path, rel: str | None) -> Path | None:
     """root/rel when `rel` is a relative path that stays inside root, else None."""
     if not rel:
         return None
-    path = PurePosixPath(rel.replace("\\", "/"))
-    if path.is_absolute() or ".." in path.parts or not path.parts or path.parts[0] == "node_modules":
+    path = PurePosixPath(rel.replace("\\", "/"))  # a Windows-made path has backslashes
+    parts = [part for part in path.parts if part != "."]
+    if path.is_absolute() or not parts or ".." in parts or parts[0] in RESERVED:
         return None
-    return root.joinpath(*[part for part in path.parts if part != "."])
+    return root.joinpath(*parts)
