@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from runner.core.errors import SpecError
-from runner.spec.expand import Expansion, expand
+from runner.core.expand import Expansion, expand
 from runner.spec.model import SESSION_KEYS, SETTINGS_KEYS, RunSpec, env_items
 from runner.spec.problems import Loc, format_loc, kind_of, unknown_key_message, validation_problems
 from runner.spec.yamlfile import Document, parse_yaml, read_text
