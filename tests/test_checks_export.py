@@ -237,7 +237,7 @@ def test_the_client_reads_every_page_and_filters_on_the_service(emu: Emulator) -
         assert [c.name for c in local] == ["Cart API", "Echo order", "Status page", "Database port"]
         assert client.request_count == 5  # one page: fewer than the page size
         cart = client.get_check(IDS["cart"])
-        assert cart.plan.definition is not None and cart.plan.definition.local_support() is None
+        assert cart.definition().local_support() is None
         assert cart.as_sent() == get(emu, f"/v1/checks/{IDS['cart']}").json()
         with pytest.raises(AnswerTooLargeError, match="more than 5 checks"):
             client.list_checks(page_size=2, max_checks=5)
@@ -375,7 +375,7 @@ def test_exported_checks_equal_the_originals_and_are_served_identically(
             assert check.runsLocally is False and reason is not None
         else:
             assert reason is None and check.plan.mode is Mode.REAL
-            assert check.plan.definition == original[check_id].definition()
+            assert check.plan.definition == original[check_id].plan.definition
     assert exported[IDS["echo"]].request is not None
     assert exported[IDS["echo"]].request["body"] == '{"note": "${not_an_env_var}"}'  # its own text, kept
     # The exported world's emulator serves the same checks, byte for byte.
