@@ -15,7 +15,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 
 from runner.ci import CiPublisher
 from runner.ci.comment import CommentPublisher, comment_key
@@ -29,12 +29,12 @@ from runner.cli.common import (
     stop_at_once,
 )
 from runner.client import ApiClient
-from runner.core.errors import UsageError
+from runner.core.errors import SpecError, UsageError
 from runner.core.exitcodes import ExitCode
 from runner.core.redact import Redactor, redact_data
 from runner.job.analyses import AnalysisPlan
 from runner.job.baseline import Baseline, BaselineWarning, load_baseline
-from runner.job.digest import digest
+from runner.job.digest import DEMO_MARK, digest
 from runner.job.events import EventQueue, Finished, Note, Observer, Observers
 from runner.job.outcome import Outcome
 from runner.job.policy import Gate
@@ -44,6 +44,9 @@ from runner.metadata import resolve_metadata
 from runner.models import SessionMetadata, TriggerRequest
 from runner.reports.files import check_writable
 from runner.spec import RunSpec
+
+if TYPE_CHECKING:
+    from runner.emulator.core.checksfile import ChecksFile
 
 STDOUT = "-"  # a report path that means standard output
 
@@ -59,18 +62,40 @@ class JobSettings:
     detach: bool = False
     emulator: bool = False
     world: str | None = None
+    checks: ChecksFile | None = None  # --checks FILE (or the spec's checks:): the user's own checks
+    source: Literal["demo", "world", "checks"] | None = None  # with the emulator: what it runs
     state: str | None = None  # the emulator's state file
     verbosity: int = NORMAL
     secret_keys: tuple[str, ...] = ()
     spec_path: str | None = None  # names the sticky comment of this spec
 
     @classmethod
-    def build(cls, args: argparse.Namespace, spec: RunSpec) -> JobSettings:
+    def build(
+        cls, args: argparse.Namespace, spec: RunSpec, environ: Mapping[str, str] | None = None
+    ) -> JobSettings:
+        environ = os.environ if environ is None else environ
         rca = spec.rca
         emulator = bool(getattr(args, "emulator", False))
         world = getattr(args, "world", None)
+        checks = _checks_file(args, spec, environ)
+        demo = bool(getattr(args, "demo", False))
+        if checks is not None and (world or demo):
+            raise UsageError(f"{'--world' if world else '--demo'} with --checks: give one of them")
+        if demo and world:
+            raise UsageError("--demo with --world: the demo is the shipped world; give one of them")
+        emulator = emulator or demo or checks is not None
         if world and not emulator:
             raise UsageError("--world needs --emulator")
+        source: Literal["demo", "world", "checks"] | None = None
+        if emulator:
+            source = "checks" if checks is not None else "world" if world else "demo"
+        if source == "demo" and not demo and _in_ci(environ):
+            # A CI job gates a build: scripted demo results must never pass for the build's.
+            raise UsageError(
+                "--emulator without --checks or --world runs the shipped demo world, whose results are "
+                "scripted, not your build's: give --checks FILE to run your checks against the build "
+                "(or --world FILE), or --demo if the demo is what this job means to run"
+            )
         if emulator and getattr(args, "detach", False):
             # The in-process emulator stops when this command exits: the id would lead nowhere.
             raise UsageError(
@@ -84,7 +109,7 @@ class JobSettings:
         if state == "":
             raise UsageError("--state: give the state file's path")
         if state is None and emulator:
-            state = os.environ.get(ENV_EMULATOR_STATE) or None
+            state = environ.get(ENV_EMULATOR_STATE) or None
         verbosity = VERBOSE if args.verbose else QUIET if getattr(args, "quiet", False) else NORMAL
         return cls(
             spec=spec,
@@ -108,6 +133,8 @@ class JobSettings:
             detach=bool(getattr(args, "detach", False)),
             emulator=emulator,
             world=world,
+            checks=checks,
+            source=source,
             state=state,
             verbosity=verbosity,
             secret_keys=tuple(getattr(args, "secret_env", None) or ()),
@@ -118,6 +145,29 @@ class JobSettings:
         """Seconds after the start past which no retry begins: the run's deadlines plus a margin."""
         analyses = self.plan.analyses.timeout_seconds if self.plan.analyses.enabled else 0.0
         return self.plan.timeout_seconds + analyses + 30.0
+
+
+def _in_ci(environ: Mapping[str, str]) -> bool:
+    """A CI job, as GitHub Actions, GitLab CI and most others say it (CI=true)."""
+    return environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def _checks_file(args: argparse.Namespace, spec: RunSpec, environ: Mapping[str, str]) -> ChecksFile | None:
+    """The checks file of --checks, else of the spec's `checks:` (relative to the spec's folder)."""
+    from runner.emulator.core.checksfile import load_checks_file
+    from runner.emulator.core.world import WorldError
+
+    path = getattr(args, "checks", None)
+    if not path and spec.checks:
+        spec_path = getattr(args, "spec", None)
+        base = Path(spec_path).parent if spec_path else Path()
+        path = str(base / spec.checks)
+    if not path:
+        return None
+    try:
+        return load_checks_file(path, environ)
+    except WorldError as exc:
+        raise SpecError(exc.problems) from None
 
 
 def _connection(args: argparse.Namespace) -> Connection:
@@ -211,6 +261,10 @@ class Job:
 
     def run(self) -> int:
         with self._signals():
+            if self.settings.source == "demo":
+                self.observer.notify(
+                    Note(f"{DEMO_MARK} --checks FILE runs your own checks against the build")
+                )
             requests, commit = self._requests()
             baseline = None if self.settings.detach else self._baseline()
             events = EventQueue()
@@ -274,7 +328,9 @@ class Job:
             return
         from runner.emulator import Emulator
 
-        emulator = Emulator(world=self.settings.world, state=self.settings.state).start()
+        checks = self.settings.checks
+        world = checks.world if checks is not None else self.settings.world
+        emulator = Emulator(world=world, state=self.settings.state).start()
         try:
             self.redact.add(emulator.api_key)
             self.console.verbose(f"emulator serving at {emulator.url}")
@@ -282,8 +338,9 @@ class Job:
                 self.console.verbose(f"emulator state in {emulator.backend.state.describe()}")
             local = Connection(
                 base_url=emulator.url,
-                account_id=self.environ.get(ENV_ACCOUNT_ID) or emulator.account_id,
-                api_key=self.environ.get(ENV_API_KEY) or emulator.api_key,
+                # A checks file's world has a key of its own: the environment's is for other worlds.
+                account_id=(checks is None and self.environ.get(ENV_ACCOUNT_ID)) or emulator.account_id,
+                api_key=(checks is None and self.environ.get(ENV_API_KEY)) or emulator.api_key,
                 request_timeout=connection.request_timeout,
                 account_header=emulator.account_header,
             )
@@ -311,6 +368,8 @@ class Job:
             yield
 
     def _finish(self, outcome: Outcome, write_reports: bool = True) -> int:
+        if self.settings.source is not None:
+            outcome = local_outcome(outcome, self.settings.source)
         # Masked field by field before rendering: once a report escapes (XML, markdown) or cuts a text,
         # a secret no longer matches its mask in the rendered file.
         shown = Outcome.model_validate(redact_data(outcome.model_dump(), self.redact))
@@ -346,3 +405,28 @@ class Job:
         # stdout closed: the reports on disk and the exit code stand.
         with suppress(OSError, ValueError):
             print(self.redact(text), file=self.stdout, flush=True)
+
+
+def local_outcome(outcome: Outcome, source: Literal["demo", "world", "checks"]) -> Outcome:
+    """The outcome of a run against the embedded service: says what it ran, and links to nothing.
+    The service's pages lived at a loopback address that is gone once the run is over."""
+    sessions = [
+        session.model_copy(
+            update={
+                "link": None,
+                "results": [
+                    result.model_copy(
+                        update={
+                            "link": None,
+                            "failedAttempts": [
+                                a.model_copy(update={"link": None}) for a in result.failedAttempts
+                            ],
+                        }
+                    )
+                    for result in session.results
+                ],
+            }
+        )
+        for session in outcome.sessions
+    ]
+    return outcome.model_copy(update={"world": source, "sessions": sessions})

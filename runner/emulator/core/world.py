@@ -36,7 +36,7 @@ from runner.models.check_definitions import (
     unknown_request_fields,
 )
 from runner.models.operations import RATE_LIMIT
-from runner.models.problems import described_with_hints, format_loc
+from runner.models.problems import described_with_hints, format_loc, unknown_key_message
 from runner.models.resources import CHECK_LOCATIONS
 from runner.models.sessions import NOT_FOR_SINGLE_RETRY, RetryStrategy
 
@@ -293,6 +293,10 @@ class WorldCheck(_Strict):
         return any(getattr(self, name) not in (None, "") for name in SCRIPT_FIELDS)
 
 
+# What a world check's key may be: for the did-you-mean of one that is none of them.
+CHECK_KEYS = sorted({*WorldCheck.model_fields, *PRODUCTION_ONLY_FIELDS} - {"kept"})
+
+
 def _decide(check: WorldCheck) -> CheckPlan:
     """Its result is played from `behaviour` when given, or (only a type that could run here, without
     a request) left at `pass`. A BROWSER check written by hand without one is not scripted: it cannot
@@ -493,7 +497,7 @@ def _group_problems(a: int, account: Account, check_ids: set[str]) -> list[Probl
     return problems
 
 
-def _lines(source: str, problems: list[Problem], lines: dict[Loc, int] | None) -> list[str]:
+def problem_lines(source: str, problems: list[Problem], lines: dict[Loc, int] | None) -> list[str]:
     """`FILE:LINE: field: message`, by line (the line of the field, or of its nearest parent)."""
 
     def line_of(loc: Loc) -> int | None:
@@ -530,15 +534,19 @@ def world_problems(data: Any, environ: Mapping[str, str]) -> tuple[World | None,
         world = World.model_validate(data)
     except ValidationError as exc:
         return None, _short(described_with_hints(exc, World)) + _request_problems(data)
-    problems = _consistency_problems(world)
+    problems = _short(_consistency_problems(world))
     return (None, problems) if problems else (world, [])
 
 
 def _short(problems: list[Problem]) -> list[Problem]:
     """An unknown key's line without the list of allowed ones (a check allows about 60): the
-    did-you-mean is what helps."""
-    return [(at, message.split(" allowed: ")[0].rstrip() if message.startswith("unknown field") else message)
-            for at, message in problems]  # fmt: skip
+    did-you-mean is what helps; for a check's own keys, production's properties are candidates too."""
+    out: list[Problem] = []
+    for at, message in problems:
+        if message.startswith("unknown field") and len(at) >= 2 and at[-3:-1][:1] == ("checks",):
+            message = unknown_key_message(str(at[-1]), CHECK_KEYS)
+        out.append((at, message.split(" allowed: ")[0].rstrip()))
+    return out
 
 
 def _request_problems(data: Any) -> list[Problem]:
@@ -568,12 +576,13 @@ def parse_world(
         raise WorldError(f"{source}: the world must be a mapping with `settings` and `accounts`")
     world, problems = world_problems(data, os.environ if environ is None else environ)
     if world is None:
-        raise WorldError(_lines(source, problems, lines))
+        raise WorldError(problem_lines(source, problems, lines))
     return world
 
 
-def parse_world_text(text: str, source: str = "world", environ: Mapping[str, str] | None = None) -> World:
-    """YAML or JSON text (JSON is YAML, but json gives better errors for it)."""
+def read_document(text: str, source: str) -> tuple[Any, dict[Loc, int]]:
+    """The data of YAML or JSON text and the line of each field (JSON is YAML, but json gives
+    better errors for it); WorldError when it cannot be read."""
     import yaml
 
     lines: dict[Loc, int] = {}
@@ -598,6 +607,12 @@ def parse_world_text(text: str, source: str = "world", environ: Mapping[str, str
     except (ValueError, yaml.YAMLError, RecursionError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise WorldError(f"{source}: not valid YAML or JSON ({first})") from None
+    return data, lines
+
+
+def parse_world_text(text: str, source: str = "world", environ: Mapping[str, str] | None = None) -> World:
+    """A world from YAML or JSON text."""
+    data, lines = read_document(text, source)
     return parse_world(data, source, lines, environ)
 
 
