@@ -240,6 +240,7 @@ class Job:
             gate=settings.plan.gate,
             errors=self.stderr,
         )
+        self.console.show_links = settings.source is None
         # GitHub must learn the secrets before anything else is printed.
         self.console.mask(sorted(redact.secrets))
         front_ends: list[Observer] = [CiPublisher(self.console, redact, self.stderr)]

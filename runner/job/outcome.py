@@ -167,7 +167,6 @@ class Outcome(OutcomeModel):
         return [r for s in self.sessions for r in s.results]
 
 
-
 def count_results(results: list[ResultOutcome]) -> Counts:
     # Counted in a plain dict: a pydantic attribute per result is slow over 100,000 of them.
     counts = dict.fromkeys(Counts.model_fields, 0)

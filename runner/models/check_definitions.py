@@ -355,11 +355,7 @@ class TcpCheckDefinition(CheckDefinition):
         if r.data and r.body and r.data != r.body:
             data_only = "the data to send goes in data; leave body out (or the same as data)"
             out.append((("request", "body"), data_only))
-        return (
-            out
-            + _one_of("ipFamily", r.ipFamily, IP_FAMILIES)
-            + _assertion_problems("TCP", r.assertions)
-        )
+        return out + _one_of("ipFamily", r.ipFamily, IP_FAMILIES) + _assertion_problems("TCP", r.assertions)
 
 
 class DnsCheckDefinition(CheckDefinition):

@@ -94,7 +94,7 @@ def _attr(text: str | None, limit: int = MAX_NAME) -> str:
 
 
 def _named(name: str | None, suffix: str) -> str:
-    """"<name> [<location>]" (`suffix`: " [<location>]"), at most MAX_NAME long: a long name is cut,
+    """ "<name> [<location>]" (`suffix`: " [<location>]"), at most MAX_NAME long: a long name is cut,
     never the location, which keeps the same check in two locations two distinct tests."""
     head = _attr(name, 4 * MAX_NAME)
     room = MAX_NAME - len(suffix)
@@ -447,7 +447,9 @@ class _Renderer:
                 total_time = max(0.0, (outcome.finishedAt - outcome.startedAt).total_seconds())
         # junit-10.xsd allows no `skipped` on <testsuites>; the suites carry it.
         attributes = {
-            "name": "testsession DEMO (scripted results, not your build)" if outcome.world == "demo" else "testsession",
+            "name": "testsession DEMO (scripted results, not your build)"
+            if outcome.world == "demo"
+            else "testsession",
             "tests": str(tests),
             "failures": str(failures),
             "errors": str(errors),
