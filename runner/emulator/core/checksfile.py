@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.core.text import for_line
 from runner.emulator.core.world import (
     CHECK_KEYS,
     SCRIPTED_FIELDS,
+    Mode,
     Problem,
     World,
     WorldError,
@@ -50,6 +52,19 @@ class ChecksFile:
     path: str
     world: World
     secrets: tuple[str, ...]  # the values of secret variables: masked in every output
+
+    def warnings(self) -> list[str]:
+        """What the user may not expect of their checks: one line each."""
+        out = []
+        for check in self.world.accounts[0].checks:
+            definition = check.plan.definition
+            http = check.plan.mode is Mode.REAL and check.checkType in ("API", "URL")
+            if http and definition is not None and not getattr(definition.request, "assertions", None):
+                out.append(
+                    f"{for_line(check.name, 200)} has no assertions: it passes on any 2xx answer, as in "
+                    "production; add e.g. {source: STATUS_CODE, comparison: EQUALS, target: '200'}"
+                )
+        return out
 
 
 def load_checks_file(path: str | Path, environ: Mapping[str, str]) -> ChecksFile:
