@@ -120,7 +120,11 @@ def parse_checks(
             problems.append(((*at, "request"), "required: what to send (url:, assertions: ... for API)"))
     locations = {str(place) for check in world_checks for place in check.get("locations") or []}
     world_data = {
-        "settings": {"locations": [LOCAL, *CHECK_LOCATIONS, *sorted(locations - {LOCAL, *CHECK_LOCATIONS})]},
+        # Analyses of real failures are ready at once: the evidence is all there is.
+        "settings": {
+            "locations": [LOCAL, *CHECK_LOCATIONS, *sorted(locations - {LOCAL, *CHECK_LOCATIONS})],
+            "analysisDelaySeconds": 0,
+        },
         "accounts": [
             {
                 "id": ACCOUNT_ID,
