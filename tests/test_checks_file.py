@@ -150,7 +150,7 @@ def test_every_problem_of_the_file_in_one_run(tmp_path: Path) -> None:
         {"name": "Three", "request": {"url": "http://127.0.0.1:1/", "methd": "GET"}, "descripton": "x"},
     ]
     (tmp_path / "checks.yml").write_text(yaml.safe_dump(checks), encoding="utf-8")
-    code, out, err, _ = run(tmp_path, "--checks", "checks.yml")
+    code, _out, err, _ = run(tmp_path, "--checks", "checks.yml")
     assert code == 2
     lines = [line for line in err.splitlines() if line.startswith("checks.yml:")]
     assert [line.split(": ", 2)[1] for line in lines] == [
