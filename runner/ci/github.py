@@ -173,6 +173,7 @@ def publish(
             append(summary_file, text if text.endswith("\n") else text + "\n")
         except OSError as exc:
             problems.append(f"could not write the step summary to {summary_file}: {exc.strerror or exc}")
-    for line in annotation_lines(failed_checks(digest), redact):
-        log.always(line)
+    if digest.outcome.shard is None:  # a part of a sharded run: `testsession merge` annotates, once
+        for line in annotation_lines(failed_checks(digest), redact):
+            log.always(line)
     return problems

@@ -103,9 +103,15 @@ def build_argv(environ: Mapping[str, str]) -> list[str]:
     def get(name: str) -> str:
         return environ.get(f"INPUT_{name}", "").strip()
 
+    if get("MERGE"):
+        return merge_argv(environ)
     argv = ["run"]
     if get("SPEC"):
         argv.append(get("SPEC"))
+    if get("SHARD"):
+        argv += ["--shard", get("SHARD")]
+    if get("SHARD_DURATIONS"):
+        argv += ["--shard-durations", get("SHARD_DURATIONS")]
     if get("LOCATION"):
         argv += ["--location", get("LOCATION")]
     for group in parse_tags(environ.get("INPUT_TAGS", "")):
@@ -153,6 +159,29 @@ def build_argv(environ: Mapping[str, str]) -> list[str]:
             argv += [flag, get(name)]
     if parse_bool("verbose", get("VERBOSE")):
         argv.append("--verbose")
+    return argv
+
+
+def merge_argv(environ: Mapping[str, str]) -> list[str]:
+    """The action's merge mode: `testsession merge` of the parts' results.json (input `merge`: paths
+    or globs, one a line); the comment and annotations come from here, once for the whole run."""
+    import glob
+
+    if environ.get("INPUT_SHARD", "").strip():
+        raise InputError("inputs merge and shard: a step runs a part (shard) or merges the parts (merge)")
+    files: list[str] = []
+    for line in environ.get("INPUT_MERGE", "").splitlines():
+        for pattern in line.split():
+            found = sorted(glob.glob(pattern, recursive=True))
+            if not found:
+                raise InputError(f"input merge: {pattern!r} matches no file (were the parts' reports saved?)")
+            files += found
+    argv = ["merge", *files]
+    json_path = environ.get("INPUT_JSON_PATH", "").strip()
+    if json_path:
+        argv += ["-o", os.path.dirname(json_path) or "."]
+    if parse_bool("comment", environ.get("INPUT_COMMENT", "").strip()):
+        argv.append("--comment")
     return argv
 
 

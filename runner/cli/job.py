@@ -40,6 +40,7 @@ from runner.job.outcome import Outcome
 from runner.job.policy import Gate
 from runner.job.run import Runner
 from runner.job.session import SessionPlan
+from runner.job.shard import NO_DURATIONS, Shard, ShardPlan, load_durations, parse_shard, plan_shard
 from runner.metadata import resolve_metadata
 from runner.models import SessionMetadata, TriggerRequest
 from runner.reports.files import check_writable
@@ -68,6 +69,7 @@ class JobSettings:
     verbosity: int = NORMAL
     secret_keys: tuple[str, ...] = ()
     spec_path: str | None = None  # names the sticky comment of this spec
+    shard: Shard | None = None  # --shard i/n: this job runs part i of the matched checks
 
     @classmethod
     def build(
@@ -110,6 +112,9 @@ class JobSettings:
             raise UsageError("--state: give the state file's path")
         if state is None and emulator:
             state = environ.get(ENV_EMULATOR_STATE) or None
+        shard = None
+        if spec.shard is not None and hasattr(args, "shard"):  # `run` only: `wait` triggers nothing
+            shard = parse_shard(spec.shard.part, environ, "--shard/shard.part")
         verbosity = VERBOSE if args.verbose else QUIET if getattr(args, "quiet", False) else NORMAL
         return cls(
             spec=spec,
@@ -139,6 +144,7 @@ class JobSettings:
             verbosity=verbosity,
             secret_keys=tuple(getattr(args, "secret_env", None) or ()),
             spec_path=getattr(args, "spec", None),
+            shard=shard,
         )
 
     def retry_budget(self) -> float:
@@ -245,7 +251,8 @@ class Job:
         self.console.mask(sorted(redact.secrets))
         front_ends: list[Observer] = [CiPublisher(self.console, redact, self.stderr)]
         comment = settings.spec.comment
-        if comment.enabled:
+        # A part of a sharded run posts no comment: `testsession merge` posts one for the whole run.
+        if comment.enabled and settings.shard is None:
             key = comment.key or comment_key(settings.spec_path, self.environ)
             front_ends.append(CommentPublisher(key, comment.gitlabTokenVariable, self.console, redact))
         # The console last: its verdict line ends the log.
@@ -271,10 +278,14 @@ class Job:
             events = EventQueue()
             with self._client(events) as client:
                 self._check_writable()
+                plan = self._shard(client, requests)
+                if plan is not None:
+                    requests = plan.requests
                 runner = self._runner = Runner(
                     client, self.settings.plan, self.observer, commit, baseline=baseline, events=events
                 )
                 outcome = runner.run(requests, detach=self.settings.detach)
+            outcome = outcome.model_copy(update=self._where(plan, outcome))
             if self.settings.detach:
                 for session in outcome.sessions:
                     if session.testSessionId:
@@ -296,6 +307,42 @@ class Job:
             return self._finish(outcome)
 
     # --- parts --------------------------------------------------------------------------------
+
+    def _shard(self, client: ApiClient, requests: list[TriggerRequest]) -> ShardPlan | None:
+        """This job's part of the matched checks (--shard), said on the console; None unsplit."""
+        shard = self.settings.shard
+        if shard is None:
+            return None
+        # Only when named: every part must read the same durations (a per-job --state would split
+        # each job its own way, and the merge would refuse the parts).
+        durations_path = self.settings.spec.shard.durations if self.settings.spec.shard else None
+        durations = load_durations(durations_path) if durations_path else NO_DURATIONS
+        if durations.warning:
+            self.observer.notify(Note(f"warning: {durations.warning}"))
+        plan = plan_shard(client, requests, shard, durations)
+        info = plan.info
+        balanced = f", balanced by the durations in {durations_path}" if durations.by_check else ""
+        self.observer.notify(
+            Note(f"shard {info.label}: {info.checks} of the {info.matched} matched checks{balanced}")
+        )
+        return plan
+
+    def _where(self, plan: ShardPlan | None, outcome: Outcome) -> dict[str, object]:
+        """What results.json records of where the run ran and which part it was."""
+        update: dict[str, object] = {"service": "emulator" if self.settings.emulator else self._host()}
+        if plan is not None:
+            update["shard"] = plan.info
+            if not plan.requests and not outcome.message:
+                update["message"] = (
+                    f"shard {plan.info.label} holds none of the {plan.info.matched} matched checks: "
+                    "nothing ran in this part"
+                )
+        return update
+
+    def _host(self) -> str | None:
+        from urllib.parse import urlsplit
+
+        return urlsplit(self.settings.connection.base_url or "").hostname
 
     def _requests(self) -> tuple[list[TriggerRequest], SessionMetadata]:
         requests = []

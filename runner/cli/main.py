@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "runner.cli.run_command",
     "runner.cli.spec_commands",
     "runner.cli.report_command",
+    "runner.cli.merge_command",
     "runner.cli.comment_command",
     "runner.cli.api_commands",
     "runner.cli.emulator_command",

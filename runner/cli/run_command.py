@@ -65,6 +65,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="run again exactly the checks that failed, errored, were cancelled or did not finish in "
         "that earlier run (by check id, one session per location); nothing to rerun exits 0",
     )
+    shard = run.add_argument_group("a run split over CI jobs (testsession merge joins them)")
+    shard.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run part I of N of the matched checks (the same split in every job for the same checks); "
+        "auto: GitLab's CI_NODE_INDEX/CI_NODE_TOTAL (parallel: N) (shard.part)",
+    )
+    shard.add_argument(
+        "--shard-durations",
+        metavar="PATH",
+        help="a results.json of an earlier run, or an emulator state file, whose durations balance the "
+        "parts; every part must read the same file (shard.durations; '' for none)",
+    )
     _add_gate_options(run)
     service = run.add_argument_group("service")
     service.add_argument(
@@ -181,6 +194,8 @@ def _overrides(args: argparse.Namespace) -> Overrides:
         no_rca=args.no_rca,
         comment=args.comment,
         gitlab_token_env=args.gitlab_token_env,
+        shard=getattr(args, "shard", None),
+        shard_durations=getattr(args, "shard_durations", None),
     )
 
 

@@ -84,6 +84,21 @@ class ResultOutcome(OutcomeModel):
     baseline: BaselineMark | None = None  # None without a usable baseline
 
 
+class Origin(OutcomeModel):
+    """Where a session of a merged run (`testsession merge`) came from: its file, its part of a
+    sharded run, and the service that ran it ("emulator", or the API's host)."""
+
+    file: str
+    shard: str | None = None  # "2/4"
+    service: str | None = None
+
+    @property
+    def label(self) -> str:
+        """'shard 2/4 on emulator', or 'local/results.json on api.example.com' for a whole run."""
+        where = f"shard {self.shard}" if self.shard else self.file
+        return f"{where} on {self.service}" if self.service else where
+
+
 class SessionOutcome(OutcomeModel):
     name: str
     runLocation: str
@@ -99,6 +114,7 @@ class SessionOutcome(OutcomeModel):
     noMatch: bool = False  # no check matched its target
     results: list[ResultOutcome] = Field(default_factory=list)
     errorGroups: list[ErrorGroupOutcome] = Field(default_factory=list)
+    origin: Origin | None = None  # only in a merged run
 
 
 class Counts(OutcomeModel):
@@ -143,6 +159,29 @@ class CommitInfo(OutcomeModel):
     environment: str | None = None
 
 
+class ShardInfo(OutcomeModel):
+    """One part of a sharded run (`--shard i/n`, runner/job/shard.py): what `testsession merge` checks
+    before it judges the parts as one run."""
+
+    index: int  # 1-based
+    total: int
+    matched: int  # checks of the whole matched set (a check in two sessions counts twice)
+    checks: int  # of them in this part
+    fingerprint: str  # of the whole matched set: the same in every part of one run
+    split: str  # of the assignment (the set and the durations that balanced it)
+
+    @property
+    def label(self) -> str:
+        return f"{self.index}/{self.total}"
+
+
+class MergedPart(Origin):
+    """One results.json a merged run was made of, as it judged itself."""
+
+    verdict: str
+    exitCode: int
+
+
 class Outcome(OutcomeModel):
     schemaVersion: int = SCHEMA_VERSION
     tool: str = "testsession-runner"
@@ -159,6 +198,9 @@ class Outcome(OutcomeModel):
     counts: Counts = Field(default_factory=Counts)
     sessions: list[SessionOutcome] = Field(default_factory=list)
     baseline: BaselineOutcome | None = None  # None when no baseline was asked for
+    service: str | None = None  # where the sessions ran: "emulator", or the API's host
+    shard: ShardInfo | None = None  # this run is one part of a sharded run
+    merged: list[MergedPart] = Field(default_factory=list)  # `testsession merge`: the parts
     # Where the checks came from on a local run: "demo" (the shipped demo world: scripted results,
     # never the build's), "world" (a world file), "checks" (a checks file); None: the service.
     world: Literal["demo", "world", "checks"] | None = None

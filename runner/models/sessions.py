@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -50,6 +51,16 @@ class Target(RequestModel):
     matchTags: list[list[Tag]] | None = None
     checkId: list[CheckId] | None = None
     allowDeactivated: bool = False
+
+    def selects(self, check_id: str, tags: Iterable[str], activated: bool) -> bool:
+        """Whether this target selects the check: the emulator's trigger and a sharded run's split
+        (runner/job/shard.py) both ask here. With tags and ids both given, a check passes both."""
+        if not activated and not self.allowDeactivated:
+            return False
+        carried = set(tags)
+        if self.matchTags and not any(all(t in carried for t in group) for group in self.matchTags):
+            return False
+        return not (self.checkId and check_id not in self.checkId)
 
 
 class EnvironmentVariable(RequestModel):

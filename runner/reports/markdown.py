@@ -166,6 +166,8 @@ def _header(d: Digest) -> list[str]:
             text = f"[{label}]({target})" if target else label
             if session.status:
                 text += f" ({escape_cell(session.status, 40)})"
+            if session.origin:  # a merged run: where the session ran
+                text += f" from {escape_cell(session.origin.label, 200)}"
             listed.append(text)
         more = len(sessions) - MAX_SESSIONS_LISTED
         lines.append("**Sessions:** " + " · ".join(listed) + (f" · and {more} more" if more > 0 else ""))

@@ -243,6 +243,27 @@ class CommentSettings(SpecModel):
     )
 
 
+SHARD_PATTERN = r"^(auto|[1-9][0-9]*/[1-9][0-9]*)$"
+
+
+class ShardSettings(SpecModel):
+    part: str = Field(
+        pattern=SHARD_PATTERN,
+        description="This job's part of the matched checks: i/n (e.g. 2/4), or auto: GitLab's "
+        "CI_NODE_INDEX/CI_NODE_TOTAL (`parallel: N`). `shard: 2/4` is short for `shard: {part: 2/4}`.",
+    )
+    durations: str | None = Field(
+        default=None,
+        description="A results.json of an earlier run (or an emulator state file) whose durations balance "
+        "the parts; every part must read the same one. Null: the parts get equal numbers of checks.",
+    )
+
+    @field_validator("durations")
+    @classmethod
+    def _empty_is_none(cls, value: str | None) -> str | None:
+        return value or None
+
+
 class RunSpec(SpecModel):
     """A whole run: one or more sessions and the settings of the runner."""
 
@@ -276,6 +297,17 @@ class RunSpec(SpecModel):
         "gitlabTokenVariable}.",
     )
 
+    shard: ShardSettings | None = Field(
+        default=None,
+        description="Run one part of the matched checks (a CI matrix of jobs; `testsession merge` joins "
+        "their results.json into one report and one gate). Null: every matched check.",
+    )
+
+    @field_validator("shard", mode="before")
+    @classmethod
+    def _shard_part(cls, value: Any) -> Any:
+        return {"part": value} if isinstance(value, str) else value
+
     @field_validator("baseline")
     @classmethod
     def _empty_is_no_baseline(cls, value: str | None) -> str | None:
@@ -290,4 +322,4 @@ class RunSpec(SpecModel):
 
 
 SESSION_KEYS = tuple(SessionSpec.model_fields)
-SETTINGS_KEYS = ("wait", "rca", "reports", "gate", "baseline", "comment", "checks")
+SETTINGS_KEYS = ("wait", "rca", "reports", "gate", "baseline", "comment", "shard", "checks")

@@ -22,6 +22,7 @@ _FLAGS = {
     "failOn": "--fail-on",
     "baseline": "--baseline",
     "comment": "--comment/--gitlab-token-env",
+    "shard": "--shard/--shard-durations",
 }
 
 
@@ -44,6 +45,8 @@ class Overrides:
     no_rca: bool = False
     comment: bool | None = None
     gitlab_token_env: str | None = None
+    shard: str | None = None  # "i/n" or "auto"
+    shard_durations: str | None = None  # "" means none
 
 
 def _session(session: dict[str, Any], o: Overrides) -> dict[str, Any]:
@@ -105,6 +108,13 @@ def apply_overrides(spec: RunSpec, overrides: Overrides) -> RunSpec:
         data["comment"]["enabled"] = o.comment
     if o.gitlab_token_env is not None:
         data["comment"]["gitlabTokenVariable"] = o.gitlab_token_env
+    if o.shard is not None or o.shard_durations is not None:
+        shard = dict(data.get("shard") or {})
+        if o.shard is not None:
+            shard["part"] = o.shard
+        if o.shard_durations is not None:
+            shard["durations"] = o.shard_durations or None
+        data["shard"] = shard
     try:
         return RunSpec.model_validate(data)
     except ValidationError as exc:

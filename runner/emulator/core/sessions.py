@@ -21,7 +21,7 @@ from runner.emulator.core.realruns import RealJob
 from runner.emulator.core.simulation import CheckRun, not_run, plan_run, render_run
 from runner.emulator.core.state import SessionRow, StateFile
 from runner.emulator.core.world import Mode, Settings, WorldCheck
-from runner.models import NO_MATCHING_CHECKS, SessionResult, TestSession, TriggerRequest
+from runner.models import NO_MATCHING_CHECKS, SessionResult, Target, TestSession, TriggerRequest
 
 if TYPE_CHECKING:
     from runner.checks.outcome import Attempt as Evidence
@@ -104,21 +104,8 @@ class StoredSession:
 def match_checks(account: AccountState, request: TriggerRequest) -> list[WorldCheck]:
     """The account's checks the trigger's target selects: with tags and ids both given, a check must
     pass both filters."""
-    target = request.target
-    matched = []
-    for check in account.checks.values():
-        if not check.activated and not (target and target.allowDeactivated):
-            continue
-        if (
-            target
-            and target.matchTags
-            and not any(all(t in check.tags for t in group) for group in target.matchTags)
-        ):
-            continue
-        if target and target.checkId and check.id not in target.checkId:
-            continue
-        matched.append(check)
-    return matched
+    target = request.target or Target()
+    return [c for c in account.checks.values() if target.selects(c.id, c.tags, c.activated)]
 
 
 class Sessions:

@@ -523,3 +523,31 @@ def _tidy(connection: sqlite3.Connection) -> None:
     except BaseException:
         connection.execute("ROLLBACK")
         raise
+
+
+def recorded_sessions(path: str | Path, limit: int = MAX_SESSIONS) -> list[TestSession] | str:
+    """The final sessions a state file keeps, oldest first, read without taking its lock (read-only:
+    a sharded run reads the durations of earlier runs before its emulator opens the file); or why not.
+    """
+    try:
+        uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+        connection = sqlite3.connect(uri, uri=True, timeout=LOCK_WAIT_SECONDS)
+    except sqlite3.Error as exc:
+        return f"cannot be opened ({exc})"
+    try:
+        if connection.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+            return "not a testsession state file"
+        rows = connection.execute(
+            "SELECT body FROM sessions WHERE final = 1 ORDER BY rendered_at DESC LIMIT ?", (limit,)
+        ).fetchall()
+    except sqlite3.Error as exc:
+        return f"cannot be read ({exc})"
+    finally:
+        connection.close()
+    sessions = []
+    for (body,) in reversed(rows):
+        try:
+            sessions.append(TestSession.model_validate_json(body))
+        except ValueError:  # a body this version cannot read: its durations are not needed
+            continue
+    return sessions
