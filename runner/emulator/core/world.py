@@ -545,7 +545,10 @@ def _short(problems: list[Problem]) -> list[Problem]:
     for at, message in problems:
         if message.startswith("unknown field") and len(at) >= 2 and at[-3:-1][:1] == ("checks",):
             message = unknown_key_message(str(at[-1]), CHECK_KEYS)
-        out.append((at, message.split(" allowed: ")[0].rstrip()))
+        short, _, allowed = message.partition(" allowed: ")
+        # Without a did-you-mean, a short list of what is allowed (a URL request's 6 keys) helps.
+        keep = "did you mean" not in short and allowed.count(",") < 12
+        out.append((at, message if keep else short.rstrip()))
     return out
 
 
