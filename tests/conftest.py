@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checks_servers import DnsServer, start_tcp
+from checks_servers import DnsServer, HttpServer, start_http, start_tcp
 from helpers import CI_PREFIXES, DEEP_FACTOR, JUNIT_XSD, REPO_ROOT
 from hypothesis import settings
 
@@ -167,6 +167,14 @@ def api(emulator: Emulator) -> Callable[..., Any]:
         return session.request(method, emulator.url + path, headers=headers, timeout=35, **kwargs)
 
     return call
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[HttpServer]:
+    """The HTTP(S) test server on loopback (checks_servers.start_http) for a module's real checks."""
+    server = start_http()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="module")

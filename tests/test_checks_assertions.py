@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from checks_servers import HttpServer, start_http
+from checks_servers import HttpServer
 
 from runner.checks import Attempt, run_check
 from runner.checks.assertions import evaluate
 from runner.models.check_definitions import COMPARISONS, Assertion, parse_check_definition
-
-
-@pytest.fixture(scope="module")
-def web() -> Iterator[HttpServer]:
-    server = start_http()
-    yield server
-    server.stop()
 
 
 def a(

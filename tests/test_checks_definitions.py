@@ -93,12 +93,22 @@ def test_tcp_body_is_production_s_other_name_for_data() -> None:
 
 
 @pytest.mark.parametrize(
-    "check_type", ["BROWSER", "MULTI_STEP", "PLAYWRIGHT", "AGENTIC", "HEARTBEAT", "ICMP", "NEW_KIND"]
-)
-def test_types_that_cannot_run_here_are_recognised_and_reported(check_type: str) -> None:
+    ("check_type", "why"),
+    [
+        *[(t, "only API, URL, TCP, DNS, ICMP and TRACEROUTE checks can") for t in
+          ("BROWSER", "MULTI_STEP", "PLAYWRIGHT", "NEW_KIND")],
+        ("HEARTBEAT", "a heartbeat monitor is passive, production waits for your scheduled job to ping "
+         "its URL within the period and grace and alerts when no ping comes; there is no request to make "
+         "against a build (ping it from the job itself)"),
+        ("AGENTIC", "production's AI agent carries out the check's prompt (and keeps the script it "
+         "learned) in Checkly's own runtime, and no such agent runs here; a BROWSER or MULTI_STEP check "
+         "with the same steps can"),
+    ],
+)  # fmt: skip
+def test_types_that_cannot_run_here_are_recognised_and_reported(check_type: str, why: str) -> None:
     check = parse_check_definition({"name": "b", "checkType": check_type, "script": "await page.goto(url)"})
     assert type(check) is CheckDefinition and (check.model_extra or {}).get("script")
-    reason = f"{check_type} checks cannot run locally: only API, URL, TCP and DNS checks can"
+    reason = f"{check_type} checks cannot run locally: {why}"
     assert check.local_support() == reason
     attempt = run_check(check, max_run_seconds=30).final
     assert (attempt.error_class, attempt.error_kind, attempt.message) == (

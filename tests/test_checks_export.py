@@ -464,7 +464,9 @@ def test_fields_of_an_impossible_shape_are_left_out_and_the_check_is_kept_marked
     )
     assert reasons["c"] is not None and "tags" in reasons["c"]
     assert reasons["d"] is None
-    assert reasons["e"] == "GRPC checks cannot run locally: only API, URL, TCP and DNS checks can"
+    assert reasons["e"] == (
+        "GRPC checks cannot run locally: only API, URL, TCP, DNS, ICMP and TRACEROUTE checks can"
+    )
     assert result.left_out == ("a check without an id (no id): left out",)
     world = parse_world_text(result.text)  # loads: every marked check is skipped by the definition rules
     loaded = {c.id: c for c in world.accounts[0].checks}

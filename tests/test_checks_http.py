@@ -15,13 +15,6 @@ from runner.models.check_definitions import parse_check_definition
 
 
 @pytest.fixture(scope="module")
-def web() -> Iterator[HttpServer]:
-    server = start_http()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def tls(tmp_path_factory: pytest.TempPathFactory) -> Tls:
     return make_tls(tmp_path_factory.mktemp("tls"))
 

@@ -13,13 +13,12 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from checks_servers import HttpServer, start_http
+from checks_servers import HttpServer
 from helpers import child_env
 
 from runner.checks import Attempt, Limits, run_check
@@ -27,13 +26,6 @@ from runner.checks.assertions import RegexBudget, evaluate
 from runner.models.check_definitions import Assertion, parse_check_definition
 
 REDOS = "^(a|aa)+$"
-
-
-@pytest.fixture(scope="module")
-def web() -> Iterator[HttpServer]:
-    server = start_http()
-    yield server
-    server.stop()
 
 
 def api(url: str, assertions: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:

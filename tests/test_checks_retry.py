@@ -4,22 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from checks_servers import HttpServer, free_port, start_http, start_tcp
+from checks_servers import HttpServer, free_port, start_tcp
 
 from runner.checks import Attempt, CheckRun, backoff_seconds, next_retry_delay, run_check
 from runner.models import RetryStrategy
 from runner.models.check_definitions import parse_check_definition
-
-
-@pytest.fixture(scope="module")
-def web() -> Iterator[HttpServer]:
-    server = start_http()
-    yield server
-    server.stop()
 
 
 class Recorder:

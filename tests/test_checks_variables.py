@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from checks_servers import HttpServer, start_http
+from checks_servers import HttpServer
 
 from runner.checks import Attempt, Limits, Variable, VariableSources, run_check, variables_from
 from runner.checks.variables import Substitution
@@ -17,13 +15,6 @@ from runner.models.check_definitions import parse_check_definition
 
 SECRET = "s3cr3t-Value/with spaces"
 CHECK_ID = "0b9a3c4d-1111-4a5b-8c6d-00000000aaaa"
-
-
-@pytest.fixture(scope="module")
-def web() -> Iterator[HttpServer]:
-    server = start_http()
-    yield server
-    server.stop()
 
 
 def run(request: dict[str, Any], sources: VariableSources | None = None, **fields: Any) -> Attempt:

@@ -5,12 +5,11 @@ with 1,000 checks the renders took a third of the run's CPU and held the lock th
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import pytest
 import requests
-from checks_servers import HttpServer, start_http
+from checks_servers import HttpServer
 from conftest import auth_headers
 
 from runner.emulator import Emulator
@@ -18,13 +17,6 @@ from runner.emulator import Emulator
 KEY = "tsk_long_poll_0123456789"
 ACCOUNT = "acc-long-poll"
 CHECKS = 60
-
-
-@pytest.fixture(scope="module")
-def web() -> Iterator[HttpServer]:
-    server = start_http()
-    yield server
-    server.stop()
 
 
 def test_the_long_poll_builds_the_session_once_it_can_be_final(

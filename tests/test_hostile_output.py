@@ -67,7 +67,13 @@ def test_every_service_text_on_the_console_stays_inside_its_line() -> None:
         SessionFailed(where, HOSTILE),
         AnalysisReady(where, (HOSTILE,), group),
     ):
+        before = len(stream.getvalue())
         console.notify(event)
+        said = stream.getvalue()[before:]
+        # Each event is one line of ours that shows the service's text, flattened into it: a console
+        # that printed nothing (or dropped the text) would pass the line check below without this.
+        assert said.count("\n") == 1 and said.endswith("\n"), (event, said)
+        assert "boom ::stop-commands::pwned" in said, (event, said)
     our_lines_only(stream.getvalue())
 
 

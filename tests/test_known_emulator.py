@@ -98,11 +98,6 @@ def test_an_iso_seed_reads_back_exactly_and_bad_seeds_are_refused(
         parse_world(twice, "w.yml")
 
 
-@pytest.fixture
-def cli_env(cli_env: Emulator) -> Emulator:
-    return cli_env
-
-
 run = partial(cli_run, rca=False, reports=("json",))  # run(OUT_DIR, *ARGV): (exit code, results.json)
 
 

@@ -22,11 +22,6 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SPEC = str(EXAMPLES / "testsession.yml")
 
 
-@pytest.fixture
-def env(cli_env: Emulator) -> Emulator:
-    return cli_env
-
-
 class Run:
     """`testsession run SPEC --no-rca ARGS` with its reports in OUT: what it printed and wrote."""
 
@@ -48,7 +43,7 @@ def verdict_line(console: str) -> str:
 
 
 def test_fail_on_new_passes_known_failures_and_fails_new_ones_then_forgives_them_next_time(
-    env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     outputs = tmp_path / "github_output"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
@@ -94,7 +89,7 @@ def test_fail_on_new_passes_known_failures_and_fails_new_ones_then_forgives_them
 
 
 def test_results_json_marks_failing_results_known_or_new_and_passing_ones_null(
-    env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     done = Run(tmp_path / "all", capsys)
     assert done.code == 1
@@ -112,7 +107,7 @@ def test_results_json_marks_failing_results_known_or_new_and_passing_ones_null(
 
 
 def test_baseline_newly_failing_still_failing_fixed_end_to_end(
-    env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # A: the checkout fix deployed (Checkout flow passes). B: the fix reverted. C: the fix again.
     a = Run(tmp_path / "a", capsys, "--env", "CHECKOUT_FIXED=true")
@@ -158,7 +153,7 @@ def test_baseline_newly_failing_still_failing_fixed_end_to_end(
     ids=["missing", "not-json", "other-schema"],
 )
 def test_a_bad_baseline_is_a_warning_and_the_exit_code_is_unchanged(
-    env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes | None, why: str
+    cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes | None, why: str
 ) -> None:
     path = tmp_path / "old.json"
     if content is not None:

@@ -7,24 +7,16 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from checks_servers import HttpServer, free_port, start_http
+from checks_servers import HttpServer, free_port
 from conftest import CI_PREFIXES
 
 from runner.cli.main import main
 from runner.core.messages import clean_message, error_hash
-
-
-@pytest.fixture(scope="module")
-def web() -> Iterator[HttpServer]:
-    server = start_http()
-    yield server
-    server.stop()
 
 
 def the_world(web: HttpServer) -> dict[str, Any]:

@@ -9,7 +9,6 @@ import base64
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -17,7 +16,7 @@ from urllib.parse import quote
 import pytest
 import requests
 import yaml
-from checks_servers import HttpServer, free_port, start_http
+from checks_servers import HttpServer, free_port
 from conftest import CI_PREFIXES
 
 from runner.cli.main import main
@@ -29,13 +28,6 @@ CHECK_SECRET = "check-secret-2e1d0c9"
 HOST_SECRET = "Sess-T0ken_4242"  # in a host name: the DNS error quotes it lower-cased
 KEY = "tsk_secret_test_0123456789"
 ACCOUNT = "acc-secrets"
-
-
-@pytest.fixture(scope="module")
-def web() -> Iterator[HttpServer]:
-    server = start_http()
-    yield server
-    server.stop()
 
 
 def spellings(secret: str) -> list[str]:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import pytest
 import requests
-from checks_servers import DnsServer, HttpServer, free_port, start_http
+from checks_servers import DnsServer, HttpServer, free_port
 from conftest import auth_headers
 
 from runner.core.messages import clean_message
@@ -21,13 +21,6 @@ from runner.emulator import Emulator
 KEY = "tsk_real_checks_0123456789"
 DEMO_KEY = "tsk_demo_real_checks_0123"
 ACCOUNT = "acc-real"
-
-
-@pytest.fixture(scope="module")
-def web() -> Iterator[HttpServer]:
-    server = start_http()
-    yield server
-    server.stop()
 
 
 def status(target: str = "200") -> dict[str, str]:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import errno
 import json
 import os
-import socket
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
+from checks_servers import free_port
 from conftest import CI_PREFIXES
 
 from runner.cli.main import main
@@ -54,12 +54,6 @@ def assert_valid_junit(path: Path) -> None:
         import xmlschema
 
         xmlschema.XMLSchema(str(XSD)).validate(str(path))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

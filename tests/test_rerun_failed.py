@@ -24,11 +24,6 @@ PROFILE = "0b9a3c4d-1111-4a5b-8c6d-000000000006"  # errors
 SEARCH = "0b9a3c4d-1111-4a5b-8c6d-000000000004"  # degraded
 
 
-@pytest.fixture
-def env(cli_env: Emulator) -> Emulator:
-    return cli_env
-
-
 run = partial(cli_run, rca=False, reports=("json",))  # run(OUT_DIR, *ARGV): (exit code, results.json)
 
 
@@ -38,7 +33,7 @@ def sessions_by_trigger(emu: Emulator) -> list[tuple[str, set[str]]]:
 
 
 def test_rerun_failed_triggers_a_session_on_exactly_the_two_failed_checks(
-    env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     first = tmp_path / "first"
     code, data = run(first, "run", str(EXAMPLES / "testsession.yml"))
@@ -58,7 +53,7 @@ def test_rerun_failed_triggers_a_session_on_exactly_the_two_failed_checks(
     assert code == 1  # they still fail
     assert f"rerunning 2 checks that failed in {first / 'results.json'}: " in out
     assert "Checkout flow [eu-west-1]" in out and "Profile page script [eu-west-1]" in out
-    assert sessions_by_trigger(env) == [
+    assert sessions_by_trigger(cli_env) == [
         ("eu-west-1", {"0b9a3c4d-1111-4a5b-8c6d-00000000000" + str(i) for i in (1, 3, 4, 5, 6)}),
         ("eu-west-1", {CHECKOUT, PROFILE}),
     ]
@@ -68,7 +63,7 @@ def test_rerun_failed_triggers_a_session_on_exactly_the_two_failed_checks(
 
 
 def test_rerun_with_the_fix_passes_and_a_clean_run_has_nothing_to_rerun(
-    env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     first = tmp_path / "first"
     assert run(first, "run", "--location", "eu-west-1", "--tag", "checkout")[0] == 1
@@ -87,12 +82,12 @@ def test_rerun_with_the_fix_passes_and_a_clean_run_has_nothing_to_rerun(
     code, _ = run(tmp_path / "none", "run", "--rerun-failed", str(tmp_path / "fixed" / "results.json"))
     assert code == 0
     assert capsys.readouterr().out.startswith("nothing to rerun: no check failed")
-    assert len(env.backend.snapshot().sessions) == 2  # nothing triggered
+    assert len(cli_env.backend.snapshot().sessions) == 2  # nothing triggered
     assert not (tmp_path / "none" / "results.json").exists()
 
 
 def test_degraded_is_rerun_only_when_that_run_failed_on_it(
-    env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run(tmp_path / "lenient", "run", "--location", "eu-west-1", "--tag", "search")[0] == 0
     assert (
@@ -105,7 +100,7 @@ def test_degraded_is_rerun_only_when_that_run_failed_on_it(
     code, _ = run(tmp_path / "r2", "run", "--rerun-failed", str(tmp_path / "strict" / "results.json"))
     assert code == 0  # gate.failOnDegraded comes from this run's spec and flags, not the old run
     assert "rerunning 1 check that failed" in capsys.readouterr().out
-    assert sessions_by_trigger(env)[-1] == ("eu-west-1", {SEARCH})
+    assert sessions_by_trigger(cli_env)[-1] == ("eu-west-1", {SEARCH})
 
 
 @pytest.mark.parametrize(
@@ -119,7 +114,7 @@ def test_degraded_is_rerun_only_when_that_run_failed_on_it(
     ],
 )
 def test_an_unusable_results_file_is_a_usage_error(
-    env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, message: str
+    cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, message: str
 ) -> None:
     path = tmp_path / "old.json"
     if content is not None:
@@ -128,11 +123,11 @@ def test_an_unusable_results_file_is_a_usage_error(
     err = capsys.readouterr().err
     [line] = err.splitlines()
     assert line.startswith(f"testsession: error: {path}: ") and message in line
-    assert len(env.backend.snapshot().sessions) == 0
+    assert len(cli_env.backend.snapshot().sessions) == 0
 
 
 def test_rerun_failed_refuses_target_flags(
-    env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"schemaVersion": 1}))

@@ -26,12 +26,7 @@ SHARE_EMULATOR = True
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-@pytest.fixture
-def env(cli_env: Emulator) -> Emulator:
-    return cli_env
-
-
-def test_demo_spec_reports_every_outcome_with_analyses(env: Emulator, tmp_path: Path) -> None:
+def test_demo_spec_reports_every_outcome_with_analyses(cli_env: Emulator, tmp_path: Path) -> None:
     code, data = cli_run(tmp_path / "out", "run", str(EXAMPLES / "testsession.yml"))
     assert code == 1
     counts = data["counts"]
@@ -40,7 +35,7 @@ def test_demo_spec_reports_every_outcome_with_analyses(env: Emulator, tmp_path: 
     )  # fmt: skip
     assert data["verdict"] == "failed" and data["exitCode"] == 1
     session = data["sessions"][0]
-    assert session["testSessionId"] and session["link"].startswith(env.url)
+    assert session["testSessionId"] and session["link"].startswith(cli_env.url)
     failed = next(r for r in session["results"] if r["verdict"] == "failed")
     assert "503" in failed["error"]
     completed = [g for g in session["errorGroups"] if g["analysis"]["state"] == "completed"]
@@ -50,10 +45,10 @@ def test_demo_spec_reports_every_outcome_with_analyses(env: Emulator, tmp_path: 
     assert junit_xsd_errors(tmp_path / "out" / "junit.xml") == []
     markdown = (tmp_path / "out" / "summary.md").read_text()
     assert "Checkout flow" in markdown and "Root cause" in markdown
-    assert sessions_created(env) == 1
+    assert sessions_created(cli_env) == 1
 
 
-def test_passing_checks_exit_0(env: Emulator, tmp_path: Path) -> None:
+def test_passing_checks_exit_0(cli_env: Emulator, tmp_path: Path) -> None:
     code, data = cli_run(tmp_path / "out", "run", "--location", "eu-west-1", "--tag", "smoke")
     assert code == 0
     assert data["verdict"] == "passed"
@@ -61,7 +56,7 @@ def test_passing_checks_exit_0(env: Emulator, tmp_path: Path) -> None:
     assert "Homepage loads" in names and not any("deactivated" in n for n in names)
 
 
-def test_degraded_passes_unless_fail_on_degraded(env: Emulator, tmp_path: Path) -> None:
+def test_degraded_passes_unless_fail_on_degraded(cli_env: Emulator, tmp_path: Path) -> None:
     code, data = cli_run(tmp_path / "out", "run", "--location", "eu-west-1", "--tag", "search")
     assert (code, data["counts"]["degraded"]) == (0, 1)
     code, data = cli_run(
@@ -70,7 +65,7 @@ def test_degraded_passes_unless_fail_on_degraded(env: Emulator, tmp_path: Path) 
     assert code == 1
 
 
-def test_no_matching_checks_exit_5_or_0_when_allowed(env: Emulator, tmp_path: Path) -> None:
+def test_no_matching_checks_exit_5_or_0_when_allowed(cli_env: Emulator, tmp_path: Path) -> None:
     code, data = cli_run(tmp_path / "out", "run", "--location", "eu-west-1", "--tag", "no-such-tag")
     assert code == 5 and data["verdict"] == "no-match"
     spec = tmp_path / "spec.yml"
@@ -83,7 +78,7 @@ def test_no_matching_checks_exit_5_or_0_when_allowed(env: Emulator, tmp_path: Pa
 
 
 def test_bad_spec_exit_2_before_anything_is_triggered(
-    env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     spec = tmp_path / "bad.yml"
     spec.write_text("runLocation: eu-west-1\ntimeout: 5\nretryStrategy: {maxRetries: 11}\n")
@@ -92,24 +87,24 @@ def test_bad_spec_exit_2_before_anything_is_triggered(
     assert code == 2
     assert "bad.yml:2" in err and "timeout" in err and "maxRetries" in err
     assert "Traceback" not in err
-    assert sessions_created(env) == 0
+    assert sessions_created(cli_env) == 0
 
 
-def test_unknown_location_is_a_usage_error(env: Emulator, tmp_path: Path) -> None:
+def test_unknown_location_is_a_usage_error(cli_env: Emulator, tmp_path: Path) -> None:
     code, data = cli_run(tmp_path / "out", "run", "--location", "mars-north-1", "--tag", "smoke")
     assert code == 2
     assert "location" in data["message"]
 
 
-def test_deadline_cancels_the_session_exit_3(env: Emulator, tmp_path: Path) -> None:
+def test_deadline_cancels_the_session_exit_3(cli_env: Emulator, tmp_path: Path) -> None:
     code, data = cli_run(
         tmp_path / "out", "run", "--location", "eu-west-1", "--tag", "hang", "--timeout", "1"
     )
     assert code == 3 and data["partial"] is True
     session_id = data["sessions"][0]["testSessionId"]
     answer = requests.get(
-        f"{env.url}/v1/test-sessions/{session_id}",
-        headers={"Authorization": f"Bearer {env.api_key}", "X-Service-Account": env.account_id},
+        f"{cli_env.url}/v1/test-sessions/{session_id}",
+        headers={"Authorization": f"Bearer {cli_env.api_key}", "X-Service-Account": cli_env.account_id},
         timeout=5,
     ).json()
     assert answer["status"] == "CANCELLED"
@@ -123,7 +118,7 @@ def test_deadline_cancels_the_session_exit_3(env: Emulator, tmp_path: Path) -> N
 
 
 def test_bad_key_exit_4_with_reports(
-    env: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    cli_env: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("TESTSESSION_API_KEY", "tsk_wrong_key_value")
     code, data = cli_run(tmp_path / "out", "run", "--location", "eu-west-1", "--tag", "smoke")
@@ -134,7 +129,7 @@ def test_bad_key_exit_4_with_reports(
 
 
 def test_unreachable_service_exit_4_never_0(
-    env: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli_env: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -145,7 +140,7 @@ def test_unreachable_service_exit_4_never_0(
     assert (tmp_path / "out" / "junit.xml").exists()
 
 
-def test_several_sessions_run_concurrently_most_severe_code_wins(env: Emulator, tmp_path: Path) -> None:
+def test_several_sessions_run_concurrently_most_severe_code_wins(cli_env: Emulator, tmp_path: Path) -> None:
     spec = tmp_path / "multi.yml"
     spec.write_text(
         "sessions:\n"
@@ -158,10 +153,10 @@ def test_several_sessions_run_concurrently_most_severe_code_wins(env: Emulator, 
     codes = tuple(by_name[name]["exitCode"] for name in ("ok", "broken", "none"))
     assert codes == (0, 1, 5)
     assert code == 1  # a failed check outranks "no match"
-    assert sessions_created(env) == 2
+    assert sessions_created(cli_env) == 2
 
 
-def test_detach_then_wait(env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_detach_then_wait(cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["run", "--location", "eu-west-1", "--tag", "checkout", "--detach"])
     out = capsys.readouterr().out
     assert code == 0
@@ -172,20 +167,20 @@ def test_detach_then_wait(env: Emulator, tmp_path: Path, capsys: pytest.CaptureF
     assert code == 1
     assert data["sessions"][0]["testSessionId"] == session_id
     assert data["counts"]["failed"] == 1
-    assert sessions_created(env) == 1
+    assert sessions_created(cli_env) == 1
 
 
-def test_no_rca_fetches_no_analyses(env: Emulator, tmp_path: Path) -> None:
-    before = env.backend.stats()["analysesCreated"]
+def test_no_rca_fetches_no_analyses(cli_env: Emulator, tmp_path: Path) -> None:
+    before = cli_env.backend.stats()["analysesCreated"]
     code, data = cli_run(tmp_path / "out", "run", "--location", "eu-west-1", "--tag", "checkout", "--no-rca")
     assert code == 1
     groups = data["sessions"][0]["errorGroups"]
     assert groups and all(g["analysis"]["state"] == "disabled" for g in groups)
     assert groups[0]["message"]  # the error text is still reported
-    assert env.backend.stats()["analysesCreated"] == before
+    assert cli_env.backend.stats()["analysesCreated"] == before
 
 
-def test_report_command_renders_again(env: Emulator, tmp_path: Path) -> None:
+def test_report_command_renders_again(cli_env: Emulator, tmp_path: Path) -> None:
     cli_run(tmp_path / "out", "run", "--location", "eu-west-1", "--tag", "checkout")
     again = tmp_path / "again"
     code = main(
@@ -201,7 +196,7 @@ def test_report_command_renders_again(env: Emulator, tmp_path: Path) -> None:
 
 
 def test_github_metadata_reaches_the_service(
-    env: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli_env: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sha = "0123456789abcdef0123456789abcdef01234567"
     for key, value in {
@@ -219,8 +214,8 @@ def test_github_metadata_reaches_the_service(
     assert code == 0
     session_id = data["sessions"][0]["testSessionId"]
     answer = requests.get(
-        f"{env.url}/v1/test-sessions/{session_id}",
-        headers={"Authorization": f"Bearer {env.api_key}", "X-Service-Account": env.account_id},
+        f"{cli_env.url}/v1/test-sessions/{session_id}",
+        headers={"Authorization": f"Bearer {cli_env.api_key}", "X-Service-Account": cli_env.account_id},
         timeout=5,
     ).json()
     metadata = answer["metadata"]

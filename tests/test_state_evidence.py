@@ -4,20 +4,20 @@ sharing the file). Real emulators, one after the other on one file, against a se
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from checks_servers import HttpServer, start_http
+from checks_servers import HttpServer
 from test_real_sessions import ACCOUNT, KEY, Api, api, attempts, finals, status, world
 
-from runner.checks import run_check
-from runner.checks.evidence import MAX_EVIDENCE_CHARS, from_data, to_data
+from runner.checks import ErrorClass, FailureKind, run_check
+from runner.checks.evidence import MAX_CONSOLE_LINES, MAX_EVIDENCE_CHARS, from_data, to_data
+from runner.checks.outcome import Attempt, EvidenceFile, Step
 from runner.client import ApiClient
 from runner.emulator import Emulator
 from runner.job.analyses import AnalysisPlan, GroupReader
@@ -25,13 +25,6 @@ from runner.job.events import Where
 from runner.models.check_definitions import parse_check_definition
 
 RETRY_ONCE = {"type": "FIXED", "baseBackoffSeconds": 0, "maxRetries": 1, "maxDurationSeconds": 60}
-
-
-@pytest.fixture(scope="module")
-def web() -> Iterator[HttpServer]:
-    server = start_http()
-    yield server
-    server.stop()
 
 
 def failing_world(web: HttpServer, **request: Any) -> dict[str, Any]:
@@ -125,3 +118,36 @@ def test_evidence_reads_back_equal_and_anything_else_reads_as_none(web: HttpServ
     assert stored is not None and from_data(json.loads(json.dumps(stored))) == attempt
     for broken in (None, [], "x", {"number": 1}, {**stored, "timing": {"dns": 1}}):
         assert from_data(broken) is None
+
+
+def test_evidence_of_a_file_written_before_the_failure_kinds_were_typed_reads_as_them() -> None:
+    # What the version before FailureKind wrote for a refused connection (no child-process fields).
+    written = {
+        "number": 1, "started_at": 1.0, "duration_ms": 2.0, "passed": False, "degraded": False,
+        "error_class": "NETWORK_ERROR", "error_kind": "connection_refused",
+        "message": "connection refused: 127.0.0.1:9", "network_failure": True, "response_time_ms": 1.5,
+        "status_code": None, "response_code": None, "timing": None, "body_excerpt": None,
+        "body_truncated": False, "body_bytes": None, "failed_assertion": None, "assertions": [],
+        "request": None, "cancelled": False, "fingerprint": "connection refused: <ip>:<port>",
+    }  # fmt: skip
+    attempt = from_data(written)
+    assert attempt is not None
+    assert attempt.error_kind is FailureKind.CONNECTION_REFUSED
+    assert attempt.error_class is ErrorClass.NETWORK_ERROR
+    assert json.loads(json.dumps(to_data(attempt))) == written  # and written back the same
+    newer = from_data({**written, "error_kind": "a_kind_of_a_newer_version", "error_class": "NEW"})
+    assert newer is not None and newer.error_kind is None and newer.error_class is None
+    assert newer.fingerprint == written["fingerprint"]  # its group keeps its key
+
+
+def test_a_child_process_evidence_is_kept_bounded_and_reads_back() -> None:
+    steps = (Step("open the cart", True, 12.5), Step("pay", False, 3.0, "expect(locator).toBeVisible()"))
+    files = (EvidenceFile("trace.zip", "TRACE", "/tmp/run/trace.zip"),)
+    lines = tuple(f"console line {i} " + "x" * 900 for i in range(100))  # ~90 KB: over the bound
+    attempt = Attempt.not_run(FailureKind.INVALID_DEFINITION, "m")
+    attempt = dataclasses.replace(attempt, steps=steps, files=files, console=lines)
+    stored = to_data(attempt)
+    assert stored is not None and len(json.dumps(stored)) <= MAX_EVIDENCE_CHARS
+    back = from_data(json.loads(json.dumps(stored)))
+    assert back is not None and back.steps == steps and back.files == files
+    assert back.console == lines[-MAX_CONSOLE_LINES:]  # the last lines, where a failure shows

@@ -23,8 +23,10 @@ from runner.models.check_definitions import (
     Assertion,
     BasicAuth,
     DnsRequest,
+    IcmpRequest,
     KeyValue,
     TcpRequest,
+    TracerouteRequest,
     UrlRequest,
     parse_check_definition,
 )
@@ -94,20 +96,18 @@ def test_a_browser_check_written_by_hand_fails_closed_like_one_marked_runs_local
     (result,) = results["sessions"][0]["results"]
     assert code == 1 and results["verdict"] == "failed"
     assert result["verdict"] == "error" and result["error"] == (
-        "cannot run on this machine: BROWSER checks cannot run locally: only API, URL, TCP and DNS checks "
-        "can (give it a behaviour: to script it here); leave it out with settings.notRunnable: skip in the "
-        "world, or target other tags"
+        "cannot run on this machine: BROWSER checks cannot run locally: only API, URL, TCP, DNS, ICMP and "
+        "TRACEROUTE checks can (give it a behaviour: to script it here); leave it out with "
+        "settings.notRunnable: skip in the world, or target other tags"
     )
 
 
-@pytest.mark.parametrize(
-    "check_type", ["BROWSER", "MULTI_STEP", "PLAYWRIGHT", "AGENTIC", "HEARTBEAT", "ICMP"]
-)
+@pytest.mark.parametrize("check_type", ["BROWSER", "MULTI_STEP", "PLAYWRIGHT", "GRPC"])
 def test_only_an_explicit_behaviour_scripts_a_type_that_cannot_run_here(check_type: str) -> None:
     bare = f"      - {{id: c1, name: C, checkType: {check_type}}}\n"
     (check,) = parse_world_text(HEAD + bare).accounts[0].checks
     assert check.plan.reason == (
-        f"{check_type} checks cannot run locally: only API, URL, TCP and DNS checks can "
+        f"{check_type} checks cannot run locally: only API, URL, TCP, DNS, ICMP and TRACEROUTE checks can "
         "(give it a behaviour: to script it here)"
     )
     (check,) = parse_world_text(HEAD + bare.replace("}", ", behaviour: pass}")).accounts[0].checks
@@ -241,6 +241,9 @@ PRODUCTION_FIELDS = {
     UrlRequest: {"method", "url", "followRedirects", "skipSSL", "ipFamily", "assertions"},
     TcpRequest: {"url", "hostname", "port", "body", "data", "assertions", "ipFamily"},
     DnsRequest: {"query", "nameServer", "port", "recordType", "assertions", "protocol"},
+    IcmpRequest: {"hostname", "ipFamily", "pingCount", "assertions"},  # ChecksV1IcmpRequest
+    TracerouteRequest: {"url", "protocol", "port", "ipFamily", "maxHops", "maxUnknownHops", "ptrLookup",
+                        "timeout", "assertions"},  # ChecksV1TracerouteRequestRead
     Assertion: {"source", "comparison", "property", "target", "regex"},
     KeyValue: {"key", "value", "locked"},
     BasicAuth: {"username", "password"},

@@ -1,4 +1,4 @@
-"""Real check execution: API, URL, TCP and DNS checks in production's shape, run from this machine.
+"""The check engine: API, URL, TCP, DNS, ICMP and TRACEROUTE checks in production's shape, run here.
 
 The public API (everything else in this package is its parts):
 
@@ -7,8 +7,10 @@ The public API (everything else in this package is its parts):
 
 `check` comes from `runner.models.check_definitions.parse_check_definition`; `variables` is a
 `VariableSources` (session, account, check, runtime; `variables_from()` reads models or dicts).
-Every `Attempt` is a frozen value with its secrets masked. Decisions are written down in the
-docstrings of run.py (outcomes), assertions.py, variables.py, http.py, tcp.py, dns.py and retry.py.
+Every `Attempt` is a frozen value with its secrets masked; why one failed is typed (failures.py:
+`ErrorClass`, `FailureKind`). One protocol per check type (protocols/base.py: the contract and how
+to add one; protocols/__init__.py: the registry). Decisions are written down in the docstrings of
+run.py (outcomes), judge.py, assertions.py, variables.py, http.py, tcp.py, dns.py and retry.py.
 """
 
 from __future__ import annotations
@@ -17,18 +19,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from runner.checks.failures import ErrorClass, Failure, FailureKind
     from runner.checks.limits import DEFAULT_LIMITS, Limits
-    from runner.checks.outcome import (
-        ASSERTION_FAILURE,
-        CONFIGURATION_ERROR,
-        ERROR_CLASSES,
-        NETWORK_ERROR,
-        TIMEOUT,
-        AssertionResult,
-        Attempt,
-        RequestSummary,
-        TimingPhases,
-    )
+    from runner.checks.outcome import AssertionResult, Attempt, RequestSummary, TimingPhases
     from runner.checks.retry import backoff_seconds, next_retry_delay
     from runner.checks.run import AttemptCallback, CheckRun, Sleep, run_check
     from runner.checks.variables import Variable, VariableSources, variables_from
@@ -37,11 +30,9 @@ if TYPE_CHECKING:
 _HOME = {
     "DEFAULT_LIMITS": "limits",
     "Limits": "limits",
-    "ASSERTION_FAILURE": "outcome",
-    "CONFIGURATION_ERROR": "outcome",
-    "ERROR_CLASSES": "outcome",
-    "NETWORK_ERROR": "outcome",
-    "TIMEOUT": "outcome",
+    "ErrorClass": "failures",
+    "Failure": "failures",
+    "FailureKind": "failures",
     "AssertionResult": "outcome",
     "Attempt": "outcome",
     "RequestSummary": "outcome",
@@ -65,16 +56,14 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ASSERTION_FAILURE",
-    "CONFIGURATION_ERROR",
     "DEFAULT_LIMITS",
-    "ERROR_CLASSES",
-    "NETWORK_ERROR",
-    "TIMEOUT",
     "AssertionResult",
     "Attempt",
     "AttemptCallback",
     "CheckRun",
+    "ErrorClass",
+    "Failure",
+    "FailureKind",
     "Limits",
     "RequestSummary",
     "Sleep",

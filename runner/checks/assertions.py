@@ -22,6 +22,9 @@ Sources and what they give
   `property` where production's builders put it (`textBody(property)`, `textAnswer(regex)`),
   extracts a part.
 - RESPONSE_CODE: the DNS rcode as text (NOERROR, NXDOMAIN ...).
+- LATENCY (ICMP) and a traceroute's RESPONSE_TIME: one RTT statistic in ms, named by `property`
+  (avg, min, max, stdDev; a traceroute's defaults to avg, its builder's). JSON_RESPONSE (ICMP): a
+  JSONPath into production's ICMP response document, as JSON_BODY. HOP_COUNT, PACKET_LOSS: numbers.
 
 Regular expressions: the first capture group of the first match, the whole match when the pattern
 has no group ("We do not use the /g modifier and return the first matched group"). `/pattern/flags`
@@ -76,7 +79,7 @@ from runner.checks.outcome import AssertionResult, Cut, plain_cut, quote_actual
 from runner.models.check_definitions import Assertion
 
 TEXT_SOURCES = frozenset({"TEXT_BODY", "TEXT_ANSWER", "RESPONSE_DATA"})
-JSON_SOURCES = frozenset({"JSON_BODY", "JSON_ANSWER"})
+JSON_SOURCES = frozenset({"JSON_BODY", "JSON_ANSWER", "JSON_RESPONSE"})
 ELEMENTWISE = frozenset({"EQUALS", "NOT_EQUALS", "GREATER_THAN", "LESS_THAN", "CONTAINS", "NOT_CONTAINS"})
 NEGATIONS = {
     "NOT_EQUALS": "EQUALS",
@@ -116,6 +119,15 @@ class Elements:
     """Several values to compare one by one (a path matching several nodes, or an array)."""
 
     values: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class ByProperty:
+    """A source whose value the assertion's `property` picks (ICMP LATENCY: avg, min, max, stdDev);
+    `default` when the property is empty. A name not in `values` is nothing found."""
+
+    values: Mapping[str, Any]
+    default: str | None = None
 
 
 class _Problem(Exception):
@@ -327,6 +339,9 @@ def _extract(assertion: Assertion, values: Mapping[str, Any]) -> Any:
     if source in TEXT_SOURCES:
         pattern = assertion.regex or assertion.property
         return _regex(raw, pattern) if pattern else raw
+    if isinstance(raw, ByProperty):
+        name = assertion.property.strip() or raw.default
+        return raw.values.get(name, MISSING) if name else MISSING
     return raw
 
 

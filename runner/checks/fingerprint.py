@@ -28,12 +28,26 @@ The line is made from the attempt after its secrets were masked.
 
 from __future__ import annotations
 
-from runner.checks.outcome import AssertionResult, Attempt
+from runner.checks.failures import FailureKind
+from runner.checks.outcome import AssertionResult, Attempt, RequestSummary
 from runner.core.messages import clean_message
 
 # Bounded so that the state file's evidence (evidence.MAX_TEXT_CHARS) never cuts it: a cut line
 # would hash differently after a restart.
 MAX_FINGERPRINT_CHARS = 1000
+
+
+# What an HTTP status fails a check with, after `received HTTP <status> from <request>: `.
+HTTP_STATUS_RULE = "4xx and 5xx responses fail the check unless shouldFail is set"
+
+
+def http_status_message(status: int, request: RequestSummary) -> str:
+    """`received HTTP 404 from GET http://127.0.0.1:8380/x: 4xx and 5xx responses fail ...`."""
+    return f"received HTTP {status} from {_http_status_rest(request)}"
+
+
+def _http_status_rest(request: RequestSummary) -> str:
+    return f"{request.method} {request.target}: {HTTP_STATUS_RULE}"
 
 
 def fingerprint(attempt: Attempt) -> str | None:
@@ -46,10 +60,10 @@ def fingerprint(attempt: Attempt) -> str | None:
     if failed is not None:
         text = f"{failed.label()}: {_detail(failed)}"
         says_status = failed.source == "STATUS_CODE"
-    elif attempt.error_kind == "http_status" and status is not None:
-        # `received HTTP 404 from GET http://127.0.0.1:8380/x: 4xx and 5xx ...`: all cleaned but the status.
-        text = clean_message(attempt.message or "").replace("HTTP <n>", f"HTTP {status}", 1)
-        says_status = f"HTTP {status}" in text
+    elif attempt.error_kind is FailureKind.HTTP_STATUS and status is not None and attempt.request is not None:
+        # All cleaned but the status (the request's address, port and ids are volatile).
+        text = f"received HTTP {status} from {clean_message(_http_status_rest(attempt.request))}"
+        says_status = True
     else:
         text = clean_message(attempt.message or attempt.error_kind or "failed")
     if status is not None and not says_status:

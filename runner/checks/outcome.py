@@ -9,15 +9,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, TypeVar
 
-# Error classes (the emulator's ERROR_CLASSES vocabulary). CONFIGURATION_ERROR: the check could not
-# be run as defined (unknown variable, invalid definition, a type that cannot run locally).
-ASSERTION_FAILURE = "ASSERTION_FAILURE"
-NETWORK_ERROR = "NETWORK_ERROR"
-TIMEOUT = "TIMEOUT"
-CONFIGURATION_ERROR = "CONFIGURATION_ERROR"
-ERROR_CLASSES = (ASSERTION_FAILURE, NETWORK_ERROR, TIMEOUT, CONFIGURATION_ERROR)
+from runner.checks.failures import ErrorClass, FailureKind
 
 MAX_ACTUAL_CHARS = 200  # how much of an assertion's actual value a message quotes
 
@@ -79,7 +74,7 @@ class AssertionResult:
 class RequestSummary:
     """What was sent, for the HTTP_REQUEST evidence: never a password, secrets masked."""
 
-    kind: str  # HTTP, TCP or DNS
+    kind: str  # HTTP, TCP, DNS, ICMP or TRACEROUTE
     method: str  # GET, POST ...; "CONNECT" for TCP; the record type for DNS
     target: str  # the URL (credentials stripped), host:port, or "query @ server:port/UDP"
     headers: tuple[tuple[str, str], ...] = ()
@@ -88,14 +83,22 @@ class RequestSummary:
 
 
 @dataclass(frozen=True)
-class Failure:
-    """Why a request got no usable answer (or was stopped): the class, the kind, one line naming
-    the kind and the address (`connection refused: 127.0.0.1:9`)."""
+class Step:
+    """One step of a child process's run (a Playwright test step, a ping's probe), as it reported it."""
 
-    error_class: str
-    kind: str
-    message: str
-    network: bool = True  # no answer at all (onlyOn: [NETWORK_ERROR] retries it)
+    name: str
+    passed: bool
+    duration_ms: float | None = None
+    detail: str | None = None  # why it failed, one line
+
+
+@dataclass(frozen=True)
+class EvidenceFile:
+    """A file a child process wrote as evidence (a trace, a screenshot, a video): its kind and path."""
+
+    name: str
+    kind: str  # TRACE, SCREENSHOT, VIDEO ... (the analysis's artifact types)
+    path: str
 
 
 @dataclass(frozen=True)
@@ -105,8 +108,8 @@ class Attempt:
     duration_ms: float  # the attempt's own wall time
     passed: bool
     degraded: bool = False
-    error_class: str | None = None
-    error_kind: str | None = None  # connection_refused, timeout, assertion, unknown_variable ...
+    error_class: ErrorClass | None = None  # always error_kind's class (failures.py)
+    error_kind: FailureKind | None = None  # connection_refused, timeout, assertion, unknown_variable ...
     message: str | None = None
     network_failure: bool = False  # failed before any answer (what onlyOn: [NETWORK_ERROR] retries)
     response_time_ms: float | None = None
@@ -122,6 +125,26 @@ class Attempt:
     cancelled: bool = False
     # What the failure is, as one line (fingerprint.py): its error group's key; None when passed.
     fingerprint: str | None = None
+    # A child process's own evidence (protocols/base.py Observation): masked like every other text.
+    steps: tuple[Step, ...] = ()
+    console: tuple[str, ...] = ()
+    files: tuple[EvidenceFile, ...] = ()
+
+    @classmethod
+    def not_run(
+        cls,
+        kind: FailureKind,
+        message: str,
+        *,
+        number: int = 1,
+        started_at: float = 0.0,
+        duration_ms: float = 0.0,
+    ) -> Attempt:
+        """An attempt that sent nothing: the check cannot run as defined (CONFIGURATION_ERROR)."""
+        return cls(
+            number=number, started_at=started_at, duration_ms=duration_ms, passed=False,
+            error_class=kind.error_class, error_kind=kind, message=message,
+        )  # fmt: skip
 
     @property
     def truncation(self) -> str | None:
@@ -140,6 +163,8 @@ def mask(value: T, redact: Callable[[str], str]) -> T:
 
 
 def _mask(value: Any, redact: Callable[[str], str]) -> Any:
+    if isinstance(value, Enum):  # a kind or a class: ours, never a secret
+        return value
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, tuple):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+from runner.checks.failures import ErrorClass
 from runner.models import RetryStrategy
 
 
@@ -47,7 +48,7 @@ def next_retry_delay(
     """
     if strategy is None:
         return None
-    if strategy.onlyOn and "NETWORK_ERROR" in strategy.onlyOn and not network_failure:
+    if strategy.onlyOn and ErrorClass.NETWORK_ERROR in strategy.onlyOn and not network_failure:
         return None
     if retries_done >= (1 if strategy.type == "SINGLE_RETRY" else strategy.maxRetries):
         return None

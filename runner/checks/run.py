@@ -33,40 +33,20 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
-import runner.checks.protocols.dns as dns
-import runner.checks.protocols.http as http
-import runner.checks.protocols.socket_fields as socket_fields
-import runner.checks.protocols.tcp as tcp
-from runner.checks.assertions import RegexBudget, evaluate_all, parse_json_body
+from runner.checks.failures import ErrorClass, FailureKind, NotRun
 from runner.checks.fingerprint import fingerprint
+from runner.checks.judge import judge
 from runner.checks.limits import DEFAULT_LIMITS, Limits
-from runner.checks.outcome import (
-    ASSERTION_FAILURE,
-    CONFIGURATION_ERROR,
-    TIMEOUT,
-    AssertionResult,
-    Attempt,
-    Cut,
-    Failure,
-    RequestSummary,
-    TimingPhases,
-    mask,
-    plain_cut,
-)
+from runner.checks.outcome import Attempt, mask
+from runner.checks.protocols import protocol_for
+from runner.checks.protocols.base import Bounds, Job
 from runner.checks.retry import next_retry_delay
-from runner.checks.variables import Substitution, VariableError, VariableSources, variables_from
+from runner.checks.variables import Substitution, VariableSources, variables_from
 from runner.models import RetryStrategy
-from runner.models.check_definitions import (
-    ApiCheckDefinition,
-    CheckDefinition,
-    DnsCheckDefinition,
-    TcpCheckDefinition,
-    UrlCheckDefinition,
-)
+from runner.models.check_definitions import CheckDefinition
 
 AttemptCallback = Callable[[Attempt, bool], None]  # (attempt, final): after each finished attempt
 Sleep = Callable[[float], bool]  # waits up to the seconds given; True when the run is to stop
@@ -122,7 +102,7 @@ def run_check(
         duration = attempt.duration_ms / 1000
         elapsed += duration
         delay = None
-        if not attempt.passed and attempt.error_class != CONFIGURATION_ERROR:
+        if not attempt.passed and attempt.error_class is not ErrorClass.CONFIGURATION_ERROR:
             delay = next_retry_delay(
                 retry,
                 retries_done=len(attempts) - 1,
@@ -159,264 +139,63 @@ def run_attempt(
     limits: Limits = DEFAULT_LIMITS,
     stop: threading.Event | None = None,
 ) -> Attempt:
-    """One attempt, its secrets masked."""
+    """One attempt by the check type's protocol, judged, its secrets masked."""
     started_at, start = time.time(), time.monotonic()
-    fields = _execute(check, subst, max_run_seconds, limits, stop, start)
-    duration_ms = round((time.monotonic() - start) * 1000, 3)
-    attempt = mask(
-        Attempt(number=number, started_at=started_at, duration_ms=duration_ms, **fields), subst.redact
+    protocol = protocol_for(check.checkType)
+    reason = check.local_support() or (
+        None if protocol is not None else f"{check.checkType} checks cannot run locally"
     )
+    try:
+        if reason is not None or protocol is None:
+            raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, reason or "")
+        check = protocol.fill(check, subst)  # before problems(): a port given as {{VAR}} is a number then
+        problems = check.problems()
+        if problems:
+            raise NotRun(FailureKind.INVALID_DEFINITION, "; ".join(problems))
+        bounds = _bounds(check, max_run_seconds, start)
+        seen = protocol.perform(check, Job(subst, bounds, limits, stop))
+    except NotRun as exc:
+        duration_ms = round((time.monotonic() - start) * 1000, 3)
+        attempt = Attempt.not_run(exc.kind, exc.message, number=number, started_at=started_at,
+                                  duration_ms=duration_ms)  # fmt: skip
+    else:
+        verdict = judge(seen, protocol.assertions(check), bounds, limits, subst)
+        failure = verdict.failure
+        attempt = Attempt(
+            number=number,
+            started_at=started_at,
+            duration_ms=round((time.monotonic() - start) * 1000, 3),
+            passed=verdict.passed,
+            degraded=verdict.degraded,
+            error_class=failure.error_class if failure else None,
+            error_kind=failure.kind if failure else None,
+            message=failure.message if failure else None,
+            network_failure=failure.network if failure else False,
+            response_time_ms=seen.timing.total_ms,
+            status_code=seen.status_code,
+            response_code=seen.response_code,
+            timing=seen.timing,
+            body_excerpt=seen.excerpt,
+            body_truncated=seen.truncated,
+            body_bytes=seen.body_bytes,
+            failed_assertion=verdict.failed_assertion,
+            assertions=verdict.assertions,
+            request=seen.request,
+            cancelled=seen.cancelled,
+            steps=seen.steps,
+            console=seen.console,
+            files=seen.files,
+        )
+    attempt = mask(attempt, subst.redact)
     # Made of the masked attempt: a secret never reaches its group's key or cleaned message.
     return dataclasses.replace(attempt, fingerprint=fingerprint(attempt))
 
 
-# --- one attempt --------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Bounds:
-    seconds: float
-    text: str  # which bound, for a timeout's message
-    degraded_ms: float
-    max_ms: float
-    deadline: float = 0.0  # monotonic: the attempt's start + seconds
-
-    def regex_budget(self, limits: Limits) -> RegexBudget:
-        """What the assertions' regexes may take: the time left, within the limits' floor and cap."""
-        left = self.deadline - time.monotonic()
-        return RegexBudget.start(min(limits.regex_max_seconds, max(limits.regex_min_seconds, left)))
-
-
-def _bounds(check: CheckDefinition, max_run_seconds: float | None, start: float) -> _Bounds:
+def _bounds(check: CheckDefinition, max_run_seconds: float | None, start: float) -> Bounds:
     degraded_ms, max_ms = check.response_limits_ms()
-    if max_run_seconds is None or max_ms / 1000 <= max_run_seconds:
-        seconds = max(max_ms / 1000, 0.001)
-        return _Bounds(seconds, f"the maxResponseTime of {max_ms:g} ms", degraded_ms, max_ms, start + seconds)
+    own, own_text = check.attempt_limit()  # maxResponseTime, or the type's own (ICMP, TRACEROUTE)
+    if max_run_seconds is None or own <= max_run_seconds:
+        seconds = max(own, 0.001)
+        return Bounds(seconds, own_text, degraded_ms, max_ms, start + seconds)
     text = f"the maximum run time of {max_run_seconds:g} s for {check.checkType} checks"
-    return _Bounds(max_run_seconds, text, degraded_ms, max_ms, start + max_run_seconds)
-
-
-def _not_run(kind: str, message: str, request: RequestSummary | None = None) -> dict[str, Any]:
-    return {"passed": False, "error_class": CONFIGURATION_ERROR, "error_kind": kind, "message": message,
-            "request": request}  # fmt: skip
-
-
-def _execute(
-    check: CheckDefinition,
-    subst: Substitution,
-    max_run: float | None,
-    limits: Limits,
-    stop: threading.Event | None,
-    start: float,
-) -> dict[str, Any]:
-    reason = check.local_support()
-    if reason:
-        return _not_run("not_runnable_locally", reason)
-    if isinstance(check, (TcpCheckDefinition, DnsCheckDefinition)):
-        try:  # before problems(): a port given as {{VAR}} is checked once it is a number
-            check = socket_fields.rendered(check, subst)
-        except VariableError as exc:
-            return _not_run(exc.kind, exc.message)
-    problems = check.problems()
-    if problems:
-        return _not_run("invalid_definition", "; ".join(problems))
-    bounds = _bounds(check, max_run, start)
-    try:
-        if isinstance(check, (ApiCheckDefinition, UrlCheckDefinition)):
-            return _http(check, subst, bounds, limits, stop)
-        if isinstance(check, TcpCheckDefinition):
-            return _tcp(check, subst.cut, bounds, limits, stop)
-        if isinstance(check, DnsCheckDefinition):
-            return _dns(check, subst.cut, bounds, limits, stop)
-    except VariableError as exc:
-        return _not_run(exc.kind, exc.message)
-    return _not_run("not_runnable_locally", f"{check.checkType} checks cannot run locally")
-
-
-@dataclass
-class _Observed:
-    """What a request brought back, ready to be judged."""
-
-    request: RequestSummary
-    timing: TimingPhases
-    failure: Failure | None
-    cancelled: bool = False
-    excerpt: str | None = None
-    truncated: bool = False
-    body_bytes: int | None = None
-    status_code: int | None = None
-    response_code: str | None = None
-    values: Mapping[str, Any] = field(default_factory=dict)
-    implicit_failure: str | None = None  # a 4xx/5xx status, a DNS error code
-    implicit_kind: str = ""
-    connection_failure_passes: bool = False  # TCP shouldFail
-    cut: Cut = plain_cut  # how a value is shown (secrets masked before a cut)
-
-
-def _http(
-    check: ApiCheckDefinition | UrlCheckDefinition,
-    subst: Substitution,
-    bounds: _Bounds,
-    limits: Limits,
-    stop: threading.Event | None,
-) -> dict[str, Any]:
-    try:
-        request = http.prepare_request(check, subst)
-    except ValueError as exc:
-        return _not_run("invalid_definition", str(exc))
-    cut = subst.cut
-    response = http.perform(
-        request, bound_seconds=bounds.seconds, limits=limits, stop=stop, timeout_text=bounds.text
-    )
-    text = response.body.decode("utf-8", "replace")
-    values: dict[str, Any] = {"STATUS_CODE": response.status_code}
-    implicit = None
-    if isinstance(check, ApiCheckDefinition):
-        values.update(
-            RESPONSE_TIME=round(response.timing.total_ms), TEXT_BODY=text, HEADERS=response.headers,
-        )  # fmt: skip
-        if any(a.source == "JSON_BODY" for a in check.request.assertions):
-            values["JSON_BODY"] = parse_json_body(text, response.content_type)
-    status = response.status_code
-    shown = http.summary(request, limits, response.remote_address, cut)
-    if status is not None and status >= 400 and not check.shouldFail:
-        implicit = (
-            f"received HTTP {status} from {shown.method} {shown.target}: 4xx and 5xx responses fail "
-            "the check unless shouldFail is set"
-        )
-    observed = _Observed(
-        request=shown,
-        timing=response.timing,
-        failure=response.failure,
-        cancelled=response.cancelled,
-        excerpt=cut(text, limits.excerpt_chars) if text else None,
-        truncated=response.truncated,
-        body_bytes=len(response.body),
-        status_code=status,
-        values=values,
-        implicit_failure=implicit,
-        implicit_kind="http_status",
-        cut=cut,
-    )
-    return _judge(check, check.request.assertions, observed, bounds, limits)
-
-
-def _tcp(
-    check: TcpCheckDefinition, cut: Cut, bounds: _Bounds, limits: Limits, stop: threading.Event | None
-) -> dict[str, Any]:
-    read = any(a.source == "RESPONSE_DATA" for a in check.request.assertions)
-    response = tcp.perform(check, read_reply=read, bound_seconds=bounds.seconds, limits=limits, stop=stop,
-                           timeout_text=bounds.text)  # fmt: skip
-    text = response.data.decode("utf-8", "replace")
-    observed = _Observed(
-        request=tcp.summary(check, limits, response.remote_address, cut),
-        timing=response.timing,
-        failure=response.failure,
-        cancelled=response.cancelled,
-        excerpt=cut(text, limits.excerpt_chars) if text else None,
-        truncated=response.truncated,
-        body_bytes=len(response.data) if read else None,
-        values={"RESPONSE_DATA": text, "RESPONSE_TIME": round(response.response_time_ms)},
-        connection_failure_passes=check.shouldFail,
-        cut=cut,
-    )
-    return _judge(check, check.request.assertions, observed, bounds, limits)
-
-
-def _dns(
-    check: DnsCheckDefinition, cut: Cut, bounds: _Bounds, limits: Limits, stop: threading.Event | None
-) -> dict[str, Any]:
-    response = dns.perform(check, bound_seconds=bounds.seconds, stop=stop, timeout_text=bounds.text)
-    r = check.request
-    implicit = None
-    asserts_code = any(a.source == "RESPONSE_CODE" for a in r.assertions)
-    if response.rcode not in (None, "NOERROR") and not asserts_code and not check.shouldFail:
-        where = f"{response.server}/{r.protocol.upper()}"
-        implicit = f"DNS answer {response.rcode} for {r.query} {r.recordType}: {where}"
-    observed = _Observed(
-        request=dns.summary(check, response.server, r.protocol.upper()),
-        timing=response.timing,
-        failure=response.failure,
-        cancelled=response.cancelled,
-        excerpt=cut(response.text, limits.excerpt_chars) or None,
-        response_code=response.rcode,
-        values={
-            "RESPONSE_CODE": response.rcode,
-            "TEXT_ANSWER": response.text,
-            "JSON_ANSWER": response.json,
-            "RESPONSE_TIME": round(response.response_time_ms),
-        },
-        implicit_failure=implicit,
-        implicit_kind="dns_response_code",
-        cut=cut,
-    )
-    return _judge(check, r.assertions, observed, bounds, limits)
-
-
-def _judge(
-    check: CheckDefinition, assertions: Any, seen: _Observed, bounds: _Bounds, limits: Limits
-) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "request": seen.request,
-        "timing": seen.timing,
-        "body_excerpt": seen.excerpt,
-        "body_truncated": seen.truncated,
-        "body_bytes": seen.body_bytes,
-        "status_code": seen.status_code,
-        "response_code": seen.response_code,
-        "response_time_ms": seen.timing.total_ms,
-    }
-    if seen.cancelled:
-        return {**base, "passed": False, "cancelled": True, "error_kind": "cancelled", "message": "cancelled"}
-    failure = seen.failure
-    if failure is not None:
-        if seen.connection_failure_passes and failure.kind != "invalid_definition":
-            return {**base, "passed": True}
-        return {**base, "passed": False, "error_class": failure.error_class, "error_kind": failure.kind,
-                "message": failure.message, "network_failure": failure.network}  # fmt: skip
-    results: tuple[AssertionResult, ...] = evaluate_all(
-        assertions, seen.values, seen.cut, bounds.regex_budget(limits)
-    )
-    unjudged: tuple[AssertionResult, ...] = ()
-    if seen.truncated:
-        results, unjudged = _cut_body(results, seen)
-    base["assertions"] = results
-    elapsed_ms = seen.timing.total_ms
-    if elapsed_ms > bounds.max_ms:
-        message = (
-            f"response time {elapsed_ms:.0f} ms exceeded the maxResponseTime of {bounds.max_ms:g} ms: "
-            f"{seen.request.remote_address or seen.request.target}"
-        )
-        return {**base, "passed": False, "error_class": TIMEOUT, "error_kind": "max_response_time",
-                "message": message}  # fmt: skip
-    failed = next((r for r in results if not r.passed), None)
-    if failed is not None:
-        kind = "body_truncated" if any(failed is u for u in unjudged) else "assertion"
-        return {**base, "passed": False, "error_class": ASSERTION_FAILURE, "error_kind": kind,
-                "message": failed.describe(), "failed_assertion": failed}  # fmt: skip
-    if seen.implicit_failure:
-        return {**base, "passed": False, "error_class": ASSERTION_FAILURE, "error_kind": seen.implicit_kind,
-                "message": seen.implicit_failure}  # fmt: skip
-    return {**base, "passed": True, "degraded": elapsed_ms > bounds.degraded_ms}
-
-
-BODY_SOURCES = frozenset({"TEXT_BODY", "JSON_BODY", "RESPONSE_DATA"})
-
-
-def _cut_body(
-    results: tuple[AssertionResult, ...], seen: _Observed
-) -> tuple[tuple[AssertionResult, ...], tuple[AssertionResult, ...]]:
-    """The results with each assertion on a truncated body failed, saying so; and those failed ones."""
-    what = "data" if seen.request.kind == "TCP" else "body"
-    production = "" if seen.request.kind == "TCP" else "; production reads up to 25 MB"
-    detail = (
-        f"{what} truncated at {seen.body_bytes} bytes: this assertion cannot be judged on part of the "
-        f"{what}; raise settings.executor.bodyBytes in the world (at most 64 MiB{production})"
-    )
-    unjudged = tuple(
-        dataclasses.replace(r, passed=False, actual=None, detail=detail)
-        for r in results
-        if r.source in BODY_SOURCES
-    )
-    replaced = iter(unjudged)
-    return tuple(next(replaced) if r.source in BODY_SOURCES else r for r in results), unjudged
+    return Bounds(max_run_seconds, text, degraded_ms, max_ms, start + max_run_seconds)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from runner.checks.failures import FailureKind, NotRun
 from runner.core.redact import MIN_SECRET, Redactor
 
 # encodeURI leaves these as they are (ECMA-262: reserved, unescaped and '#').
@@ -78,14 +79,9 @@ class VariableSources:
     runtime: Mapping[str, str] = field(default_factory=dict)
 
 
-class VariableError(Exception):
-    """The check cannot run: `kind` (unknown_variable, secret_without_value ...) and a message that
+class VariableError(NotRun):
+    """The check cannot run: `kind` (unknown_variable, variable_without_value ...) and a message that
     names the variable and the field, never a value."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
 
 
 class Substitution:
@@ -151,27 +147,27 @@ class Substitution:
             return self.request_url
         if not _NAME.match(name):
             raise VariableError(
-                "unsupported_helper",
+                FailureKind.UNSUPPORTED_HELPER,
                 f"{where}: the template {_shown(written)} is not supported when checks run locally "
                 "(variables, {{$UUID}} and {{$RANDOM_NUMBER}} are)",
             )
         variable = self._values.get(name)
         if variable is None:
             raise VariableError(
-                "unknown_variable",
+                FailureKind.UNKNOWN_VARIABLE,
                 f"unknown variable {name} in {where}: set it in the session's, the account's or the "
                 "check's environment variables",
             )
         if variable.value is None:
             kind = "secret variable" if variable.secret else "variable"
             raise VariableError(
-                "variable_without_value",
+                FailureKind.VARIABLE_WITHOUT_VALUE,
                 f"{kind} {name} in {where} has no value here (production does not reveal secret "
                 "values): pass it with the session's environment variables",
             )
         if variable.secret and 0 < len(variable.value) < MIN_SECRET:
             raise VariableError(
-                "secret_too_short",
+                FailureKind.SECRET_TOO_SHORT,
                 f"secret variable {name} in {where} is shorter than {MIN_SECRET} characters: it could "
                 "not be masked in results, so the check does not run",
             )

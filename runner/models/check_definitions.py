@@ -5,17 +5,21 @@ exported from a real account always loads. A definition written by hand (a world
 on top of that: `hand_written_problems()` names each value of the wrong type and each key of a request
 that production does not know, so a typo (`assertion:`, `path:` for `property:`) is an error, not an
 assertion quietly dropped. Whether a definition can run on this machine is a separate
-question, answered by `local_support()` (its check type) and `problems()` (its fields): API, URL, TCP
-and DNS checks run locally; every other type (BROWSER, MULTI_STEP, PLAYWRIGHT, AGENTIC, HEARTBEAT, ...)
-and an API check with a setup or teardown script is recognised and reported as not runnable here.
+question, answered by `local_support()` (its check type) and `problems()` (its fields): API, URL, TCP,
+DNS, ICMP and TRACEROUTE checks run locally; every other type (BROWSER, MULTI_STEP, PLAYWRIGHT, AGENTIC,
+HEARTBEAT, ...) and an API check with a setup or teardown script is recognised and reported as not
+runnable here, HEARTBEAT and AGENTIC with their own reason (NOT_RUNNABLE_REASONS).
 
 Sources: production's OpenAPI (ChecksV1ApiCheck, ChecksV1ApiRequest, ChecksV1UrlRequest,
-ChecksV1TcpRequest, ChecksV1DnsRequest and their assertion schemas) and its construct docs
-(constructs/api-check.mdx, url-monitor.mdx, tcp-monitor.mdx, dns-monitor.mdx) for the defaults.
+ChecksV1TcpRequest, ChecksV1DnsRequest, ChecksV1IcmpMonitor, ChecksV1IcmpRequest,
+ChecksV1TracerouteMonitor, ChecksV1TracerouteRequestRead and their assertion schemas) and its construct
+docs (constructs/api-check.mdx, url-monitor.mdx, tcp-monitor.mdx, dns-monitor.mdx, icmp-monitor.mdx,
+traceroute-monitor.mdx) for the defaults.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -24,7 +28,22 @@ from pydantic import BaseModel, Discriminator, Field, Tag, TypeAdapter, Validati
 from runner.models.base import ApiModel
 from runner.models.problems import Loc, clean_loc, error_message, format_loc, model_at, unknown_key_message
 
-LOCAL_CHECK_TYPES = ("API", "URL", "TCP", "DNS")
+LOCAL_CHECK_TYPES = ("API", "URL", "TCP", "DNS", "ICMP", "TRACEROUTE")
+# Types that never run here, in production's terms (ours: the wording; the facts are its docs').
+NOT_RUNNABLE_REASONS: dict[str, str] = {
+    # heartbeat-monitors/overview.mdx: "heartbeat monitors work passively".
+    "HEARTBEAT": (
+        "HEARTBEAT checks cannot run locally: a heartbeat monitor is passive, production waits for your "
+        "scheduled job to ping its URL within the period and grace and alerts when no ping comes; there "
+        "is no request to make against a build (ping it from the job itself)"
+    ),
+    # agentic-checks/overview.mdx: "Checkly runs the agent in a browser-capable runtime".
+    "AGENTIC": (
+        "AGENTIC checks cannot run locally: production's AI agent carries out the check's prompt (and "
+        "keeps the script it learned) in Checkly's own runtime, and no such agent runs here; a BROWSER "
+        "or MULTI_STEP check with the same steps can"
+    ),
+}
 
 # (degradedResponseTime, maxResponseTime) in ms when a definition leaves them out or null: the
 # construct docs' defaults (api-check.mdx 10000/20000, url-monitor.mdx 3000/5000, tcp-monitor.mdx
@@ -34,6 +53,10 @@ DEFAULT_RESPONSE_TIMES_MS: dict[str, tuple[float, float]] = {
     "URL": (3_000, 5_000),
     "TCP": (4_000, 5_000),
     "DNS": (500, 1_000),
+    # traceroute-monitor.mdx: final-hop avg RTT (traceroute-monitors/configuration.mdx says 3000/5000;
+    # the construct's table, what the CLI writes, says 10000/20000: that one). ICMP: none apply
+    # (ChecksV1IcmpMonitor has no response-time limits; packet loss decides, icmp.py).
+    "TRACEROUTE": (10_000, 20_000),
 }
 
 COMPARISONS = (
@@ -49,13 +72,28 @@ ASSERTION_SOURCES: dict[str, tuple[str, ...]] = {
     "URL": ("STATUS_CODE",),
     "TCP": ("RESPONSE_DATA", "RESPONSE_TIME"),
     "DNS": ("RESPONSE_CODE", "TEXT_ANSWER", "JSON_ANSWER", "RESPONSE_TIME"),
+    "ICMP": ("LATENCY", "JSON_RESPONSE"),
+    "TRACEROUTE": ("RESPONSE_TIME", "HOP_COUNT", "PACKET_LOSS"),
 }
+_ICMP_COMPARISONS = (
+    "EQUALS", "NOT_EQUALS", "IS_EMPTY", "NOT_EMPTY", "GREATER_THAN", "LESS_THAN", "CONTAINS", "NOT_CONTAINS",
+    "IS_NULL", "NOT_NULL",
+)  # fmt: skip
 ASSERTION_COMPARISONS: dict[str, tuple[str, ...]] = {
     "API": COMPARISONS,
     "URL": ("EQUALS", "NOT_EQUALS", "LESS_THAN", "GREATER_THAN"),
     "TCP": _TCP_COMPARISONS,
     "DNS": COMPARISONS,
+    "ICMP": _ICMP_COMPARISONS,
+    # ChecksV1TracerouteAssertionRead: any string; the builders write numbers: ICMP's list (ours).
+    "TRACEROUTE": _ICMP_COMPARISONS,
 }
+# LATENCY and RESPONSE_TIME (traceroute) properties: RTT statistics in ms.
+LATENCY_PROPERTIES = ("avg", "min", "max", "stdDev")
+TRACEROUTE_PROTOCOLS = ("TCP", "ICMP", "UDP", "SCTP")
+# icmp-monitors/overview.mdx: "a 500 ms interval between each ping"; the wait for a reply is ours.
+ICMP_INTERVAL_S = 0.5
+ICMP_REPLY_TIMEOUT_S = 2.0
 # OPTIONS: the construct doc lists it, the OpenAPI enum does not; both are accepted.
 HTTP_METHODS = ("GET", "POST", "PUT", "HEAD", "DELETE", "PATCH", "OPTIONS")
 BODY_TYPES = ("JSON", "FORM", "RAW", "GRAPHQL", "NONE")
@@ -227,6 +265,52 @@ class DnsRequest(_Request):
         return _port_number(self.port)
 
 
+def _null_is(default: Any) -> Any:
+    """A before-validator: production's nullable field left null means its documented default."""
+
+    def validator(cls: Any, value: Any) -> Any:
+        return default if value is None else value
+
+    return classmethod(validator)
+
+
+class IcmpRequest(_Request):
+    """ChecksV1IcmpRequest; defaults from constructs/icmp-monitor.mdx."""
+
+    hostname: str = ""
+    ipFamily: str = "IPv4"
+    pingCount: int = 10  # 1-50
+
+    _family = field_validator("ipFamily", mode="before")(_null_is("IPv4"))
+    _count = field_validator("pingCount", mode="before")(_null_is(10))
+
+
+class TracerouteRequest(_Request):
+    """ChecksV1TracerouteRequestRead; defaults from constructs/traceroute-monitor.mdx."""
+
+    url: str = ""  # a host name or IP address, no scheme or port
+    protocol: str = "TCP"
+    port: int | None = None  # None: 443 for TCP, 33434 for UDP and SCTP; unused for ICMP
+    ipFamily: str = "IPv4"
+    maxHops: int = 30  # 1-64
+    maxUnknownHops: int = 15  # 1-30
+    ptrLookup: bool = True
+    timeout: int = 10  # seconds for the whole trace, 1-30
+
+    _protocol = field_validator("protocol", mode="before")(_null_is("TCP"))
+    _family = field_validator("ipFamily", mode="before")(_null_is("IPv4"))
+    _hops = field_validator("maxHops", mode="before")(_null_is(30))
+    _unknown = field_validator("maxUnknownHops", mode="before")(_null_is(15))
+    _ptr = field_validator("ptrLookup", mode="before")(_null_is(True))
+    _timeout = field_validator("timeout", mode="before")(_null_is(10))
+
+    @property
+    def port_number(self) -> int:
+        if self.port is not None:
+            return self.port
+        return 443 if self.protocol == "TCP" else 33434
+
+
 class CheckDefinition(ApiModel):
     """The fields every check type shares; the request stays as production sent it."""
 
@@ -257,9 +341,12 @@ class CheckDefinition(ApiModel):
 
     def local_support(self) -> str | None:
         """None when this check can run on this machine, else why not (one sentence)."""
+        if self.checkType in NOT_RUNNABLE_REASONS:
+            return NOT_RUNNABLE_REASONS[self.checkType]
         if self.checkType not in LOCAL_CHECK_TYPES:
             kind = self.checkType or "(no checkType)"
-            return f"{kind} checks cannot run locally: only API, URL, TCP and DNS checks can"
+            runnable = ", ".join(LOCAL_CHECK_TYPES[:-1]) + f" and {LOCAL_CHECK_TYPES[-1]}"
+            return f"{kind} checks cannot run locally: only {runnable} checks can"
         scripts = [name for name in SCRIPT_FIELDS if getattr(self, name) not in (None, "")]
         if scripts:
             return f"checks with setup or teardown scripts cannot run locally ({', '.join(scripts)})"
@@ -272,6 +359,12 @@ class CheckDefinition(ApiModel):
     def problems(self) -> list[str]:
         """field_problems() as `field.path: what is allowed` lines."""
         return [f"{format_loc(loc)}: {message}" for loc, message in self.field_problems()]
+
+    def attempt_limit(self) -> tuple[float, str]:
+        """How long one attempt may take, and how its timeout names that bound: maxResponseTime (a type
+        whose limits judge something else than the attempt's time says its own)."""
+        _, max_ms = self.response_limits_ms()
+        return max_ms / 1000, f"the maxResponseTime of {max_ms:g} ms"
 
     def response_limits_ms(self) -> tuple[float, float]:
         """(degradedResponseTime, maxResponseTime) in ms, production's defaults where not set."""
@@ -374,6 +467,118 @@ class DnsCheckDefinition(CheckDefinition):
         )
 
 
+def _at(field: str) -> Loc:
+    """`request.pingCount` -> ("request", "pingCount"): a path written here, never parsed from a message."""
+    return tuple(field.split("."))
+
+
+def _range(field: str, value: float, low: float, high: float, *, above_low: bool = False) -> list[Problem]:
+    ok = (value > low if above_low else value >= low) and value <= high
+    kind = "more than" if above_low else "from"
+    return [] if ok else [(_at(field), f"expected a number {kind} {low:g} to {high:g}")]
+
+
+def _host_only(field: str, host: str) -> list[Problem]:
+    """A host name or IP address as ICMP and traceroute monitors take it: no scheme, port or path."""
+    if not host:
+        return [(_at(field), "required field is missing")]
+    if "{{" in host:
+        return []  # checked again once its variables are filled in
+    bare = host.strip("[]")
+    if "/" in host or (":" in bare and host.count(":") == 1) or " " in host:
+        return [(_at(field), "a host name or IP address only, without scheme, port or path")]
+    return []
+
+
+def _no_should_fail(check: CheckDefinition) -> list[Problem]:
+    """ICMP and traceroute monitors carry shouldFail, but production's docs do not say what it does
+    to them: run as if it were unset, a check could pass here that production fails. Refused (ours)."""
+    if not check.shouldFail:
+        return []
+    return [(("shouldFail",), f"not run here for {check.checkType} checks (production's docs do not say "
+             "what it does to them); leave it out or false")]  # fmt: skip
+
+
+def _latency_properties(source: str, assertions: list[Assertion], default: str | None) -> list[Problem]:
+    """LATENCY (ICMP) and RESPONSE_TIME (traceroute) read one RTT statistic named by `property`."""
+    out: list[Problem] = []
+    for i, assertion in enumerate(assertions):
+        prop = assertion.property or default
+        if assertion.source == source and prop not in LATENCY_PROPERTIES:
+            allowed = ", ".join(LATENCY_PROPERTIES)
+            out.append((("request", "assertions", i, "property"), f"expected one of {allowed}"))
+    return out
+
+
+class IcmpCheckDefinition(CheckDefinition):
+    """ChecksV1IcmpMonitor. Packet loss decides: at degradedPacketLossThreshold % (default 10) the run
+    is degraded, at maxPacketLossThreshold % (default 20) it fails (constructs/icmp-monitor.mdx:
+    "percentage at which the monitor is marked as ...")."""
+
+    checkType: Literal["ICMP"] = "ICMP"
+    request: IcmpRequest = Field(default_factory=IcmpRequest)
+    degradedPacketLossThreshold: float | None = None
+    maxPacketLossThreshold: float | None = None
+
+    def packet_loss_limits(self) -> tuple[float, float]:
+        """(degraded, failed) packet loss in percent, production's defaults where not set."""
+        degraded = 10.0 if self.degradedPacketLossThreshold is None else self.degradedPacketLossThreshold
+        failed = 20.0 if self.maxPacketLossThreshold is None else self.maxPacketLossThreshold
+        return degraded, failed
+
+    def response_limits_ms(self) -> tuple[float, float]:
+        """None: ChecksV1IcmpMonitor has no response-time limits (packet loss decides)."""
+        return math.inf, math.inf
+
+    def attempt_limit(self) -> tuple[float, str]:
+        """The time the pings need: production's 500 ms between them, our 2 s for the last reply and
+        3 s for the name lookup."""
+        count = max(self.request.pingCount, 1)
+        seconds = (count - 1) * ICMP_INTERVAL_S + ICMP_REPLY_TIMEOUT_S + 3.0
+        return seconds, f"the {seconds:g} s that {count} pings take ({ICMP_INTERVAL_S * 1000:g} ms apart)"
+
+    def field_problems(self) -> list[Problem]:
+        r = self.request
+        out = _host_only("request.hostname", r.hostname) + _no_should_fail(self)
+        out += _one_of("ipFamily", r.ipFamily, IP_FAMILIES)
+        out += _range("request.pingCount", r.pingCount, 1, 50)
+        for name in ("degradedPacketLossThreshold", "maxPacketLossThreshold"):
+            value = getattr(self, name)
+            out += [] if value is None else _range(name, value, 0, 100, above_low=True)
+        return (
+            out
+            + _assertion_problems("ICMP", r.assertions)
+            + _latency_properties("LATENCY", r.assertions, default=None)
+        )
+
+
+class TracerouteCheckDefinition(CheckDefinition):
+    """ChecksV1TracerouteMonitor; degraded/maxResponseTime apply to the final hop's average RTT."""
+
+    checkType: Literal["TRACEROUTE"] = "TRACEROUTE"
+    request: TracerouteRequest = Field(default_factory=TracerouteRequest)
+
+    def attempt_limit(self) -> tuple[float, str]:
+        """The trace's `timeout`, then up to 1 s of PTR lookups (ours)."""
+        return self.request.timeout + 1.5, f"the traceroute's timeout of {self.request.timeout} s"
+
+    def field_problems(self) -> list[Problem]:
+        r = self.request
+        out = _host_only("request.url", r.url) + _no_should_fail(self)
+        out += _one_of("protocol", r.protocol, TRACEROUTE_PROTOCOLS)
+        out += _one_of("ipFamily", r.ipFamily, IP_FAMILIES)
+        if r.port is not None:
+            out += _range("request.port", r.port, 1, 65535)
+        out += _range("request.maxHops", r.maxHops, 1, 64)
+        out += _range("request.maxUnknownHops", r.maxUnknownHops, 1, 30)
+        out += _range("request.timeout", r.timeout, 1, 30)
+        return (
+            out
+            + _assertion_problems("TRACEROUTE", r.assertions)
+            + _latency_properties("RESPONSE_TIME", r.assertions, default="avg")
+        )
+
+
 def _kind(value: Any) -> str:
     check_type = value.get("checkType") if isinstance(value, dict) else getattr(value, "checkType", None)
     return check_type if check_type in LOCAL_CHECK_TYPES else "OTHER"
@@ -384,6 +589,8 @@ AnyCheckDefinition = Annotated[
     | Annotated[UrlCheckDefinition, Tag("URL")]
     | Annotated[TcpCheckDefinition, Tag("TCP")]
     | Annotated[DnsCheckDefinition, Tag("DNS")]
+    | Annotated[IcmpCheckDefinition, Tag("ICMP")]
+    | Annotated[TracerouteCheckDefinition, Tag("TRACEROUTE")]
     | Annotated[CheckDefinition, Tag("OTHER")],
     Discriminator(_kind),
 ]
@@ -398,15 +605,17 @@ def parse_check_definition(data: Any) -> CheckDefinition:
 # --- definitions written by hand (a world file) ---------------------------------------------------
 
 # The request of each type that runs here. Their fields are exactly production's (OpenAPI
-# ChecksV1ApiRequest, ChecksV1UrlRequest, ChecksV1TcpRequest, ChecksV1DnsRequest, with
-# ChecksV1ApiAssertion & co., ChecksV1KeyValue, ChecksV1BasicAuth; tests/test_checks_definitions.py
-# holds production's lists), so a definition `checks export` wrote, fields we do not use included,
-# passes, and any other key is a typo.
+# ChecksV1ApiRequest, ChecksV1UrlRequest, ChecksV1TcpRequest, ChecksV1DnsRequest, ChecksV1IcmpRequest,
+# ChecksV1TracerouteRequestRead, with ChecksV1ApiAssertion & co., ChecksV1KeyValue, ChecksV1BasicAuth;
+# tests/test_world_definitions.py holds production's lists), so a definition `checks export` wrote,
+# fields we do not use included, passes, and any other key is a typo.
 REQUEST_MODELS: dict[str, type[ApiModel]] = {
     "API": ApiRequest,
     "URL": UrlRequest,
     "TCP": TcpRequest,
     "DNS": DnsRequest,
+    "ICMP": IcmpRequest,
+    "TRACEROUTE": TracerouteRequest,
 }
 # What a key that looks like none of the allowed ones usually means, first allowed one wins.
 _LIKELY: dict[str, tuple[str, ...]] = {
@@ -432,7 +641,7 @@ _LIKELY: dict[str, tuple[str, ...]] = {
 def hand_written_problems(data: Mapping[str, Any]) -> list[tuple[Loc, str]]:
     """(field path, what is allowed) for each thing that keeps `data`, a definition written by hand
     in production's shape, from meaning what it says: a value of the wrong type anywhere (`url: 123`,
-    `headers: "X-A: b"`), and, in the request of an API, URL, TCP or DNS check, a key production does
+    `headers: "X-A: b"`), and, in the request of a type that runs here, a key production does
     not know (with a did-you-mean and the allowed keys) or `assertions: null` (a list whose items were
     all commented out). Production's own answers are read leniently; this is for files."""
     problems: list[tuple[Loc, str]] = []
@@ -455,7 +664,7 @@ def hand_written_problems(data: Mapping[str, Any]) -> list[tuple[Loc, str]]:
 
 
 def unknown_request_fields(data: Mapping[str, Any]) -> list[tuple[Loc, str]]:
-    """(path, message) of each key in the request of an API, URL, TCP or DNS check that production
+    """(path, message) of each key in the request of a type that runs here that production
     does not know; other types' requests never run here and are not read."""
     model = REQUEST_MODELS.get(str(data.get("checkType")))
     request = data.get("request")

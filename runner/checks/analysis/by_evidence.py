@@ -17,7 +17,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from runner.checks.analysis.by_message import MDN_STATUS, MODEL_PREFIX, NODE_SYSTEM_ERRORS, REASONS, analyse
+from runner.checks.analysis.by_message import analyse
+from runner.checks.analysis.shared import MAX_QUOTE, MODEL_PREFIX, NODE_SYSTEM_ERRORS, mdn, status_text
+from runner.checks.failures import ErrorClass, FailureKind, assert_never
 from runner.core.text import for_line
 from runner.models import Analysis, Artifact, Evidence, ReferenceLink
 
@@ -25,7 +27,6 @@ if TYPE_CHECKING:
     from runner.checks.outcome import Attempt, RequestSummary, TimingPhases
 
 MAX_BODY_QUOTE = 160
-MAX_QUOTE = 120
 SLOW_FIRST_BYTE_MS = 1000  # a server error slower than this looks like an upstream timeout
 GATEWAY = (502, 503, 504)
 PHASES = (
@@ -66,22 +67,6 @@ def _q(text: object, limit: int = MAX_QUOTE) -> str:
 
 def _ms(value: float) -> str:
     return f"{value:.1f} ms" if value < 10 else f"{value:.0f} ms"
-
-
-SUCCESS = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 301: "Moved Permanently",
-           302: "Found", 304: "Not Modified"}  # fmt: skip
-
-
-def _status(code: int) -> str:
-    reason = REASONS.get(code) or SUCCESS.get(code)
-    return f"{code} {reason}" if reason else str(code)
-
-
-def _mdn(code: int) -> ReferenceLink:
-    reason = REASONS.get(code)
-    if reason is None:
-        return ReferenceLink(url=MDN_STATUS, title="MDN: HTTP response status codes")
-    return ReferenceLink(url=f"{MDN_STATUS}/{code}", title=f"MDN: {code} {reason}")
 
 
 def timing_text(timing: TimingPhases | None) -> str:
@@ -148,9 +133,8 @@ class _Facts:
         )
 
     def artifacts(self, description: str) -> list[Evidence]:
-        name = {"HTTP": "HTTP_REQUEST", "TCP": "TCP_REQUEST", "DNS": "DNS_QUERY"}.get(
-            self.kind, "HTTP_REQUEST"
-        )
+        name = {"HTTP": "HTTP_REQUEST", "TCP": "TCP_REQUEST", "DNS": "DNS_QUERY", "ICMP": "ICMP_REQUEST",
+                "TRACEROUTE": "TRACEROUTE_REQUEST"}.get(self.kind, "HTTP_REQUEST")  # fmt: skip
         out = [Evidence(artifacts=[Artifact(name=name, type="REQUEST")], description=description)]
         if self.ev.timing is not None:
             out.append(
@@ -219,7 +203,7 @@ def _http_status(f: _Facts, code: int) -> tuple[Analysis, str]:
     ev = f.ev
     first_byte = ev.timing.first_byte_ms if ev.timing else None
     fb = f", first byte at {_ms(first_byte)}" if first_byte is not None else ""
-    answered = f"{f.target} answered {_status(code)}{f.at} after {_ms(f.total)}{fb}"
+    answered = f"{f.target} answered {status_text(code)}{f.at} after {_ms(f.total)}{fb}"
     slow = first_byte is not None and first_byte >= SLOW_FIRST_BYTE_MS
     pace = (
         f"The answer came only after {_ms(first_byte)} to the first byte: a proxy or the application "
@@ -248,11 +232,11 @@ def _http_status(f: _Facts, code: int) -> tuple[Analysis, str]:
     return (
         Analysis(
             classification=classification,
-            userImpact=f"Users of {f.check} get {_status(code)} from {f.target} instead of the answer.",
+            userImpact=f"Users of {f.check} get {status_text(code)} from {f.target} instead of the answer.",
             rootCause=cause,
             codeFix=fix,
-            evidence=f.artifacts(f"{f.target} answered {_status(code)}{f.at}{f.said()}."),
-            referenceLinks=[_mdn(code), LINKS["timing"]],
+            evidence=f.artifacts(f"{f.target} answered {status_text(code)}{f.at}{f.said()}."),
+            referenceLinks=[mdn(code), LINKS["timing"]],
         ),
         "run-http-status",
     )
@@ -267,7 +251,7 @@ def _assertion(f: _Facts) -> tuple[Analysis, str]:
     # "The check failed: DNS answer NXDOMAIN ...".
     what = "assertion" if failed is not None else "check"
     detail = _assertion_detail(ev)
-    status = f" {_status(ev.status_code)}" if ev.status_code is not None else ""
+    status = f" {status_text(ev.status_code)}" if ev.status_code is not None else ""
     if ev.response_code is not None:
         status = f" {_q(ev.response_code, 20)}"
     # The body is quoted once: an assertion on it already says what came back.
@@ -285,7 +269,7 @@ def _assertion(f: _Facts) -> tuple[Analysis, str]:
             evidence=f.artifacts(
                 f"The answer of {f.target}{':' if status else ''}{status}{said}; the {what} failed: {detail}."
             ),
-            referenceLinks=[LINKS["assertions"]],
+            referenceLinks=[LINKS["assertions"], *_PATH_DOCS.get(f.kind, ())],
         ),
         "run-assertion",
     )
@@ -294,7 +278,7 @@ def _assertion(f: _Facts) -> tuple[Analysis, str]:
 def _slow_regex(f: _Facts) -> tuple[Analysis, str]:
     """The assertion's regex ran out of time on this answer (assertions.py bounds it)."""
     detail = _assertion_detail(f.ev)
-    status = f" {_status(f.ev.status_code)}" if f.ev.status_code is not None else ""
+    status = f" {status_text(f.ev.status_code)}" if f.ev.status_code is not None else ""
     return (
         Analysis(
             classification="SCRIPT ERROR",
@@ -316,7 +300,7 @@ def _truncated(f: _Facts) -> tuple[Analysis, str]:
     """An assertion on a body longer than the local read cap: not judged (run.py fails it closed)."""
     ev = f.ev
     detail = _assertion_detail(ev)
-    status = f" {_status(ev.status_code)}" if ev.status_code is not None else ""
+    status = f" {status_text(ev.status_code)}" if ev.status_code is not None else ""
     cut = ev.truncation or "body truncated"
     return (
         Analysis(
@@ -370,10 +354,10 @@ def _dns_code(f: _Facts) -> tuple[Analysis, str]:
 
 def _too_slow(f: _Facts) -> tuple[Analysis, str]:
     ev = f.ev
-    answered = ev.error_kind == "max_response_time"
+    answered = ev.error_kind is FailureKind.MAX_RESPONSE_TIME
     limit = _q(ev.message, 200)
     if answered:
-        status = f" {_status(ev.status_code)}" if ev.status_code is not None else ""
+        status = f" {status_text(ev.status_code)}" if ev.status_code is not None else ""
         happened = f"{f.target} answered{status}{f.at}, but only after {_ms(f.total)}: {limit}."
     else:
         happened = f"{f.target}{f.at} gave no complete answer in time: {limit}."
@@ -396,39 +380,39 @@ def _too_slow(f: _Facts) -> tuple[Analysis, str]:
 
 
 _NETWORK = {
-    "connection_refused": (
+    FailureKind.CONNECTION_REFUSED: (
         "Nothing listens{at}: the connection was refused. The service is not running, crashed on "
         "start, or listens on another port or address than the check says.",
         "Start the service before the checks run and wait until its health endpoint answers; check "
         "the variables that build the check's address (host and port) for this environment.",
     ),
-    "connection_reset": (
+    FailureKind.CONNECTION_RESET: (
         "The connection{at} was reset by the peer before a complete answer: the server crashed or "
         "restarted mid-request, or a proxy cut the connection.",
         "Look at the server's log at the time of the request; align keep-alive and idle timeouts of "
         "clients, proxies and servers, and retry idempotent requests on NETWORK_ERROR.",
     ),
-    "empty_reply": (
+    FailureKind.EMPTY_REPLY: (
         "The server{at} closed the connection without any answer: a crash in the handler, or a "
         "process that accepts connections but is not ready to serve.",
         "Find the crash in the server's log; report ready only once requests are served.",
     ),
-    "partial_response": (
+    FailureKind.PARTIAL_RESPONSE: (
         "The connection{at} closed before the whole body arrived: the server died mid-answer or "
         "announced a longer body than it sent.",
         "Check the server's log for an error while writing the answer and its Content-Length.",
     ),
-    "dns_lookup": (
+    FailureKind.DNS_LOOKUP: (
         "The host name could not be resolved, so no connection was made{at}.",
         "Check the host in the check's URL (and the variables that build it) for this environment.",
     ),
-    "tls": (
+    FailureKind.TLS: (
         "The TLS handshake{at} failed: the certificate is expired, self-signed, issued for another "
         "name, or its chain is incomplete.",
         "Serve a valid certificate for the exact host name with its full chain; set skipSSL only "
         "for a local build with a throw-away certificate.",
     ),
-    "too_many_redirects": (
+    FailureKind.TOO_MANY_REDIRECTS: (
         "The URL{at} redirects in a loop or too often.",
         "Fix the redirect rules of the build (or point the check at the final URL).",
     ),
@@ -437,7 +421,7 @@ _NETWORK = {
 
 def _network(f: _Facts) -> tuple[Analysis, str]:
     ev = f.ev
-    kind = ev.error_kind or "network"
+    kind = ev.error_kind or FailureKind.NETWORK
     cause, fix = _NETWORK.get(
         kind,
         (
@@ -457,29 +441,37 @@ def _network(f: _Facts) -> tuple[Analysis, str]:
             evidence=f.artifacts(f"{f.target}: {_q(ev.message, 200)}."),
             referenceLinks=[LINKS["system"]],
         ),
-        f"run-{kind.replace('_', '-')}",
+        f"run-{kind.value.replace('_', '-')}",
     )
 
 
-_VARIABLE_KINDS = ("unknown_variable", "variable_without_value", "secret_too_short", "unsupported_helper")
+_VARIABLES_FIX = (
+    "Set the variable in the session's environment variables (the spec's environmentVariables, --env "
+    "or --secret-env), the account's in the world, or the check's own."
+)
 _CONFIGURATION_FIX = {
-    "variables": "Set the variable in the session's environment variables (the spec's "
-    "environmentVariables, --env or --secret-env), the account's in the world, or the check's own.",
-    "not_runnable_locally": "Leave the check out of local runs (settings.notRunnable: skip in the "
-    "world, or target other tags) and let the service run it; or run the gate against the service.",
-    "refused": "Give the account a key of its own in the world file and trigger with it, or keep the "
-    "emulator on loopback (the default).",
-    "other": "Fix the check's definition as the message says, or leave the check out of this run.",
+    FailureKind.NOT_RUNNABLE_LOCALLY: "Leave the check out of local runs (settings.notRunnable: skip in "
+    "the world, or target other tags) and let the service run it; or run the gate against the service.",
+    FailureKind.REFUSED: "Give the account a key of its own in the world file and trigger with it, or keep "
+    "the emulator on loopback (the default).",
+    # icmp_sockets.py: the message names the sysctl and the capability; production's docs give the
+    # same fix for its private-location agent (NET_RAW).
+    FailureKind.NO_SOCKET_PERMISSION: "Let the runner open ICMP sockets: allow ping sockets for its group "
+    '(sysctl -w net.ipv4.ping_group_range="0 2147483647"; ICMP checks only), or give it CAP_NET_RAW '
+    "(root, docker run --cap-add=NET_RAW, or setcap cap_net_raw+ep on the Python interpreter; "
+    "traceroutes need this one); or leave these checks out of local runs.",
 }
+_OTHER_FIX = "Fix the check's definition as the message says, or leave the check out of this run."
 
 
 def _configuration(f: _Facts) -> tuple[Analysis, str]:
     ev = f.ev
     message = _q(ev.message, 300)
-    kind = ev.error_kind or ""
-    fix = _CONFIGURATION_FIX[
-        "variables" if kind in _VARIABLE_KINDS else kind if kind in _CONFIGURATION_FIX else "other"
-    ]
+    kind = ev.error_kind
+    if kind is not None and kind.is_variable:
+        fix = _VARIABLES_FIX
+    else:
+        fix = _CONFIGURATION_FIX.get(kind, _OTHER_FIX) if kind is not None else _OTHER_FIX
     return (
         Analysis(
             classification="CONFIGURATION ERROR",
@@ -502,22 +494,149 @@ def _configuration(f: _Facts) -> tuple[Analysis, str]:
 def analyse_run(ev: Attempt, message: str, check_type: str | None, check_name: str) -> tuple[Analysis, str]:
     """The analysis of a real run's failure from its evidence, and the model name of its rule."""
     f = _Facts(ev, _q(check_type or "", 40).upper(), check_name or "")
-    if ev.error_class == "CONFIGURATION_ERROR":
-        analysis, rule = _configuration(f)
-    elif ev.error_class == "TIMEOUT":
-        analysis, rule = _too_slow(f)
-    elif ev.error_class == "NETWORK_ERROR":
-        analysis, rule = _network(f)
-    elif ev.error_kind == "body_truncated":
-        analysis, rule = _truncated(f)
-    elif (
-        ev.status_code is not None and ev.status_code >= 400 and ev.error_kind in ("http_status", "assertion")
-    ):
-        analysis, rule = _http_status(f, ev.status_code)
-    elif ev.error_kind == "dns_response_code":
-        analysis, rule = _dns_code(f)
-    elif ev.error_kind == "assertion":
-        analysis, rule = _assertion(f)
-    else:
+    found = _by_kind(f, ev.error_kind) if ev.error_kind is not None else _by_class(f, ev.error_class)
+    if found is None:  # nothing in the evidence to add: what the message says
         return analyse(message, check_type, check_name)
+    analysis, rule = found
     return analysis, f"{MODEL_PREFIX}/{rule}"
+
+
+def _by_kind(f: _Facts, kind: FailureKind) -> tuple[Analysis, str] | None:
+    """The rule for each kind of failure: mypy names a kind this match does not handle."""
+    status = f.ev.status_code
+    match kind:
+        case (
+            FailureKind.CONNECTION_REFUSED
+            | FailureKind.CONNECTION_FAILED
+            | FailureKind.CONNECTION_RESET
+            | FailureKind.DNS_LOOKUP
+            | FailureKind.TLS
+            | FailureKind.EMPTY_REPLY
+            | FailureKind.PARTIAL_RESPONSE
+            | FailureKind.TOO_MANY_REDIRECTS
+            | FailureKind.HEADERS_TOO_LARGE
+            | FailureKind.BAD_ANSWER
+            | FailureKind.NETWORK
+        ):
+            return _network(f)
+        case FailureKind.TIMEOUT | FailureKind.MAX_RESPONSE_TIME:
+            return _too_slow(f)
+        case (
+            FailureKind.INVALID_DEFINITION
+            | FailureKind.INVALID_URL
+            | FailureKind.NOT_RUNNABLE_LOCALLY
+            | FailureKind.REFUSED
+            | FailureKind.UNKNOWN_VARIABLE
+            | FailureKind.VARIABLE_WITHOUT_VALUE
+            | FailureKind.SECRET_TOO_SHORT
+            | FailureKind.UNSUPPORTED_HELPER
+            | FailureKind.INTERNAL_ERROR
+            | FailureKind.NO_SOCKET_PERMISSION
+        ):
+            return _configuration(f)
+        case (
+            FailureKind.NO_REPLY
+            | FailureKind.HOST_UNREACHABLE
+            | FailureKind.PACKET_LOSS
+            | FailureKind.DESTINATION_NOT_REACHED
+        ):
+            return _path(f)
+        case FailureKind.BODY_TRUNCATED:
+            return _truncated(f)
+        case FailureKind.HTTP_STATUS | FailureKind.ASSERTION if status is not None and status >= 400:
+            return _http_status(f, status)
+        case FailureKind.ASSERTION:
+            return _assertion(f)
+        case FailureKind.DNS_RESPONSE_CODE:
+            return _dns_code(f)
+        case FailureKind.HTTP_STATUS | FailureKind.SCRIPT | FailureKind.CANCELLED:
+            return None
+        case _:
+            assert_never(kind)
+
+
+def _by_class(f: _Facts, error_class: ErrorClass | None) -> tuple[Analysis, str] | None:
+    """Evidence without a kind this version knows (written by a newer one): by its class."""
+    match error_class:
+        case ErrorClass.CONFIGURATION_ERROR:
+            return _configuration(f)
+        case ErrorClass.TIMEOUT:
+            return _too_slow(f)
+        case ErrorClass.NETWORK_ERROR:
+            return _network(f)
+        case ErrorClass.ASSERTION_FAILURE | ErrorClass.SCRIPT_ERROR | None:
+            return None
+        case _:
+            assert_never(error_class)
+
+
+# --- ICMP and TRACEROUTE: the network path to the host ------------------------------------------------
+
+_ICMP_DOCS = ReferenceLink(
+    url="https://www.checklyhq.com/docs/detect/uptime-monitoring/icmp-monitors/overview/",
+    title="ICMP monitors: troubleshooting",
+)
+_TRACEROUTE_DOCS = ReferenceLink(
+    url="https://www.checklyhq.com/docs/detect/uptime-monitoring/traceroute-monitors/overview/",
+    title="Traceroute monitors: troubleshooting",
+)
+_PATH_DOCS = {"ICMP": (_ICMP_DOCS,), "TRACEROUTE": (_TRACEROUTE_DOCS,)}
+# kind: (classification, why, fix, reference); `{at}` is the address pinged or traced.
+_PATH_RULES: dict[FailureKind, tuple[str, str, str, ReferenceLink]] = {
+    FailureKind.NO_REPLY: (
+        "INFRA ERROR",
+        "No echo reply came back{at}: the host is down or not on this network, or ICMP echo is "
+        "filtered on the way (a firewall, a security group, the host's own rules; many networks block "
+        "it, production's docs say). If an API or TCP check to the same host passes, it is the filter.",
+        "Check that the host is up and routed from the runner; if ICMP is blocked on purpose, allow "
+        "echo requests from the runner or check the host with a TCP or API check instead.",
+        _ICMP_DOCS,
+    ),
+    FailureKind.HOST_UNREACHABLE: (
+        "INFRA ERROR",
+        "A router answered the pings{at} with Destination Unreachable: it has no route to the host, "
+        "or the host does not answer on its network (down, or a wrong address).",
+        "Check the address the check pings (and the variables that build it) for this environment, "
+        "and that the host is up on the network the router names.",
+        _ICMP_DOCS,
+    ),
+    FailureKind.PACKET_LOSS: (
+        "INFRA ERROR",
+        "The host answered{at}, but too many pings were lost: a congested or flapping link, a device "
+        "on the way that rate-limits ICMP, or a host too busy to answer in time.",
+        "Look at the interfaces on the path (errors, drops) and the host's load at the time; raise "
+        "maxPacketLossThreshold only if this loss is acceptable for the service.",
+        _ICMP_DOCS,
+    ),
+    FailureKind.DESTINATION_NOT_REACHED: (
+        "INFRA ERROR",
+        "The trace did not reach the destination{at}: the probes' port is filtered (TCP probes get no "
+        "SYN-ACK or RST), the host drops the probes, or a router on the way discards them.",
+        "Try another probe protocol (ICMP if the host answers pings, or UDP), a TCP port that is open "
+        "on the host (UDP needs a closed one), and raise maxUnknownHops if silent routers cut the "
+        "trace short (production's troubleshooting).",
+        _TRACEROUTE_DOCS,
+    ),
+}
+
+
+def _path(f: _Facts) -> tuple[Analysis, str]:
+    """No reply, an unreachable host, packet loss, a destination not reached: quoted from the run's
+    transcript (the protocol's excerpt starts with its summary line)."""
+    ev = f.ev
+    kind = FailureKind(ev.error_kind)
+    classification, why, fix, link = _PATH_RULES[kind]
+    what = "pings" if f.kind == "ICMP" else "probes"
+    summary = f" ({f.body})" if f.body else ""
+    return (
+        Analysis(
+            classification=classification,
+            userImpact=f"{f.check[0].upper()}{f.check[1:]} cannot reach {f.target} as expected; clients "
+            "on the same path would see the same loss or outage.",
+            rootCause=f"{why.format(at=f.at)} The check failed: {_q(ev.message, 200)}{summary}.",
+            codeFix=fix,
+            evidence=f.artifacts(f"The {what} to {f.target}: {f.body or _q(ev.message, 200)}."),
+            referenceLinks=[link],
+        ),
+        f"run-{kind.replace('_', '-')}",
+    )

@@ -13,38 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from runner.checks.analysis import shared
+from runner.checks.analysis.shared import MAX_QUOTE, MODEL_PREFIX, NODE_SYSTEM_ERRORS, mdn
 from runner.core.text import sanitize
 from runner.models import Analysis, Artifact, Evidence, ReferenceLink
 
-MODEL_PREFIX = "rules-v1"
 # Only the head of a message is looked at: rules need its first lines, and any input stays cheap.
 MAX_SCAN_CHARS = 20_000
-MAX_QUOTE = 120
 
 BROWSER_TYPES = frozenset({"BROWSER", "PLAYWRIGHT", "MULTI_STEP", "AGENTIC"})
-
-MDN_STATUS = "https://developer.mozilla.org/en-US/docs/Web/HTTP/Status"
-NODE_SYSTEM_ERRORS = "https://nodejs.org/api/errors.html#common-system-errors"
-
-REASONS = {
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    408: "Request Timeout",
-    409: "Conflict",
-    410: "Gone",
-    413: "Content Too Large",
-    415: "Unsupported Media Type",
-    422: "Unprocessable Content",
-    429: "Too Many Requests",
-    500: "Internal Server Error",
-    501: "Not Implemented",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-    504: "Gateway Timeout",
-}
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
 _URL = re.compile(r"(?i)\b(?:https?|wss?)://[^\s\"'<>()\[\]]+")
@@ -105,13 +82,6 @@ def _at(message: str) -> str:
     return f" at {host}" if host else ""
 
 
-def _mdn(status: int) -> ReferenceLink:
-    reason = REASONS.get(status)
-    if reason is None:
-        return ReferenceLink(url=MDN_STATUS, title="MDN: HTTP response status codes")
-    return ReferenceLink(url=f"{MDN_STATUS}/{status}", title=f"MDN: {status} {reason}")
-
-
 def _request_evidence(description: str) -> Evidence:
     return Evidence(artifacts=[Artifact(name="HTTP_REQUEST", type="REQUEST")], description=description)
 
@@ -141,7 +111,7 @@ def _http_5xx(ctx: Context) -> Analysis | None:
     if not match:
         return None
     status = int(match.group(1) or match.group(2))
-    reason = REASONS.get(status, "Server Error")
+    reason = shared.reason(status) or "Server Error"
     where, at = _where(ctx.message), _at(ctx.message)
     gateway = status in (502, 503, 504)
     if gateway:
@@ -176,7 +146,7 @@ def _http_5xx(ctx: Context) -> Analysis | None:
                 "after a long wait (an upstream timeout)."
             ),
         ],
-        referenceLinks=[_mdn(status)],
+        referenceLinks=[mdn(status)],
     )
 
 
@@ -374,7 +344,7 @@ def _http_4xx(ctx: Context) -> Analysis | None:
     if not match:
         return None
     status = int(match.group(1) or match.group(2))
-    reason = REASONS.get(status, "Client Error")
+    reason = shared.reason(status) or "Client Error"
     where = _where(ctx.message)
     if status in (401, 403):
         classification = "CONFIGURATION ERROR"
@@ -410,7 +380,7 @@ def _http_4xx(ctx: Context) -> Analysis | None:
         rootCause=cause,
         codeFix=fix,
         evidence=[_primary_evidence(ctx, f"The response status was {status} {reason}{where}.")],
-        referenceLinks=[_mdn(status)],
+        referenceLinks=[mdn(status)],
     )
 
 

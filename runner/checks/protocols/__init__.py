@@ -1,1 +1,34 @@
-"""One module per kind of request a check makes (HTTP, TCP, DNS): how it is performed and what it saw."""
+"""One protocol per check type (base.py says what a protocol is and how to add one).
+
+`REGISTRY` maps a checkType to the module under this package that defines its `PROTOCOL`; the
+module is imported only when a check of that type runs (libcurl, dnspython: only when needed).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runner.checks.protocols.base import CheckProtocol
+
+# checkType -> module: one line per protocol.
+REGISTRY: dict[str, str] = {
+    "API": "http",
+    "URL": "http",
+    "TCP": "tcp",
+    "DNS": "dns",
+    "ICMP": "icmp",
+    "TRACEROUTE": "traceroute",
+}
+
+
+@functools.cache
+def protocol_for(check_type: str) -> CheckProtocol[Any] | None:
+    """The protocol that runs checks of `check_type`; None when no protocol does."""
+    module = REGISTRY.get(check_type)
+    if module is None:
+        return None
+    protocol: CheckProtocol[Any] = importlib.import_module(f"{__name__}.{module}").PROTOCOL
+    return protocol

@@ -24,7 +24,6 @@ import re
 import socket
 import struct
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,33 +35,15 @@ import dns.rdatatype
 import dns.resolver
 
 import runner.checks.protocols.sockets as sockets
-from runner.checks.outcome import (
-    CONFIGURATION_ERROR,
-    NETWORK_ERROR,
-    TIMEOUT,
-    Failure,
-    RequestSummary,
-    TimingPhases,
-)
+from runner.checks.failures import Failure, FailureKind
+from runner.checks.outcome import RequestSummary, TimingPhases
+from runner.checks.protocols.base import CheckProtocol, Job, Observation
+from runner.checks.protocols.socket_fields import rendered
+from runner.checks.variables import Substitution
 from runner.models.check_definitions import DnsCheckDefinition
 
 MAX_ANSWER = 65535
 _HOST_PORT = re.compile(r"^(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:]+))(?::(?P<port>\d{1,5}))?$")
-
-
-@dataclass(frozen=True)
-class DnsResponse:
-    rcode: str | None
-    text: str
-    json: dict[str, Any] | None
-    timing: TimingPhases
-    server: str
-    failure: Failure | None
-    cancelled: bool = False
-
-    @property
-    def response_time_ms(self) -> float:
-        return self.timing.total_ms
 
 
 def name_server(check: DnsCheckDefinition) -> tuple[str, int]:
@@ -127,61 +108,81 @@ def answer_json(message: dns.message.Message) -> dict[str, Any]:
     return doc
 
 
-def perform(
-    check: DnsCheckDefinition,
-    *,
-    bound_seconds: float,
-    stop: threading.Event | None = None,
-    timeout_text: str = "",
-) -> DnsResponse:
-    r = check.request
-    protocol = r.protocol.upper()
-    start = time.monotonic()
-    deadline = start + bound_seconds
-    server = "?"
+class DnsProtocol(CheckProtocol[DnsCheckDefinition]):
+    """One query; an rcode other than NOERROR fails the check unless an assertion looks at it."""
 
-    def result(
-        failure: Failure | None, sent: float | None = None, message: dns.message.Message | None = None
-    ) -> DnsResponse:
-        now = time.monotonic()
-        total = round((now - (sent if sent is not None else start)) * 1000, 3)
-        timing = TimingPhases(None, None, None, total if message else None, None, total)
-        if message is None:
-            return DnsResponse(
-                None, "", None, timing, server, failure, cancelled=failure_kind(failure) == "cancelled"
-            )
-        return DnsResponse(
-            dns.rcode.to_text(message.rcode()),
-            message.to_text(),
-            answer_json(message),
-            timing,
-            server,
-            failure,
+    def fill(self, check: DnsCheckDefinition, subst: Substitution) -> DnsCheckDefinition:
+        return rendered(check, subst)
+
+    def perform(self, check: DnsCheckDefinition, job: Job) -> Observation:
+        r = check.request
+        protocol = r.protocol.upper()
+        clock = sockets.Stopwatch()
+        asked = _query(check, job, clock)
+        server, answer = asked.server, asked.answer
+        total = clock.ms("sent")
+        rcode = dns.rcode.to_text(answer.rcode()) if answer is not None else None
+        text = answer.to_text() if answer is not None else ""
+        implicit = None
+        asserts_code = any(a.source == "RESPONSE_CODE" for a in r.assertions)
+        if rcode not in (None, "NOERROR") and not asserts_code and not check.shouldFail:
+            message = f"DNS answer {rcode} for {r.query} {r.recordType}: {server}/{protocol}"
+            implicit = Failure(FailureKind.DNS_RESPONSE_CODE, message, network=False)
+        return Observation(
+            request=summary(check, server, protocol),
+            timing=TimingPhases(None, None, None, total if answer is not None else None, None, total),
+            failure=asked.failure,
+            cancelled=asked.cancelled,
+            excerpt=job.cut(text, job.limits.excerpt_chars) or None,
+            response_code=rcode,
+            values={
+                "RESPONSE_CODE": rcode,
+                "TEXT_ANSWER": text,
+                "JSON_ANSWER": answer_json(answer) if answer is not None else None,
+                "RESPONSE_TIME": round(total),
+            },
+            implicit=implicit,
         )
 
+
+PROTOCOL = DnsProtocol()
+
+
+@dataclass(frozen=True)
+class _Asked:
+    server: str  # as shown (`127.0.0.1:53`); "?" before it was resolved
+    failure: Failure | None = None
+    cancelled: bool = False
+    answer: dns.message.Message | None = None
+
+
+def _query(check: DnsCheckDefinition, job: Job, clock: sockets.Stopwatch) -> _Asked:
+    r = check.request
+    protocol = r.protocol.upper()
+    deadline, stop, bound = job.bounds.deadline, job.stop, job.bounds.text
     try:
         host, port = name_server(check)
         query = dns.message.make_query(r.query, dns.rdatatype.from_text(r.recordType))
     except (ValueError, dns.exception.DNSException) as exc:
-        return result(Failure(CONFIGURATION_ERROR, "invalid_definition", str(exc), network=False))
+        return _Asked("?", Failure(FailureKind.INVALID_DEFINITION, str(exc), network=False))
     kind = socket.SOCK_DGRAM if protocol == "UDP" else socket.SOCK_STREAM
     try:
         target = sockets.resolve(host, port, socket.AF_UNSPEC, kind, deadline, stop)
-        server = target.shown
     except OSError:
-        return result(Failure(NETWORK_ERROR, "dns_lookup", f"DNS lookup failed: name server {host}"))
+        return _Asked("?", Failure(FailureKind.DNS_LOOKUP, f"DNS lookup failed: name server {host}"))
     except sockets.Stopped:
-        return result(Failure(NETWORK_ERROR, "cancelled", f"cancelled: {host}"))
+        return _Asked("?", cancelled=True)
     except sockets.DeadlineReached:
-        return result(
-            Failure(TIMEOUT, "timeout", f"timeout: name server {host} not found within {timeout_text}")
+        return _Asked(
+            "?", Failure(FailureKind.TIMEOUT, f"timeout: name server {host} not found within {bound}")
         )
+    server = target.shown
+    where = f"{server}/{protocol}"
     sock: socket.socket | None = None
-    sent: float | None = None
     try:
         sock = sockets.connect(target, kind, deadline, stop)
         wire = query.to_wire()
-        sent = time.monotonic()
+        clock.mark("sent")
         if kind == socket.SOCK_DGRAM:
             sock.send(wire)
             answer = _read_udp(sock, query, deadline, stop)
@@ -189,49 +190,24 @@ def perform(
             sockets.send_all(sock, struct.pack("!H", len(wire)) + wire, deadline, stop)
             answer = _read_tcp(sock, deadline, stop)
         if not query.is_response(answer):
-            return result(
-                Failure(
-                    NETWORK_ERROR, "bad_answer", f"the answer does not match the query: {server}/{protocol}"
-                ),
-                sent,
+            return _Asked(
+                server, Failure(FailureKind.BAD_ANSWER, f"the answer does not match the query: {where}")
             )
-        return result(None, sent, answer)
+        return _Asked(server, answer=answer)
     except sockets.Stopped:
-        return result(Failure(NETWORK_ERROR, "cancelled", f"cancelled: {server}/{protocol}"), sent)
+        return _Asked(server, cancelled=True)
     except sockets.DeadlineReached:
-        return result(
-            Failure(TIMEOUT, "timeout", f"timeout: no DNS answer within {timeout_text}: {server}/{protocol}"),
-            sent,
-        )
+        return _Asked(server, Failure(FailureKind.TIMEOUT, f"timeout: no DNS answer within {bound}: {where}"))
     except OSError as exc:
-        if exc.errno in sockets.REFUSED:
-            return result(
-                Failure(NETWORK_ERROR, "connection_refused", f"connection refused: {server}/{protocol}"), sent
-            )
-        if exc.errno in sockets.RESET:
-            return result(
-                Failure(NETWORK_ERROR, "connection_reset", f"connection reset: {server}/{protocol}"), sent
-            )
-        reason = (exc.strerror or str(exc)).lower()
-        return result(
-            Failure(NETWORK_ERROR, "network", f"DNS query failed ({reason}): {server}/{protocol}"), sent
+        return _Asked(
+            server, sockets.os_failure(exc, where, otherwise=(FailureKind.NETWORK, "DNS query failed"))
         )
     except (dns.exception.DNSException, EOFError, ValueError) as exc:
-        return result(
-            Failure(
-                NETWORK_ERROR,
-                "bad_answer",
-                f"malformed DNS answer ({type(exc).__name__}): {server}/{protocol}",
-            ),
-            sent,
-        )
+        message = f"malformed DNS answer ({type(exc).__name__}): {where}"
+        return _Asked(server, Failure(FailureKind.BAD_ANSWER, message))
     finally:
         if sock is not None:
             sock.close()
-
-
-def failure_kind(failure: Failure | None) -> str | None:
-    return failure.kind if failure else None
 
 
 def _read_udp(

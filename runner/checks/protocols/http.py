@@ -21,6 +21,7 @@ Decisions (production: constructs/api-check.mdx, url-monitor.mdx, api-checks/con
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -33,17 +34,12 @@ import certifi
 import pycurl
 
 from runner import __version__
+from runner.checks.assertions import parse_json_body
+from runner.checks.failures import Failure, FailureKind, NotRun
+from runner.checks.fingerprint import http_status_message
 from runner.checks.limits import Limits
-from runner.checks.outcome import (
-    CONFIGURATION_ERROR,
-    NETWORK_ERROR,
-    TIMEOUT,
-    Cut,
-    Failure,
-    RequestSummary,
-    TimingPhases,
-    plain_cut,
-)
+from runner.checks.outcome import Cut, RequestSummary, TimingPhases, plain_cut
+from runner.checks.protocols.base import CheckProtocol, Job, Observation
 from runner.checks.variables import Substitution, basic_credentials
 from runner.core.redact import strip_url_credentials
 from runner.models.check_definitions import ApiCheckDefinition, UrlCheckDefinition
@@ -155,6 +151,52 @@ def _is_json(text: str) -> bool:
     return True
 
 
+class HttpProtocol(CheckProtocol[ApiCheckDefinition | UrlCheckDefinition]):
+    """API and URL checks: one request; a 4xx/5xx fails the check unless shouldFail is set."""
+
+    def perform(self, check: ApiCheckDefinition | UrlCheckDefinition, job: Job) -> Observation:
+        try:
+            request = prepare_request(check, job.subst)
+        except ValueError as exc:
+            raise NotRun(FailureKind.INVALID_DEFINITION, str(exc)) from None
+        limits, cut = job.limits, job.cut
+        response = perform(
+            request,
+            bound_seconds=job.bounds.seconds,
+            limits=limits,
+            stop=job.stop,
+            timeout_text=job.bounds.text,
+        )
+        text = response.body.decode("utf-8", "replace")
+        values: dict[str, Any] = {"STATUS_CODE": response.status_code}
+        if isinstance(check, ApiCheckDefinition):  # a URL monitor asserts on its status only
+            values.update(
+                RESPONSE_TIME=round(response.timing.total_ms), TEXT_BODY=text, HEADERS=response.headers,
+            )  # fmt: skip
+            if any(a.source == "JSON_BODY" for a in check.request.assertions):
+                values["JSON_BODY"] = parse_json_body(text, response.content_type)
+        status = response.status_code
+        shown = summary(request, limits, response.remote_address, cut)
+        implicit = None
+        if status is not None and status >= 400 and not check.shouldFail:
+            implicit = Failure(FailureKind.HTTP_STATUS, http_status_message(status, shown), network=False)
+        return Observation(
+            request=shown,
+            timing=response.timing,
+            failure=response.failure,
+            cancelled=response.cancelled,
+            excerpt=cut(text, limits.excerpt_chars) if text else None,
+            truncated=response.truncated,
+            body_bytes=len(response.body),
+            status_code=status,
+            values=values,
+            implicit=implicit,
+        )
+
+
+PROTOCOL = HttpProtocol()
+
+
 def summary(
     request: HttpRequest, limits: Limits, remote_address: str | None = None, cut: Cut = plain_cut
 ) -> RequestSummary:
@@ -244,9 +286,7 @@ def perform(
         code, text = _drive(curl, stop)
         if code == _STOPPED:
             transfer.cancelled = True
-            failure = Failure(
-                NETWORK_ERROR, "cancelled", f"cancelled: {_remote(curl) or address_of(request.url)}"
-            )
+            failure = Failure(FailureKind.CANCELLED, f"cancelled: {_remote(curl) or address_of(request.url)}")
         elif code:
             failure = _failure(curl, request, transfer, code, text, timeout_text)
         status = int(curl.getinfo(pycurl.RESPONSE_CODE)) or None
@@ -255,7 +295,7 @@ def perform(
     finally:
         curl.close()
     if failure is not None and status is not None:
-        failure = Failure(failure.error_class, failure.kind, failure.message, network=False)
+        failure = dataclasses.replace(failure, network=False)
     return HttpResponse(
         status_code=status,
         headers=tuple(transfer.headers),
@@ -375,50 +415,45 @@ def _failure(
     where = _remote(curl) or address_of(request.url)
     if code == pycurl.E_WRITE_ERROR and transfer.headers_too_large:
         return Failure(
-            NETWORK_ERROR,
-            "headers_too_large",
+            FailureKind.HEADERS_TOO_LARGE,
             f"response headers over {transfer.limits.header_cap_bytes} bytes: {where}",
             network=False,
         )
     os_errno = int(curl.getinfo(pycurl.OS_ERRNO) or 0)
     if code == pycurl.E_OPERATION_TIMEDOUT:
         return Failure(
-            TIMEOUT, "timeout", f"timeout: no complete response within {bound or 'the time limit'}: {where}"
+            FailureKind.TIMEOUT, f"timeout: no complete response within {bound or 'the time limit'}: {where}"
         )
     if code == pycurl.E_COULDNT_RESOLVE_HOST:
         host = urlsplit(request.url).hostname or request.url
-        return Failure(NETWORK_ERROR, "dns_lookup", f"DNS lookup failed: {host}")
+        return Failure(FailureKind.DNS_LOOKUP, f"DNS lookup failed: {host}")
     if code == pycurl.E_COULDNT_CONNECT:
         if os_errno == errno.ECONNREFUSED or "refused" in text.lower():
-            return Failure(NETWORK_ERROR, "connection_refused", f"connection refused: {where}")
+            return Failure(FailureKind.CONNECTION_REFUSED, f"connection refused: {where}")
         reason = os.strerror(os_errno).lower() if os_errno else "could not connect"
-        return Failure(NETWORK_ERROR, "connection_failed", f"connection failed ({reason}): {where}")
+        return Failure(FailureKind.CONNECTION_FAILED, f"connection failed ({reason}): {where}")
     if code in _TLS_ERRORS:
         detail = text.split(": ", 1)[-1] if text else "handshake failed"
-        return Failure(NETWORK_ERROR, "tls", f"TLS error ({detail}): {where}")
+        return Failure(FailureKind.TLS, f"TLS error ({detail}): {where}")
     if code == pycurl.E_GOT_NOTHING:
-        return Failure(
-            NETWORK_ERROR, "empty_reply", f"empty reply (connection closed without an answer): {where}"
-        )
+        return Failure(FailureKind.EMPTY_REPLY, f"empty reply (connection closed without an answer): {where}")
     if os_errno in _RESET_ERRNOS or (
         code in (pycurl.E_RECV_ERROR, pycurl.E_SEND_ERROR) and "reset" in text.lower()
     ):
-        return Failure(NETWORK_ERROR, "connection_reset", f"connection reset: {where}")
+        return Failure(FailureKind.CONNECTION_RESET, f"connection reset: {where}")
     if code == pycurl.E_PARTIAL_FILE:
         return Failure(
-            NETWORK_ERROR, "partial_response", f"connection closed before the whole body arrived: {where}"
+            FailureKind.PARTIAL_RESPONSE, f"connection closed before the whole body arrived: {where}"
         )
     if code == pycurl.E_TOO_MANY_REDIRECTS:
         return Failure(
-            NETWORK_ERROR,
-            "too_many_redirects",
+            FailureKind.TOO_MANY_REDIRECTS,
             f"more than {transfer.limits.max_redirects} redirects: {where}",
         )
     if code in (pycurl.E_URL_MALFORMAT, pycurl.E_UNSUPPORTED_PROTOCOL):
         return Failure(
-            CONFIGURATION_ERROR,
-            "invalid_url",
+            FailureKind.INVALID_URL,
             f"cannot request this URL ({text or 'malformed'})",
             network=False,
         )
-    return Failure(NETWORK_ERROR, "network", f"request failed ({text or f'libcurl error {code}'}): {where}")
+    return Failure(FailureKind.NETWORK, f"request failed ({text or f'libcurl error {code}'}): {where}")

@@ -13,12 +13,15 @@ variable must come out as a number from 1 to 65535.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+from runner.checks.failures import FailureKind
 from runner.checks.variables import Substitution, VariableError
 from runner.models.check_definitions import DnsCheckDefinition, TcpCheckDefinition
 
 TCP_FIELDS = ("hostname", "data", "body")
 DNS_FIELDS = ("query", "nameServer")
-SocketCheck = TcpCheckDefinition | DnsCheckDefinition
+SocketCheck = TypeVar("SocketCheck", TcpCheckDefinition, DnsCheckDefinition)
 
 
 def rendered(check: SocketCheck, subst: Substitution) -> SocketCheck:
@@ -36,7 +39,7 @@ def rendered(check: SocketCheck, subst: Substitution) -> SocketCheck:
         if not port.isdigit() or not 0 < int(port) < 65536:
             # The value itself is not quoted: it may be a secret's.
             raise VariableError(
-                "invalid_definition",
+                FailureKind.INVALID_DEFINITION,
                 "request.port: expected a port number from 1 to 65535 once its variables are filled in",
             )
         changes["port"] = int(port)

@@ -1,8 +1,9 @@
-"""Bounded, stoppable socket steps for TCP and DNS checks: resolve, connect, wait for data.
+"""What TCP and DNS checks share: bounded, stoppable socket steps (resolve, connect, wait for data),
+the stopwatch of their timing phases, and the failure an OSError is.
 
 Each step ends by a deadline (time.monotonic) and looks at the stop event every SLICE seconds, so a
-cancelled session ends a run within that time. A name lookup runs on a daemon thread: getaddrinfo
-has no timeout of its own.
+cancelled session ends a run within that time (`Stopped`; the protocol's observation is then
+`cancelled`). A name lookup runs on a daemon thread: getaddrinfo has no timeout of its own.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import Any
+
+from runner.checks.failures import Failure, FailureKind
 
 SLICE = 0.05
 REFUSED = frozenset({errno.ECONNREFUSED})
@@ -130,3 +133,46 @@ def send_all(sock: socket.socket, data: bytes, deadline: float, stop: threading.
 
 def _slice(deadline: float) -> float:
     return max(0.0, min(SLICE, deadline - time.monotonic()))
+
+
+class Stopwatch:
+    """Named moments of one attempt (`resolved`, `connected`, `sent` ...), in monotonic time."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.marks: dict[str, float] = {}
+
+    def mark(self, name: str) -> float:
+        self.marks[name] = now = time.monotonic()
+        return now
+
+    def span(self, since: str | None, until: str) -> float | None:
+        """Milliseconds from `since` (None: the start) to `until`; None when `until` never happened."""
+        if until not in self.marks:
+            return None
+        return round((self.marks[until] - (self.marks[since] if since else self.start)) * 1000, 3)
+
+    def ms(self, since: str | None = None, end: float | None = None) -> float:
+        """Milliseconds from `since` (the start when None or not marked) to `end` (now when None)."""
+        begin = self.marks.get(since, self.start) if since else self.start
+        return round(((end if end is not None else time.monotonic()) - begin) * 1000, 3)
+
+
+def os_failure(
+    exc: OSError,
+    where: str,
+    *,
+    otherwise: tuple[FailureKind, str],
+    refused: bool = True,
+    reset: bool = True,
+    network: bool = True,
+) -> Failure:
+    """The failure an OSError is: refused, reset (when the step can see them), or `otherwise`'s kind
+    with its words and the system's reason (`connection failed (no route to host): 10.0.0.1:80`)."""
+    if refused and exc.errno in REFUSED:
+        return Failure(FailureKind.CONNECTION_REFUSED, f"connection refused: {where}", network=network)
+    if reset and exc.errno in RESET:
+        return Failure(FailureKind.CONNECTION_RESET, f"connection reset: {where}", network=network)
+    kind, words = otherwise
+    reason = (exc.strerror or str(exc)).lower()
+    return Failure(kind, f"{words} ({reason}): {where}", network=network)

@@ -43,7 +43,7 @@ from runner.models import (
 )
 
 if TYPE_CHECKING:
-    from runner.checks.outcome import Attempt as Evidence
+    from runner.checks.outcome import Attempt
 
 
 @dataclass(frozen=True)
@@ -258,7 +258,7 @@ class Backend:
     def real_seconds_until(self, sim_time: float) -> float:
         return self.clock.real_seconds_until(sim_time)  # the clock has its own lock
 
-    def attempt_finished(self, job: RealJob, attempt: Evidence, final: bool) -> None:
+    def attempt_finished(self, job: RealJob, attempt: Attempt, final: bool) -> None:
         with self._lock:
             self._sessions.attempt_finished(job, attempt, final)
         self._notify()  # a long poll waiting for the session's end looks again

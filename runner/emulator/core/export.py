@@ -48,7 +48,8 @@ from runner.models.resources import CHECK_LOCATIONS
 # In the order a reader wants them: what the check is, whether it runs here, then its definition.
 FIELD_ORDER = (
     "id", "name", "checkType", "runsLocally", "activated", "tags", "locations", "frequency",
-    "frequencyOffset", "shouldFail", "degradedResponseTime", "maxResponseTime", "request",
+    "frequencyOffset", "shouldFail", "degradedResponseTime", "maxResponseTime", "degradedPacketLossThreshold",
+    "maxPacketLossThreshold", "request",
     "environmentVariables", "script", "localSetupScript", "localTearDownScript", "setupSnippetId",
     "tearDownSnippetId",
 )  # fmt: skip

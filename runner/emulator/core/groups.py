@@ -33,7 +33,7 @@ from runner.models import (
 )
 
 if TYPE_CHECKING:
-    from runner.checks.outcome import Attempt as Evidence
+    from runner.checks.outcome import Attempt
 
 PROVIDER = "emulator"
 
@@ -53,7 +53,7 @@ class Group:
     environments: list[str] = field(default_factory=list)  # of the sessions that failed this way
     # What really happened in its latest failure, when a real check failed (secrets masked): the
     # analyser reads it. None for scripted failures.
-    evidence: Evidence | None = None
+    evidence: Attempt | None = None
     # Failed results in the group over every session this emulator (and its state file) has seen. A
     # group the world seeds counts as seen once: the world says when, not how often.
     occurrences: int = 1
@@ -136,7 +136,7 @@ class ErrorGroups:
         raw: str,
         seen: float,
         environment: str | None,
-        evidence: Evidence | None = None,
+        evidence: Attempt | None = None,
     ) -> str:
         """The test-session group of a failure (made on its first occurrence); its id."""
         cleaned = _key_text(raw, evidence)
@@ -330,7 +330,7 @@ class ErrorGroups:
             group.analyses = kept + [a for a in group.analyses if a not in kept]
 
 
-def _key_text(raw: str, evidence: Evidence | None) -> str:
+def _key_text(raw: str, evidence: Attempt | None) -> str:
     """A group's cleaned message: a real failure's fingerprint, else the message cleaned."""
     fingerprint = evidence.fingerprint if evidence is not None else None
     return fingerprint or clean_message(raw)

@@ -24,13 +24,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from runner.emulator.core.simulation import CONFIGURATION_CLASS, Attempt, CheckRun
+from runner.checks.failures import ErrorClass, FailureKind
+from runner.checks.outcome import Attempt
+from runner.emulator.core.simulation import SessionAttempt, SessionRun
 from runner.emulator.core.world import WorldCheck
 from runner.models import RetryStrategy
 
 if TYPE_CHECKING:
     from runner.checks.limits import Limits
-    from runner.checks.outcome import Attempt as Evidence
     from runner.checks.variables import VariableSources
     from runner.models.check_definitions import CheckDefinition
 
@@ -42,10 +43,10 @@ WAIT_SLICE = 0.25
 
 @dataclass(frozen=True)
 class RealJob:
-    """One check of one session to execute; `owner` is the session, `run` its CheckRun there."""
+    """One check of one session to execute; `owner` is the session, `run` its SessionRun there."""
 
     owner: object
-    run: CheckRun
+    run: SessionRun
     definition: CheckDefinition
     variables: VariableSources
     retry: RetryStrategy | None
@@ -65,7 +66,7 @@ class RealRunHooks(Protocol):
 
     def real_seconds_until(self, sim_time: float) -> float: ...
 
-    def attempt_finished(self, job: RealJob, attempt: Evidence, final: bool) -> None: ...
+    def attempt_finished(self, job: RealJob, attempt: Attempt, final: bool) -> None: ...
 
 
 def execute(job: RealJob, hooks: RealRunHooks) -> None:
@@ -100,15 +101,9 @@ def execute(job: RealJob, hooks: RealRunHooks) -> None:
         hooks.attempt_finished(job, internal_error(exc), True)
 
 
-def internal_error(exc: BaseException) -> Evidence:
-    from runner.checks.outcome import CONFIGURATION_ERROR
-    from runner.checks.outcome import Attempt as Executed
-
-    return Executed(
-        number=1, started_at=0.0, duration_ms=0.0, passed=False, error_class=CONFIGURATION_ERROR,
-        error_kind="internal_error",
-        message=f"the check could not be run: internal error of the local executor ({type(exc).__name__})",
-    )  # fmt: skip
+def internal_error(exc: BaseException) -> Attempt:
+    message = f"the check could not be run: internal error of the local executor ({type(exc).__name__})"
+    return Attempt.not_run(FailureKind.INTERNAL_ERROR, message)
 
 
 class Pool:
@@ -161,36 +156,36 @@ class Pool:
 # --- a real check's run in the session, changed only under the Backend's lock --------------------------
 
 
-def open_run(check: WorldCheck, start: float) -> CheckRun:
+def open_run(check: WorldCheck, start: float) -> SessionRun:
     """A run whose first attempt is waiting for a worker (it starts when one picks it up)."""
     final_id = str(uuid.uuid4())
-    return CheckRun(
-        check=check, final_id=final_id, attempts=[Attempt(final_id, start, None, False)], real=True
-    )
+    return SessionRun(check=check, final_id=final_id, attempts=[SessionAttempt(final_id, start, None, False)])
 
 
-def begin(run: CheckRun, at: float) -> None:
+def begin(run: SessionRun, at: float) -> None:
     """The open attempt really started at clock time `at`."""
     run.attempts[-1].start = at
 
 
-def plan_next(run: CheckRun, at: float) -> None:
+def plan_next(run: SessionRun, at: float) -> None:
     """The open attempt (a retry, after a backoff) is planned to start at clock time `at`."""
     run.attempts[-1].start = at
 
 
-def finish(run: CheckRun, evidence: Evidence, final: bool, at: float) -> None:
+def finish(run: SessionRun, evidence: Attempt, final: bool, at: float) -> None:
     """The open attempt ended at clock time `at` as the executor says; a retry follows unless final."""
     attempt = run.attempts[-1]
     attempt.end = max(at, attempt.start)
     attempt.passed = evidence.passed
     attempt.degraded = evidence.passed and evidence.degraded
-    attempt.error_class = None if evidence.passed else (evidence.error_class or CONFIGURATION_CLASS)
-    attempt.message = None if evidence.passed else (evidence.message or evidence.error_kind or "failed")
+    attempt.error_class = (
+        None if evidence.passed else (evidence.error_class or ErrorClass.CONFIGURATION_ERROR)
+    )
+    attempt.message = None if evidence.passed else (evidence.message or str(evidence.error_kind or "failed"))
     attempt.response_ms = (
         evidence.response_time_ms if evidence.response_time_ms is not None else evidence.duration_ms
     )
     attempt.evidence = evidence
     if not final:
         attempt.id = str(uuid.uuid4())  # an ATTEMPT row; the open one keeps the FINAL's id
-        run.attempts.append(Attempt(run.final_id, attempt.end, None, False))
+        run.attempts.append(SessionAttempt(run.final_id, attempt.end, None, False))

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from runner.checks.failures import FailureKind
 from runner.checks.limits import Limits
 from runner.checks.variables import VariableSources, variables_from
 from runner.emulator.core import realruns
@@ -18,13 +19,13 @@ from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import ApiFailure, not_found
 from runner.emulator.core.groups import ErrorGroups
 from runner.emulator.core.realruns import RealJob
-from runner.emulator.core.simulation import CheckRun, not_run, plan_run, render_run
+from runner.emulator.core.simulation import SessionRun, not_run, plan_run, render_run
 from runner.emulator.core.state import SessionRow, StateFile
 from runner.emulator.core.world import Mode, Settings, WorldCheck
 from runner.models import NO_MATCHING_CHECKS, SessionResult, Target, TestSession, TriggerRequest
 
 if TYPE_CHECKING:
-    from runner.checks.outcome import Attempt as Evidence
+    from runner.checks.outcome import Attempt
 
 
 @dataclass
@@ -35,7 +36,7 @@ class Session:
     location: str
     metadata: dict[str, Any] | None
     start: float
-    runs: list[CheckRun] = field(default_factory=list)  # add each with `add`
+    runs: list[SessionRun] = field(default_factory=list)  # add each with `add`
     cancelled_at: float | None = None
     # Set on cancel, reset and emulator stop: the session's real runs end within a second.
     stop: threading.Event = field(default_factory=threading.Event)
@@ -44,17 +45,17 @@ class Session:
     _open: int = field(default=0, init=False, repr=False)
     _latest: float | None = field(default=None, init=False, repr=False)
 
-    def add(self, run: CheckRun) -> None:
+    def add(self, run: SessionRun) -> None:
         self.runs.append(run)
         self._counted(run)
 
-    def ended(self, run: CheckRun, was_open: bool) -> None:
+    def ended(self, run: SessionRun, was_open: bool) -> None:
         """A run of this session got its end (a real run's final attempt); `was_open`: it had none."""
         if was_open:
             self._open -= 1
         self._counted(run)
 
-    def _counted(self, run: CheckRun) -> None:
+    def _counted(self, run: SessionRun) -> None:
         end = run.end
         if end is None:
             self._open += 1
@@ -186,11 +187,13 @@ class Sessions:
             retry = request.retryStrategy or check.retryStrategy
             if plan.mode is Mode.NOT_RUNNABLE:
                 reason = plan.reason or "it cannot run here"
-                session.add(not_run(check, start, cannot_run_message(reason), "not_runnable_locally"))
+                session.add(
+                    not_run(check, start, cannot_run_message(reason), FailureKind.NOT_RUNNABLE_LOCALLY)
+                )
             elif plan.mode is Mode.SCRIPTED or plan.definition is None:
                 session.add(plan_run(check, start, env, retry, max_run))
             elif refusal is not None:
-                session.add(not_run(check, start, refusal, "refused"))
+                session.add(not_run(check, start, refusal, FailureKind.REFUSED))
             else:
                 run = realruns.open_run(check, start)
                 session.add(run)
@@ -224,7 +227,7 @@ class Sessions:
             realruns.plan_next(job.run, at)
         return at
 
-    def attempt_finished(self, job: RealJob, evidence: Evidence, final: bool) -> None:
+    def attempt_finished(self, job: RealJob, evidence: Attempt, final: bool) -> None:
         session = self._live(job)
         if session is not None:
             was_open = job.run.end is None

@@ -2,33 +2,36 @@
 
 A scripted check's attempts are planned up front (`plan_run`) and revealed by the clock. A check that
 runs for real (`realruns.py`) has the same shape: its attempts are filled in as they finish, and its
-last one stays open (`end` None) until the executor hands back the final one.
+last one stays open (`end` None) until the engine hands back the final one.
+
+`SessionRun` and `SessionAttempt` are the session's bookkeeping (ids, simulated start and end, the
+error group a failure went to); what a real attempt did is the engine's `Attempt`
+(runner/checks/outcome.py), kept as a session attempt's `evidence`.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from runner.checks.failures import ErrorClass, FailureKind
+from runner.checks.outcome import Attempt
 from runner.checks.retry import next_retry_delay
 from runner.emulator.core.world import WorldCheck
 from runner.models import RetryStrategy, SessionResult
-
-if TYPE_CHECKING:
-    from runner.checks.outcome import Attempt as Evidence
 
 DEFAULT_MESSAGES = {
     "fail": "expected status 200 but received 500",
     "error": "ReferenceError: page is not defined",
     "flaky": "connect ECONNRESET 10.0.0.12:443",
 }
-ERROR_CLASSES = {"fail": "ASSERTION_FAILURE", "error": "SCRIPT_ERROR", "flaky": "NETWORK_ERROR"}
-TIMEOUT_CLASS = "TIMEOUT"
-# A check that could not be run as defined (unknown variable, a type that cannot run here, refused).
-CONFIGURATION_CLASS = "CONFIGURATION_ERROR"
-# Error classes that make a failed result an error (hasErrors) rather than a failed assertion.
-ERROR_LIKE = frozenset({"SCRIPT_ERROR", "NETWORK_ERROR", TIMEOUT_CLASS, CONFIGURATION_CLASS})
+# The error class of each scripted behaviour that fails.
+BEHAVIOUR_CLASSES = {
+    "fail": ErrorClass.ASSERTION_FAILURE,
+    "error": ErrorClass.SCRIPT_ERROR,
+    "flaky": ErrorClass.NETWORK_ERROR,
+}
 
 
 def timeout_message(check_type: str, seconds: float) -> str:
@@ -40,27 +43,26 @@ def timeout_message(check_type: str, seconds: float) -> str:
 
 
 @dataclass
-class Attempt:
+class SessionAttempt:
     id: str
     start: float
     end: float | None  # None: never ends on its own (a hanging check in a world that says `never`)
     passed: bool
     degraded: bool = False
-    error_class: str | None = None
+    error_class: ErrorClass | None = None
     message: str | None = None
     group_id: str | None = None  # set once the failure was recorded in an error group
     # A real attempt: its own response time in real milliseconds (its start and end are the clock's,
     # which may run faster than real time), and what really happened (secrets already masked).
     response_ms: float | None = None
-    evidence: Evidence | None = None
+    evidence: Attempt | None = None
 
 
 @dataclass
-class CheckRun:
+class SessionRun:
     check: WorldCheck
     final_id: str
-    attempts: list[Attempt] = field(default_factory=list)
-    real: bool = False  # executed for real: attempts are filled in as they finish
+    attempts: list[SessionAttempt] = field(default_factory=list)
 
     @property
     def end(self) -> float | None:
@@ -75,12 +77,14 @@ def resolve_behaviour(check: WorldCheck, env: dict[str, str | None]) -> tuple[st
     return check.behaviour, check.errorMessage
 
 
-def _outcome(behaviour: str, number: int, message: str | None) -> tuple[bool, bool, str | None, str | None]:
+def _outcome(
+    behaviour: str, number: int, message: str | None
+) -> tuple[bool, bool, ErrorClass | None, str | None]:
     if behaviour == "pass" or (behaviour == "flaky" and number > 1):
         return True, False, None, None
     if behaviour == "degrade":
         return True, True, None, None
-    return False, False, ERROR_CLASSES[behaviour], message or DEFAULT_MESSAGES[behaviour]
+    return False, False, BEHAVIOUR_CLASSES[behaviour], message or DEFAULT_MESSAGES[behaviour]
 
 
 def plan_run(
@@ -89,31 +93,31 @@ def plan_run(
     env: dict[str, str | None],
     retry: RetryStrategy | None,
     max_run: float | None,
-) -> CheckRun:
+) -> SessionRun:
     """Every attempt of the check, decided up front; the clock later reveals them.
 
     An attempt that would run longer than `max_run` (a hanging check, or one slower than its
     maximum) ends at `max_run` as a failed, timed-out run. `max_run` None: a hang never ends.
     """
     behaviour, message = resolve_behaviour(check, env)
-    run = CheckRun(check=check, final_id=str(uuid.uuid4()))
+    run = SessionRun(check=check, final_id=str(uuid.uuid4()))
     if behaviour == "hang" and max_run is None:
-        run.attempts.append(Attempt(id=run.final_id, start=start, end=None, passed=False))
+        run.attempts.append(SessionAttempt(id=run.final_id, start=start, end=None, passed=False))
         return run
     timed_out = max_run is not None and (behaviour == "hang" or check.durationSeconds > max_run)
     duration = max_run if timed_out and max_run is not None else check.durationSeconds
     at = start
     retries = 0
     while True:
-        error_class: str | None
+        error_class: ErrorClass | None
         text: str | None
         if timed_out:
             assert max_run is not None
             passed, degraded = False, False
-            error_class, text = TIMEOUT_CLASS, timeout_message(check.checkType, max_run)
+            error_class, text = ErrorClass.TIMEOUT, timeout_message(check.checkType, max_run)
         else:
             passed, degraded, error_class, text = _outcome(behaviour, len(run.attempts) + 1, message)
-        attempt = Attempt(str(uuid.uuid4()), at, at + duration, passed, degraded, error_class, text)
+        attempt = SessionAttempt(str(uuid.uuid4()), at, at + duration, passed, degraded, error_class, text)
         run.attempts.append(attempt)
         if passed:
             break
@@ -121,7 +125,7 @@ def plan_run(
         delay = next_retry_delay(
             retry,
             retries_done=retries,
-            network_failure=error_class == "NETWORK_ERROR",
+            network_failure=error_class is ErrorClass.NETWORK_ERROR,
             elapsed=at + duration - start,
             expected_duration=duration,
         )
@@ -133,23 +137,18 @@ def plan_run(
     return run
 
 
-def not_run(check: WorldCheck, start: float, message: str, kind: str) -> CheckRun:
+def not_run(check: WorldCheck, start: float, message: str, kind: FailureKind) -> SessionRun:
     """A check that is not run at all (it cannot run here, or the caller may not run it): one failed
     FINAL result at once, an error (hasErrors), so the gate fails closed on it. `kind` says why
-    (`not_runnable_locally`, `refused`) to the analyser."""
-    from runner.checks.outcome import Attempt as Executed
-
+    (NOT_RUNNABLE_LOCALLY, REFUSED) to the analyser."""
     final_id = str(uuid.uuid4())
-    evidence = Executed(
-        number=1, started_at=0.0, duration_ms=0.0, passed=False, error_class=CONFIGURATION_CLASS,
-        error_kind=kind, message=message,
-    )  # fmt: skip
-    attempt = Attempt(final_id, start, start, False, error_class=CONFIGURATION_CLASS, message=message,
-                      evidence=evidence)  # fmt: skip
-    return CheckRun(check=check, final_id=final_id, attempts=[attempt])
+    evidence = Attempt.not_run(kind, message)
+    attempt = SessionAttempt(final_id, start, start, False, error_class=evidence.error_class, message=message,
+                             evidence=evidence)  # fmt: skip
+    return SessionRun(check=check, final_id=final_id, attempts=[attempt])
 
 
-def _response_time(attempt: Attempt) -> float | None:
+def _response_time(attempt: SessionAttempt) -> float | None:
     if attempt.end is None:
         return None
     if attempt.response_ms is not None:
@@ -158,8 +157,8 @@ def _response_time(attempt: Attempt) -> float | None:
 
 
 def _result(
-    run: CheckRun,
-    attempt: Attempt,
+    run: SessionRun,
+    attempt: SessionAttempt,
     result_type: str,
     status: str,
     location: str,
@@ -180,8 +179,8 @@ def _result(
         checkType=run.check.checkType,
         errorGroupIds=[attempt.group_id] if failed and attempt.group_id else [],
         status=status,
-        hasErrors=failed and attempt.error_class in ERROR_LIKE,
-        hasFailures=failed and attempt.error_class == "ASSERTION_FAILURE",
+        hasErrors=failed and attempt.error_class is not None and attempt.error_class.is_error,
+        hasFailures=failed and attempt.error_class is ErrorClass.ASSERTION_FAILURE,
         isDegraded=finished and attempt.degraded,
         aborted=status == "CANCELLED",
         checkId=run.check.id,
@@ -198,7 +197,7 @@ def _result(
 
 
 def render_run(
-    run: CheckRun, at: float, cancelled: bool, location: str, link: str, iso: Any
+    run: SessionRun, at: float, cancelled: bool, location: str, link: str, iso: Any
 ) -> list[SessionResult]:
     """The results of one check as seen at simulated time `at`: ATTEMPT rows, then the FINAL row."""
     rows = []

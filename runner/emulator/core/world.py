@@ -176,6 +176,8 @@ DEFINITION_FIELDS = (
     "request",
     "degradedResponseTime",
     "maxResponseTime",
+    "degradedPacketLossThreshold",
+    "maxPacketLossThreshold",
     "shouldFail",
     "environmentVariables",
     *SCRIPT_FIELDS,
@@ -231,6 +233,9 @@ class WorldCheck(_Strict):
     request: dict[str, Any] | None = None
     degradedResponseTime: float | None = Field(default=None, ge=0)  # ms
     maxResponseTime: float | None = Field(default=None, gt=0)  # ms
+    # ICMP (ChecksV1IcmpMonitor): packet loss in percent at which a run is degraded / failed.
+    degradedPacketLossThreshold: float | None = Field(default=None, gt=0, le=100)
+    maxPacketLossThreshold: float | None = Field(default=None, gt=0, le=100)
     shouldFail: bool = False
     environmentVariables: list[WorldVariable] = Field(default_factory=list)
     script: str | None = None
