@@ -56,13 +56,23 @@ def expand_string(text: str, environ: Mapping[str, str], loc: Loc, out: Expansio
     return _TOKEN.sub(replace, text) if "$" in text else text
 
 
-def expand(data: Any, environ: Mapping[str, str], loc: Loc = (), out: Expansion | None = None) -> Any:
-    """A copy of `data` with every string value expanded; keys are left as written."""
+def expand(
+    data: Any,
+    environ: Mapping[str, str],
+    loc: Loc = (),
+    out: Expansion | None = None,
+    verbatim: frozenset[str] = frozenset(),
+) -> Any:
+    """A copy of `data` with every string value expanded; keys are left as written, and so is the
+    value of a key in `verbatim` (code such as a check's `script`, where `${...}` is JavaScript's
+    template literal and variables arrive as process.env)."""
     out = out if out is not None else Expansion()
     if isinstance(data, str):
         return expand_string(data, environ, loc, out)
     if isinstance(data, dict):
-        return {k: expand(v, environ, (*loc, k), out) for k, v in data.items()}
+        return {
+            k: v if k in verbatim else expand(v, environ, (*loc, k), out, verbatim) for k, v in data.items()
+        }
     if isinstance(data, list):
-        return [expand(v, environ, (*loc, i), out) for i, v in enumerate(data)]
+        return [expand(v, environ, (*loc, i), out, verbatim) for i, v in enumerate(data)]
     return data

@@ -540,7 +540,8 @@ def world_problems(data: Any, environ: Mapping[str, str]) -> tuple[World | None,
     """The world of a parsed document (after ${VAR} expansion from `environ`), or every problem of it
     by field path: those of each check too, when another part of the file has problems of its own."""
     expansion = Expansion()
-    data = expand(data, environ, (), expansion)
+    # Scripts are JavaScript: `${...}` there is a template literal, and variables reach them as process.env.
+    data = expand(data, environ, (), expansion, verbatim=frozenset(SCRIPT_FIELDS))
     problems: list[Problem] = list(expansion.problems)
     problems += [
         (at, f"${{{name}}} is not set: set {name}, or write ${{{name}:-default}}")
