@@ -58,6 +58,8 @@ from runner.checks.outcome import (
     plain_cut,
 )
 from runner.checks.retry import next_retry_delay
+from runner.checks.script_hooks import Teardown, has_scripts, run_setup, teardown_for
+from runner.checks.scripts import ScriptRunner
 from runner.checks.variables import Substitution, VariableError, VariableSources, variables_from
 from runner.models import RetryStrategy
 from runner.models.check_definitions import (
@@ -101,12 +103,15 @@ def run_check(
     stop: threading.Event | None = None,
     sleep: Sleep | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    scripts: ScriptRunner | None = None,
 ) -> CheckRun:
     """Runs `check` until it passes, the retry strategy ends, or `stop` is set.
 
     `max_run_seconds`: the check type's maximum run time (the world's maxRunSeconds); None (a world's
     `never`): only the check's maxResponseTime bounds an attempt, which every definition has.
     `on_attempt(attempt, final)` is called after each finished attempt, before any wait.
+    `scripts`: runs an API check's setup and teardown scripts (scripts.py); None: such a check fails
+    closed as not runnable here.
     """
     stop = stop if stop is not None else threading.Event()
     wait: Sleep = sleep if sleep is not None else stop.wait
@@ -115,7 +120,7 @@ def run_check(
     elapsed = 0.0
     while True:
         attempt = run_attempt(check, number=len(attempts) + 1, subst=subst, max_run_seconds=max_run_seconds,
-                              limits=limits, stop=stop)  # fmt: skip
+                              limits=limits, stop=stop, scripts=scripts)  # fmt: skip
         attempts.append(attempt)
         if attempt.cancelled or stop.is_set():
             return CheckRun(tuple(attempts), cancelled=True)
@@ -158,10 +163,11 @@ def run_attempt(
     max_run_seconds: float | None,
     limits: Limits = DEFAULT_LIMITS,
     stop: threading.Event | None = None,
+    scripts: ScriptRunner | None = None,
 ) -> Attempt:
     """One attempt, its secrets masked."""
     started_at, start = time.time(), time.monotonic()
-    fields = _execute(check, subst, max_run_seconds, limits, stop, start)
+    fields = _execute(check, subst, max_run_seconds, limits, stop, start, scripts)
     duration_ms = round((time.monotonic() - start) * 1000, 3)
     attempt = mask(
         Attempt(number=number, started_at=started_at, duration_ms=duration_ms, **fields), subst.redact
@@ -208,8 +214,9 @@ def _execute(
     limits: Limits,
     stop: threading.Event | None,
     start: float,
+    scripts: ScriptRunner | None = None,
 ) -> dict[str, Any]:
-    reason = check.local_support()
+    reason = check.local_support(scripts=scripts is not None)
     if reason:
         return _not_run("not_runnable_locally", reason)
     if isinstance(check, (TcpCheckDefinition, DnsCheckDefinition)):
@@ -222,6 +229,8 @@ def _execute(
         return _not_run("invalid_definition", "; ".join(problems))
     bounds = _bounds(check, max_run, start)
     try:
+        if isinstance(check, ApiCheckDefinition) and scripts is not None and has_scripts(check):
+            return _http_with_scripts(check, subst, bounds, limits, stop, scripts)
         if isinstance(check, (ApiCheckDefinition, UrlCheckDefinition)):
             return _http(check, subst, bounds, limits, stop)
         if isinstance(check, TcpCheckDefinition):
@@ -259,6 +268,7 @@ def _http(
     bounds: _Bounds,
     limits: Limits,
     stop: threading.Event | None,
+    teardown: Teardown | None = None,
 ) -> dict[str, Any]:
     try:
         request = http.prepare_request(check, subst)
@@ -269,6 +279,9 @@ def _http(
         request, bound_seconds=bounds.seconds, limits=limits, stop=stop, timeout_text=bounds.text
     )
     text = response.body.decode("utf-8", "replace")
+    script_failure: str | None = None
+    if teardown is not None and response.failure is None and not response.cancelled:
+        text, script_failure = teardown(request, response, text)
     values: dict[str, Any] = {"STATUS_CODE": response.status_code}
     implicit = None
     if isinstance(check, ApiCheckDefinition):
@@ -284,10 +297,13 @@ def _http(
             f"received HTTP {status} from {shown.method} {shown.target}: 4xx and 5xx responses fail "
             "the check unless shouldFail is set"
         )
+    failure = response.failure
+    if script_failure is not None:
+        failure = Failure(CONFIGURATION_ERROR, "teardown_script", script_failure, network=False)
     observed = _Observed(
         request=shown,
         timing=response.timing,
-        failure=response.failure,
+        failure=failure,
         cancelled=response.cancelled,
         excerpt=cut(text, limits.excerpt_chars) if text else None,
         truncated=response.truncated,
@@ -299,6 +315,24 @@ def _http(
         cut=cut,
     )
     return _judge(check, check.request.assertions, observed, bounds, limits)
+
+
+def _http_with_scripts(
+    check: ApiCheckDefinition,
+    subst: Substitution,
+    bounds: _Bounds,
+    limits: Limits,
+    stop: threading.Event | None,
+    scripts: ScriptRunner,
+) -> dict[str, Any]:
+    """The request between the check's setup and teardown scripts (script_hooks.py)."""
+    prepared = run_setup(check, subst, scripts, stop)
+    if isinstance(prepared, Failure):
+        kind_class = {"timeout": TIMEOUT}.get(prepared.kind, CONFIGURATION_ERROR)
+        return {"passed": False, "error_class": kind_class, "error_kind": "setup_script",
+                "message": prepared.message}  # fmt: skip
+    check, subst = prepared
+    return _http(check, subst, bounds, limits, stop, teardown_for(check, subst, scripts, stop))
 
 
 def _tcp(

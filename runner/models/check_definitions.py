@@ -86,6 +86,13 @@ class KeyValue(ApiModel):
     _value = field_validator("value", mode="before")(_text)
 
 
+class SharedFileRef(ApiModel):
+    """A file of a Checkly project that a script imports (its path in the project and its text)."""
+
+    path: str = ""
+    content: str = ""
+
+
 class CheckEnvironmentVariable(ApiModel):
     """ChecksV1EnvironmentVariable: `value` may be null (a secret production does not reveal)."""
 
@@ -242,8 +249,14 @@ class CheckDefinition(ApiModel):
     localTearDownScript: str | None = None
     setupSnippetId: int | str | None = None
     tearDownSnippetId: int | str | None = None
+    # A Checkly project's scripts (runner/checkly): their paths in the project, the files they import
+    # and the project's folder (its node_modules). Ours, next to production's fields.
+    setupScriptPath: str | None = None
+    tearDownScriptPath: str | None = None
+    sharedFiles: list[SharedFileRef] = Field(default_factory=list)
+    projectDir: str | None = None
 
-    @field_validator("environmentVariables", "tags", mode="before")
+    @field_validator("environmentVariables", "tags", "sharedFiles", mode="before")
     @classmethod
     def _null_list(cls, value: Any) -> Any:
         return [] if value is None else value
@@ -253,14 +266,19 @@ class CheckDefinition(ApiModel):
     def _null_false(cls, value: Any) -> Any:
         return False if value is None else value
 
-    def local_support(self) -> str | None:
-        """None when this check can run on this machine, else why not (one sentence)."""
+    def local_support(self, scripts: bool = False) -> str | None:
+        """None when this check can run on this machine, else why not (one sentence). `scripts`:
+        Node is there to run an API check's setup and teardown scripts (runner/checks/scripts.py)."""
         if self.checkType not in LOCAL_CHECK_TYPES:
             kind = self.checkType or "(no checkType)"
             return f"{kind} checks cannot run locally: only API, URL, TCP and DNS checks can"
-        scripts = [name for name in SCRIPT_FIELDS if getattr(self, name) not in (None, "")]
-        if scripts:
-            return f"checks with setup or teardown scripts cannot run locally ({', '.join(scripts)})"
+        used = [name for name in SCRIPT_FIELDS if getattr(self, name) not in (None, "")]
+        snippets = [name for name in used if name.endswith("SnippetId")]
+        if snippets:
+            return f"checks with setup or teardown snippets cannot run locally ({', '.join(snippets)})"
+        if used and (not scripts or self.checkType != "API"):
+            why = "Node.js is not installed: install Node.js 20+ to run them" if scripts is False else ""
+            return f"checks with setup or teardown scripts cannot run locally ({', '.join(used)}){': ' + why if why else ''}"
         return None
 
     def problems(self) -> list[str]:
