@@ -26,7 +26,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.core.errors import UsageError
-from runner.core.nodejs import Node, NodeVersion, clean_environment, find_node, parse_version, run_node
+import time
+
+from runner.checks.node import NodeMissing, NodeTools, child_environment, find_node, run_child
 from runner.core.text import for_line, sanitize
 
 CONFIG_NAMES = ("checkly.config.ts", "checkly.config.mts", "checkly.config.js", "checkly.config.mjs",
@@ -34,6 +36,7 @@ CONFIG_NAMES = ("checkly.config.ts", "checkly.config.mts", "checkly.config.js", 
 MINIMUM_CHECKLY = (7, 0, 0)  # `debug parse-project` appeared in 7.0.0
 TESTED_CHECKLY = "8.9.0"
 INSTALL = "npm install --save-dev checkly@8 (Node 20.19+) or checkly@9 (Node 22)"
+OUTPUT_CAP = 256 * 1024 * 1024  # the project as JSON, scripts and shared files included; cut = refused
 SYNTH_SECONDS = 180.0  # a large project bundles for a while; 20 s seen for 6 checks on a loaded 2-core box
 
 
@@ -87,6 +90,24 @@ class ParseFailure(_Lenient):
 
 
 @dataclass(frozen=True)
+class NodeVersion:
+    major: int
+    minor: int
+    patch: int
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}.{self.patch}"
+
+
+def parse_version(text: str) -> NodeVersion | None:
+    """`8.9.0` or `v20.19.0` -> NodeVersion; None when it is not one (a pre-release counts as its release)."""
+    parts = text.strip().lstrip("v").split("-")[0].split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return None
+    return NodeVersion(int(parts[0]), int(parts[1]), int(parts[2]))
+
+
+@dataclass(frozen=True)
 class Synthesis:
     config: Path  # the checkly.config.* file
     directory: Path  # the project's folder
@@ -122,7 +143,7 @@ def synthesize(
     *,
     timeout: float = SYNTH_SECONDS,
     stop: threading.Event | None = None,
-    node: Node | None = None,
+    node: NodeTools | None = None,
 ) -> Synthesis:
     """Runs the project's `checkly debug parse-project`; UsageError (exit 2) for every way it cannot."""
     directory = config.parent
@@ -141,26 +162,27 @@ def synthesize(
             f"{where}: checkly {for_line(version_text, 40) or '(no version)'} is too old: `checkly debug "
             f"parse-project` needs checkly 7.0.0 or newer: {INSTALL}"
         )
-    node = node or find_node()
-    if node is None:
-        raise UsageError(f"{where}: Node.js is not installed (checkly {version} needs it): install Node.js 20.19+")
+    try:
+        node = node or find_node()
+    except NodeMissing as exc:
+        raise UsageError(f"{where}: checkly {version} needs Node.js: {exc}") from None
     engines = str((package.get("engines") or {}).get("node", ""))
-    if engines and not satisfies(node.version, engines):
+    node_version = NodeVersion(*node.version)
+    if engines and not satisfies(node_version, engines):
         raise UsageError(
-            f"{where}: checkly {version} needs Node {for_line(engines, 60)}, this machine has Node {node.version}: "
+            f"{where}: checkly {version} needs Node {for_line(engines, 60)}, this machine has Node {node_version}: "
             f"install a newer Node, or the checkly that runs on it ({INSTALL})"
         )
     bin_path = _bin(package_json, package)
-    env = clean_environment({
-        **variables,  # a config may read process.env (a baseURL, a port): --env reaches it
-        "CHECKLY_SKIP_NEW_VERSION_CHECK": "true",  # oclif's update check would go to the registry
-        "NO_COLOR": "1",
-    })  # fmt: skip
-    run = run_node(
-        [node.executable, str(bin_path), "debug", "parse-project", "--config", config.name],
-        cwd=directory, env=env, timeout=timeout, stop=stop,
+    env = child_environment(
+        variables,  # a config may read process.env (a baseURL, a port): --env reaches it
+        extra={"CHECKLY_SKIP_NEW_VERSION_CHECK": "true", "NO_COLOR": "1"},  # no update check: no registry
+    )
+    run = run_child(
+        [str(node.node), str(bin_path), "debug", "parse-project", "--config", config.name],
+        cwd=directory, env=env, deadline=time.monotonic() + timeout, stop=stop, output_cap=OUTPUT_CAP,
     )  # fmt: skip
-    if run.stopped:
+    if run.cancelled:
         raise UsageError(f"{where}: stopped while checkly {version} parsed the project")
     if run.timed_out:
         raise UsageError(f"{where}: checkly {version} did not finish parsing the project within {timeout:g} s")
@@ -173,12 +195,11 @@ def _bin(package_json: Path, package: Mapping[str, Any]) -> Path:
     return package_json.parent / str(relative or "bin/run.js")
 
 
-def _read_output(config: Path, version: NodeVersion, stdout: bytes, stderr: bytes, code: int | None) -> Synthesis:
+def _read_output(config: Path, version: NodeVersion, stdout: str, stderr: str, code: int | None) -> Synthesis:
     where = f"--checks {config}"
-    text = stdout.decode("utf-8", "replace")
-    data = _last_json_object(text)
+    data = _last_json_object(stdout) if len(stdout) < OUTPUT_CAP else None
     if data is None:
-        tail = [for_line(line, 300) for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+        tail = [for_line(line, 300) for line in stderr.splitlines() if line.strip()]
         said = ("; it said: " + " | ".join(tail[-5:])) if tail else ""
         raise UsageError(
             f"{where}: checkly {version} printed no project (exit {code}){said}"

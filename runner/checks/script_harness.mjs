@@ -1,13 +1,13 @@
 // Runs one API check setup or teardown script as production's runtime does
 // (detect/synthetic-monitoring/api-checks/setup-and-teardown.mdx): the script is wrapped in an async
 // function, sees `request` (setup may change it) and, in teardown, `response` (its body may be
-// changed), and process.env holds the check's variables. Input: one JSON document on stdin. Output:
+// changed), and process.env holds the check's variables. Input: a JSON file named by the first argument. Output:
 // one JSON document written to input.resultFile (the script's own console output stays on stdout).
 import { createRequire } from 'node:module'
 import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 
-const input = JSON.parse(readFileSync(0, 'utf8'))
+const input = JSON.parse(readFileSync(process.argv[2], 'utf8'))
 const result = { ok: false, error: null }
 
 function finish () {

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from runner.core.nodejs import Node, clean_environment, find_node, run_node
+import time
+
+from runner.checks.node import NodeMissing, NodeTools, child_environment, find_node, run_child
 
 HARNESS = Path(__file__).with_name("script_harness.mjs")
 SCRIPT_SECONDS = 10.0  # production's limit for each script
@@ -55,7 +57,7 @@ class ScriptFiles:
 class ScriptRunner:
     """Runs setup and teardown scripts with one Node; `available()` finds it once."""
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: NodeTools) -> None:
         self.node = node
 
     def run(
@@ -82,22 +84,26 @@ class ScriptRunner:
             if modules is not None:
                 (root / "node_modules").symlink_to(modules, target_is_directory=True)
             result_file = Path(tmp) / "result.json"
+            input_file = Path(tmp) / "input.json"
             document = {
                 "root": str(root), "entry": str(entry), "projectDir": files.project_dir,
                 "request": request, "response": response, "env": env, "resultFile": str(result_file),
             }  # fmt: skip
-            run = run_node(
-                [self.node.executable, str(HARNESS)], cwd=root, env=clean_environment({}),
-                timeout=timeout, stdin=json.dumps(document).encode(), stop=stop, output_cap=1024 * 1024,
+            input_file.write_text(json.dumps(document), encoding="utf-8")
+            # The variables reach the script through the input (the harness sets process.env to
+            # exactly them); the child itself gets only what Node needs.
+            run = run_child(
+                [str(self.node.node), str(HARNESS), str(input_file)], cwd=root, env=child_environment(),
+                deadline=time.monotonic() + timeout, stop=stop, output_cap=64 * 1024,
             )  # fmt: skip
-            if run.timed_out or run.stopped:
-                what = "stopped" if run.stopped else f"did not finish within {timeout:g} s"
+            if run.timed_out or run.cancelled:
+                what = "stopped" if run.cancelled else f"did not finish within {timeout:g} s"
                 return ScriptOutcome(False, f"{phase} script {what}", run.timed_out, request, response, env)
             try:
                 with result_file.open("rb") as handle:
                     data = json.loads(handle.read(MAX_RESULT_BYTES))
             except (OSError, ValueError):
-                said = run.stderr.decode("utf-8", "replace").strip().splitlines()
+                said = run.stderr.strip().splitlines()
                 detail = f": {said[-1]}" if said else ""
                 return ScriptOutcome(False, f"{phase} script did not run (node exit {run.returncode}){detail}",
                                      False, request, response, env)  # fmt: skip
@@ -151,6 +157,8 @@ def default_runner() -> ScriptRunner | None:
             if os.environ.get("TESTSESSION_NO_NODE") == "1":  # tests: the machine without Node
                 _found.append(None)
             else:
-                node = find_node()
-                _found.append(ScriptRunner(node) if node is not None else None)
+                try:
+                    _found.append(ScriptRunner(find_node()))
+                except NodeMissing:
+                    _found.append(None)
         return _found[0]

@@ -15,6 +15,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 from typing import TextIO
 
 from runner.ci import CiPublisher
@@ -47,6 +48,9 @@ from runner.spec import RunSpec
 
 STDOUT = "-"  # a report path that means standard output
 
+if TYPE_CHECKING:
+    from runner.emulator.core.world import World
+
 
 @dataclass(frozen=True)
 class JobSettings:
@@ -58,7 +62,7 @@ class JobSettings:
     report_paths: Mapping[str, Path | str] = field(default_factory=dict)
     detach: bool = False
     emulator: bool = False
-    world: str | None = None
+    world: str | World | None = None  # a path, or a world built in memory (--checks PROJECT)
     state: str | None = None  # the emulator's state file
     verbosity: int = NORMAL
     secret_keys: tuple[str, ...] = ()

@@ -61,6 +61,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="start the embedded emulator in-process and run against it (demo credentials unless set)",
     )
     service.add_argument("--world", metavar="FILE", help="the emulator's world file (with --emulator)")
+    service.add_argument(
+        "--checks",
+        metavar="PROJECT",
+        help="run a Checkly project's checks against your build: its checkly.config.ts (or .js, .mjs, "
+        ".cjs) or the folder holding it, parsed by the project's own checkly package "
+        "(docs/checkly-project.md)",
+    )
     service.add_argument("--state", metavar="PATH", help=f"with --emulator: {STATE_HELP}")
     service.add_argument(
         "--detach", action="store_true", help="trigger, print the session ids and links, and exit"
@@ -194,10 +201,33 @@ def handle_run(args: argparse.Namespace, ctx: Context) -> int:
             spec = _rerun_failed_spec(args.rerun_failed, loaded, overrides, ctx)
             if spec is None:
                 return 0
+        elif getattr(args, "checks", None):
+            return _run_project(args, overrides, ctx, reports)
         else:
             spec = _load(args.spec, overrides, required=True, ctx=ctx)
         reports.spec = spec
         return Job(JobSettings.build(args, spec), ctx.redact).run()
+
+
+def _run_project(args: argparse.Namespace, overrides: Overrides, ctx: Context, reports: object) -> int:
+    """--checks PROJECT: the project's checks in an in-memory world, run by the embedded emulator."""
+    from dataclasses import replace
+
+    from runner.cli.checkly_source import project_run
+    from runner.cli.job import Job, JobSettings
+    from runner.core.errors import UsageError
+
+    if args.spec is not None or getattr(args, "world", None):
+        raise UsageError("--checks: give the project alone (no SPEC, no --world)")
+    for key, value in overrides.secret_env or []:
+        ctx.redact.add(value)
+    world, spec, project = project_run(args.checks, overrides)
+    for line in project.warnings:
+        _say(ctx.redact(line))
+    reports.spec = spec  # type: ignore[attr-defined]
+    args.emulator = True
+    settings = replace(JobSettings.build(args, spec), world=world)  # type: ignore[arg-type]
+    return Job(settings, ctx.redact).run()
 
 
 def _rerun_failed_spec(source: str, spec: RunSpec, overrides: Overrides, ctx: Context) -> RunSpec | None:

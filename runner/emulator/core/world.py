@@ -161,6 +161,8 @@ class WorldVariable(_Strict):
 # Production's definition fields: a world check that carries `request` runs for real (see
 # docs/checks.md); the script fields only serve to mark a check that cannot run on this machine.
 SCRIPT_FIELDS = ("script", "localSetupScript", "localTearDownScript", "setupSnippetId", "tearDownSnippetId")
+# What a Checkly project's scripts need besides their text (runner/checkly): ours.
+PROJECT_FIELDS = ("setupScriptPath", "tearDownScriptPath", "sharedFiles", "projectDir")
 DEFINITION_FIELDS = (
     "request",
     "degradedResponseTime",
@@ -168,6 +170,7 @@ DEFINITION_FIELDS = (
     "shouldFail",
     "environmentVariables",
     *SCRIPT_FIELDS,
+    *PROJECT_FIELDS,
 )
 SCRIPTED_FIELDS = ("behaviour", "durationSeconds", "errorMessage", "when")
 
@@ -199,6 +202,10 @@ class WorldCheck(_Strict):
     localTearDownScript: str | None = None
     setupSnippetId: int | str | None = None
     tearDownSnippetId: int | str | None = None
+    setupScriptPath: str | None = None
+    tearDownScriptPath: str | None = None
+    sharedFiles: list[dict[str, str]] = Field(default_factory=list)
+    projectDir: str | None = None
     # false: kept from a real account (`checks export`) but cannot run here; a session that matches
     # it fails closed unless settings.notRunnable is `skip`.
     runsLocally: bool | None = None
@@ -243,7 +250,9 @@ class WorldCheck(_Strict):
             return "its definition does not fit production's shape"
         if definition is None:
             return None
-        reason = definition.local_support()
+        from runner.checks.scripts import default_runner  # Node, found once
+
+        reason = definition.local_support(scripts=default_runner() is not None)
         # Written by hand, without request or script: a behaviour is all it lacks to be scripted.
         by_hand = self.request is None and self.runsLocally is not False and not self._has_script()
         if reason is not None and by_hand:
