@@ -113,7 +113,9 @@ def _files(refs: list[Any], shared: list[SharedFile]) -> list[dict[str, str]]:
     for ref in refs:
         if isinstance(ref, int) and 0 <= ref < len(shared):
             out.append({"path": shared[ref].path, "content": shared[ref].content})
-        elif isinstance(ref, dict) and isinstance(ref.get("path"), str) and isinstance(ref.get("content"), str):
+        elif (
+            isinstance(ref, dict) and isinstance(ref.get("path"), str) and isinstance(ref.get("content"), str)
+        ):
             out.append({"path": ref["path"], "content": ref["content"]})
     return out
 
@@ -127,7 +129,11 @@ def _apply_group(check: dict[str, Any], group: dict[str, Any]) -> str | None:
         check["locations"] = list(group["locations"])
     own = list(check.get("environmentVariables") or [])
     names = {v.get("key") for v in own if isinstance(v, dict)}
-    inherited = [v for v in group.get("environmentVariables") or [] if isinstance(v, dict) and v.get("key") not in names]
+    inherited = [
+        v
+        for v in group.get("environmentVariables") or []
+        if isinstance(v, dict) and v.get("key") not in names
+    ]
     defaults = group.get("apiCheckDefaults") or {}
     if check.get("checkType") == "API" and isinstance(defaults, dict):
         base = defaults.get("url")
@@ -152,7 +158,11 @@ def _apply_group(check: dict[str, Any], group: dict[str, Any]) -> str | None:
 def _request_defaults(request: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
     for field in ("headers", "queryParameters"):
         own = [p for p in request.get(field) or [] if isinstance(p, dict)]
-        names = {str(p.get("key", "")).lower() for p in own} if field == "headers" else {p.get("key") for p in own}
+        names = (
+            {str(p.get("key", "")).lower() for p in own}
+            if field == "headers"
+            else {p.get("key") for p in own}
+        )
         extra = []
         for pair in defaults.get(field) or []:
             if not isinstance(pair, dict):

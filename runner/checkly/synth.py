@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from runner.core.errors import UsageError
-import time
-
 from runner.checks.node import NodeMissing, NodeTools, child_environment, find_node, run_child
+from runner.core.errors import UsageError
 from runner.core.text import for_line, sanitize
 
 CONFIG_NAMES = ("checkly.config.ts", "checkly.config.mts", "checkly.config.js", "checkly.config.mjs",
@@ -170,7 +169,8 @@ def synthesize(
     node_version = NodeVersion(*node.version)
     if engines and not satisfies(node_version, engines):
         raise UsageError(
-            f"{where}: checkly {version} needs Node {for_line(engines, 60)}, this machine has Node {node_version}: "
+            f"{where}: checkly {version} needs Node {for_line(engines, 60)}, "
+            f"this machine has Node {node_version}: "
             f"install a newer Node, or the checkly that runs on it ({INSTALL})"
         )
     bin_path = _bin(package_json, package)
@@ -185,7 +185,9 @@ def synthesize(
     if run.cancelled:
         raise UsageError(f"{where}: stopped while checkly {version} parsed the project")
     if run.timed_out:
-        raise UsageError(f"{where}: checkly {version} did not finish parsing the project within {timeout:g} s")
+        raise UsageError(
+            f"{where}: checkly {version} did not finish parsing the project within {timeout:g} s"
+        )
     return _read_output(config, version, run.stdout, run.stderr, run.returncode)
 
 
@@ -201,9 +203,7 @@ def _read_output(config: Path, version: NodeVersion, stdout: str, stderr: str, c
     if data is None:
         tail = [for_line(line, 300) for line in stderr.splitlines() if line.strip()]
         said = ("; it said: " + " | ".join(tail[-5:])) if tail else ""
-        raise UsageError(
-            f"{where}: checkly {version} printed no project (exit {code}){said}"
-        )
+        raise UsageError(f"{where}: checkly {version} printed no project (exit {code}){said}")
     if isinstance(data, dict) and "errors" in data and "payload" not in data:
         try:
             failure = ParseFailure.model_validate(data)
@@ -211,7 +211,12 @@ def _read_output(config: Path, version: NodeVersion, stdout: str, stderr: str, c
             failure = ParseFailure(errors=[])
         lines = [
             f"{where}: checkly {version} could not parse the project: "
-            + for_line(f"{e.get('name', '')}: {e.get('message', '')}" if isinstance(e, dict) else f"{e.title}: {e.message}", 2000)
+            + for_line(
+                f"{e.get('name', '')}: {e.get('message', '')}"
+                if isinstance(e, dict)
+                else f"{e.title}: {e.message}",
+                2000,
+            )
             for e in failure.errors
         ] or [f"{where}: checkly {version} could not parse the project"]
         raise UsageError("\n".join(lines))
@@ -245,7 +250,7 @@ def _last_json_object(text: str) -> Any:
         pass
     for match in reversed(list(_OBJECT_START.finditer(text))):
         try:
-            return json.loads(text[match.start():])
+            return json.loads(text[match.start() :])
         except ValueError:
             continue
     return None

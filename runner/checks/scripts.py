@@ -21,11 +21,10 @@ import json
 import os
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
-
-import time
 
 from runner.checks.node import NodeMissing, NodeTools, child_environment, find_node, run_child
 
@@ -105,8 +104,8 @@ class ScriptRunner:
             except (OSError, ValueError):
                 said = run.stderr.strip().splitlines()
                 detail = f": {said[-1]}" if said else ""
-                return ScriptOutcome(False, f"{phase} script did not run (node exit {run.returncode}){detail}",
-                                     False, request, response, env)  # fmt: skip
+                failed = f"{phase} script did not run (node exit {run.returncode}){detail}"
+                return ScriptOutcome(False, failed, False, request, response, env)
         return _outcome(phase, data, request, response, env)
 
 
@@ -115,9 +114,13 @@ def _outcome(
 ) -> ScriptOutcome:
     if not isinstance(data, dict):
         return ScriptOutcome(False, f"{phase} script gave no result", False, request, response, env)
-    new_request = data.get("request") if isinstance(data.get("request"), dict) else request
+    new_request: dict[str, Any] = data["request"] if isinstance(data.get("request"), dict) else request
     new_response = data.get("response") if isinstance(data.get("response"), dict) else response
-    new_env = {str(k): str(v) for k, v in (data.get("env") or {}).items()} if isinstance(data.get("env"), dict) else env
+    new_env = (
+        {str(k): str(v) for k, v in (data.get("env") or {}).items()}
+        if isinstance(data.get("env"), dict)
+        else env
+    )
     error = data.get("error")
     message = f"{phase} script failed: {error}" if error else None
     return ScriptOutcome(bool(data.get("ok")), message, False, new_request, new_response, new_env)

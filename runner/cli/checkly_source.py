@@ -51,7 +51,10 @@ def project_run(path: str, overrides: Overrides) -> tuple[World, RunSpec, Projec
     if overrides.tags is None and overrides.check_ids is None:
         target = {"checkId": [c["id"] for c in checks if c.get("activated", True) is not False]}
     named = [loc for c in checks for loc in c.get("locations") or []]
-    session: dict[str, Any] = {"name": project.name, "runLocation": overrides.location or (named or [LOCATION])[0]}
+    session: dict[str, Any] = {
+        "name": project.name,
+        "runLocation": overrides.location or (named or [LOCATION])[0],
+    }
     if target:
         session["target"] = target
     spec = RunSpec.model_validate({"sessions": [session], "rca": {"timeoutSeconds": 30}})

@@ -15,8 +15,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from runner.ci import CiPublisher
 from runner.ci.comment import CommentPublisher, comment_key

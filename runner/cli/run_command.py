@@ -219,14 +219,14 @@ def _run_project(args: argparse.Namespace, overrides: Overrides, ctx: Context, r
 
     if args.spec is not None or getattr(args, "world", None):
         raise UsageError("--checks: give the project alone (no SPEC, no --world)")
-    for key, value in overrides.secret_env or []:
+    for _key, value in overrides.secret_env or []:
         ctx.redact.add(value)
     world, spec, project = project_run(args.checks, overrides)
     for line in project.warnings:
         _say(ctx.redact(line))
     reports.spec = spec  # type: ignore[attr-defined]
     args.emulator = True
-    settings = replace(JobSettings.build(args, spec), world=world)  # type: ignore[arg-type]
+    settings = replace(JobSettings.build(args, spec), world=world)
     return Job(settings, ctx.redact).run()
 
 

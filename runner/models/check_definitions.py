@@ -277,8 +277,9 @@ class CheckDefinition(ApiModel):
         if snippets:
             return f"checks with setup or teardown snippets cannot run locally ({', '.join(snippets)})"
         if used and (not scripts or self.checkType != "API"):
-            why = "Node.js is not installed: install Node.js 20+ to run them" if scripts is False else ""
-            return f"checks with setup or teardown scripts cannot run locally ({', '.join(used)}){': ' + why if why else ''}"
+            api = self.checkType == "API"
+            why = ": Node.js is not installed: install Node.js 20+ to run them" if api else ""
+            return f"checks with setup or teardown scripts cannot run locally ({', '.join(used)}){why}"
         return None
 
     def problems(self) -> list[str]:
