@@ -273,13 +273,11 @@ class CheckDefinition(ApiModel):
             kind = self.checkType or "(no checkType)"
             return f"{kind} checks cannot run locally: only API, URL, TCP and DNS checks can"
         used = [name for name in SCRIPT_FIELDS if getattr(self, name) not in (None, "")]
+        if used and not scripts:
+            return f"checks with setup or teardown scripts cannot run locally ({', '.join(used)})"
         snippets = [name for name in used if name.endswith("SnippetId")]
-        if snippets:
+        if snippets:  # a snippet lives in the account, by id: its text is not in the definition
             return f"checks with setup or teardown snippets cannot run locally ({', '.join(snippets)})"
-        if used and (not scripts or self.checkType != "API"):
-            api = self.checkType == "API"
-            why = ": Node.js is not installed: install Node.js 20+ to run them" if api else ""
-            return f"checks with setup or teardown scripts cannot run locally ({', '.join(used)}){why}"
         return None
 
     def problems(self) -> list[str]:

@@ -50,7 +50,7 @@ FIELD_ORDER = (
     "id", "name", "checkType", "runsLocally", "activated", "tags", "locations", "frequency",
     "frequencyOffset", "shouldFail", "degradedResponseTime", "maxResponseTime", "request",
     "environmentVariables", "script", "localSetupScript", "localTearDownScript", "setupSnippetId",
-    "tearDownSnippetId",
+    "tearDownSnippetId", "setupScriptPath", "tearDownScriptPath", "sharedFiles", "projectDir",
 )  # fmt: skip
 WORLD_FIELDS = frozenset(FIELD_ORDER) - {"runsLocally"}
 assert set(DEFINITION_FIELDS) <= WORLD_FIELDS
