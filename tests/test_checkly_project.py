@@ -25,9 +25,19 @@ ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "tests" / "checkly_project"
 TOKEN = "s3cret-shop-token"
 
+
+
+def _node_version() -> tuple[int, ...]:
+    node = shutil.which("node")
+    if node is None:
+        return ()
+    out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30, check=False).stdout
+    return tuple(int(p) for p in out.strip().lstrip("v").split(".") if p.isdigit())
+
+
 needs_project = pytest.mark.skipif(
-    shutil.which("node") is None or not (PROJECT / "node_modules" / "checkly").is_dir(),
-    reason="SKIPPED LOUDLY: Node.js or the test project's npm packages are missing: "
+    _node_version() < (20, 19) or not (PROJECT / "node_modules" / "checkly").is_dir(),
+    reason="SKIPPED LOUDLY: Node.js 20.19+ (checkly@8's) or the test project's npm packages are missing: "
     "run `cd tests/checkly_project && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci` (what .ci/run does)",
 )
 

@@ -56,8 +56,9 @@ class ScriptFiles:
 class ScriptRunner:
     """Runs setup and teardown scripts with one Node; `available()` finds it once."""
 
-    def __init__(self, node: NodeTools) -> None:
+    def __init__(self, node: NodeTools, seconds: float = SCRIPT_SECONDS) -> None:
         self.node = node
+        self.seconds = seconds  # each script's bound
 
     def run(
         self,
@@ -68,8 +69,8 @@ class ScriptRunner:
         response: dict[str, Any] | None,
         env: dict[str, str],
         stop: threading.Event | None = None,
-        timeout: float = SCRIPT_SECONDS,
     ) -> ScriptOutcome:
+        timeout = self.seconds
         with tempfile.TemporaryDirectory(prefix="testsession-script-") as tmp:
             root = Path(tmp) / "project"
             entry = _safe_relative(files.path) or PurePosixPath(f"{phase}.ts")
