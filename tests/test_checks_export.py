@@ -22,7 +22,7 @@ from runner.client import ApiClient
 from runner.core.errors import AnswerTooLargeError, BadResponseError
 from runner.emulator import Emulator
 from runner.emulator.core.export import env_name, export_world
-from runner.emulator.core.world import WorldCheck, parse_world_text
+from runner.emulator.core.world import Mode, WorldCheck, parse_world_text
 
 ACCOUNT = "8a7b6c5d-1111-4e2f-9a3b-4c5d6e7f8a9b"
 KEY = "tsk_export_test_key_51c3"
@@ -359,7 +359,8 @@ def test_exported_checks_equal_the_originals_and_are_served_identically(
     # Unset, a secret loads without a value: the check fails naming it, nothing is sent in its place.
     unset = {c.id: c for c in parse_world_text(text, "exported.yml").accounts[0].checks}
     assert unset[IDS["cart"]].environmentVariables[1].value is None
-    assert unset[IDS["cart"]].definition().environmentVariables[1].secret is True
+    definition = unset[IDS["cart"]].plan.definition
+    assert definition is not None and definition.environmentVariables[1].secret is True
     # Set, the exported checks are the originals, field by field and definition by definition.
     monkeypatch.setenv("SHOP_TOKEN", SECRET)
     monkeypatch.setenv("card_number", "4111111111111111")
@@ -368,13 +369,13 @@ def test_exported_checks_equal_the_originals_and_are_served_identically(
     assert list(exported) == [IDS[name] for name in SHOP]
     for check_id, check in exported.items():
         assert _world_check(check) == _world_check(original[check_id]), check.name
-        reason = check.not_runnable()
+        reason = check.plan.reason
         name = next(key for key, value in IDS.items() if value == check_id)
         if name in NOT_RUNNABLE:
             assert check.runsLocally is False and reason is not None
         else:
-            assert reason is None and check.runs_for_real()
-            assert check.definition() == original[check_id].definition()
+            assert reason is None and check.plan.mode is Mode.REAL
+            assert check.plan.definition == original[check_id].plan.definition
     assert exported[IDS["echo"]].request is not None
     assert exported[IDS["echo"]].request["body"] == '{"note": "${not_an_env_var}"}'  # its own text, kept
     # The exported world's emulator serves the same checks, byte for byte.

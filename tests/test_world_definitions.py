@@ -17,7 +17,7 @@ from conftest import CI_PREFIXES
 
 from runner.cli.main import main
 from runner.emulator.core.export import export_world
-from runner.emulator.core.world import WorldError, parse_world_text
+from runner.emulator.core.world import Mode, WorldError, parse_world_text
 from runner.models.check_definitions import (
     ApiRequest,
     Assertion,
@@ -106,12 +106,12 @@ def test_a_browser_check_written_by_hand_fails_closed_like_one_marked_runs_local
 def test_only_an_explicit_behaviour_scripts_a_type_that_cannot_run_here(check_type: str) -> None:
     bare = f"      - {{id: c1, name: C, checkType: {check_type}}}\n"
     (check,) = parse_world_text(HEAD + bare).accounts[0].checks
-    assert check.not_runnable() == (
+    assert check.plan.reason == (
         f"{check_type} checks cannot run locally: only API, URL, TCP and DNS checks can "
         "(give it a behaviour: to script it here)"
     )
     (check,) = parse_world_text(HEAD + bare.replace("}", ", behaviour: pass}")).accounts[0].checks
-    assert check.scripted() and check.not_runnable() is None
+    assert check.plan.mode is Mode.SCRIPTED and check.plan.reason is None
 
 
 @pytest.mark.parametrize(
@@ -154,7 +154,7 @@ def test_in_a_world_of_real_checks_a_check_says_request_or_behaviour(
     # default `behaviour: pass`.
     parse_world_text(HEAD + REAL + bare.replace("}", ", behaviour: fail}"))
     (check,) = parse_world_text(HEAD + bare).accounts[0].checks
-    assert check.scripted() and check.behaviour == "pass"
+    assert check.plan.mode is Mode.SCRIPTED and check.behaviour == "pass"
 
 
 # --- finding 3: a request holds only the keys production knows ---------------------------------------
@@ -280,7 +280,7 @@ def test_a_world_checks_export_wrote_from_production_s_full_definitions_loads_an
     exported = export_world(checks, account_id=ACCOUNT)
     assert [c.reason for c in exported.checks] == [None] * 4
     world = parse_world_text(exported.text)
-    assert [c.runs_for_real() for c in world.accounts[0].checks] == [True] * 4
+    assert [c.plan.mode is Mode.REAL for c in world.accounts[0].checks] == [True] * 4
 
 
 def test_an_unknown_key_in_production_s_answer_is_left_out_and_the_check_does_not_run_here(
@@ -299,7 +299,7 @@ def test_an_unknown_key_in_production_s_answer_is_left_out_and_the_check_does_no
         "request.assertions[0].negate"
     )
     (check,) = parse_world_text(exported.text).accounts[0].checks
-    assert check.runsLocally is False and check.not_runnable() == "marked runsLocally: false"
+    assert check.runsLocally is False and check.plan.reason == "marked runsLocally: false"
     assert check.request == {"url": "http://x.test", "assertions": [status]}
 
 

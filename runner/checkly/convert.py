@@ -93,7 +93,6 @@ def _check(
             check["groupId"] = None
         else:
             check["groupId"] = None  # production's is a number; the group's settings are applied here
-            check["groupName"] = group.get("name") or name
             problem = _apply_group(check, group)
     for kind in ("setupScript", "tearDownScript"):
         deps = check.pop(f"{kind}Dependencies", None)
@@ -102,6 +101,7 @@ def _check(
     deps = check.get("dependencies")
     if isinstance(deps, list) and deps:
         check["dependencies"] = _files(deps, shared)
+        check.setdefault("sharedFiles", []).extend(check["dependencies"])  # a browser script's imports
     if "sharedFiles" in check:
         check["sharedFiles"] = list({f["path"]: f for f in check["sharedFiles"]}.values())
     return check, problem

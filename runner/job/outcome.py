@@ -159,10 +159,12 @@ class Outcome(OutcomeModel):
     counts: Counts = Field(default_factory=Counts)
     sessions: list[SessionOutcome] = Field(default_factory=list)
     baseline: BaselineOutcome | None = None  # None when no baseline was asked for
+    # Where the checks came from on a local run: "demo" (the shipped demo world: scripted results,
+    # never the build's), "world" (a world file), "checks" (a checks file); None: the service.
+    world: Literal["demo", "world", "checks"] | None = None
 
     def all_results(self) -> list[ResultOutcome]:
         return [r for s in self.sessions for r in s.results]
-
 
 
 def count_results(results: list[ResultOutcome]) -> Counts:

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Discriminator, Field, Tag, TypeAdapter, ValidationError, field_validator
 
 from runner.models.base import ApiModel
-from runner.models.problems import Loc, clean_loc, error_message, model_at, unknown_key_message
+from runner.models.problems import Loc, clean_loc, error_message, format_loc, model_at, unknown_key_message
 
 LOCAL_CHECK_TYPES = ("API", "URL", "TCP", "DNS")
 
@@ -63,6 +63,8 @@ IP_FAMILIES = ("IPv4", "IPv6")
 DNS_RECORD_TYPES = ("A", "AAAA", "CNAME", "MX", "TXT", "SOA", "NS", "HTTPS")
 DNS_PROTOCOLS = ("UDP", "TCP")
 SCRIPT_FIELDS = ("localSetupScript", "localTearDownScript", "setupSnippetId", "tearDownSnippetId")
+# (field path from the check, what is allowed): a problem of a definition, typed, never parsed back.
+Problem = tuple[Loc, str]
 
 
 def _text(value: Any) -> Any:
@@ -187,14 +189,14 @@ def _port_value(value: Any) -> Any:
     raise ValueError("expected a port number from 1 to 65535 (or a {{VARIABLE}} that gives one)")
 
 
-def _port_problems(port: int | str | None, required: bool) -> list[str]:
+def _port_problems(port: int | str | None, required: bool) -> list[Problem]:
     if port is None and not required:
         return []
     if isinstance(port, str) and "{{" in port:
         return []  # a variable (ours: production's port is a number): checked again once filled in
     number = _port_number(port)
     if number is None or not 0 < number < 65536:
-        return ["request.port: expected a port number from 1 to 65535"]
+        return [(("request", "port"), "expected a port number from 1 to 65535")]
     return []
 
 
@@ -255,6 +257,9 @@ class CheckDefinition(ApiModel):
     tearDownScriptPath: str | None = None
     sharedFiles: list[SharedFileRef] = Field(default_factory=list)
     projectDir: str | None = None
+    # A browser check's Playwright settings as the CLI deploys them ({timeout, use: {baseURL, ...}}):
+    # for the browser runner (issue 29) to honour.
+    playwrightConfig: dict[str, Any] | None = None
 
     @field_validator("environmentVariables", "tags", "sharedFiles", mode="before")
     @classmethod
@@ -280,9 +285,13 @@ class CheckDefinition(ApiModel):
             return f"checks with setup or teardown snippets cannot run locally ({', '.join(snippets)})"
         return None
 
-    def problems(self) -> list[str]:
-        """`field: what is allowed` for each field that keeps a runnable type from running."""
+    def field_problems(self) -> list[Problem]:
+        """(field path, what is allowed) for each field that keeps a runnable type from running."""
         return []
+
+    def problems(self) -> list[str]:
+        """field_problems() as `field.path: what is allowed` lines."""
+        return [f"{format_loc(loc)}: {message}" for loc, message in self.field_problems()]
 
     def response_limits_ms(self) -> tuple[float, float]:
         """(degradedResponseTime, maxResponseTime) in ms, production's defaults where not set."""
@@ -294,41 +303,42 @@ class CheckDefinition(ApiModel):
         return degraded, maximum
 
 
-def _assertion_problems(check_type: str, assertions: list[Assertion]) -> list[str]:
+def _assertion_problems(check_type: str, assertions: list[Assertion]) -> list[Problem]:
     sources, comparisons = ASSERTION_SOURCES[check_type], ASSERTION_COMPARISONS[check_type]
-    out = []
+    out: list[Problem] = []
     for i, assertion in enumerate(assertions):
         if assertion.source not in sources:
-            out.append(f"request.assertions[{i}].source: expected one of {', '.join(sources)}")
+            out.append((("request", "assertions", i, "source"), f"expected one of {', '.join(sources)}"))
         if assertion.comparison not in comparisons:
-            out.append(f"request.assertions[{i}].comparison: expected one of {', '.join(comparisons)}")
+            allowed = ", ".join(comparisons)
+            out.append((("request", "assertions", i, "comparison"), f"expected one of {allowed}"))
     return out
 
 
-def _one_of(field: str, value: str, allowed: tuple[str, ...]) -> list[str]:
-    return [] if value in allowed else [f"{field}: expected one of {', '.join(allowed)}"]
+def _one_of(field: str, value: str, allowed: tuple[str, ...]) -> list[Problem]:
+    return [] if value in allowed else [(("request", field), f"expected one of {', '.join(allowed)}")]
 
 
-def _http_url(field: str, url: str) -> list[str]:
+def _http_url(url: str) -> list[Problem]:
     if not url:
-        return [f"{field}: required field is missing"]
+        return [(("request", "url"), "required field is missing")]
     # Variables may make the scheme ({{BASE_URL}}/health): checked again after substitution.
     if "{{" in url or url.lower().startswith(("http://", "https://")):
         return []
-    return [f"{field}: must start with http:// or https://"]
+    return [(("request", "url"), "must start with http:// or https://")]
 
 
 class ApiCheckDefinition(CheckDefinition):
     checkType: Literal["API"] = "API"
     request: ApiRequest = Field(default_factory=ApiRequest)
 
-    def problems(self) -> list[str]:
+    def field_problems(self) -> list[Problem]:
         r = self.request
         return [
-            *_http_url("request.url", r.url),
-            *_one_of("request.method", r.method.upper(), HTTP_METHODS),
-            *_one_of("request.bodyType", r.bodyType, BODY_TYPES),
-            *_one_of("request.ipFamily", r.ipFamily, IP_FAMILIES),
+            *_http_url(r.url),
+            *_one_of("method", r.method.upper(), HTTP_METHODS),
+            *_one_of("bodyType", r.bodyType, BODY_TYPES),
+            *_one_of("ipFamily", r.ipFamily, IP_FAMILIES),
             *_assertion_problems("API", r.assertions),
         ]
 
@@ -337,13 +347,13 @@ class UrlCheckDefinition(CheckDefinition):
     checkType: Literal["URL"] = "URL"
     request: UrlRequest = Field(default_factory=UrlRequest)
 
-    def problems(self) -> list[str]:
+    def field_problems(self) -> list[Problem]:
         r = self.request
         return [
-            *_http_url("request.url", r.url),
+            *_http_url(r.url),
             # Always GET (production's schema: enum [GET]); another method would be sent as GET.
-            *_one_of("request.method", r.method.upper(), ("GET",)),
-            *_one_of("request.ipFamily", r.ipFamily, IP_FAMILIES),
+            *_one_of("method", r.method.upper(), ("GET",)),
+            *_one_of("ipFamily", r.ipFamily, IP_FAMILIES),
             *_assertion_problems("URL", r.assertions),
         ]
 
@@ -352,37 +362,34 @@ class TcpCheckDefinition(CheckDefinition):
     checkType: Literal["TCP"] = "TCP"
     request: TcpRequest = Field(default_factory=TcpRequest)
 
-    def problems(self) -> list[str]:
+    def field_problems(self) -> list[Problem]:
         r = self.request
-        out = [] if r.hostname else ["request.hostname: required field is missing"]
+        out: list[Problem] = [] if r.hostname else [(("request", "hostname"), "required field is missing")]
         out += _port_problems(r.port, required=True)
         # `url` and `body` are in production's schema, undocumented; the connection goes to hostname
         # and sends data (production's constructs write only those). One that says something else
         # would be ignored here, and a check could pass that production runs otherwise: refused.
         if r.url and r.url != r.hostname:
             leave = "leave url out (or the same as hostname)"
-            out.append(f"request.url: TCP checks connect to hostname and port; {leave}")
+            out.append((("request", "url"), f"TCP checks connect to hostname and port; {leave}"))
         if r.data and r.body and r.data != r.body:
-            out.append("request.body: the data to send goes in data; leave body out (or the same as data)")
-        return (
-            out
-            + _one_of("request.ipFamily", r.ipFamily, IP_FAMILIES)
-            + _assertion_problems("TCP", r.assertions)
-        )
+            data_only = "the data to send goes in data; leave body out (or the same as data)"
+            out.append((("request", "body"), data_only))
+        return out + _one_of("ipFamily", r.ipFamily, IP_FAMILIES) + _assertion_problems("TCP", r.assertions)
 
 
 class DnsCheckDefinition(CheckDefinition):
     checkType: Literal["DNS"] = "DNS"
     request: DnsRequest = Field(default_factory=DnsRequest)
 
-    def problems(self) -> list[str]:
+    def field_problems(self) -> list[Problem]:
         r = self.request
-        out = [] if r.query else ["request.query: required field is missing"]
+        out: list[Problem] = [] if r.query else [(("request", "query"), "required field is missing")]
         out += _port_problems(r.port, required=False)
         return (
             out
-            + _one_of("request.recordType", r.recordType, DNS_RECORD_TYPES)
-            + _one_of("request.protocol", r.protocol, DNS_PROTOCOLS)
+            + _one_of("recordType", r.recordType, DNS_RECORD_TYPES)
+            + _one_of("protocol", r.protocol, DNS_PROTOCOLS)
             + _assertion_problems("DNS", r.assertions)
         )
 

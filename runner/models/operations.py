@@ -122,72 +122,161 @@ _SESSION = Param("testSessionId", "test session id")
 _GROUP = Param("id", "error group id")
 
 TRIGGER = Operation(
-    "trigger", "POST", "/test-sessions/trigger", CallKind.CREATE, 201, TestSession, TriggerRequest,
-    errors=PAYMENT_ERRORS, summary="Trigger a test session",
+    "trigger",
+    "POST",
+    "/test-sessions/trigger",
+    CallKind.CREATE,
+    201,
+    TestSession,
+    TriggerRequest,
+    errors=PAYMENT_ERRORS,
+    summary="Trigger a test session",
 )
 GET_SESSION = Operation(
-    "get_session", "GET", "/test-sessions/{testSessionId}", CallKind.READ, 200, TestSession,
-    params=(_SESSION,), summary="Read a test session",
+    "get_session",
+    "GET",
+    "/test-sessions/{testSessionId}",
+    CallKind.READ,
+    200,
+    TestSession,
+    params=(_SESSION,),
+    summary="Read a test session",
 )
 COMPLETION = Operation(
-    "completion", "GET", "/test-sessions/{testSessionId}/completion", CallKind.READ, 200, TestSession,
-    params=(_SESSION,), errors=(400, 401, 403, 404, 408, 429),
+    "completion",
+    "GET",
+    "/test-sessions/{testSessionId}/completion",
+    CallKind.READ,
+    200,
+    TestSession,
+    params=(_SESSION,),
+    errors=(400, 401, 403, 404, 408, 429),
     summary="Wait for a test session to be final (408 while it still runs)",
 )
 CANCEL: Operation[None] = Operation(
-    "cancel", "POST", "/test-sessions/{testSessionId}/cancel", CallKind.IDEMPOTENT, 204,
-    params=(_SESSION,), summary="Cancel a test session",
+    "cancel",
+    "POST",
+    "/test-sessions/{testSessionId}/cancel",
+    CallKind.IDEMPOTENT,
+    204,
+    params=(_SESSION,),
+    summary="Cancel a test session",
 )
 GET_TEST_SESSION_ERROR_GROUP = Operation(
-    "get_test_session_error_group", "GET", "/test-session-error-groups/{id}", CallKind.READ, 200,
-    TestSessionErrorGroup, params=(_GROUP,), summary="Read a test-session error group",
+    "get_test_session_error_group",
+    "GET",
+    "/test-session-error-groups/{id}",
+    CallKind.READ,
+    200,
+    TestSessionErrorGroup,
+    params=(_GROUP,),
+    summary="Read a test-session error group",
 )
 GET_ERROR_GROUP = Operation(
-    "get_error_group", "GET", "/error-groups/{id}", CallKind.READ, 200, ErrorGroup, params=(_GROUP,),
+    "get_error_group",
+    "GET",
+    "/error-groups/{id}",
+    CallKind.READ,
+    200,
+    ErrorGroup,
+    params=(_GROUP,),
     summary="Read a check error group",
 )
 CREATE_TEST_SESSION_ERROR_GROUP_ANALYSIS = Operation(
-    "create_test_session_error_group_analysis", "POST",
-    "/root-cause-analyses/test-session-error-groups/{id}", CallKind.CREATE, 202, RootCauseAnalysis,
-    CreateAnalysisRequest, params=(_GROUP,), errors=PAYMENT_ERRORS,
+    "create_test_session_error_group_analysis",
+    "POST",
+    "/root-cause-analyses/test-session-error-groups/{id}",
+    CallKind.CREATE,
+    202,
+    RootCauseAnalysis,
+    CreateAnalysisRequest,
+    params=(_GROUP,),
+    errors=PAYMENT_ERRORS,
     summary="Start a root cause analysis of a test-session error group",
 )
 CREATE_ERROR_GROUP_ANALYSIS = Operation(
-    "create_error_group_analysis", "POST", "/root-cause-analyses/error-groups/{id}", CallKind.CREATE,
-    202, RootCauseAnalysis, CreateAnalysisRequest, params=(_GROUP,), errors=PAYMENT_ERRORS,
+    "create_error_group_analysis",
+    "POST",
+    "/root-cause-analyses/error-groups/{id}",
+    CallKind.CREATE,
+    202,
+    RootCauseAnalysis,
+    CreateAnalysisRequest,
+    params=(_GROUP,),
+    errors=PAYMENT_ERRORS,
     summary="Start a root cause analysis of a check error group",
 )
 GET_ANALYSIS = Operation(
-    "get_analysis", "GET", "/root-cause-analyses/{id}", CallKind.READ, 200, RootCauseAnalysis,
-    params=(Param("id", "analysis id"),), also=(202,),
+    "get_analysis",
+    "GET",
+    "/root-cause-analyses/{id}",
+    CallKind.READ,
+    200,
+    RootCauseAnalysis,
+    params=(Param("id", "analysis id"),),
+    also=(202,),
     summary="Read a root cause analysis (200 completed, 202 pending)",
 )
 INCIDENT_UPDATE = Operation(
-    "incident_update", "POST", "/status-pages/incidents/{incidentId}/incident-updates", CallKind.CREATE,
-    200, IncidentUpdate, IncidentUpdateRequest, params=(Param("incidentId", "incident id"),),
+    "incident_update",
+    "POST",
+    "/status-pages/incidents/{incidentId}/incident-updates",
+    CallKind.CREATE,
+    200,
+    IncidentUpdate,
+    IncidentUpdateRequest,
+    params=(Param("incidentId", "incident id"),),
     summary="Add an update to a status page incident",
 )
 _WINDOW = Param("id", "maintenance window id", positive_int=True)
 DELETE_MAINTENANCE_WINDOW: Operation[None] = Operation(
-    "delete_maintenance_window", "DELETE", "/maintenance-windows/{id}", CallKind.IDEMPOTENT, 204,
-    params=(_WINDOW,), summary="Delete a maintenance window",
+    "delete_maintenance_window",
+    "DELETE",
+    "/maintenance-windows/{id}",
+    CallKind.IDEMPOTENT,
+    204,
+    params=(_WINDOW,),
+    summary="Delete a maintenance window",
 )
 DELETE_MAINTENANCE: Operation[None] = Operation(
-    "delete_maintenance", "DELETE", "/maintenance-windows/{id}/maintenances/{maintenanceId}",
-    CallKind.IDEMPOTENT, 204, params=(_WINDOW, Param("maintenanceId", "maintenance id")),
+    "delete_maintenance",
+    "DELETE",
+    "/maintenance-windows/{id}/maintenances/{maintenanceId}",
+    CallKind.IDEMPOTENT,
+    204,
+    params=(_WINDOW, Param("maintenanceId", "maintenance id")),
     summary="Delete one maintenance of a window",
 )
 DELETE_CLIENT_CERTIFICATE: Operation[None] = Operation(
-    "delete_client_certificate", "DELETE", "/client-certificates/{id}", CallKind.IDEMPOTENT, 204,
-    params=(Param("id", "client certificate id"),), summary="Delete a client certificate",
+    "delete_client_certificate",
+    "DELETE",
+    "/client-certificates/{id}",
+    CallKind.IDEMPOTENT,
+    204,
+    params=(Param("id", "client certificate id"),),
+    summary="Delete a client certificate",
 )
 CREATE_DASHBOARD = Operation(
-    "create_dashboard", "POST", "/dashboards", CallKind.CREATE, 201, Dashboard, DashboardRequest,
-    errors=(400, 401, 403, 409, 429), summary="Create a dashboard (409 when its URL or domain is taken)",
+    "create_dashboard",
+    "POST",
+    "/dashboards",
+    CallKind.CREATE,
+    201,
+    Dashboard,
+    DashboardRequest,
+    errors=(400, 401, 403, 409, 429),
+    summary="Create a dashboard (409 when its URL or domain is taken)",
 )
 UPDATE_CHECK = Operation(
-    "update_check", "PUT", "/checks/{id}", CallKind.CREATE, 200, Check, CheckUpdate,
-    params=(Param("id", "check id"),), deprecated=True,
+    "update_check",
+    "PUT",
+    "/checks/{id}",
+    CallKind.CREATE,
+    200,
+    Check,
+    CheckUpdate,
+    params=(Param("id", "check id"),),
+    deprecated=True,
     summary="Update a check (deprecated: PUT /v1/checks/api/{id} and /v1/checks/browser/{id} replace it)",
 )
 
@@ -195,11 +284,23 @@ UPDATE_CHECK = Operation(
 # array in the body, the total in `Content-Range: 0-9/23` (OpenAPI getV1Checks; the CLI's
 # rest/checks.ts reads the total from that header). The filters are production's too.
 LIST_CHECKS = Operation(
-    "list_checks", "GET", "/checks", CallKind.READ, 200, CheckList, errors=(400, 401, 403, 429),
+    "list_checks",
+    "GET",
+    "/checks",
+    CallKind.READ,
+    200,
+    CheckList,
+    errors=(400, 401, 403, 429),
     summary="List the account's checks, one page at a time (the total in Content-Range)",
 )
 GET_CHECK = Operation(
-    "get_check", "GET", "/checks/{id}", CallKind.READ, 200, Check, params=(Param("id", "check id"),),
+    "get_check",
+    "GET",
+    "/checks/{id}",
+    CallKind.READ,
+    200,
+    Check,
+    params=(Param("id", "check id"),),
     summary="Read a check with its definition (secret variable values are null)",
 )
 CHECKS_PAGE_LIMIT = 100  # production's largest `limit`
@@ -207,7 +308,13 @@ CHECKS_PAGE_LIMIT = 100  # production's largest `limit`
 # getV1Variables): a bare array, a secret's value always null. What `checks export` writes into the
 # world's account `environmentVariables`.
 LIST_VARIABLES = Operation(
-    "list_variables", "GET", "/variables", CallKind.READ, 200, VariableList, errors=(400, 401, 403, 429),
+    "list_variables",
+    "GET",
+    "/variables",
+    CallKind.READ,
+    200,
+    VariableList,
+    errors=(400, 401, 403, 429),
     summary="List the account's environment variables, one page at a time (secret values are null)",
 )
 VARIABLES_PAGE_LIMIT = 100  # production's largest `limit`

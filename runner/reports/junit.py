@@ -94,7 +94,7 @@ def _attr(text: str | None, limit: int = MAX_NAME) -> str:
 
 
 def _named(name: str | None, suffix: str) -> str:
-    """"<name> [<location>]" (`suffix`: " [<location>]"), at most MAX_NAME long: a long name is cut,
+    """ "<name> [<location>]" (`suffix`: " [<location>]"), at most MAX_NAME long: a long name is cut,
     never the location, which keeps the same check in two locations two distinct tests."""
     head = _attr(name, 4 * MAX_NAME)
     room = MAX_NAME - len(suffix)
@@ -416,7 +416,7 @@ class _Renderer:
         if duration is None:
             duration = sum(r.durationSeconds or 0.0 for r in session.results)
         attributes = {
-            "name": _attr(f"{session.name} [{location}]"),
+            "name": _attr(f"{'DEMO ' if self.outcome.world == 'demo' else ''}{session.name} [{location}]"),
             "tests": str(tests),
             "failures": str(counts["failure"]),
             "errors": str(counts["error"]),
@@ -447,7 +447,9 @@ class _Renderer:
                 total_time = max(0.0, (outcome.finishedAt - outcome.startedAt).total_seconds())
         # junit-10.xsd allows no `skipped` on <testsuites>; the suites carry it.
         attributes = {
-            "name": "testsession",
+            "name": "testsession DEMO (scripted results, not your build)"
+            if outcome.world == "demo"
+            else "testsession",
             "tests": str(tests),
             "failures": str(failures),
             "errors": str(errors),

@@ -51,6 +51,7 @@ FIELD_ORDER = (
     "frequencyOffset", "shouldFail", "degradedResponseTime", "maxResponseTime", "request",
     "environmentVariables", "script", "localSetupScript", "localTearDownScript", "setupSnippetId",
     "tearDownSnippetId", "setupScriptPath", "tearDownScriptPath", "sharedFiles", "projectDir",
+    "playwrightConfig",
 )  # fmt: skip
 WORLD_FIELDS = frozenset(FIELD_ORDER) - {"runsLocally"}
 assert set(DEFINITION_FIELDS) <= WORLD_FIELDS

@@ -1,4 +1,7 @@
-"""`${VAR}` and `${VAR:-default}` in the string values of a spec, from the environment."""
+"""`${VAR}` and `${VAR:-default}` in the string values of a spec, world or checks file: the one expander.
+
+The environment is passed in (never read here), so a caller decides what a run sees.
+"""
 
 from __future__ import annotations
 
