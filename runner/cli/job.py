@@ -7,9 +7,9 @@ and the environment; everything after gets what it needs at construction.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
-import json
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
