@@ -26,7 +26,6 @@ PROJECT = ROOT / "tests" / "checkly_project"
 TOKEN = "s3cret-shop-token"
 
 
-
 def _node_version() -> tuple[int, ...]:
     node = shutil.which("node")
     if node is None:
@@ -80,7 +79,7 @@ def test_project_runs_against_the_app_with_stable_ids_and_known_failures(
         "run", "--checks", str(PROJECT / "checkly.config.ts"),
         "--env", f"ENVIRONMENT_URL=http://127.0.0.1:{http}", "--env", f"SHOP_TCP_PORT={tcp}",
         "--secret-env", "SHOP_TOKEN", "--state", str(tmp_path / "state.json"), "--fail-on", "new",
-        "--tag", "shop", "--tag", "tcp", "--tag", "cart",
+        "--tag", "api", "--tag", "tcp",  # the group's tag "api" selects its three API checks
     ]  # fmt: skip
     started = time.monotonic()
     first = run_here(argv, env, tmp_path)
@@ -103,6 +102,7 @@ def test_project_runs_against_the_app_with_stable_ids_and_known_failures(
     assert {n: r["checkId"] for n, r in again.items()} == {n: r["checkId"] for n, r in results.items()}
     assert again["Catalogue has 3 products"]["known"] is True, second.stdout
     assert "0 new" in second.stdout
+    assert set(again) == {"Products API", "Catalogue has 3 products", "Cart API", "Line service"}  # --tag
     print(f"two runs: {time.monotonic() - started:.1f} s")
 
 
@@ -182,3 +182,39 @@ def test_group_settings_apply_as_production_applies_them(tmp_path: Path) -> None
     assert request["queryParameters"] == [{"key": "q", "value": "g"}]
     assert request["basicAuth"] == {"username": "u", "password": "p"}
     assert [a["comparison"] for a in request["assertions"]] == ["EQUALS", "LESS_THAN"]
+
+
+@needs_project
+def test_checklys_own_diagnostics_are_shown_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "node_modules").symlink_to(PROJECT / "node_modules", target_is_directory=True)
+    (tmp_path / "checkly.config.ts").write_text(
+        "import { defineConfig } from 'checkly'\n"
+        "export default defineConfig({ projectName: 'p', logicalId: 'p',\n"
+        "  checks: { checkMatch: '*.check.ts' } })\n"
+    )
+    (tmp_path / "a.check.ts").write_text(
+        "import { ApiCheck } from 'checkly/constructs'\n"
+        "new ApiCheck('bad id!', { name: 'A', request: { method: 'GET', url: 'http://127.0.0.1:9/' } })\n"
+    )
+    ran = run_here(["run", "--checks", str(tmp_path), "--json", ""], {"PATH": os.environ["PATH"]}, tmp_path)
+    said = ran.stdout + ran.stderr
+    assert ran.returncode == 2, said
+    assert "checkly 8.9.0 found problems in the project:" in said
+    # checkly's own observation, as it wrote it
+    assert '[ApiCheck:bad id!] Invalid property value: The value provided for property "logicalId"' in said
+    assert "Traceback" not in said
+
+
+def test_an_output_checkly_changed_is_refused_naming_the_version(tmp_path: Path) -> None:
+    from runner.checkly.synth import _read_output
+    from runner.core.errors import UsageError
+
+    changed = json.dumps(
+        {"diagnostics": {"fatal": False}, "payload": {"project": {"logicalId": "p"}, "items": []}}
+    )
+    with pytest.raises(UsageError) as caught:
+        _read_output(tmp_path / "checkly.config.ts", NodeVersion(10, 0, 0), changed, "", 0)
+    assert "checkly 10.0.0's `debug parse-project` printed a shape this runner does not know" in str(
+        caught.value
+    )
+    assert "payload.resources" in str(caught.value)

@@ -84,8 +84,13 @@ class ParseOutput(_Lenient):
     payload: Payload | None = None
 
 
+class ParseError(_Lenient):
+    name: str = ""
+    message: str = ""
+
+
 class ParseFailure(_Lenient):
-    errors: list[Observation | dict[str, Any]]
+    errors: list[ParseError]
 
 
 @dataclass(frozen=True)
@@ -210,13 +215,7 @@ def _read_output(config: Path, version: NodeVersion, stdout: str, stderr: str, c
         except ValidationError:
             failure = ParseFailure(errors=[])
         lines = [
-            f"{where}: checkly {version} could not parse the project: "
-            + for_line(
-                f"{e.get('name', '')}: {e.get('message', '')}"
-                if isinstance(e, dict)
-                else f"{e.title}: {e.message}",
-                2000,
-            )
+            f"{where}: checkly {version} could not parse the project: " + _error_text(e)
             for e in failure.errors
         ] or [f"{where}: checkly {version} could not parse the project"]
         raise UsageError("\n".join(lines))
@@ -237,6 +236,13 @@ def _read_output(config: Path, version: NodeVersion, stdout: str, stderr: str, c
         shown = "\n".join(f"  {line}" for line in observations) or "  (no observation given)"
         raise UsageError(f"{where}: checkly {version} found problems in the project:\n{shown}")
     return Synthesis(config, config.parent, str(version), output.payload, tuple(observations))
+
+
+def _error_text(error: ParseError) -> str:
+    """checkly's error message as it wrote it, sanitised, without the JavaScript stack frames."""
+    lines = [line.strip() for line in error.message.splitlines() if line.strip()]
+    kept = [line for line in lines if not line.startswith("at ")]
+    return for_line(f"{error.name}: " + " | ".join(kept), 2000)
 
 
 _OBJECT_START = re.compile(r"^\{\s*$", re.MULTILINE)
