@@ -218,3 +218,38 @@ def test_an_output_checkly_changed_is_refused_naming_the_version(tmp_path: Path)
         caught.value
     )
     assert "payload.resources" in str(caught.value)
+
+
+def _browser_checks_run_here() -> bool:
+    from runner.models.check_definitions import parse_check_definition
+
+    probe = parse_check_definition({"checkType": "BROWSER", "name": "probe", "script": "//"})
+    return probe.local_support() is None
+
+
+@needs_project
+@pytest.mark.skipif(
+    not _browser_checks_run_here(),
+    reason="SKIPPED LOUDLY: BROWSER checks do not run here yet (the browser runner, issue 29, is not merged)",
+)
+def test_the_projects_browser_check_runs_at_its_playwright_config_base_url(
+    shop: tuple[int, int], tmp_path: Path
+) -> None:
+    """Ready for the browser runner: health.spec.ts goes to '/health', relative to playwrightConfig's
+    use.baseURL, which the config reads from process.env.ENVIRONMENT_URL."""
+    http, _ = shop
+    browser = check_id("testsession-shop", "src/__checks__/health.spec.ts")
+    argv = [
+        "run",
+        "--checks",
+        str(PROJECT),
+        "--env",
+        f"ENVIRONMENT_URL=http://127.0.0.1:{http}",
+        "--check-id",
+        browser,
+    ]
+    ran = run_here(
+        argv, {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", str(tmp_path))}, tmp_path
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert _results(tmp_path / "testsession-reports" / "results.json")["health.spec.ts"]["status"] == "PASSED"
