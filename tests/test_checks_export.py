@@ -288,7 +288,7 @@ def account_env(emu: Emulator, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
 
 
 def export(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(["checks", "export", *argv])
+    code = main(["checks", "export", "--format", "world", *argv])
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -495,3 +495,23 @@ def test_hundreds_of_checks_export_to_a_world_that_loads(monkeypatch: pytest.Mon
     ]  # fmt: skip
     result = export_world(checks, account_id=ACCOUNT)
     assert len(parse_world_text(result.text).accounts[0].checks) == 600
+
+
+def test_export_writes_a_checks_file_that_run_checks_loads(
+    account_env: Emulator, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from runner.emulator.core.checksfile import load_checks_file
+
+    target = tmp_path / "checks.yml"
+    assert main(["checks", "export", "--tag", "shop", "-o", str(target)]) == 0
+    err = capsys.readouterr().err
+    assert f"9 checks exported to {target}: 6 run locally, 3 kept but not runnable" in err
+    text = target.read_text()
+    assert text.startswith("# Checks file written by `testsession checks export`")
+    assert "testsession run --checks THIS_FILE" in text and KEY not in text and SECRET not in text
+    document = yaml.safe_load(text)
+    assert sorted(document) == ["checks", "variables"]
+    loaded = load_checks_file(target, {"SHOP_TOKEN": SECRET})
+    modes = {check.id: check.plan.mode for check in loaded.world.accounts[0].checks}
+    assert len(modes) == 9
+    assert [IDS[name] for name in NOT_RUNNABLE] == [i for i, m in modes.items() if m is Mode.NOT_RUNNABLE]

@@ -5,7 +5,8 @@ three shapes, and needs no account, key or world:
 - a list of checks as production returns them (GET /v1/checks, its answer as it is);
 - `{checks: [...], variables: [...]}`: the variables as production's account variables
   ({key, value, secret, locked}); a secret one's value is masked in every output;
-- what `testsession checks export` writes (the second shape).
+- what `testsession checks export` writes (the second shape; `runsLocally: false` marks a check
+  that cannot run here, as in a world file).
 Each check is read as a world check (world.py: production's properties load and are kept; a key
 production does not know is an error with a did-you-mean) in a world of one account made up here,
 whose only location is `local`. Problems are named by their place in FILE, all of them at once.
@@ -41,7 +42,8 @@ from runner.models.resources import CHECK_LOCATIONS
 LOCAL = "local"  # the location of every result of a local run
 ACCOUNT_ID = "local"
 # Keys of a world check that production's shape does not have: not accepted in a checks file.
-EMULATOR_KEYS = frozenset({*SCRIPTED_FIELDS, "maxRunSeconds", "runsLocally", "kept"})
+# `runsLocally: false` is allowed: `checks export` marks a check that cannot run here with it.
+EMULATOR_KEYS = frozenset({*SCRIPTED_FIELDS, "maxRunSeconds", "kept"})
 PRODUCTION_KEYS = sorted(set(CHECK_KEYS) - EMULATOR_KEYS)
 TOP_KEYS = ("checks", "variables")
 _SLUG = re.compile(r"[^a-z0-9]+")
@@ -118,7 +120,11 @@ def parse_checks(
             problems.append(((*at, "request"), "required: what to send (url:, assertions: ... for API)"))
     locations = {str(place) for check in world_checks for place in check.get("locations") or []}
     world_data = {
-        "settings": {"locations": [LOCAL, *CHECK_LOCATIONS, *sorted(locations - {LOCAL, *CHECK_LOCATIONS})]},
+        # Analyses of real failures are ready at once: the evidence is all there is.
+        "settings": {
+            "locations": [LOCAL, *CHECK_LOCATIONS, *sorted(locations - {LOCAL, *CHECK_LOCATIONS})],
+            "analysisDelaySeconds": 0,
+        },
         "accounts": [
             {
                 "id": ACCOUNT_ID,
