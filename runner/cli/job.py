@@ -7,6 +7,7 @@ and the environment; everything after gets what it needs at construction.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -194,9 +195,31 @@ def _checks_file(args: argparse.Namespace, spec: RunSpec, environ: Mapping[str, 
     if not path:
         return None
     try:
+        from runner.checkly import is_project
+
+        if is_project(path):  # a Checkly project: its own checkly package makes it a checks file
+            return _checkly_project(path, spec, environ)
         return load_checks_file(path, environ)
     except WorldError as exc:
         raise SpecError(exc.problems) from None
+
+
+def _checkly_project(path: str, spec: RunSpec, environ: Mapping[str, str]) -> ChecksFile:
+    """The project's checks as a checks file: the session's variables (--env, --secret-env, the
+    spec's) reach the project's parse too, where checkly.config.ts may read process.env."""
+    from runner.checkly import load_project
+    from runner.emulator.core.checksfile import parse_checks
+    from runner.emulator.core.world import escape_references
+
+    variables = {
+        v.key: v.value for session in spec.sessions for v in session.environmentVariables or [] if v.value
+    }
+    project = load_project(path, variables)
+    for line in project.warnings:
+        print(line, file=sys.stderr, flush=True)
+    # The project's text holds no ${VAR} of ours: a script's `${token}` is JavaScript, kept as written.
+    data = json.loads(escape_references(json.dumps({"checks": list(project.checks), "variables": []})))
+    return parse_checks(data, path, environ)
 
 
 def _connection(args: argparse.Namespace) -> Connection:

@@ -130,6 +130,13 @@ class KeyValue(ApiModel):
     _value = field_validator("value", mode="before")(_text)
 
 
+class SharedFileRef(ApiModel):
+    """A file of a Checkly project that a script imports (its path in the project and its text)."""
+
+    path: str = ""
+    content: str = ""
+
+
 class CheckEnvironmentVariable(ApiModel):
     """ChecksV1EnvironmentVariable: `value` may be null (a secret production does not reveal)."""
 
@@ -332,8 +339,17 @@ class CheckDefinition(ApiModel):
     localTearDownScript: str | None = None
     setupSnippetId: int | str | None = None
     tearDownSnippetId: int | str | None = None
+    # A Checkly project's scripts (runner/checkly): their paths in the project, the files they import
+    # and the project's folder (its node_modules). Ours, next to production's fields.
+    setupScriptPath: str | None = None
+    tearDownScriptPath: str | None = None
+    sharedFiles: list[SharedFileRef] = Field(default_factory=list)
+    projectDir: str | None = None
+    # A browser check's Playwright settings as the CLI deploys them ({timeout, use: {baseURL, ...}}):
+    # for the browser runner (issue 29) to honour.
+    playwrightConfig: dict[str, Any] | None = None
 
-    @field_validator("environmentVariables", "tags", mode="before")
+    @field_validator("environmentVariables", "tags", "sharedFiles", mode="before")
     @classmethod
     def _null_list(cls, value: Any) -> Any:
         return [] if value is None else value
@@ -343,8 +359,9 @@ class CheckDefinition(ApiModel):
     def _null_false(cls, value: Any) -> Any:
         return False if value is None else value
 
-    def local_support(self) -> str | None:
-        """None when this check can run on this machine, else why not (one sentence)."""
+    def local_support(self, scripts: bool = False) -> str | None:
+        """None when this check can run on this machine, else why not (one sentence). `scripts`:
+        Node is there to run an API check's setup and teardown scripts (runner/checks/scripts.py)."""
         if self.checkType in NOT_RUNNABLE_REASONS:
             return NOT_RUNNABLE_REASONS[self.checkType]
         if self.checkType not in LOCAL_CHECK_TYPES + SCRIPT_CHECK_TYPES:
@@ -353,9 +370,12 @@ class CheckDefinition(ApiModel):
                 ", ".join((*LOCAL_CHECK_TYPES, *SCRIPT_CHECK_TYPES)[:-1]) + f" and {SCRIPT_CHECK_TYPES[-1]}"
             )
             return f"{kind} checks cannot run locally: only {runnable} checks can"
-        scripts = [name for name in SCRIPT_FIELDS if getattr(self, name) not in (None, "")]
-        if scripts:
-            return f"checks with setup or teardown scripts cannot run locally ({', '.join(scripts)})"
+        used = [name for name in SCRIPT_FIELDS if getattr(self, name) not in (None, "")]
+        if used and not scripts:
+            return f"checks with setup or teardown scripts cannot run locally ({', '.join(used)})"
+        snippets = [name for name in used if name.endswith("SnippetId")]
+        if snippets:  # a snippet lives in the account, by id: its text is not in the definition
+            return f"checks with setup or teardown snippets cannot run locally ({', '.join(snippets)})"
         return None
 
     def field_problems(self) -> list[Problem]:

@@ -173,6 +173,8 @@ class WorldVariable(_Strict):
 # Production's definition fields: a world check that carries `request` runs for real (see
 # docs/checks.md); the script fields only serve to mark a check that cannot run on this machine.
 SCRIPT_FIELDS = ("script", "localSetupScript", "localTearDownScript", "setupSnippetId", "tearDownSnippetId")
+# What a Checkly project's scripts need besides their text (runner/checkly): ours.
+PROJECT_FIELDS = ("setupScriptPath", "tearDownScriptPath", "sharedFiles", "projectDir", "playwrightConfig")
 DEFINITION_FIELDS = (
     "request",
     "degradedResponseTime",
@@ -183,6 +185,7 @@ DEFINITION_FIELDS = (
     "environmentVariables",
     "runtimeId",
     *SCRIPT_FIELDS,
+    *PROJECT_FIELDS,
 )
 SCRIPTED_FIELDS = ("behaviour", "durationSeconds", "errorMessage", "when")
 # The other properties production's OpenAPI gives a check of some type (ChecksV1ApiCheck,
@@ -246,6 +249,11 @@ class WorldCheck(_Strict):
     localTearDownScript: str | None = None
     setupSnippetId: int | str | None = None
     tearDownSnippetId: int | str | None = None
+    setupScriptPath: str | None = None
+    tearDownScriptPath: str | None = None
+    sharedFiles: list[dict[str, str]] = Field(default_factory=list)
+    projectDir: str | None = None
+    playwrightConfig: dict[str, Any] | None = None  # a browser check's timeout and `use` (the CLI's)
     # The check's own retry strategy, as production applies it: a session without one of its own
     # retries this check by it.
     retryStrategy: RetryStrategy | None = None
@@ -316,7 +324,9 @@ def _decide(check: WorldCheck) -> CheckPlan:
         definition = parse_check_definition(check.definition_data())
     except ValidationError:  # parse_world names each problem; never run what cannot be read
         return CheckPlan(Mode.NOT_RUNNABLE, None, "its definition does not fit production's shape")
-    reason = definition.local_support()
+    from runner.checks.scripts import default_runner  # Node, found once
+
+    reason = definition.local_support(scripts=default_runner() is not None)
     if reason is not None and by_hand:  # written by hand: a behaviour is all it lacks to be scripted
         reason += " (give it a behaviour: to script it here)"
     browser = check.checkType in SCRIPT_CHECK_TYPES
