@@ -22,7 +22,7 @@ from runner.client import ApiClient
 from runner.core.errors import AnswerTooLargeError, BadResponseError
 from runner.emulator import Emulator
 from runner.emulator.core.export import env_name, export_world
-from runner.emulator.core.world import WorldCheck, parse_world_text
+from runner.emulator.core.world import Mode, WorldCheck, parse_world_text
 
 ACCOUNT = "8a7b6c5d-1111-4e2f-9a3b-4c5d6e7f8a9b"
 KEY = "tsk_export_test_key_51c3"
@@ -288,7 +288,7 @@ def account_env(emu: Emulator, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
 
 
 def export(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(["checks", "export", *argv])
+    code = main(["checks", "export", "--format", "world", *argv])
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -359,7 +359,8 @@ def test_exported_checks_equal_the_originals_and_are_served_identically(
     # Unset, a secret loads without a value: the check fails naming it, nothing is sent in its place.
     unset = {c.id: c for c in parse_world_text(text, "exported.yml").accounts[0].checks}
     assert unset[IDS["cart"]].environmentVariables[1].value is None
-    assert unset[IDS["cart"]].definition().environmentVariables[1].secret is True
+    definition = unset[IDS["cart"]].plan.definition
+    assert definition is not None and definition.environmentVariables[1].secret is True
     # Set, the exported checks are the originals, field by field and definition by definition.
     monkeypatch.setenv("SHOP_TOKEN", SECRET)
     monkeypatch.setenv("card_number", "4111111111111111")
@@ -368,13 +369,13 @@ def test_exported_checks_equal_the_originals_and_are_served_identically(
     assert list(exported) == [IDS[name] for name in SHOP]
     for check_id, check in exported.items():
         assert _world_check(check) == _world_check(original[check_id]), check.name
-        reason = check.not_runnable()
+        reason = check.plan.reason
         name = next(key for key, value in IDS.items() if value == check_id)
         if name in NOT_RUNNABLE:
             assert check.runsLocally is False and reason is not None
         else:
-            assert reason is None and check.runs_for_real()
-            assert check.definition() == original[check_id].definition()
+            assert reason is None and check.plan.mode is Mode.REAL
+            assert check.plan.definition == original[check_id].plan.definition
     assert exported[IDS["echo"]].request is not None
     assert exported[IDS["echo"]].request["body"] == '{"note": "${not_an_env_var}"}'  # its own text, kept
     # The exported world's emulator serves the same checks, byte for byte.
@@ -495,3 +496,23 @@ def test_hundreds_of_checks_export_to_a_world_that_loads(monkeypatch: pytest.Mon
     ]  # fmt: skip
     result = export_world(checks, account_id=ACCOUNT)
     assert len(parse_world_text(result.text).accounts[0].checks) == 600
+
+
+def test_export_writes_a_checks_file_that_run_checks_loads(
+    account_env: Emulator, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from runner.emulator.core.checksfile import load_checks_file
+
+    target = tmp_path / "checks.yml"
+    assert main(["checks", "export", "--tag", "shop", "-o", str(target)]) == 0
+    err = capsys.readouterr().err
+    assert f"9 checks exported to {target}: 6 run locally, 3 kept but not runnable" in err
+    text = target.read_text()
+    assert text.startswith("# Checks file written by `testsession checks export`")
+    assert "testsession run --checks THIS_FILE" in text and KEY not in text and SECRET not in text
+    document = yaml.safe_load(text)
+    assert sorted(document) == ["checks", "variables"]
+    loaded = load_checks_file(target, {"SHOP_TOKEN": SECRET})
+    modes = {check.id: check.plan.mode for check in loaded.world.accounts[0].checks}
+    assert len(modes) == 9
+    assert [IDS[name] for name in NOT_RUNNABLE] == [i for i, m in modes.items() if m is Mode.NOT_RUNNABLE]

@@ -553,7 +553,7 @@ def test_an_exported_icmp_check_keeps_its_packet_loss_limits(monkeypatch: pytest
     exported = export_world([definition], account_id="7d3e5c1a-2b4f-4a6e-9c8d-0e1f2a3b4c5d")
     assert [c.reason for c in exported.checks] == [None]  # runs here
     (check,) = parse_world_text(exported.text).accounts[0].checks
-    loaded = check.definition()
+    loaded = check.plan.definition
     assert isinstance(loaded, IcmpCheckDefinition) and loaded.packet_loss_limits() == (2, 5)
 
 

@@ -65,8 +65,11 @@ def test_world_file_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(WorldError, match=r"broken\.yml:2: not valid YAML"):
         load_world(broken)
     monkeypatch.delenv("NO_SUCH_VARIABLE_X", raising=False)
-    with pytest.raises(WorldError, match="NO_SUCH_VARIABLE_X is not set"):
+    with pytest.raises(WorldError, match="NO_SUCH_VARIABLE_X} is not set"):
         parse_world_text("accounts: [{id: '${NO_SUCH_VARIABLE_X}', keys: [{key: tsk_abcdefgh}]}]")
+    # The spec's expander: a malformed reference is refused, never passed on as text.
+    with pytest.raises(WorldError, match=r"accounts\[0\]\.name: malformed \$\{\.\.\.\}"):
+        parse_world_text("accounts: [{id: a, name: '${1X}', keys: [{key: tsk_abcdefgh}]}]", environ={})
     monkeypatch.setenv("MY_KEY_VAR", "tsk_expanded_key")
     world = parse_world_text("accounts: [{id: '${ACC_ID:-acc-9}', keys: [{key: '${MY_KEY_VAR}'}]}]")
     assert world.first_key() == ("tsk_expanded_key", "acc-9")

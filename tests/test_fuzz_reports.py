@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from runner.cli.main import main
 from runner.emulator import Emulator
-from runner.emulator.core.world import load_world
+from runner.emulator.core.world import escape_references, load_world
 
 MIB = 1024 * 1024
 ACCOUNT = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
@@ -57,10 +57,10 @@ def world(checks: list[tuple[str, str, str]]) -> dict[str, Any]:
                 "checks": [
                     {
                         "id": f"chk-{index}",
-                        "name": name,
+                        "name": escape_references(name),
                         "checkType": "BROWSER" if index % 2 else "API",
                         "behaviour": behaviour,
-                        "errorMessage": message,
+                        "errorMessage": escape_references(message),  # the text as is, no ${VAR}
                         "durationSeconds": 1,
                     }
                     for index, (name, message, behaviour) in enumerate(checks)

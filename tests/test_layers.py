@@ -22,13 +22,14 @@ LAYERS = {
     "metadata": 3,
     "client": 3,
     "emulator": 3,
+    "checkly": 3,
     "job": 4,
     "reports": 5,
     "ci": 6,
     "cli": 7,
 }
 # Siblings of one layer stay apart, so that each can be read (and replaced) on its own.
-INDEPENDENT = {"spec", "metadata", "client", "emulator"}
+INDEPENDENT = {"spec", "metadata", "client", "emulator", "checkly"}
 # Layers inside a package: the emulator's HTTP shell imports its core, never the reverse.
 SUBLAYERS = {"emulator": {"core": 0, "shell": 1}}
 # What the emulator's core never imports: it is the service without HTTP.

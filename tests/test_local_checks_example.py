@@ -1,7 +1,7 @@
 """The README's "Run your checks against a local build", as a user runs it: the commands of its block,
-examples/local-app/shop.py (the good build, then the broken one) and `testsession run
-examples/local-checks-spec.yml --emulator --world examples/local-checks.yml`. Every output says the
-same, and the analyses cite what happened."""
+examples/local-app/shop.py (the good build, then the broken one) and `testsession run --checks
+examples/shop-checks.yml`. Every output says the same, and the analyses cite what happened. The same
+checks as a world file (examples/local-checks.yml and its spec) stay valid."""
 
 from __future__ import annotations
 
@@ -135,9 +135,9 @@ def test_the_good_build_passes_and_the_broken_one_fails_with_the_same_story_ever
     assert outcome["Search API"]["durationSeconds"] >= 1.0  # the broken search answers in 1.5 s
 
     # The console, the markdown and the JUnit XML say the same.
-    assert "FAILED         Cart API (API, eu-west-1)" in console
+    assert "FAILED         Cart API (API, local)" in console
     assert "— STATUS_CODE EQUALS 200: received 503" in console
-    assert "ERROR          Line service (TCP, eu-west-1)" in console
+    assert "ERROR          Line service (TCP, local)" in console
     assert "DEGRADED       Search API" in console and "FLAKY          Payments API" in console
     assert "2 of 7 checks failed the gate (1 failed, 1 error)" in console
     assert "## ❌ Failed — 2 of 7 checks failed the gate (1 failed, 1 error)" in markdown

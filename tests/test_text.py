@@ -102,7 +102,7 @@ def test_a_lone_surrogate_in_a_check_name_does_not_silence_the_console() -> None
     console.always("still talking")
     assert not console.broken
     lines = raw.getvalue().decode("utf-8").splitlines()
-    assert lines == ["  PASSED         Checkout (eu) -", "still talking"]
+    assert lines == ["  PASSED         Checkout (eu)", "still talking"]
 
 
 def test_counted_words() -> None:

@@ -187,7 +187,7 @@ def test_variables_list_prints_them_without_a_secret_value(
 
 
 def exported(capsys: pytest.CaptureFixture[str], target: Path) -> tuple[str, str]:
-    assert main(["checks", "export", "--tag", "shop", "-o", str(target)]) == 0
+    assert main(["checks", "export", "--format", "world", "--tag", "shop", "-o", str(target)]) == 0
     return target.read_text(encoding="utf-8"), capsys.readouterr().err
 
 
@@ -202,7 +202,7 @@ def test_export_writes_the_accounts_variables_and_reads_its_secrets_from_the_env
     assert '{key: "LINE_PORT", value: "' in text and "locked: true}" in text
     assert '{key: "NOTE", value: "costs $${PRICE} today"}' in text  # loads back as the text it was
     assert ORDER_KEY not in text and ORDER_KEY not in err and OTHER_SECRET not in text
-    assert "set ORDER_KEY in the environment before using the world: secret variable of the account" in err
+    assert "set ORDER_KEY in the environment before using the file: secret variable of the account" in err
     assert "neither a check nor the account defines" not in err  # every {{NAME}} is defined now
     account = parse_world_text(text, "exported.yml").accounts[0]
     loaded = {v.key: v for v in account.environmentVariables}

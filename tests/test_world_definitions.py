@@ -17,7 +17,7 @@ from conftest import CI_PREFIXES
 
 from runner.cli.main import main
 from runner.emulator.core.export import export_world
-from runner.emulator.core.world import WorldError, parse_world_text
+from runner.emulator.core.world import Mode, WorldError, parse_world_text
 from runner.models.check_definitions import (
     ApiRequest,
     Assertion,
@@ -115,9 +115,9 @@ def test_only_an_explicit_behaviour_scripts_a_type_that_cannot_run_here(check_ty
             f"{check_type} checks cannot run locally: only {runnable} checks can "
             "(give it a behaviour: to script it here)"
         )
-    assert check.not_runnable() == reason
+    assert check.plan.reason == reason
     (check,) = parse_world_text(HEAD + bare.replace("}", ", behaviour: pass}")).accounts[0].checks
-    assert check.scripted() and check.not_runnable() is None
+    assert check.plan.mode is Mode.SCRIPTED and check.plan.reason is None
 
 
 @pytest.mark.parametrize(
@@ -160,7 +160,7 @@ def test_in_a_world_of_real_checks_a_check_says_request_or_behaviour(
     # default `behaviour: pass`.
     parse_world_text(HEAD + REAL + bare.replace("}", ", behaviour: fail}"))
     (check,) = parse_world_text(HEAD + bare).accounts[0].checks
-    assert check.scripted() and check.behaviour == "pass"
+    assert check.plan.mode is Mode.SCRIPTED and check.behaviour == "pass"
 
 
 # --- finding 3: a request holds only the keys production knows ---------------------------------------
@@ -194,10 +194,11 @@ def test_a_key_production_does_not_know_is_a_world_error_with_a_did_you_mean(
     with pytest.raises(WorldError) as caught:
         parse_world_text(text, "w.yml")
     key = path.rsplit(".", 1)[-1]
-    hint = f"did you mean {meant!r}? " if meant else ""
-    assert str(caught.value).startswith(
-        f"w.yml:7: accounts[0].checks[0].{path}: unknown field {key!r}: {hint}allowed: "
-    )
+    line = f"w.yml:7: accounts[0].checks[0].{path}: unknown field {key!r}"
+    if meant:  # one short line: the did-you-mean, not the list of every allowed key
+        assert str(caught.value) == f"{line}: did you mean {meant!r}?"
+    else:
+        assert str(caught.value).startswith(f"{line}: allowed: ")
 
 
 def test_the_trial_s_typos_stop_the_run_with_one_line_each_and_the_reports(
@@ -289,7 +290,7 @@ def test_a_world_checks_export_wrote_from_production_s_full_definitions_loads_an
     exported = export_world(checks, account_id=ACCOUNT)
     assert [c.reason for c in exported.checks] == [None] * 4
     world = parse_world_text(exported.text)
-    assert [c.runs_for_real() for c in world.accounts[0].checks] == [True] * 4
+    assert [c.plan.mode is Mode.REAL for c in world.accounts[0].checks] == [True] * 4
 
 
 def test_an_unknown_key_in_production_s_answer_is_left_out_and_the_check_does_not_run_here(
@@ -308,7 +309,7 @@ def test_an_unknown_key_in_production_s_answer_is_left_out_and_the_check_does_no
         "request.assertions[0].negate"
     )
     (check,) = parse_world_text(exported.text).accounts[0].checks
-    assert check.runsLocally is False and check.not_runnable() == "marked runsLocally: false"
+    assert check.runsLocally is False and check.plan.reason == "marked runsLocally: false"
     assert check.request == {"url": "http://x.test", "assertions": [status]}
 
 

@@ -78,6 +78,8 @@ class FailureKind(_Text):
     PACKET_LOSS = "packet_loss"  # ICMP: loss at or above maxPacketLossThreshold, some replies came
     # A script of the check threw (SCRIPT_ERROR).
     SCRIPT = "script"
+    SETUP_SCRIPT = "setup_script"  # an API check's localSetupScript threw
+    TEARDOWN_SCRIPT = "teardown_script"  # an API check's localTearDownScript threw
     # Not run (CONFIGURATION_ERROR).
     INVALID_DEFINITION = "invalid_definition"
     INVALID_URL = "invalid_url"
@@ -127,6 +129,8 @@ _CLASS_OF: dict[FailureKind, ErrorClass] = {
     FailureKind.MAX_RESPONSE_TIME: ErrorClass.TIMEOUT,
     **dict.fromkeys(_ASSERTION, ErrorClass.ASSERTION_FAILURE),
     FailureKind.SCRIPT: ErrorClass.SCRIPT_ERROR,
+    FailureKind.SETUP_SCRIPT: ErrorClass.SCRIPT_ERROR,
+    FailureKind.TEARDOWN_SCRIPT: ErrorClass.SCRIPT_ERROR,
     **dict.fromkeys(_CONFIGURATION, ErrorClass.CONFIGURATION_ERROR),
 }
 

@@ -35,6 +35,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from runner.checks.failures import ErrorClass, FailureKind, NotRun
 from runner.checks.fingerprint import fingerprint
@@ -47,6 +48,9 @@ from runner.checks.retry import next_retry_delay
 from runner.checks.variables import Substitution, VariableSources, variables_from
 from runner.models import RetryStrategy
 from runner.models.check_definitions import CheckDefinition
+
+if TYPE_CHECKING:
+    from runner.checks.scripts import ScriptRunner
 
 AttemptCallback = Callable[[Attempt, bool], None]  # (attempt, final): after each finished attempt
 Sleep = Callable[[float], bool]  # waits up to the seconds given; True when the run is to stop
@@ -81,12 +85,15 @@ def run_check(
     stop: threading.Event | None = None,
     sleep: Sleep | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    scripts: ScriptRunner | None = None,
 ) -> CheckRun:
     """Runs `check` until it passes, the retry strategy ends, or `stop` is set.
 
     `max_run_seconds`: the check type's maximum run time (the world's maxRunSeconds); None (a world's
     `never`): only the check's maxResponseTime bounds an attempt, which every definition has.
     `on_attempt(attempt, final)` is called after each finished attempt, before any wait.
+    `scripts`: runs an API check's setup and teardown scripts (scripts.py); None: such a check fails
+    closed as not runnable here.
     """
     stop = stop if stop is not None else threading.Event()
     wait: Sleep = sleep if sleep is not None else stop.wait
@@ -95,7 +102,7 @@ def run_check(
     elapsed = 0.0
     while True:
         attempt = run_attempt(check, number=len(attempts) + 1, subst=subst, max_run_seconds=max_run_seconds,
-                              limits=limits, stop=stop)  # fmt: skip
+                              limits=limits, stop=stop, scripts=scripts)  # fmt: skip
         attempts.append(attempt)
         if attempt.cancelled or stop.is_set():
             return CheckRun(tuple(attempts), cancelled=True)
@@ -138,11 +145,12 @@ def run_attempt(
     max_run_seconds: float | None,
     limits: Limits = DEFAULT_LIMITS,
     stop: threading.Event | None = None,
+    scripts: ScriptRunner | None = None,
 ) -> Attempt:
     """One attempt by the check type's protocol, judged, its secrets masked."""
     started_at, start = time.time(), time.monotonic()
     protocol = protocol_for(check.checkType)
-    reason = check.local_support() or (
+    reason = check.local_support(scripts=scripts is not None) or (
         None if protocol is not None else f"{check.checkType} checks cannot run locally"
     )
     try:
@@ -153,7 +161,7 @@ def run_attempt(
         if problems:
             raise NotRun(FailureKind.INVALID_DEFINITION, "; ".join(problems))
         bounds = _bounds(check, max_run_seconds, start)
-        seen = protocol.perform(check, Job(subst, bounds, limits, stop))
+        seen = protocol.perform(check, Job(subst, bounds, limits, stop, scripts))
     except NotRun as exc:
         duration_ms = round((time.monotonic() - start) * 1000, 3)
         attempt = Attempt.not_run(exc.kind, exc.message, number=number, started_at=started_at,

@@ -119,6 +119,20 @@ class Substitution:
             if v.value is not None and not (v.secret and len(v.value) < MIN_SECRET)
         }
 
+    def with_values(self, values: Mapping[str, str]) -> Substitution:
+        """A copy where `values` (what a setup script left in process.env) replace or add variables;
+        a secret keeps being one, and masked, under its new value."""
+        copy = object.__new__(Substitution)
+        copy._values = dict(self._values)
+        copy.redact = self.redact
+        copy.request_url = self.request_url
+        for key, value in values.items():
+            old = copy._values.get(key)
+            if old is None or old.value != value:
+                copy._values[key] = Variable(key, value, old.secret if old else False)
+                copy._add_secret(copy._values[key])
+        return copy
+
     def add_secret(self, value: str) -> None:
         """Another spelling of a secret to mask (the Basic credentials built from one)."""
         self.redact.add(value)

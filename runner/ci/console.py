@@ -14,10 +14,11 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -85,9 +86,7 @@ class _Standing:
     finished: set[str] = field(default_factory=set)
 
     def running(self) -> list[str]:
-        return [
-            r.name for r in self.progress.results if r.verdict == "running" and r.id not in self.finished
-        ]
+        return [r.name for r in self.progress.results if r.verdict == "running" and r.id not in self.finished]
 
 
 class Console:
@@ -120,6 +119,11 @@ class Console:
         self._progress: dict[Where, _Standing] = {}
         self._analyses: dict[Where, int] = {}  # analyses still awaited after a session's end
         self._elapsed = 0.0
+        # False on a local run: the embedded service's pages are gone once the run is over.
+        self.show_links = True
+        self._printed: set[str] = set()  # checks whose result line is out
+        self._held: dict[str, list[AnalysisReady]] = {}  # analyses waiting for their check's line
+        self._causes: dict[str, str] = {}  # an analysis already printed -> for which checks
 
     # --- writing ------------------------------------------------------------------------------
 
@@ -224,14 +228,16 @@ class Console:
         start, which a known error's age counts from). The live line knows the error group's half
         of the history only: the baseline is compared at the end, in the digest."""
         seconds = result.durationSeconds
-        duration = "-" if seconds is None else f"{seconds:.1f}s"
+        duration = "" if seconds is None else f" {seconds:.1f}s"
         if seconds is not None and seconds < 1:  # real checks answer in milliseconds: not "0.0s"
-            duration = f"{seconds * 1000:.0f} ms"
+            duration = f" {seconds * 1000:.0f} ms"
         attempts = f", {result.attempts} attempts" if result.attempts > 1 else ""
+        if result.verdict == "running" and attempts:
+            attempts = f" ({result.attempts} attempts so far)"
         label = self.paint(result.verdict, f"{LABELS.get(result.verdict, result.verdict).upper():<14}")
         kind = f"{_s(result.checkType, 40)}, " if result.checkType else ""
         where = f"{kind}{_s(result.runLocation, 100) or '?'}"
-        text = f"  {label} {_s(result.name, 300)} ({where}) {duration}{attempts}"
+        text = f"  {label} {_s(result.name, 300)} ({where}){duration}{attempts}"
         if tail:
             return f"{text} {tail}"
         if result.verdict != "running" and failing_verdict(result, fail_on_degraded=True):
@@ -255,7 +261,8 @@ class Console:
     def notify(self, event: Event) -> None:
         if isinstance(event, Triggered):
             verb = "Following test session" if event.followed else "Test session"
-            self.always(f"{verb} {_place(event.where)}: {_s(event.link or event.session_id)}")
+            shown = event.link if event.link and self.show_links else event.session_id
+            self.always(f"{verb} {_place(event.where)}: {_s(shown)}")
         elif isinstance(event, NoMatch):
             self.always(
                 f"Test session {_place(event.where)}: no check matched the target ({_s(event.message)})"
@@ -263,6 +270,9 @@ class Console:
         elif isinstance(event, ResultFinished):
             self._no_longer_running(event)
             self._result(event)
+            self._printed.add(event.result.name)
+            for held in self._held.pop(event.result.name, []):
+                self._analysis(held)
         elif isinstance(event, Progress):
             self._progress[event.where] = _Standing(event)
             self._draw_status()
@@ -322,10 +332,18 @@ class Console:
         analysis = event.group.analysis.analysis if event.group.analysis else None
         if analysis is None:
             return
+        waiting = [name for name in event.checks if name not in self._printed]
+        if waiting:  # a check still retrying: its analysis follows its own line
+            self._held.setdefault(waiting[0], []).append(event)
+            return
         checks = ", ".join(_s(c, 200) for c in event.checks[:5]) or f"error group {_s(event.group.id)}"
-        self.line(
-            f"  analysis for {checks}: {_s(analysis.classification, 100)}: {_s(analysis.rootCause, 600)}"
-        )
+        cause = f"{_s(analysis.classification, 100)}: {_s(analysis.rootCause, 600)}"
+        earlier = self._causes.get(_same_cause(cause))
+        if earlier is not None:  # the same paragraph once, not once per check
+            self.line(f"  analysis for {checks}: {_s(analysis.classification, 100)}, as for {earlier}")
+            return
+        self._causes[_same_cause(cause)] = checks
+        self.line(f"  analysis for {checks}: {cause}")
 
     def _deadline(self, event: DeadlinePassed) -> None:
         self._progress.pop(event.where, None)
@@ -384,10 +402,17 @@ class Console:
         self.clear_status()
         self._progress.clear()
         self._analyses.clear()
+        for held in [event for events in self._held.values() for event in events]:
+            self._printed.update(held.checks)
+            self._analysis(held)
+        self._held.clear()
         if digest.failing and self.verbosity > QUIET:
             self.line("")
+            for line in _nothing_listens(digest.failing):
+                self.always(line)
+            explained: dict[str, str] = {}  # a root cause already printed -> for which check
             for number, item in enumerate(digest.failing, 1):
-                self._details(number, item, digest.outcome.message)
+                self._details(number, item, digest.outcome.message, explained)
         for kind, path in written.items():
             self.line(f"{kind} report: {_s(path)}")
         if digest.failure_split:
@@ -396,7 +421,7 @@ class Console:
             self.line(f"since the baseline {_s(digest.baseline.path, 300)}: {digest.changes}")
         self.always(self.verdict_line(digest))
 
-    def _details(self, number: int, item: Item, run_message: str | None) -> None:
+    def _details(self, number: int, item: Item, run_message: str | None, explained: dict[str, str]) -> None:
         result = item.result
         title = f"{item.label.upper()}: {_s(result.name, 200)} ({_s(item.location, 100)})"
         with self.section(f"testsession_failure_{number}", title, collapsed=True):
@@ -408,8 +433,14 @@ class Console:
             if item.history is not None:
                 self.line(f"  {item.history.label}: {item.history.reason}")
             if item.classification or item.root_cause:
-                self.line(f"  root cause ({_s(item.classification, 100)}): {_s(item.root_cause, 2000)}")
-            if result.link:
+                cause = f"({_s(item.classification, 100)}): {_s(item.root_cause, 2000)}"
+                same = explained.get(_same_cause(cause))
+                if same is not None:  # the same paragraph once, not once per check
+                    self.line(f"  root cause: as for {same}")
+                else:
+                    explained[_same_cause(cause)] = _s(result.name, 200)
+                    self.line(f"  root cause {cause}")
+            if result.link and self.show_links:
                 self.line(f"  {_s(result.link, 500)}")
 
     def verdict_line(self, digest: Digest) -> str:
@@ -437,3 +468,25 @@ def _isatty(stream: TextIO) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):
         return False
+
+
+_REFUSED = re.compile(r"connection refused: (\S+:\d+)")
+_TIMINGS = re.compile(r"It failed after .*$")
+
+
+def _same_cause(cause: str) -> str:
+    """A root cause without its own timings: two checks refused at one port share it."""
+    return _TIMINGS.sub("", cause).strip()
+
+
+def _nothing_listens(failing: Sequence[Item]) -> list[str]:
+    """One line per address where the connection was refused, before each check's own lines."""
+    by_address: dict[str, int] = {}
+    for item in failing:
+        found = _REFUSED.search(item.result.error or "")
+        if found:
+            by_address[found.group(1)] = by_address.get(found.group(1), 0) + 1
+    return [
+        f"nothing listens at {_s(address, 200)}: is the build started? ({counted(count, 'check')})"
+        for address, count in by_address.items()
+    ]

@@ -498,11 +498,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         checks,
         "export",
         checks_export,
-        "write the account's checks as a world file that runs them on this machine "
-        "(testsession run --emulator --world FILE); secrets are read from the environment, never written",
+        "write the account's checks as a checks file that runs them on this machine "
+        "(testsession run --checks FILE); secrets are read from the environment, never written",
     )
     p.add_argument("--tag", action="append", metavar="TAG", help=tag_help)
-    p.add_argument("-o", "--output", metavar="FILE", help="the world file to write (default: stdout)")
+    p.add_argument("-o", "--output", metavar="FILE", help="the file to write (default: stdout)")
+    p.add_argument(
+        "--format",
+        choices=("checks", "world"),
+        default="checks",
+        help="checks: a checks file, for run --checks (default); world: a world file, for "
+        "run --emulator --world (settings, an account whose key is read from TESTSESSION_API_KEY)",
+    )
     _with_connection(p)
     p = _leaf(
         checks,

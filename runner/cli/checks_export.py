@@ -1,4 +1,5 @@
-"""`testsession checks export`: an account's checks as a world file that runs them on this machine.
+"""`testsession checks export`: an account's checks as a checks file (`run --checks FILE`; or, with
+--format world, a world file) that runs them on this machine.
 
 Reads every check (GET /v1/checks, page by page) and the account's environment variables (GET
 /v1/variables, page by page), keeps the checks with at least one of the --tag values,
@@ -25,8 +26,9 @@ def checks_export(args: argparse.Namespace, ctx: Context) -> int:
     from runner.cli.common import ENV_API_KEY, Connection, error_line
     from runner.core.errors import TestSessionError, UsageError
     from runner.core.text import for_line
+    from runner.emulator.core.checksfile import parse_checks
     from runner.emulator.core.export import export_world
-    from runner.emulator.core.world import WorldError, parse_world_text
+    from runner.emulator.core.world import WorldError, parse_world_text, read_document
     from runner.reports.files import write_atomic
 
     if args.verbose:
@@ -46,6 +48,7 @@ def checks_export(args: argparse.Namespace, ctx: Context) -> int:
         key_variable=ENV_API_KEY,
         tags=tags,
         variables=[variable.model_dump(mode="json") for variable in variables],
+        form=args.format,
     )
     for line in result.left_out:
         _say(ctx, f"testsession: warning: {line}")
@@ -55,10 +58,15 @@ def checks_export(args: argparse.Namespace, ctx: Context) -> int:
         return int(ExitCode.NO_MATCH)
     target = args.output or "stdout"
     try:
-        # The file must load as the emulator loads it: a world that does not is never written.
-        parse_world_text(result.text, target)
+        # The file must load as `run` loads it: a file that does not is never written.
+        if args.format == "checks":
+            parse_checks(read_document(result.text, target)[0], target, {}, None)
+        else:
+            parse_world_text(result.text, target)
     except WorldError as exc:
-        raise TestSessionError(f"the exported world does not load, nothing written: {exc}") from None
+        raise TestSessionError(
+            f"the exported {args.format} file does not load, nothing written: {exc}"
+        ) from None
     if args.output:
         try:
             write_atomic(args.output, result.text)
@@ -76,13 +84,14 @@ def checks_export(args: argparse.Namespace, ctx: Context) -> int:
     exported = counted(len(result.checks), "check")
     total = f"{exported} exported to {target}: {result.runnable} run locally, {kept} kept"
     if kept:
-        total += " but not runnable (a session that matches one fails closed; settings.notRunnable: skip)"
+        total += " but not runnable (a session that matches one fails closed"
+        total += "; settings.notRunnable: skip)" if args.format == "world" else ")"
     _say(ctx, total)
     for name, owners in result.secrets.items():
         _say(
             ctx,
             for_line(
-                f"testsession: set {name} in the environment before using the world: secret variable of "
+                f"testsession: set {name} in the environment before using the file: secret variable of "
                 f"{', '.join(owners)}; the service never reveals secret values, the file reads ${{{name}:-}} "
                 "(unset, the checks that use it fail naming it)"
             ),

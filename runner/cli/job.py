@@ -7,6 +7,7 @@ and the environment; everything after gets what it needs at construction.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -15,7 +16,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 
 from runner.ci import CiPublisher
 from runner.ci.console import NORMAL, QUIET, VERBOSE, Console
@@ -28,13 +29,13 @@ from runner.cli.common import (
     stop_at_once,
 )
 from runner.client import ApiClient
-from runner.core.errors import UsageError
+from runner.core.errors import SpecError, UsageError
 from runner.core.exitcodes import ExitCode
 from runner.core.redact import Redactor, redact_data
 from runner.job.analyses import AnalysisPlan
 from runner.job.baseline import Baseline, BaselineWarning, load_baseline
 from runner.job.build import BuildPlan, running_build
-from runner.job.digest import digest
+from runner.job.digest import DEMO_MARK, digest
 from runner.job.events import EventQueue, Finished, Note, Observer, Observers
 from runner.job.outcome import Outcome
 from runner.job.policy import Gate
@@ -45,6 +46,9 @@ from runner.metadata import resolve_metadata
 from runner.models import SessionMetadata, TriggerRequest
 from runner.reports.files import check_writable
 from runner.spec import RunSpec
+
+if TYPE_CHECKING:
+    from runner.emulator.core.checksfile import ChecksFile
 
 STDOUT = "-"  # a report path that means standard output
 
@@ -60,6 +64,8 @@ class JobSettings:
     detach: bool = False
     emulator: bool = False
     world: str | None = None
+    checks: ChecksFile | None = None  # --checks FILE (or the spec's checks:): the user's own checks
+    source: Literal["demo", "world", "checks"] | None = None  # with the emulator: what it runs
     state: str | None = None  # the emulator's state file
     verbosity: int = NORMAL
     secret_keys: tuple[str, ...] = ()
@@ -68,10 +74,20 @@ class JobSettings:
     shard: Shard | None = None  # --shard i/n: this job runs part i of the matched checks
 
     @classmethod
-    def build(cls, args: argparse.Namespace, spec: RunSpec) -> JobSettings:
+    def build(
+        cls, args: argparse.Namespace, spec: RunSpec, environ: Mapping[str, str] | None = None
+    ) -> JobSettings:
+        environ = os.environ if environ is None else environ
         rca = spec.rca
         emulator = bool(getattr(args, "emulator", False))
         world = getattr(args, "world", None)
+        checks = _checks_file(args, spec, environ)
+        demo = bool(getattr(args, "demo", False))
+        if checks is not None and (world or demo):
+            raise UsageError(f"{'--world' if world else '--demo'} with --checks: give one of them")
+        if demo and world:
+            raise UsageError("--demo with --world: the demo is the shipped world; give one of them")
+        emulator = emulator or demo or checks is not None
         if world and not emulator:
             raise UsageError("--world needs --emulator")
         build = _build_plan(spec)
@@ -81,6 +97,16 @@ class JobSettings:
                 "--detach with a build (build: or --build-command/--build-url): the build is stopped "
                 "when this command exits, before the detached session's checks could reach it; "
                 "start the build in an earlier step and drop build, or run without --detach"
+            )
+        source: Literal["demo", "world", "checks"] | None = None
+        if emulator:
+            source = "checks" if checks is not None else "world" if world else "demo"
+        if source == "demo" and not demo and _in_ci(environ):
+            # A CI job gates a build: scripted demo results must never pass for the build's.
+            raise UsageError(
+                "--emulator without --checks or --world runs the shipped demo world, whose results are "
+                "scripted, not your build's: give --checks FILE to run your checks against the build "
+                "(or --world FILE), or --demo if the demo is what this job means to run"
             )
         if emulator and getattr(args, "detach", False):
             # The in-process emulator stops when this command exits: the id would lead nowhere.
@@ -95,10 +121,10 @@ class JobSettings:
         if state == "":
             raise UsageError("--state: give the state file's path")
         if state is None and emulator:
-            state = os.environ.get(ENV_EMULATOR_STATE) or None
+            state = environ.get(ENV_EMULATOR_STATE) or None
         shard = None
         if spec.shard is not None and hasattr(args, "shard"):  # `run` only: `wait` triggers nothing
-            shard = parse_shard(spec.shard.part, os.environ, "--shard/shard.part")
+            shard = parse_shard(spec.shard.part, environ, "--shard/shard.part")
         verbosity = VERBOSE if args.verbose else QUIET if getattr(args, "quiet", False) else NORMAL
         return cls(
             spec=spec,
@@ -122,6 +148,8 @@ class JobSettings:
             detach=bool(getattr(args, "detach", False)),
             emulator=emulator,
             world=world,
+            checks=checks,
+            source=source,
             state=state,
             verbosity=verbosity,
             secret_keys=tuple(getattr(args, "secret_env", None) or ()),
@@ -147,6 +175,51 @@ def _build_plan(spec: RunSpec) -> BuildPlan | None:
         timeout_seconds=spec.build.timeoutSeconds,
         hidden_env=hidden,
     )
+
+
+def _in_ci(environ: Mapping[str, str]) -> bool:
+    """A CI job, as GitHub Actions, GitLab CI and most others say it (CI=true)."""
+    return environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def _checks_file(args: argparse.Namespace, spec: RunSpec, environ: Mapping[str, str]) -> ChecksFile | None:
+    """The checks file of --checks, else of the spec's `checks:` (relative to the spec's folder)."""
+    from runner.emulator.core.checksfile import load_checks_file
+    from runner.emulator.core.world import WorldError
+
+    path = getattr(args, "checks", None)
+    if not path and spec.checks:
+        spec_path = getattr(args, "spec", None)
+        base = Path(spec_path).parent if spec_path else Path()
+        path = str(base / spec.checks)
+    if not path:
+        return None
+    try:
+        from runner.checkly import is_project
+
+        if is_project(path):  # a Checkly project: its own checkly package makes it a checks file
+            return _checkly_project(path, spec, environ)
+        return load_checks_file(path, environ)
+    except WorldError as exc:
+        raise SpecError(exc.problems) from None
+
+
+def _checkly_project(path: str, spec: RunSpec, environ: Mapping[str, str]) -> ChecksFile:
+    """The project's checks as a checks file: the session's variables (--env, --secret-env, the
+    spec's) reach the project's parse too, where checkly.config.ts may read process.env."""
+    from runner.checkly import load_project
+    from runner.emulator.core.checksfile import parse_checks
+    from runner.emulator.core.world import escape_references
+
+    variables = {
+        v.key: v.value for session in spec.sessions for v in session.environmentVariables or [] if v.value
+    }
+    project = load_project(path, variables)
+    for line in project.warnings:
+        print(line, file=sys.stderr, flush=True)
+    # The project's text holds no ${VAR} of ours: a script's `${token}` is JavaScript, kept as written.
+    data = json.loads(escape_references(json.dumps({"checks": list(project.checks), "variables": []})))
+    return parse_checks(data, path, environ)
 
 
 def _connection(args: argparse.Namespace) -> Connection:
@@ -219,6 +292,7 @@ class Job:
             gate=settings.plan.gate,
             errors=self.stderr,
         )
+        self.console.show_links = settings.source is None
         # GitHub must learn the secrets before anything else is printed.
         self.console.mask(sorted(redact.secrets))
         front_ends: list[Observer] = [CiPublisher(self.console, redact, self.stderr)]
@@ -245,6 +319,8 @@ class Job:
     def run(self) -> int:
         # The build inside the signal handling: a signal while it starts or is awaited ends the
         # command (Interrupted), and leaving the block stops the build on every way out.
+        if self.settings.source == "demo":
+            self.observer.notify(Note(f"{DEMO_MARK} --checks FILE runs your own checks against the build"))
         build = running_build(self.settings.build_plan, self.console.line, self.console.verbose, self.redact)
         with self._signals(), build:
             return self._run_checks()
@@ -353,7 +429,9 @@ class Job:
             return
         from runner.emulator import Emulator
 
-        emulator = Emulator(world=self.settings.world, state=self.settings.state).start()
+        checks = self.settings.checks
+        world = checks.world if checks is not None else self.settings.world
+        emulator = Emulator(world=world, state=self.settings.state).start()
         try:
             self.redact.add(emulator.api_key)
             self.console.verbose(f"emulator serving at {emulator.url}")
@@ -361,8 +439,9 @@ class Job:
                 self.console.verbose(f"emulator state in {emulator.backend.state.describe()}")
             local = Connection(
                 base_url=emulator.url,
-                account_id=self.environ.get(ENV_ACCOUNT_ID) or emulator.account_id,
-                api_key=self.environ.get(ENV_API_KEY) or emulator.api_key,
+                # A checks file's world has a key of its own: the environment's is for other worlds.
+                account_id=(checks is None and self.environ.get(ENV_ACCOUNT_ID)) or emulator.account_id,
+                api_key=(checks is None and self.environ.get(ENV_API_KEY)) or emulator.api_key,
                 request_timeout=connection.request_timeout,
                 account_header=emulator.account_header,
             )
@@ -390,6 +469,8 @@ class Job:
             yield
 
     def _finish(self, outcome: Outcome, write_reports: bool = True) -> int:
+        if self.settings.source is not None:
+            outcome = local_outcome(outcome, self.settings.source)
         # Masked field by field before rendering: once a report escapes (XML, markdown) or cuts a text,
         # a secret no longer matches its mask in the rendered file.
         shown = Outcome.model_validate(redact_data(outcome.model_dump(), self.redact))
@@ -425,3 +506,28 @@ class Job:
         # stdout closed: the reports on disk and the exit code stand.
         with suppress(OSError, ValueError):
             print(self.redact(text), file=self.stdout, flush=True)
+
+
+def local_outcome(outcome: Outcome, source: Literal["demo", "world", "checks"]) -> Outcome:
+    """The outcome of a run against the embedded service: says what it ran, and links to nothing.
+    The service's pages lived at a loopback address that is gone once the run is over."""
+    sessions = [
+        session.model_copy(
+            update={
+                "link": None,
+                "results": [
+                    result.model_copy(
+                        update={
+                            "link": None,
+                            "failedAttempts": [
+                                a.model_copy(update={"link": None}) for a in result.failedAttempts
+                            ],
+                        }
+                    )
+                    for result in session.results
+                ],
+            }
+        )
+        for session in outcome.sessions
+    ]
+    return outcome.model_copy(update={"world": source, "sessions": sessions})

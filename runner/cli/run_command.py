@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from runner.spec import Overrides, RunSpec
 
 DEFAULT_SPEC = "testsession.yml"
+LOCAL = "local"  # as runner.emulator.core.checksfile.LOCAL (not imported here: start-up time)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -27,7 +28,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         epilog=exit_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run.add_argument("spec", nargs="?", help=f"the target spec (YAML; default {DEFAULT_SPEC})")
+    run.add_argument(
+        "spec",
+        nargs="?",
+        help=f"the target spec (YAML; default {DEFAULT_SPEC}, none with --checks)",
+    )
+    run.add_argument(
+        "--checks",
+        metavar="FILE",
+        help="run the checks of FILE (YAML or JSON, production's shape: a list of checks, or "
+        "{checks: [...], variables: [...]}) against your build on this machine, with the embedded "
+        "engine: no account, key or spec needed; results at location local",
+    )
     target = run.add_argument_group("target (override the spec)")
     target.add_argument("--location", help="runLocation of every session")
     target.add_argument(
@@ -94,7 +106,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         action="store_true",
         help="start the embedded emulator in-process and run against it (demo credentials unless set)",
     )
-    service.add_argument("--world", metavar="FILE", help="the emulator's world file (with --emulator)")
+    service.add_argument(
+        "--world", metavar="FILE", help="the emulator's world file, for scripted worlds (with --emulator)"
+    )
+    service.add_argument(
+        "--demo",
+        action="store_true",
+        help="run the shipped demo world (scripted results, never your build's); every output says "
+        "DEMO. In CI, --emulator without --checks or --world is refused unless --demo is given",
+    )
     service.add_argument("--state", metavar="PATH", help=f"with --emulator: {STATE_HELP}")
     service.add_argument(
         "--detach", action="store_true", help="trigger, print the session ids and links, and exit"
@@ -203,15 +223,20 @@ def _overrides(args: argparse.Namespace) -> Overrides:
     )
 
 
-def _load(path: str | None, overrides: Overrides, required: bool, ctx: Context) -> RunSpec:
+def _load(
+    path: str | None, overrides: Overrides, required: bool, ctx: Context, local: bool = False
+) -> RunSpec:
+    """The spec; `local` (--checks): none unless named, and its sessions at location `local`."""
     from pathlib import Path
 
     from runner.spec import apply_overrides, default_spec, load_spec
 
-    if path is None and not Path(DEFAULT_SPEC).exists() and (overrides.location or not required):
+    if local and path is None:
+        spec = default_spec(overrides, location=LOCAL)
+    elif path is None and not Path(DEFAULT_SPEC).exists() and (overrides.location or not required):
         spec = default_spec(overrides)
     else:
-        spec = load_spec(path or DEFAULT_SPEC, os.environ)
+        spec = load_spec(path or DEFAULT_SPEC, os.environ, local=local)
     spec = apply_overrides(spec, overrides)
     if spec.comment.enabled:
         from runner.ci.comment import comment_tokens
@@ -228,15 +253,32 @@ def handle_run(args: argparse.Namespace, ctx: Context) -> int:
     with ReportsOnError("run", args, ctx) as reports:  # every exit leaves the reports asked for
         overrides = _overrides(args)
         if args.rerun_failed is not None:
-            loaded = _load(args.spec, overrides, required=False, ctx=ctx)
+            loaded = _load(args.spec, overrides, required=False, ctx=ctx, local=_local(args, overrides))
             reports.spec = loaded
             spec = _rerun_failed_spec(args.rerun_failed, loaded, overrides, ctx)
             if spec is None:
                 return 0
         else:
-            spec = _load(args.spec, overrides, required=True, ctx=ctx)
+            spec = _load(args.spec, overrides, required=True, ctx=ctx, local=_local(args, overrides))
         reports.spec = spec
-        return Job(JobSettings.build(args, spec), ctx.redact).run()
+        settings = JobSettings.build(args, spec)
+        if settings.checks is not None:
+            for value in settings.checks.secrets:
+                ctx.redact.add(value)
+        return Job(settings, ctx.redact).run()
+
+
+def _local(args: argparse.Namespace, overrides: Overrides) -> bool:
+    """True for a run of a checks file (--checks): its results are at location `local`."""
+    from runner.core.errors import UsageError
+
+    if args.checks is None:
+        return False
+    if not args.checks:
+        raise UsageError("--checks: give the checks file's path")
+    if overrides.location is not None:
+        raise UsageError(f"--location with --checks: the checks run on this machine, at location {LOCAL}")
+    return True
 
 
 def _rerun_failed_spec(source: str, spec: RunSpec, overrides: Overrides, ctx: Context) -> RunSpec | None:

@@ -75,12 +75,33 @@ def handle_validate(args: argparse.Namespace, ctx: Context) -> int:
                 print(ctx.redact(problem), file=sys.stderr)
             count = len(exc.problems)
             print(f"{path}: {counted(count, 'problem')}", file=sys.stderr)
+            other = _other_kind(path)
+            if other:
+                print(f"{path}: {other}", file=sys.stderr)
             continue
         for session in spec.sessions:
             for secret in session.secret_values():
                 ctx.redact.add(secret)
         print(ctx.redact(f"{path}: ok ({summary(spec)})"))
     return int(code)
+
+
+def _other_kind(path: str) -> str | None:
+    """What to use when the file is not a spec but a world or a checks file (a hint, never a verdict)."""
+    from runner.spec.yamlfile import parse_yaml, read_text
+
+    try:
+        data = parse_yaml(read_text(path), path).data
+    except Exception:
+        return None
+    if isinstance(data, dict) and "accounts" in data:
+        return f"this looks like a world file: check it with `testsession emulator --check --world {path}`"
+    session = isinstance(data, dict) and ("sessions" in data or "runLocation" in data)
+    if isinstance(data, list) or (
+        isinstance(data, dict) and isinstance(data.get("checks"), list) and not session
+    ):
+        return f"this looks like a checks file: run it with `testsession run --checks {path}`"
+    return None
 
 
 def handle_schema(args: argparse.Namespace, ctx: Context) -> int:

@@ -41,6 +41,8 @@ TITLES = {
     "detached": "Detached",
 }
 
+DEMO_MARK = "DEMO (the shipped demo world: scripted results, not your build):"
+
 
 @dataclass(frozen=True, slots=True)
 class Item:
@@ -228,7 +230,8 @@ class Digest:
 
     @property
     def headline(self) -> str:
-        return f"{self.title} — {self.summary}"
+        demo = DEMO_MARK + " " if self.outcome.world == "demo" else ""
+        return f"{demo}{self.title} — {self.summary}"
 
     def figures(self) -> dict[str, str]:
         """The run in numbers, as CI systems pass them on (GitHub outputs, GitLab dotenv), by name."""

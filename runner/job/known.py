@@ -167,7 +167,8 @@ def history(result: ResultOutcome, since: datetime | None) -> History:
     age = None
     if result.firstSeen is not None and since is not None:
         seconds = (_utc(since) - _utc(result.firstSeen)).total_seconds()
-        age = span(seconds) if seconds > 0 else None
+        # Under a second: seen earlier in this run (a retry), not an age worth a number.
+        age = span(seconds) if seconds >= 1 else None
     return History(
         novelty=novelty(result),
         known=result.known,

@@ -209,6 +209,9 @@ class Outcome(OutcomeModel):
     service: str | None = None  # where the sessions ran: "emulator", or the API's host
     shard: ShardInfo | None = None  # this run is one part of a sharded run
     merged: list[MergedPart] = Field(default_factory=list)  # `testsession merge`: the parts
+    # Where the checks came from on a local run: "demo" (the shipped demo world: scripted results,
+    # never the build's), "world" (a world file), "checks" (a checks file); None: the service.
+    world: Literal["demo", "world", "checks"] | None = None
 
     def all_results(self) -> list[ResultOutcome]:
         return [r for s in self.sessions for r in s.results]

@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Discriminator, Field, Tag, TypeAdapter, ValidationError, field_validator
 
 from runner.models.base import ApiModel
-from runner.models.problems import Loc, clean_loc, error_message, model_at, unknown_key_message
+from runner.models.problems import Loc, clean_loc, error_message, format_loc, model_at, unknown_key_message
 
 LOCAL_CHECK_TYPES = ("API", "URL", "TCP", "DNS", "ICMP", "TRACEROUTE")
 # Checks whose `script` (Playwright Test) runs here with Node, Playwright and Chromium (protocols/browser).
@@ -105,6 +105,8 @@ IP_FAMILIES = ("IPv4", "IPv6")
 DNS_RECORD_TYPES = ("A", "AAAA", "CNAME", "MX", "TXT", "SOA", "NS", "HTTPS")
 DNS_PROTOCOLS = ("UDP", "TCP")
 SCRIPT_FIELDS = ("localSetupScript", "localTearDownScript", "setupSnippetId", "tearDownSnippetId")
+# (field path from the check, what is allowed): a problem of a definition, typed, never parsed back.
+Problem = tuple[Loc, str]
 
 
 def _text(value: Any) -> Any:
@@ -229,14 +231,14 @@ def _port_value(value: Any) -> Any:
     raise ValueError("expected a port number from 1 to 65535 (or a {{VARIABLE}} that gives one)")
 
 
-def _port_problems(port: int | str | None, required: bool) -> list[str]:
+def _port_problems(port: int | str | None, required: bool) -> list[Problem]:
     if port is None and not required:
         return []
     if isinstance(port, str) and "{{" in port:
         return []  # a variable (ours: production's port is a number): checked again once filled in
     number = _port_number(port)
     if number is None or not 0 < number < 65536:
-        return ["request.port: expected a port number from 1 to 65535"]
+        return [(("request", "port"), "expected a port number from 1 to 65535")]
     return []
 
 
@@ -357,8 +359,9 @@ class CheckDefinition(ApiModel):
     def _null_false(cls, value: Any) -> Any:
         return False if value is None else value
 
-    def local_support(self) -> str | None:
-        """None when this check can run on this machine, else why not (one sentence)."""
+    def local_support(self, scripts: bool = False) -> str | None:
+        """None when this check can run on this machine, else why not (one sentence). `scripts`:
+        Node is there to run an API check's setup and teardown scripts (runner/checks/scripts.py)."""
         if self.checkType in NOT_RUNNABLE_REASONS:
             return NOT_RUNNABLE_REASONS[self.checkType]
         if self.checkType not in LOCAL_CHECK_TYPES + SCRIPT_CHECK_TYPES:
@@ -367,14 +370,21 @@ class CheckDefinition(ApiModel):
                 ", ".join((*LOCAL_CHECK_TYPES, *SCRIPT_CHECK_TYPES)[:-1]) + f" and {SCRIPT_CHECK_TYPES[-1]}"
             )
             return f"{kind} checks cannot run locally: only {runnable} checks can"
-        scripts = [name for name in SCRIPT_FIELDS if getattr(self, name) not in (None, "")]
-        if scripts:
-            return f"checks with setup or teardown scripts cannot run locally ({', '.join(scripts)})"
+        used = [name for name in SCRIPT_FIELDS if getattr(self, name) not in (None, "")]
+        if used and not scripts:
+            return f"checks with setup or teardown scripts cannot run locally ({', '.join(used)})"
+        snippets = [name for name in used if name.endswith("SnippetId")]
+        if snippets:  # a snippet lives in the account, by id: its text is not in the definition
+            return f"checks with setup or teardown snippets cannot run locally ({', '.join(snippets)})"
         return None
 
-    def problems(self) -> list[str]:
-        """`field: what is allowed` for each field that keeps a runnable type from running."""
+    def field_problems(self) -> list[Problem]:
+        """(field path, what is allowed) for each field that keeps a runnable type from running."""
         return []
+
+    def problems(self) -> list[str]:
+        """field_problems() as `field.path: what is allowed` lines."""
+        return [f"{format_loc(loc)}: {message}" for loc, message in self.field_problems()]
 
     def attempt_limit(self) -> tuple[float, str]:
         """How long one attempt may take, and how its timeout names that bound: maxResponseTime (a type
@@ -392,41 +402,42 @@ class CheckDefinition(ApiModel):
         return degraded, maximum
 
 
-def _assertion_problems(check_type: str, assertions: list[Assertion]) -> list[str]:
+def _assertion_problems(check_type: str, assertions: list[Assertion]) -> list[Problem]:
     sources, comparisons = ASSERTION_SOURCES[check_type], ASSERTION_COMPARISONS[check_type]
-    out = []
+    out: list[Problem] = []
     for i, assertion in enumerate(assertions):
         if assertion.source not in sources:
-            out.append(f"request.assertions[{i}].source: expected one of {', '.join(sources)}")
+            out.append((("request", "assertions", i, "source"), f"expected one of {', '.join(sources)}"))
         if assertion.comparison not in comparisons:
-            out.append(f"request.assertions[{i}].comparison: expected one of {', '.join(comparisons)}")
+            allowed = ", ".join(comparisons)
+            out.append((("request", "assertions", i, "comparison"), f"expected one of {allowed}"))
     return out
 
 
-def _one_of(field: str, value: str, allowed: tuple[str, ...]) -> list[str]:
-    return [] if value in allowed else [f"{field}: expected one of {', '.join(allowed)}"]
+def _one_of(field: str, value: str, allowed: tuple[str, ...]) -> list[Problem]:
+    return [] if value in allowed else [(("request", field), f"expected one of {', '.join(allowed)}")]
 
 
-def _http_url(field: str, url: str) -> list[str]:
+def _http_url(url: str) -> list[Problem]:
     if not url:
-        return [f"{field}: required field is missing"]
+        return [(("request", "url"), "required field is missing")]
     # Variables may make the scheme ({{BASE_URL}}/health): checked again after substitution.
     if "{{" in url or url.lower().startswith(("http://", "https://")):
         return []
-    return [f"{field}: must start with http:// or https://"]
+    return [(("request", "url"), "must start with http:// or https://")]
 
 
 class ApiCheckDefinition(CheckDefinition):
     checkType: Literal["API"] = "API"
     request: ApiRequest = Field(default_factory=ApiRequest)
 
-    def problems(self) -> list[str]:
+    def field_problems(self) -> list[Problem]:
         r = self.request
         return [
-            *_http_url("request.url", r.url),
-            *_one_of("request.method", r.method.upper(), HTTP_METHODS),
-            *_one_of("request.bodyType", r.bodyType, BODY_TYPES),
-            *_one_of("request.ipFamily", r.ipFamily, IP_FAMILIES),
+            *_http_url(r.url),
+            *_one_of("method", r.method.upper(), HTTP_METHODS),
+            *_one_of("bodyType", r.bodyType, BODY_TYPES),
+            *_one_of("ipFamily", r.ipFamily, IP_FAMILIES),
             *_assertion_problems("API", r.assertions),
         ]
 
@@ -435,13 +446,13 @@ class UrlCheckDefinition(CheckDefinition):
     checkType: Literal["URL"] = "URL"
     request: UrlRequest = Field(default_factory=UrlRequest)
 
-    def problems(self) -> list[str]:
+    def field_problems(self) -> list[Problem]:
         r = self.request
         return [
-            *_http_url("request.url", r.url),
+            *_http_url(r.url),
             # Always GET (production's schema: enum [GET]); another method would be sent as GET.
-            *_one_of("request.method", r.method.upper(), ("GET",)),
-            *_one_of("request.ipFamily", r.ipFamily, IP_FAMILIES),
+            *_one_of("method", r.method.upper(), ("GET",)),
+            *_one_of("ipFamily", r.ipFamily, IP_FAMILIES),
             *_assertion_problems("URL", r.assertions),
         ]
 
@@ -450,37 +461,34 @@ class TcpCheckDefinition(CheckDefinition):
     checkType: Literal["TCP"] = "TCP"
     request: TcpRequest = Field(default_factory=TcpRequest)
 
-    def problems(self) -> list[str]:
+    def field_problems(self) -> list[Problem]:
         r = self.request
-        out = [] if r.hostname else ["request.hostname: required field is missing"]
+        out: list[Problem] = [] if r.hostname else [(("request", "hostname"), "required field is missing")]
         out += _port_problems(r.port, required=True)
         # `url` and `body` are in production's schema, undocumented; the connection goes to hostname
         # and sends data (production's constructs write only those). One that says something else
         # would be ignored here, and a check could pass that production runs otherwise: refused.
         if r.url and r.url != r.hostname:
             leave = "leave url out (or the same as hostname)"
-            out.append(f"request.url: TCP checks connect to hostname and port; {leave}")
+            out.append((("request", "url"), f"TCP checks connect to hostname and port; {leave}"))
         if r.data and r.body and r.data != r.body:
-            out.append("request.body: the data to send goes in data; leave body out (or the same as data)")
-        return (
-            out
-            + _one_of("request.ipFamily", r.ipFamily, IP_FAMILIES)
-            + _assertion_problems("TCP", r.assertions)
-        )
+            data_only = "the data to send goes in data; leave body out (or the same as data)"
+            out.append((("request", "body"), data_only))
+        return out + _one_of("ipFamily", r.ipFamily, IP_FAMILIES) + _assertion_problems("TCP", r.assertions)
 
 
 class DnsCheckDefinition(CheckDefinition):
     checkType: Literal["DNS"] = "DNS"
     request: DnsRequest = Field(default_factory=DnsRequest)
 
-    def problems(self) -> list[str]:
+    def field_problems(self) -> list[Problem]:
         r = self.request
-        out = [] if r.query else ["request.query: required field is missing"]
+        out: list[Problem] = [] if r.query else [(("request", "query"), "required field is missing")]
         out += _port_problems(r.port, required=False)
         return (
             out
-            + _one_of("request.recordType", r.recordType, DNS_RECORD_TYPES)
-            + _one_of("request.protocol", r.protocol, DNS_PROTOCOLS)
+            + _one_of("recordType", r.recordType, DNS_RECORD_TYPES)
+            + _one_of("protocol", r.protocol, DNS_PROTOCOLS)
             + _assertion_problems("DNS", r.assertions)
         )
 
@@ -492,14 +500,14 @@ class ScriptCheckDefinition(CheckDefinition):
     runtimeId: str | None = None
     scriptPath: str | None = None  # the script's path in its Checkly project: its imports are relative to it
 
-    def problems(self) -> list[str]:
-        out = (
+    def field_problems(self) -> list[Problem]:
+        out: list[Problem] = (
             []
             if (self.script or "").strip()
-            else ["script: required field is missing (the Playwright Test code)"]
+            else [(("script",), "required field is missing (the Playwright Test code)")]
         )
         if self.runtimeId is not None and self.runtimeId not in RUNTIME_IDS:
-            out.append(f"runtimeId: expected one of {', '.join(RUNTIME_IDS)} or null")
+            out.append((("runtimeId",), f"expected one of {', '.join(RUNTIME_IDS)} or null"))
         return out + _playwright_config_problems(self.playwrightConfig)
 
     def response_limits_ms(self) -> tuple[float, float]:
@@ -527,54 +535,60 @@ PLAYWRIGHT_USE_KEYS = (
 )  # fmt: skip
 
 
-def _playwright_config_problems(config: dict[str, Any] | None) -> list[str]:
+def _playwright_config_problems(config: dict[str, Any] | None) -> list[Problem]:
     if config is None:
         return []
-    out = []
+    out: list[Problem] = []
     timeout = config.get("timeout")
     number = isinstance(timeout, int | float) and not isinstance(timeout, bool)
     if timeout is not None and not (number and timeout >= 0):
-        out.append("playwrightConfig.timeout: expected a number of milliseconds, 0 or more")
+        out.append((("playwrightConfig", "timeout"), "expected a number of milliseconds, 0 or more"))
     for key in ("use", "expect"):
         if config.get(key) is not None and not isinstance(config[key], dict):
-            out.append(f"playwrightConfig.{key}: expected an object")
+            out.append((("playwrightConfig", key), "expected an object"))
     return out
 
 
-def _range(field: str, value: float, low: float, high: float, *, above_low: bool = False) -> list[str]:
+def _at(field: str) -> Loc:
+    """`request.pingCount` -> ("request", "pingCount"): a path written here, never parsed from a message."""
+    return tuple(field.split("."))
+
+
+def _range(field: str, value: float, low: float, high: float, *, above_low: bool = False) -> list[Problem]:
     ok = (value > low if above_low else value >= low) and value <= high
     kind = "more than" if above_low else "from"
-    return [] if ok else [f"{field}: expected a number {kind} {low:g} to {high:g}"]
+    return [] if ok else [(_at(field), f"expected a number {kind} {low:g} to {high:g}")]
 
 
-def _host_only(field: str, host: str) -> list[str]:
+def _host_only(field: str, host: str) -> list[Problem]:
     """A host name or IP address as ICMP and traceroute monitors take it: no scheme, port or path."""
     if not host:
-        return [f"{field}: required field is missing"]
+        return [(_at(field), "required field is missing")]
     if "{{" in host:
         return []  # checked again once its variables are filled in
     bare = host.strip("[]")
     if "/" in host or (":" in bare and host.count(":") == 1) or " " in host:
-        return [f"{field}: a host name or IP address only, without scheme, port or path"]
+        return [(_at(field), "a host name or IP address only, without scheme, port or path")]
     return []
 
 
-def _no_should_fail(check: CheckDefinition) -> list[str]:
+def _no_should_fail(check: CheckDefinition) -> list[Problem]:
     """ICMP and traceroute monitors carry shouldFail, but production's docs do not say what it does
     to them: run as if it were unset, a check could pass here that production fails. Refused (ours)."""
     if not check.shouldFail:
         return []
-    return [f"shouldFail: not run here for {check.checkType} checks (production's docs do not say what it "
-            "does to them); leave it out or false"]  # fmt: skip
+    return [(("shouldFail",), f"not run here for {check.checkType} checks (production's docs do not say "
+             "what it does to them); leave it out or false")]  # fmt: skip
 
 
-def _latency_properties(source: str, assertions: list[Assertion], default: str | None) -> list[str]:
+def _latency_properties(source: str, assertions: list[Assertion], default: str | None) -> list[Problem]:
     """LATENCY (ICMP) and RESPONSE_TIME (traceroute) read one RTT statistic named by `property`."""
-    out = []
+    out: list[Problem] = []
     for i, assertion in enumerate(assertions):
         prop = assertion.property or default
         if assertion.source == source and prop not in LATENCY_PROPERTIES:
-            out.append(f"request.assertions[{i}].property: expected one of {', '.join(LATENCY_PROPERTIES)}")
+            allowed = ", ".join(LATENCY_PROPERTIES)
+            out.append((("request", "assertions", i, "property"), f"expected one of {allowed}"))
     return out
 
 
@@ -605,10 +619,10 @@ class IcmpCheckDefinition(CheckDefinition):
         seconds = (count - 1) * ICMP_INTERVAL_S + ICMP_REPLY_TIMEOUT_S + 3.0
         return seconds, f"the {seconds:g} s that {count} pings take ({ICMP_INTERVAL_S * 1000:g} ms apart)"
 
-    def problems(self) -> list[str]:
+    def field_problems(self) -> list[Problem]:
         r = self.request
         out = _host_only("request.hostname", r.hostname) + _no_should_fail(self)
-        out += _one_of("request.ipFamily", r.ipFamily, IP_FAMILIES)
+        out += _one_of("ipFamily", r.ipFamily, IP_FAMILIES)
         out += _range("request.pingCount", r.pingCount, 1, 50)
         for name in ("degradedPacketLossThreshold", "maxPacketLossThreshold"):
             value = getattr(self, name)
@@ -630,11 +644,11 @@ class TracerouteCheckDefinition(CheckDefinition):
         """The trace's `timeout`, then up to 1 s of PTR lookups (ours)."""
         return self.request.timeout + 1.5, f"the traceroute's timeout of {self.request.timeout} s"
 
-    def problems(self) -> list[str]:
+    def field_problems(self) -> list[Problem]:
         r = self.request
         out = _host_only("request.url", r.url) + _no_should_fail(self)
-        out += _one_of("request.protocol", r.protocol, TRACEROUTE_PROTOCOLS)
-        out += _one_of("request.ipFamily", r.ipFamily, IP_FAMILIES)
+        out += _one_of("protocol", r.protocol, TRACEROUTE_PROTOCOLS)
+        out += _one_of("ipFamily", r.ipFamily, IP_FAMILIES)
         if r.port is not None:
             out += _range("request.port", r.port, 1, 65535)
         out += _range("request.maxHops", r.maxHops, 1, 64)

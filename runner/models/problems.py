@@ -86,7 +86,12 @@ def error_message(err: Any) -> str:
     if kind == "literal_error":
         return f"expected one of {ctx.get('expected', '')}"
     if kind == "string_too_short":
-        return "must not be empty"
+        least = ctx.get("min_length")
+        return (
+            f"at least {_counted(least, 'character')}"
+            if isinstance(least, int) and least > 1
+            else "must not be empty"
+        )
     if kind == "string_too_long":
         got = f" (got {len(value)})" if isinstance(value, str) else ""
         return f"at most {_counted(ctx.get('max_length'), 'character')}{got}"

@@ -86,7 +86,7 @@ class EnvironmentVariable(RequestModel):
 
 
 # Production's SINGLE_RETRY retries once and declares neither field: they are refused, and never sent.
-_NOT_FOR_SINGLE_RETRY = ("maxRetries", "maxDurationSeconds")
+NOT_FOR_SINGLE_RETRY = ("maxRetries", "maxDurationSeconds")
 
 
 class RetryStrategy(RequestModel):
@@ -99,7 +99,7 @@ class RetryStrategy(RequestModel):
 
     @model_validator(mode="after")
     def _single_retry_fields(self) -> RetryStrategy:
-        given = [name for name in _NOT_FOR_SINGLE_RETRY if name in self.model_fields_set]
+        given = [name for name in NOT_FOR_SINGLE_RETRY if name in self.model_fields_set]
         if self.type == "SINGLE_RETRY" and given:
             raise ValueError(f"SINGLE_RETRY retries once: leave out {' and '.join(given)}")
         return self
@@ -108,7 +108,7 @@ class RetryStrategy(RequestModel):
     def _wire(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
         if self.type == "SINGLE_RETRY":
-            for name in _NOT_FOR_SINGLE_RETRY:
+            for name in NOT_FOR_SINGLE_RETRY:
                 data.pop(name, None)
         return data
 

@@ -418,7 +418,7 @@ class _Renderer:
         if duration is None:
             duration = sum(r.durationSeconds or 0.0 for r in session.results)
         attributes = {
-            "name": _attr(f"{session.name} [{location}]"),
+            "name": _attr(f"{'DEMO ' if self.outcome.world == 'demo' else ''}{session.name} [{location}]"),
             "tests": str(tests),
             "failures": str(counts["failure"]),
             "errors": str(counts["error"]),
@@ -449,7 +449,9 @@ class _Renderer:
                 total_time = max(0.0, (outcome.finishedAt - outcome.startedAt).total_seconds())
         # junit-10.xsd allows no `skipped` on <testsuites>; the suites carry it.
         attributes = {
-            "name": "testsession",
+            "name": "testsession DEMO (scripted results, not your build)"
+            if outcome.world == "demo"
+            else "testsession",
             "tests": str(tests),
             "failures": str(failures),
             "errors": str(errors),

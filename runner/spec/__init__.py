@@ -1,6 +1,6 @@
 """The target spec of `testsession run`: YAML file -> validated RunSpec, flags over it, its JSON Schema.
 
-Modules: model (pydantic models), yamlfile (reading, line numbers), expand (${VAR}), problems (error
+Modules: model (pydantic models), yamlfile (reading, line numbers), problems (error
 lines), loader (load_spec/parse_spec), overrides (flags), schema (JSON Schema).
 """
 

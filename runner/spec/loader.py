@@ -9,17 +9,21 @@ from typing import Any
 from pydantic import ValidationError
 
 from runner.core.errors import SpecError
-from runner.spec.expand import Expansion, expand
+from runner.core.expand import Expansion, expand
 from runner.spec.model import SESSION_KEYS, SETTINGS_KEYS, RunSpec, env_items
 from runner.spec.problems import Loc, format_loc, kind_of, unknown_key_message, validation_problems
 from runner.spec.yamlfile import Document, parse_yaml, read_text
 
+LOCAL = "local"  # the location of a checks file's run (runner/emulator/core/checksfile.py)
 TOP_LEVEL_HINT = "sessions: (a list of sessions) or runLocation: (a single session)"
 
 
-def load_spec(path: str | Path, environ: Mapping[str, str], *, allow_unset: bool = False) -> RunSpec:
-    """Reads and validates a spec file; raises SpecError with every problem as `FILE:LINE: path: rule`."""
-    return parse_spec(read_text(path), str(path), environ, allow_unset=allow_unset)
+def load_spec(
+    path: str | Path, environ: Mapping[str, str], *, allow_unset: bool = False, local: bool = False
+) -> RunSpec:
+    """Reads and validates a spec file; raises SpecError with every problem as `FILE:LINE: path: rule`.
+    local: the checks run on this machine (--checks), where a session needs no runLocation."""
+    return parse_spec(read_text(path), str(path), environ, allow_unset=allow_unset, local=local)
 
 
 def readable_report_paths(path: str | Path, environ: Mapping[str, str]) -> dict[str, str | None]:
@@ -48,7 +52,9 @@ def readable_report_paths(path: str | Path, environ: Mapping[str, str]) -> dict[
     return out
 
 
-def parse_spec(text: str, source: str, environ: Mapping[str, str], *, allow_unset: bool = False) -> RunSpec:
+def parse_spec(
+    text: str, source: str, environ: Mapping[str, str], *, allow_unset: bool = False, local: bool = False
+) -> RunSpec:
     """Like load_spec, for text already read. allow_unset: unset ${VAR}s are not problems (offline checks)."""
     doc = parse_yaml(text, source)
     if doc.data is None:
@@ -56,14 +62,17 @@ def parse_spec(text: str, source: str, environ: Mapping[str, str], *, allow_unse
     if not isinstance(doc.data, dict):
         line = doc.lines.get((), 1)
         raise SpecError([f"{source}:{line}: expected a mapping at the top level, got {kind_of(doc.data)}"])
-    return _Check(doc, source, environ, allow_unset).run()
+    return _Check(doc, source, environ, allow_unset, local or "checks" in doc.data).run()
 
 
 class _Check:
     """Collects the problems of one document; paths are reported as written in the file."""
 
-    def __init__(self, doc: Document, source: str, environ: Mapping[str, str], allow_unset: bool) -> None:
+    def __init__(
+        self, doc: Document, source: str, environ: Mapping[str, str], allow_unset: bool, local: bool
+    ) -> None:
         self.doc = doc
+        self.local = local  # a checks file's run: location `local`, no runLocation needed
         self.source = source
         self.environ = environ
         self.allow_unset = allow_unset
@@ -158,8 +167,14 @@ class _Check:
             data = {k: v for k, v in data.items() if k in SETTINGS_KEYS}
             data["sessions"] = [session]
             self.translations.append((("sessions", 0), ()))
+        elif self.local:
+            data["sessions"] = [{}]
         else:
             self.add((), f"no sessions: give {TOP_LEVEL_HINT}")
+        if self.local and isinstance(data.get("sessions"), list):
+            for session in data["sessions"]:
+                if isinstance(session, dict):
+                    session["runLocation"] = LOCAL
         if isinstance(data.get("sessions"), list):
             for index, session in enumerate(data["sessions"]):
                 if isinstance(session, dict) and "environmentVariables" in session:

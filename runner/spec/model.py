@@ -317,6 +317,14 @@ class RunSpec(SpecModel):
         description="The build under test: {command, url, timeoutSeconds}; started (unless its url "
         "already answers) and awaited before the checks, stopped after.",
     )
+    checks: str | None = Field(
+        default=None,
+        description=(
+            "A checks file (YAML or JSON, production's shape) to run against the build on this machine "
+            "with the embedded engine, as `run --checks FILE` does; relative to the spec's folder. "
+            "Sessions then need no runLocation: their results are at location local."
+        ),
+    )
     comment: CommentSettings = Field(
         default_factory=CommentSettings,
         description="The pull-request comment / merge-request note: true, false or {enabled, key, "
@@ -348,4 +356,4 @@ class RunSpec(SpecModel):
 
 
 SESSION_KEYS = tuple(SessionSpec.model_fields)
-SETTINGS_KEYS = ("wait", "rca", "reports", "gate", "baseline", "build", "comment", "shard")
+SETTINGS_KEYS = ("wait", "rca", "reports", "gate", "baseline", "build", "comment", "shard", "checks")

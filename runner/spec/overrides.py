@@ -150,7 +150,7 @@ def _build(data: dict[str, Any], o: Overrides) -> None:
     data["build"] = build
 
 
-def default_spec(overrides: Overrides) -> RunSpec:
+def default_spec(overrides: Overrides, location: str | None = None) -> RunSpec:
     """The spec of `testsession run --location X [--tag ...]` with no file: defaults plus the flags.
 
     Without --location it has no sessions: enough for `testsession wait`, which triggers nothing.
@@ -158,6 +158,7 @@ def default_spec(overrides: Overrides) -> RunSpec:
     if overrides.location is not None and not overrides.location:
         raise UsageError("--location: must not be empty")
     spec = RunSpec()
-    if overrides.location:
-        spec = RunSpec.model_validate({"sessions": [{"runLocation": overrides.location}]})
+    location = overrides.location or location
+    if location:
+        spec = RunSpec.model_validate({"sessions": [{"runLocation": location}]})
     return apply_overrides(spec, overrides)

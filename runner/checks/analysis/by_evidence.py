@@ -554,6 +554,8 @@ def _by_kind(f: _Facts, kind: FailureKind) -> tuple[Analysis, str] | None:
             return _assertion(f)
         case FailureKind.DNS_RESPONSE_CODE:
             return _dns_code(f)
+        case FailureKind.SETUP_SCRIPT | FailureKind.TEARDOWN_SCRIPT:
+            return None  # the script's own error (TypeError, ECONNREFUSED ...): the message's rules say it
         case FailureKind.HTTP_STATUS | FailureKind.SCRIPT | FailureKind.CANCELLED:
             return None
         case _:

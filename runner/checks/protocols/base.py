@@ -49,7 +49,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from runner.checks.assertions import RegexBudget
 from runner.checks.failures import Failure, NotRun
@@ -57,6 +57,9 @@ from runner.checks.limits import Limits
 from runner.checks.outcome import Cut, EvidenceFile, RequestSummary, Step, TimingPhases
 from runner.checks.variables import Substitution
 from runner.models.check_definitions import Assertion, CheckDefinition
+
+if TYPE_CHECKING:
+    from runner.checks.scripts import ScriptRunner
 
 __all__ = ["Bounds", "CheckProtocol", "Job", "NotRun", "Observation"]
 
@@ -91,6 +94,7 @@ class Job:
     bounds: Bounds
     limits: Limits
     stop: threading.Event | None = None
+    scripts: ScriptRunner | None = None  # runs an API check's setup and teardown scripts (Node)
 
     @property
     def cut(self) -> Cut:

@@ -40,6 +40,7 @@ from runner.checks.fingerprint import http_status_message
 from runner.checks.limits import Limits
 from runner.checks.outcome import Cut, RequestSummary, TimingPhases, plain_cut
 from runner.checks.protocols.base import CheckProtocol, Job, Observation
+from runner.checks.script_hooks import has_scripts, run_setup, teardown_for
 from runner.checks.variables import Substitution, basic_credentials
 from runner.core.redact import strip_url_credentials
 from runner.models.check_definitions import ApiCheckDefinition, UrlCheckDefinition
@@ -155,19 +156,32 @@ class HttpProtocol(CheckProtocol[ApiCheckDefinition | UrlCheckDefinition]):
     """API and URL checks: one request; a 4xx/5xx fails the check unless shouldFail is set."""
 
     def perform(self, check: ApiCheckDefinition | UrlCheckDefinition, job: Job) -> Observation:
+        subst, teardown, seconds = job.subst, None, job.bounds.seconds
+        if isinstance(check, ApiCheckDefinition) and job.scripts is not None and has_scripts(check):
+            # The request between the check's setup and teardown scripts (script_hooks.py).
+            prepared = run_setup(check, subst, job.scripts, job.stop)
+            if isinstance(prepared, Failure):
+                return Observation(request=None, timing=TimingPhases(None, None, None, None, None, 0.0),
+                                   failure=prepared)  # fmt: skip
+            check, subst = prepared
+            teardown = teardown_for(check, subst, job.scripts, job.stop)
+            seconds = max(job.bounds.left(), 0.001)  # the setup script took its part of the bound
         try:
-            request = prepare_request(check, job.subst)
+            request = prepare_request(check, subst)
         except ValueError as exc:
             raise NotRun(FailureKind.INVALID_DEFINITION, str(exc)) from None
-        limits, cut = job.limits, job.cut
+        limits, cut = job.limits, subst.cut
         response = perform(
             request,
-            bound_seconds=job.bounds.seconds,
+            bound_seconds=seconds,
             limits=limits,
             stop=job.stop,
             timeout_text=job.bounds.text,
         )
         text = response.body.decode("utf-8", "replace")
+        script_failure = None
+        if teardown is not None and response.failure is None and not response.cancelled:
+            text, script_failure = teardown(request, response, text)
         values: dict[str, Any] = {"STATUS_CODE": response.status_code}
         if isinstance(check, ApiCheckDefinition):  # a URL monitor asserts on its status only
             values.update(
@@ -183,7 +197,7 @@ class HttpProtocol(CheckProtocol[ApiCheckDefinition | UrlCheckDefinition]):
         return Observation(
             request=shown,
             timing=response.timing,
-            failure=response.failure,
+            failure=script_failure or response.failure,
             cancelled=response.cancelled,
             excerpt=cut(text, limits.excerpt_chars) if text else None,
             truncated=response.truncated,

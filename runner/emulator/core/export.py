@@ -25,7 +25,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import ValidationError
@@ -52,7 +52,8 @@ FIELD_ORDER = (
     "frequencyOffset", "shouldFail", "degradedResponseTime", "maxResponseTime", "degradedPacketLossThreshold",
     "maxPacketLossThreshold", "request",
     "environmentVariables", "runtimeId", "script", "localSetupScript", "localTearDownScript",
-    "setupSnippetId", "tearDownSnippetId",
+    "setupSnippetId", "tearDownSnippetId", "setupScriptPath", "tearDownScriptPath", "sharedFiles",
+    "projectDir", "playwrightConfig",
 )  # fmt: skip
 WORLD_FIELDS = frozenset(FIELD_ORDER) - {"runsLocally"}
 assert set(DEFINITION_FIELDS) <= WORLD_FIELDS
@@ -312,13 +313,38 @@ def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _text)
 
 
-def _check_block(check: dict[str, Any], summary: ExportedCheck) -> list[str]:
+def _check_block(check: dict[str, Any], summary: ExportedCheck, indent: str = _INDENT) -> list[str]:
     title = f"{summary.name} ({summary.check_type})"
     verdict = "runs locally" if summary.reason is None else f"kept, not runnable here: {summary.reason}"
     dumped = yaml.dump(
         [check], Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100
     )
-    return [_INDENT + _comment(f"{title}: {verdict}")] + [_INDENT + line for line in dumped.splitlines()]
+    return [indent + _comment(f"{title}: {verdict}")] + [indent + line for line in dumped.splitlines()]
+
+
+def _checks_file_head(
+    tags: Sequence[str], account_variables: tuple[str, ...], variable_lines: list[str], any_check: bool
+) -> list[str]:
+    """A checks file's lines before its checks: what it is, its variables."""
+    lines = [
+        "# Checks file written by `testsession checks export`: the checks of one account, in production's",
+        "# shape (docs/checks.md). Run them against your build: testsession run --checks THIS_FILE",
+        "# No secret is written: ${NAME:-} below is read from the environment on load. A check marked",
+        "# runsLocally: false cannot run on this machine: a session that matches it fails closed.",
+    ]
+    if tags:
+        lines.append(_comment("Checks with at least one of the tags: " + ", ".join(tags)))
+    if account_variables:
+        lines += [
+            "# Variables the checks use ({{NAME}}) that neither a check nor the account defines: give",
+            "# them under variables: ({key: NAME, value: ...}) or with --env NAME=VALUE:",
+            "# " + for_line(", ".join(account_variables), limit=300),
+        ]
+    lines.append("# The account's own variables (GET /v1/variables), in production's shape.")
+    lines.append("variables:" + ("" if variable_lines else " []"))
+    lines += [line.replace("      - ", "  - ", 1) for line in variable_lines]
+    lines.append("checks:" + ("" if any_check else " []"))
+    return lines
 
 
 def export_world(
@@ -328,10 +354,11 @@ def export_world(
     key_variable: str = "TESTSESSION_API_KEY",
     tags: Sequence[str] = (),
     variables: Iterable[dict[str, Any]] = (),
+    form: Literal["checks", "world"] = "world",
 ) -> Export:
     """The world file of `checks` (production's JSON, as GET /v1/checks lists them), the ones
     matching `tags` (at least one) kept, and the account's `variables` (as GET /v1/variables lists
-    them)."""
+    them); form `checks`: the same as a checks file (`run --checks FILE`, checksfile.py)."""
     blocks: list[str] = []
     summaries: list[ExportedCheck] = []
     secrets: dict[str, list[str]] = {}
@@ -350,7 +377,7 @@ def export_world(
             left_out.append(f"check {for_line(data['id'], 80)}: left out ({_definition_problem(exc)})")
             continue
         summaries.append(summary)
-        blocks += _check_block(check, summary)
+        blocks += _check_block(check, summary, "  " if form == "checks" else _INDENT)
         used |= names
         for name in summary.secrets:
             secrets.setdefault(name, []).append(summary.name)
@@ -359,6 +386,15 @@ def export_world(
     for name in account_secrets:
         secrets.setdefault(name, []).insert(0, "the account")
     account_variables = tuple(sorted(used - defined))
+    if form == "checks":
+        lines = _checks_file_head(tags, account_variables, variable_lines, bool(summaries))
+        return Export(
+            text="\n".join(lines + blocks) + "\n",
+            checks=tuple(summaries),
+            secrets={name: tuple(dict.fromkeys(owners)) for name, owners in secrets.items()},
+            account_variables=account_variables,
+            left_out=tuple(left_out),
+        )
     lines = [
         "# World file written by `testsession checks export`: the checks of one account, in production's",
         "# shape (docs/checks.md). Check it: testsession emulator --check --world THIS_FILE",

@@ -21,7 +21,7 @@ from runner.emulator.core.groups import ErrorGroups
 from runner.emulator.core.realruns import RealJob
 from runner.emulator.core.simulation import SessionRun, not_run, plan_run, render_run
 from runner.emulator.core.state import SessionRow, StateFile
-from runner.emulator.core.world import Settings, WorldCheck
+from runner.emulator.core.world import Mode, Settings, WorldCheck
 from runner.models import NO_MATCHING_CHECKS, SessionResult, Target, TestSession, TriggerRequest
 
 if TYPE_CHECKING:
@@ -165,9 +165,9 @@ class Sessions:
             raise ApiFailure(402, "Test sessions are not available on this account's plan")
         if request.runLocation not in settings.locations:
             raise ApiFailure(400, "runLocation: unknown location; allowed: " + ", ".join(settings.locations))
-        matched = [(check, check.not_runnable()) for check in match_checks(account, request)]
+        matched = match_checks(account, request)
         if settings.notRunnable == "skip":
-            matched = [(check, reason) for check, reason in matched if reason is None]
+            matched = [check for check in matched if check.plan.mode is not Mode.NOT_RUNNABLE]
         if not matched:
             # As production: a 403 with this errorCode, the one no-match signal a client reads.
             raise ApiFailure(403, "No checks matched the target", error_code=NO_MATCHING_CHECKS)
@@ -185,21 +185,24 @@ class Sessions:
         )
         limits = Limits(body_cap_bytes=settings.executor.bodyBytes)
         jobs: list[RealJob] = []
-        for check, reason in matched:
+        for check in matched:
             max_run = settings.max_run_seconds(check)
-            definition = check.definition() if reason is None and check.runs_for_real() else None
-            if reason is not None:
+            plan = check.plan
+            # As production: the session's retry strategy, else the check's own.
+            retry = request.retryStrategy or check.retryStrategy
+            if plan.mode is Mode.NOT_RUNNABLE:
+                reason = plan.reason or "it cannot run here"
                 session.add(
                     not_run(check, start, cannot_run_message(reason), FailureKind.NOT_RUNNABLE_LOCALLY)
                 )
-            elif definition is None:
-                session.add(plan_run(check, start, env, request.retryStrategy, max_run))
+            elif plan.mode is Mode.SCRIPTED or plan.definition is None:
+                session.add(plan_run(check, start, env, retry, max_run))
             elif refusal is not None:
                 session.add(not_run(check, start, refusal, FailureKind.REFUSED))
             else:
                 run = realruns.open_run(check, start)
                 session.add(run)
-                retry, stop = request.retryStrategy, session.stop
+                definition, stop = plan.definition, session.stop
                 jobs.append(RealJob(session, run, definition, variables, retry, max_run, limits, stop))
         self._sessions[session.id] = session
         return session, jobs

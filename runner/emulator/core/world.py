@@ -5,14 +5,25 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from runner.core.errors import SpecError
+from runner.core.expand import Expansion, expand
 from runner.core.messages import clean_message
 from runner.core.yamlguard import Loc, TooLarge, lines_later, load_plain_or_bounded
 from runner.emulator.core.faults import FaultSpec
@@ -23,16 +34,15 @@ from runner.models.check_definitions import (
     CheckDefinition,
     hand_written_problems,
     parse_check_definition,
+    unknown_request_fields,
 )
 from runner.models.operations import RATE_LIMIT
-from runner.models.problems import described_with_hints, format_loc
+from runner.models.problems import described_with_hints, format_loc, unknown_key_message
 from runner.models.resources import CHECK_LOCATIONS
+from runner.models.sessions import NOT_FOR_SINGLE_RETRY, RetryStrategy
 
 DEFAULT_WORLD = Path(__file__).parent.parent / "world.yml"
 Behaviour = Literal["pass", "fail", "degrade", "flaky", "error", "hang"]
-# `${VAR}` and `${VAR:-default}` from the environment; `$${` is a literal `${` (as in a spec file), so
-# a world written by `checks export` keeps a check's own `${...}` text (escape_references).
-_VAR = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 # Worlds exported from an account hold hundreds of checks of ~80 nodes each: a larger budget than a
 # spec's, still a bound on what an alias bomb can cost.
 WORLD_MAX_NODES = 500_000
@@ -163,6 +173,8 @@ class WorldVariable(_Strict):
 # Production's definition fields: a world check that carries `request` runs for real (see
 # docs/checks.md); the script fields only serve to mark a check that cannot run on this machine.
 SCRIPT_FIELDS = ("script", "localSetupScript", "localTearDownScript", "setupSnippetId", "tearDownSnippetId")
+# What a Checkly project's scripts need besides their text (runner/checkly): ours.
+PROJECT_FIELDS = ("setupScriptPath", "tearDownScriptPath", "sharedFiles", "projectDir", "playwrightConfig")
 DEFINITION_FIELDS = (
     "request",
     "degradedResponseTime",
@@ -173,8 +185,37 @@ DEFINITION_FIELDS = (
     "environmentVariables",
     "runtimeId",
     *SCRIPT_FIELDS,
+    *PROJECT_FIELDS,
 )
 SCRIPTED_FIELDS = ("behaviour", "durationSeconds", "errorMessage", "when")
+# The other properties production's OpenAPI gives a check of some type (ChecksV1ApiCheck,
+# ChecksV1TcpCheck, ChecksV1BrowserCheck, ChecksV1MultiStepCheck, ChecksV1PlaywrightCheck,
+# ChecksV1HeartbeatCheck, ChecksV1GenericCheck): a check as production returns it loads unchanged.
+# Nothing here uses them; they are kept as given (`kept`) and written back by `checks export`.
+PRODUCTION_ONLY_FIELDS = frozenset({
+    "aiAutoRepairEnabled", "alertChannelSubscriptions", "alertChannels", "alertSettings", "browsers",
+    "cacheHash", "codeBundlePath", "created_at", "dependencies", "description", "doubleCheck", "engine",
+    "engineVersion", "groupId", "groupOrder", "heartbeat", "installCommand", "intent", "logicalId",
+    "member", "muted", "pending", "playwrightVersion", "privateLocations", "project", "projectBindings",
+    "runParallel", "scriptPath", "setupScriptDependencies", "sslCheckDomain",
+    "tearDownScriptDependencies", "testCommand", "triggerIncident", "updated_at",
+    "useGlobalAlertSettings", "workingDir",
+})  # fmt: skip
+
+
+class Mode(Enum):
+    """How a session runs a world check: decided once, when the check loads (CheckPlan)."""
+
+    SCRIPTED = "scripted"  # its result is played from `behaviour`
+    REAL = "real"  # its request is performed by the engine (runner/checks/)
+    NOT_RUNNABLE = "not runnable"  # it cannot run on this machine: a session that matches it fails closed
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    mode: Mode
+    definition: CheckDefinition | None = None  # production's definition (REAL; NOT_RUNNABLE when it parsed)
+    reason: str | None = None  # NOT_RUNNABLE: why, one sentence
 
 
 class WorldCheck(_Strict):
@@ -208,9 +249,38 @@ class WorldCheck(_Strict):
     localTearDownScript: str | None = None
     setupSnippetId: int | str | None = None
     tearDownSnippetId: int | str | None = None
+    setupScriptPath: str | None = None
+    tearDownScriptPath: str | None = None
+    sharedFiles: list[dict[str, str]] = Field(default_factory=list)
+    projectDir: str | None = None
+    playwrightConfig: dict[str, Any] | None = None  # a browser check's timeout and `use` (the CLI's)
+    # The check's own retry strategy, as production applies it: a session without one of its own
+    # retries this check by it.
+    retryStrategy: RetryStrategy | None = None
     # false: kept from a real account (`checks export`) but cannot run here; a session that matches
     # it fails closed unless settings.notRunnable is `skip`.
     runsLocally: bool | None = None
+    # Production's other properties (PRODUCTION_ONLY_FIELDS), as given.
+    kept: dict[str, Any] = Field(default_factory=dict)
+    _plan: CheckPlan = PrivateAttr(default=CheckPlan(Mode.SCRIPTED))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _production_fields(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        kept = {key: data[key] for key in data if key in PRODUCTION_ONLY_FIELDS}
+        out = {key: value for key, value in data.items() if key not in PRODUCTION_ONLY_FIELDS}
+        if kept:
+            out["kept"] = {**(out.get("kept") or {}), **kept}
+        for name in ("shouldFail", "retryStrategy", "frequencyOffset", "locations"):
+            if out.get(name, 0) is None:  # production's null: the default
+                out.pop(name)
+        retry = out.get("retryStrategy")
+        if isinstance(retry, dict) and retry.get("type") == "SINGLE_RETRY":
+            # Production lists SINGLE_RETRY with the fields it ignores; this model refuses them.
+            out["retryStrategy"] = {k: v for k, v in retry.items() if k not in NOT_FOR_SINGLE_RETRY}
+        return out
 
     @model_validator(mode="after")
     def _scripted_or_real(self) -> WorldCheck:
@@ -220,61 +290,60 @@ class WorldCheck(_Strict):
                 raise ValueError(
                     f"{scripted[0]}: a check with a request runs for real; leave out " + ", ".join(scripted)
                 )
+        self._plan = _decide(self)
         return self
 
-    def scripted(self) -> bool:
-        """Its result is played from `behaviour`: given, or (only a type that could run here, without a
-        request) left at `pass`. A BROWSER check written by hand without one is not scripted: it cannot
-        run here, and it fails closed like a check `checks export` marked `runsLocally: false`."""
-        if self.request is not None or self.runsLocally is False or self._has_script():
-            return False
-        return "behaviour" in self.model_fields_set or self.checkType in LOCAL_CHECK_TYPES
+    @property
+    def plan(self) -> CheckPlan:
+        """Scripted, real, or not runnable here: decided once, when the check loaded."""
+        return self._plan
 
     def definition_data(self) -> dict[str, Any]:
-        """The check in production's shape, as `definition()` reads it (no request: none, not null)."""
+        """The check in production's shape, as its definition reads it (no request: none, not null)."""
         data = self.model_dump(include={"id", "name", "checkType", "tags", "activated", *DEFINITION_FIELDS})
         if data.get("request") is None:
             data.pop("request", None)
         return data
 
-    def definition(self) -> CheckDefinition | None:
-        """Production's definition of a check that runs for real (or cannot run here); None when the
-        check is scripted. pydantic.ValidationError only for a world parse_world did not check."""
-        if self.scripted():
-            return None
-        return parse_check_definition(self.definition_data())
-
-    def not_runnable(self) -> str | None:
-        """Why this check cannot run on this machine (None: it runs, for real or scripted)."""
-        try:
-            definition = self.definition()
-        except ValidationError:  # a World built without parse_world: never run what it cannot read
-            return "its definition does not fit production's shape"
-        if definition is None:
-            return None
-        reason = definition.local_support()
-        # Written by hand, without request or script: a behaviour is all it lacks to be scripted.
-        by_hand = self.request is None and self.runsLocally is not False and not self._has_script()
-        if reason is not None and by_hand:
-            reason += " (give it a behaviour: to script it here)"
-        browser = self.checkType in SCRIPT_CHECK_TYPES
-        if reason is None and browser and not self.script and self.runsLocally is not False:
-            give = "give it a script: to run it, or a behaviour: to script it here"
-            reason = f"{self.checkType} check without a script ({give})"
-        if reason is None and self.script and not browser:
-            reason = "checks with a script cannot run locally"
-        if reason is None and self.runsLocally is False:
-            reason = "marked runsLocally: false"
-        if reason is None and self.request is None and not browser:
-            reason = f"{self.checkType} check without a request"
-        return reason
-
-    def runs_for_real(self) -> bool:
-        runnable = self.request is not None or (self.checkType in SCRIPT_CHECK_TYPES and bool(self.script))
-        return runnable and self.not_runnable() is None
-
-    def _has_script(self) -> bool:
+    def has_script(self) -> bool:
         return any(getattr(self, name) not in (None, "") for name in SCRIPT_FIELDS)
+
+
+# What a world check's key may be: for the did-you-mean of one that is none of them.
+CHECK_KEYS = sorted({*WorldCheck.model_fields, *PRODUCTION_ONLY_FIELDS} - {"kept"})
+
+
+def _decide(check: WorldCheck) -> CheckPlan:
+    """Its result is played from `behaviour` when given, or (only a type that could run here, without
+    a request) left at `pass`. A BROWSER check written by hand without one is not scripted: it cannot
+    run here, and it fails closed like a check `checks export` marked `runsLocally: false`."""
+    by_hand = check.request is None and check.runsLocally is not False and not check.has_script()
+    if by_hand and ("behaviour" in check.model_fields_set or check.checkType in LOCAL_CHECK_TYPES):
+        return CheckPlan(Mode.SCRIPTED)
+    try:
+        definition = parse_check_definition(check.definition_data())
+    except ValidationError:  # parse_world names each problem; never run what cannot be read
+        return CheckPlan(Mode.NOT_RUNNABLE, None, "its definition does not fit production's shape")
+    from runner.checks.scripts import default_runner  # Node, found once
+
+    reason = definition.local_support(scripts=default_runner() is not None)
+    if reason is not None and by_hand:  # written by hand: a behaviour is all it lacks to be scripted
+        reason += " (give it a behaviour: to script it here)"
+    browser = check.checkType in SCRIPT_CHECK_TYPES
+    if reason is None and browser and not check.script and check.runsLocally is not False:
+        give = "give it a script: to run it, or a behaviour: to script it here"
+        reason = f"{check.checkType} check without a script ({give})"
+    if reason is None and check.script and not browser:
+        reason = "checks with a script cannot run locally"
+    if reason is None and check.runsLocally is False:
+        reason = "marked runsLocally: false"
+    if reason is None and check.request is None and not browser:
+        reason = f"{check.checkType} check without a request"
+    return (
+        CheckPlan(Mode.REAL, definition)
+        if reason is None
+        else CheckPlan(Mode.NOT_RUNNABLE, definition, reason)
+    )
 
 
 class Incident(_Strict):
@@ -374,37 +443,9 @@ class World(_Strict):
         return account.keys[0].key, account.id
 
 
-def _expand(value: Any, source: str, at: Loc = ()) -> Any:
-    if isinstance(value, str):
-
-        def repl(match: re.Match[str]) -> str:
-            if match.group(0) == "$${":
-                return "${"
-            name, default = match.group(1), match.group(2)
-            found = os.environ.get(name)
-            if found:
-                return found
-            if default is not None:
-                return default
-            raise _Unset(at, f"environment variable {name} is not set and has no default")
-
-        return _VAR.sub(repl, value)
-    if isinstance(value, list):
-        return [_expand(item, source, (*at, i)) for i, item in enumerate(value)]
-    if isinstance(value, dict):
-        return {key: _expand(item, source, (*at, key)) for key, item in value.items()}
-    return value
-
-
 def escape_references(text: str) -> str:
     """`text` as a world file must hold it to load back unchanged: every `${` written `$${`."""
     return text.replace("${", "$${")
-
-
-class _Unset(Exception):
-    def __init__(self, at: Loc, message: str) -> None:
-        super().__init__(message)
-        self.at, self.message = at, message
 
 
 Problem = tuple[Loc, str]
@@ -446,30 +487,16 @@ def _check_problems(check: WorldCheck, world_runs_real_checks: bool) -> list[Pro
         got = "null" if check.request is None else "an empty mapping"
         return [(("request",), f"expected the check's request (url:, assertions: ...), got {got}; "
                  "to script the check instead, leave request out and give behaviour:")]  # fmt: skip
-    if world_runs_real_checks and check.scripted() and "behaviour" not in check.model_fields_set:
-        return [((), f"{check.checkType} check with neither request nor behaviour, in a world that runs "
-                     "checks for real: give request: to run it, or behaviour: to script it")]  # fmt: skip
-    if check.scripted():
+    plan = check.plan
+    if plan.mode is Mode.SCRIPTED:
+        if world_runs_real_checks and "behaviour" not in check.model_fields_set:
+            return [((), f"{check.checkType} check with neither request nor behaviour, in a world that runs "
+                         "checks for real: give request: to run it, or behaviour: to script it")]  # fmt: skip
         return []
     problems: list[Problem] = list(hand_written_problems(check.definition_data()))
-    if problems or check.not_runnable() is not None:
+    if problems or plan.mode is not Mode.REAL or plan.definition is None:
         return problems
-    definition = check.definition()
-    return [(_path(text), message) for text, message in _split(definition)] if definition else []
-
-
-def _split(definition: CheckDefinition) -> list[tuple[str, str]]:
-    """The definition's `field.path: what is allowed` problems as (path, message)."""
-    pairs = []
-    for problem in definition.problems():
-        path, _, message = problem.partition(": ")
-        pairs.append((path, message))
-    return pairs
-
-
-def _path(text: str) -> Loc:
-    """`request.assertions[0].source` -> ("request", "assertions", 0, "source")."""
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"[.\[\]]+", text) if part)
+    return plan.definition.field_problems()
 
 
 def _group_problems(a: int, account: Account, check_ids: set[str]) -> list[Problem]:
@@ -492,8 +519,14 @@ def _group_problems(a: int, account: Account, check_ids: set[str]) -> list[Probl
     return problems
 
 
-def _lines(source: str, problems: list[Problem], lines: dict[Loc, int] | None) -> list[str]:
+# The line of each field, or how to find them (a large file is read once, without its node graph;
+# only a message needs the lines).
+Lines = dict[Loc, int] | Callable[[], dict[Loc, int]] | None
+
+
+def problem_lines(source: str, problems: list[Problem], found: Lines) -> list[str]:
     """`FILE:LINE: field: message`, by line (the line of the field, or of its nearest parent)."""
+    lines = found() if callable(found) else found
 
     def line_of(loc: Loc) -> int | None:
         if not lines:
@@ -513,34 +546,76 @@ def _lines(source: str, problems: list[Problem], lines: dict[Loc, int] | None) -
     return out
 
 
-def parse_world(
-    data: Any, source: str = "world", lines: dict[Loc, int] | Callable[[], dict[Loc, int]] | None = None
-) -> World:
-    """Validates a parsed world document (after ${VAR} expansion); `lines`: the line of each field (or
-    how to find them: only a message needs them)."""
-    if not isinstance(data, dict):
-        raise WorldError(f"{source}: the world must be a mapping with `settings` and `accounts`")
-    try:
-        data = _expand(data, source)
-    except _Unset as exc:
-        raise WorldError(_lines(source, [(exc.at, exc.message)], _found(lines))) from None
+def world_problems(data: Any, environ: Mapping[str, str]) -> tuple[World | None, list[Problem]]:
+    """The world of a parsed document (after ${VAR} expansion from `environ`), or every problem of it
+    by field path: those of each check too, when another part of the file has problems of its own."""
+    expansion = Expansion()
+    # Scripts are JavaScript: `${...}` there is a template literal, and variables reach them as process.env.
+    data = expand(data, environ, (), expansion, verbatim=frozenset(SCRIPT_FIELDS))
+    problems: list[Problem] = list(expansion.problems)
+    problems += [
+        (at, f"${{{name}}} is not set: set {name}, or write ${{{name}:-default}}")
+        for at, name in expansion.unset
+    ]
+    if problems:
+        return None, problems
     try:
         world = World.model_validate(data)
     except ValidationError as exc:
-        raise WorldError(_lines(source, described_with_hints(exc, World), _found(lines))) from None
-    problems = _consistency_problems(world)
-    if problems:
-        raise WorldError(_lines(source, problems, _found(lines)))
+        return None, _short(described_with_hints(exc, World)) + _request_problems(data)
+    problems = _short(_consistency_problems(world))
+    return (None, problems) if problems else (world, [])
+
+
+def _short(problems: list[Problem]) -> list[Problem]:
+    """An unknown key's line without the list of allowed ones (a check allows about 60): the
+    did-you-mean is what helps; for a check's own keys, production's properties are candidates too."""
+    out: list[Problem] = []
+    for at, message in problems:
+        if message.startswith("unknown field") and len(at) >= 2 and at[-3:-1][:1] == ("checks",):
+            message = unknown_key_message(str(at[-1]), CHECK_KEYS)
+        short, _, allowed = message.partition(" allowed: ")
+        # Without a did-you-mean, a short list of what is allowed (a URL request's 6 keys) helps.
+        keep = "did you mean" not in short and allowed.count(",") < 12
+        out.append((at, message if keep else short.rstrip()))
+    return out
+
+
+def _request_problems(data: Any) -> list[Problem]:
+    """Unknown keys in the requests of a world that did not validate: with the check-level problems,
+    every problem of the file in one run (a `chekType` typo must not hide three `asertions`)."""
+    out: list[Problem] = []
+    accounts = data.get("accounts") if isinstance(data, dict) else None
+    for a, account in enumerate(accounts if isinstance(accounts, list) else []):
+        checks = account.get("checks") if isinstance(account, dict) else None
+        for c, check in enumerate(checks if isinstance(checks, list) else []):
+            if isinstance(check, dict) and isinstance(check.get("request"), dict):
+                typed = {"checkType": "API", **check}
+                at: Loc = ("accounts", a, "checks", c)
+                out += [((*at, *loc), message) for loc, message in _short(unknown_request_fields(typed))]
+    return out
+
+
+def parse_world(
+    data: Any,
+    source: str = "world",
+    lines: Lines = None,
+    environ: Mapping[str, str] | None = None,
+) -> World:
+    """Validates a parsed world document; `lines`: the line of each field; `environ`: what ${VAR}
+    reads (this process's environment when not given)."""
+    if not isinstance(data, dict):
+        raise WorldError(f"{source}: the world must be a mapping with `settings` and `accounts`")
+    world, problems = world_problems(data, os.environ if environ is None else environ)
+    if world is None:
+        raise WorldError(problem_lines(source, problems, lines))
     return world
 
 
-def _found(lines: dict[Loc, int] | Callable[[], dict[Loc, int]] | None) -> dict[Loc, int] | None:
-    return lines() if callable(lines) else lines
-
-
-def parse_world_text(text: str, source: str = "world") -> World:
-    """YAML or JSON text (JSON is YAML, but json gives better errors for it). The lines of the fields
-    are worked out only for a message: a large world is read once, without its node graph."""
+def read_document(text: str, source: str) -> tuple[Any, Lines]:
+    """The data of YAML or JSON text and how to find the line of each field (JSON is YAML, but json
+    gives better errors for it; JSON that YAML 1.1 cannot read just has no lines); WorldError when
+    it cannot be read."""
     import yaml
 
     try:
@@ -560,19 +635,27 @@ def parse_world_text(text: str, source: str = "world") -> World:
     except (ValueError, yaml.YAMLError, RecursionError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise WorldError(f"{source}: not valid YAML or JSON ({first})") from None
-    # JSON that YAML 1.1 cannot read just has no lines.
-    return parse_world(data, source, lines_later(text, WORLD_MAX_NODES))
+    return data, lines_later(text, WORLD_MAX_NODES)
 
 
-def load_world(world: World | str | Path | dict[str, Any] | None = None) -> World:
-    """A World from a model, a dict, a file path, or None for the packaged default world."""
+def parse_world_text(text: str, source: str = "world", environ: Mapping[str, str] | None = None) -> World:
+    """A world from YAML or JSON text."""
+    data, lines = read_document(text, source)
+    return parse_world(data, source, lines, environ)
+
+
+def load_world(
+    world: World | str | Path | dict[str, Any] | None = None, environ: Mapping[str, str] | None = None
+) -> World:
+    """A World from a model, a dict, a file path, or None for the packaged default world; `environ`:
+    what ${VAR} reads (this process's environment when not given)."""
     if isinstance(world, World):
         return world
     if isinstance(world, dict):
-        return parse_world(world)
+        return parse_world(world, environ=environ)
     path = Path(world) if world is not None else DEFAULT_WORLD
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise WorldError(f"{path}: cannot read the world file ({exc.strerror or exc})") from None
-    return parse_world_text(text, str(path))
+    return parse_world_text(text, str(path), environ)

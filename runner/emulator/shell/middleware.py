@@ -57,7 +57,6 @@ class StatsMiddleware:
                 self.backend.record_request(self._route(scope), 500)
 
 
-
 def _json_error(status: int, attributes: dict[str, Any] | None = None) -> bytes:
     return error_body(status, attributes=attributes).model_dump_json(exclude_unset=True).encode()
 

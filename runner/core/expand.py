@@ -1,4 +1,7 @@
-"""`${VAR}` and `${VAR:-default}` in the string values of a spec, from the environment."""
+"""`${VAR}` and `${VAR:-default}` in the string values of a spec, world or checks file: the one expander.
+
+The environment is passed in (never read here), so a caller decides what a run sees.
+"""
 
 from __future__ import annotations
 
@@ -53,13 +56,23 @@ def expand_string(text: str, environ: Mapping[str, str], loc: Loc, out: Expansio
     return _TOKEN.sub(replace, text) if "$" in text else text
 
 
-def expand(data: Any, environ: Mapping[str, str], loc: Loc = (), out: Expansion | None = None) -> Any:
-    """A copy of `data` with every string value expanded; keys are left as written."""
+def expand(
+    data: Any,
+    environ: Mapping[str, str],
+    loc: Loc = (),
+    out: Expansion | None = None,
+    verbatim: frozenset[str] = frozenset(),
+) -> Any:
+    """A copy of `data` with every string value expanded; keys are left as written, and so is the
+    value of a key in `verbatim` (code such as a check's `script`, where `${...}` is JavaScript's
+    template literal and variables arrive as process.env)."""
     out = out if out is not None else Expansion()
     if isinstance(data, str):
         return expand_string(data, environ, loc, out)
     if isinstance(data, dict):
-        return {k: expand(v, environ, (*loc, k), out) for k, v in data.items()}
+        return {
+            k: v if k in verbatim else expand(v, environ, (*loc, k), out, verbatim) for k, v in data.items()
+        }
     if isinstance(data, list):
-        return [expand(v, environ, (*loc, i), out) for i, v in enumerate(data)]
+        return [expand(v, environ, (*loc, i), out, verbatim) for i, v in enumerate(data)]
     return data

@@ -1,0 +1,173 @@
+"""A checks file: the user's own checks in production's shape, run against a build on this machine.
+
+`testsession run --checks FILE` (or a spec's `checks: FILE`) reads FILE, YAML or JSON, in one of
+three shapes, and needs no account, key or world:
+- a list of checks as production returns them (GET /v1/checks, its answer as it is);
+- `{checks: [...], variables: [...]}`: the variables as production's account variables
+  ({key, value, secret, locked}); a secret one's value is masked in every output;
+- what `testsession checks export` writes (the second shape; `runsLocally: false` marks a check
+  that cannot run here, as in a world file).
+Each check is read as a world check (world.py: production's properties load and are kept; a key
+production does not know is an error with a did-you-mean) in a world of one account made up here,
+whose only location is `local`. Problems are named by their place in FILE, all of them at once.
+An emulator-only key (behaviour, runsLocally, ...) is not production's: here it is unknown, and a
+check of a type that runs here (API, URL, TCP, DNS) must carry its request: never a scripted pass.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runner.core.text import for_line
+from runner.emulator.core.world import (
+    CHECK_KEYS,
+    SCRIPTED_FIELDS,
+    Lines,
+    Mode,
+    Problem,
+    World,
+    WorldError,
+    problem_lines,
+    read_document,
+    world_problems,
+)
+from runner.models.check_definitions import LOCAL_CHECK_TYPES
+from runner.models.problems import Loc, unknown_key_message
+from runner.models.resources import CHECK_LOCATIONS
+
+LOCAL = "local"  # the location of every result of a local run
+ACCOUNT_ID = "local"
+# Keys of a world check that production's shape does not have: not accepted in a checks file.
+# `runsLocally: false` is allowed: `checks export` marks a check that cannot run here with it.
+EMULATOR_KEYS = frozenset({*SCRIPTED_FIELDS, "maxRunSeconds", "kept"})
+PRODUCTION_KEYS = sorted(set(CHECK_KEYS) - EMULATOR_KEYS)
+TOP_KEYS = ("checks", "variables")
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class ChecksFile:
+    path: str
+    world: World
+    secrets: tuple[str, ...]  # the values of secret variables: masked in every output
+
+    def warnings(self) -> list[str]:
+        """What the user may not expect of their checks: one line each."""
+        out = []
+        for check in self.world.accounts[0].checks:
+            definition = check.plan.definition
+            http = check.plan.mode is Mode.REAL and check.checkType in ("API", "URL")
+            if http and definition is not None and not getattr(definition.request, "assertions", None):
+                out.append(
+                    f"{for_line(check.name, 200)} has no assertions: it passes on any 2xx answer, as in "
+                    "production; add e.g. {source: STATUS_CODE, comparison: EQUALS, target: '200'}"
+                )
+        return out
+
+
+def load_checks_file(path: str | Path, environ: Mapping[str, str]) -> ChecksFile:
+    """The checks of FILE as a world of their own; WorldError with every problem, one line each."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise WorldError(f"{path}: cannot read the checks file ({exc.strerror or exc})") from None
+    data, lines = read_document(text, str(path))
+    return parse_checks(data, str(path), environ, lines)
+
+
+def parse_checks(
+    data: Any, source: str, environ: Mapping[str, str], lines: Lines = None
+) -> ChecksFile:
+    problems: list[Problem] = []
+    prefix: Loc = ()
+    variables: Any = []
+    if isinstance(data, dict):
+        for key in data:
+            if key not in TOP_KEYS:
+                problems.append(
+                    ((str(key),), unknown_key_message(str(key), list(TOP_KEYS)).split(" allowed:")[0])
+                )
+        checks, variables, prefix = data.get("checks"), data.get("variables") or [], ("checks",)
+        if checks is None:
+            problems.append(((), "expected checks: (a list of checks in production's shape)"))
+    else:
+        checks = data
+    if not isinstance(checks, list) or not isinstance(variables, list):
+        what = "checks" if not isinstance(checks, list) else "variables"
+        problems.append(((what,) if prefix else (), f"expected a list of {what}"))
+        raise WorldError(problem_lines(source, problems, lines))
+    if not checks:
+        problems.append((prefix, "no checks: give at least one check (name, checkType, request)"))
+    world_checks: list[Any] = []
+    taken: set[str] = set()
+    for index, check in enumerate(checks):
+        at: Loc = (*prefix, index)
+        if not isinstance(check, dict):
+            problems.append((at, "expected a check (a mapping with name, checkType, request)"))
+            continue
+        for key in check:
+            if key in EMULATOR_KEYS:
+                message = (
+                    f"unknown field {key!r}: not production's; scripted results need a world file (--world)"
+                )
+                problems.append(((*at, str(key)), message))
+        world_checks.append(_as_world_check(check, index, taken))
+        if check.get("request") is None and str(check.get("checkType", "API")) in LOCAL_CHECK_TYPES:
+            problems.append(((*at, "request"), "required: what to send (url:, assertions: ... for API)"))
+    locations = {str(place) for check in world_checks for place in check.get("locations") or []}
+    world_data = {
+        # Analyses of real failures are ready at once: the evidence is all there is.
+        "settings": {
+            "locations": [LOCAL, *CHECK_LOCATIONS, *sorted(locations - {LOCAL, *CHECK_LOCATIONS})],
+            "analysisDelaySeconds": 0,
+        },
+        "accounts": [
+            {
+                "id": ACCOUNT_ID,
+                "name": Path(source).name,
+                "keys": [{"key": "tsk_local_" + secrets.token_urlsafe(18)}],
+                "checks": world_checks,
+                "environmentVariables": variables,
+            }
+        ],
+    }
+    world, found = world_problems(world_data, environ) if not problems else (None, [])
+    problems += [(_in_file(loc, prefix), message) for loc, message in found]
+    if world is None or problems:
+        raise WorldError(problem_lines(source, problems, lines))
+    masked = tuple(v.value for v in world.accounts[0].environmentVariables if v.secret and v.value)
+    return ChecksFile(source, world, masked)
+
+
+def _as_world_check(check: dict[str, Any], index: int, taken: set[str]) -> dict[str, Any]:
+    """The check as a world holds it: an id made from its name when it has none (a check written by
+    hand), and a type that cannot run here marked so (it fails closed, never scripted)."""
+    out = {key: value for key, value in check.items() if key not in EMULATOR_KEYS}
+    if not out.get("id"):
+        base = _SLUG.sub("-", str(out.get("name") or "").lower()).strip("-") or f"check-{index + 1}"
+        made, n = base, 1
+        while made in taken:
+            n += 1
+            made = f"{base}-{n}"
+        out["id"] = made
+    taken.add(str(out["id"]))
+    if str(out.get("checkType", "API")) not in LOCAL_CHECK_TYPES:
+        out["runsLocally"] = False
+    return out
+
+
+def _in_file(loc: Loc, prefix: Loc) -> Loc:
+    """A world path as the checks file writes it."""
+    if loc[:3] == ("accounts", 0, "checks"):
+        return (*prefix, *loc[3:])
+    if loc[:3] == ("accounts", 0, "environmentVariables"):
+        return ("variables", *loc[3:])
+    return loc[2:] if loc[:2] == ("accounts", 0) else loc
+
+
+__all__ = ["LOCAL", "PRODUCTION_KEYS", "ChecksFile", "load_checks_file", "parse_checks"]
