@@ -36,7 +36,7 @@ from runner.emulator.core.world import (
     read_document,
     world_problems,
 )
-from runner.models.check_definitions import LOCAL_CHECK_TYPES
+from runner.models.check_definitions import LOCAL_CHECK_TYPES, SCRIPT_CHECK_TYPES
 from runner.models.problems import Loc, unknown_key_message
 from runner.models.resources import CHECK_LOCATIONS
 
@@ -156,8 +156,8 @@ def _as_world_check(check: dict[str, Any], index: int, taken: set[str]) -> dict[
             made = f"{base}-{n}"
         out["id"] = made
     taken.add(str(out["id"]))
-    if str(out.get("checkType", "API")) not in LOCAL_CHECK_TYPES:
-        out["runsLocally"] = False
+    if str(out.get("checkType", "API")) not in (*LOCAL_CHECK_TYPES, *SCRIPT_CHECK_TYPES):
+        out["runsLocally"] = False  # its reason is the type's own, without a world's behaviour hint
     return out
 
 

@@ -13,7 +13,8 @@ them, nothing the emulator invents. What the file holds, and why:
   by the same rule: a plain one with its value, a secret one (or one whose value the key may not
   read) as `${NAME:-}`, marked secret so that whatever fills it is masked.
 - The check's own text is kept as is: every `${` in it is written `$${` so that loading the world
-  does not take it for an environment variable (world.py `escape_references`).
+  does not take it for an environment variable (world.py `escape_references`); a script is written
+  as it is (loading never expands a script: `${...}` there is JavaScript).
 - The output is deterministic (no date, the service's order): exporting again shows in a diff only
   what changed in the account.
 """
@@ -32,7 +33,13 @@ from pydantic import ValidationError
 
 from runner.checks.variables import template_names
 from runner.core.text import for_line
-from runner.emulator.core.world import DEFINITION_FIELDS, Executor, WorldCheck, escape_references
+from runner.emulator.core.world import (
+    DEFINITION_FIELDS,
+    SCRIPT_TEXT_FIELDS,
+    Executor,
+    WorldCheck,
+    escape_references,
+)
 from runner.models.check_definitions import (
     ApiRequest,
     CheckDefinition,
@@ -217,12 +224,14 @@ def _used_variables(definition: CheckDefinition) -> set[str]:
 
 
 def _escaped(value: Any) -> Any:
+    """Every text with its `${` written `$${`, but a script's (loading leaves scripts as written:
+    `${...}` there is JavaScript)."""
     if isinstance(value, str):
         return escape_references(value)
     if isinstance(value, list):
         return [_escaped(item) for item in value]
     if isinstance(value, dict):
-        return {key: _escaped(item) for key, item in value.items()}
+        return {key: item if key in SCRIPT_TEXT_FIELDS else _escaped(item) for key, item in value.items()}
     return value
 
 

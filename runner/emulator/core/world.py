@@ -173,6 +173,8 @@ class WorldVariable(_Strict):
 # Production's definition fields: a world check that carries `request` runs for real (see
 # docs/checks.md); the script fields only serve to mark a check that cannot run on this machine.
 SCRIPT_FIELDS = ("script", "localSetupScript", "localTearDownScript", "setupSnippetId", "tearDownSnippetId")
+# Code: never ${VAR}-expanded when a file loads (`${...}` is JavaScript's), never escaped by an export.
+SCRIPT_TEXT_FIELDS = frozenset(SCRIPT_FIELDS)
 # What a Checkly project's scripts need besides their text (runner/checkly): ours.
 PROJECT_FIELDS = ("setupScriptPath", "tearDownScriptPath", "sharedFiles", "projectDir", "playwrightConfig")
 DEFINITION_FIELDS = (
@@ -551,7 +553,7 @@ def world_problems(data: Any, environ: Mapping[str, str]) -> tuple[World | None,
     by field path: those of each check too, when another part of the file has problems of its own."""
     expansion = Expansion()
     # Scripts are JavaScript: `${...}` there is a template literal, and variables reach them as process.env.
-    data = expand(data, environ, (), expansion, verbatim=frozenset(SCRIPT_FIELDS))
+    data = expand(data, environ, (), expansion, verbatim=SCRIPT_TEXT_FIELDS)
     problems: list[Problem] = list(expansion.problems)
     problems += [
         (at, f"${{{name}}} is not set: set {name}, or write ${{{name}:-default}}")

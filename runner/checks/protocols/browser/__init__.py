@@ -100,7 +100,8 @@ class BrowserProtocol(CheckProtocol[ScriptCheckDefinition]):
         start = time.monotonic()
         deadline = start + job.bounds.seconds
         try:
-            workdir = OPTIONS.workdir or Path.cwd()
+            # A Checkly project's check: Playwright from the project's own node_modules.
+            workdir = Path(check.projectDir) if check.projectDir else (OPTIONS.workdir or Path.cwd())
             try:
                 playwright = find_playwright(workdir, check.runtimeId, progress=OPTIONS.progress,
                                              deadline=deadline, stop=job.stop)  # fmt: skip
