@@ -7,7 +7,6 @@ and the environment; everything after gets what it needs at construction.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -209,7 +208,7 @@ def _checkly_project(path: str, spec: RunSpec, environ: Mapping[str, str]) -> Ch
     spec's) reach the project's parse too, where checkly.config.ts may read process.env."""
     from runner.checkly import load_project
     from runner.emulator.core.checksfile import parse_checks
-    from runner.emulator.core.world import escape_references
+    from runner.emulator.core.world import escape_document
 
     variables = {
         v.key: v.value for session in spec.sessions for v in session.environmentVariables or [] if v.value
@@ -217,8 +216,8 @@ def _checkly_project(path: str, spec: RunSpec, environ: Mapping[str, str]) -> Ch
     project = load_project(path, variables)
     for line in project.warnings:
         print(line, file=sys.stderr, flush=True)
-    # The project's text holds no ${VAR} of ours: a script's `${token}` is JavaScript, kept as written.
-    data = json.loads(escape_references(json.dumps({"checks": list(project.checks), "variables": []})))
+    # The project's text holds no ${VAR} of ours (a script's `${token}` is JavaScript, kept as written).
+    data = escape_document({"checks": list(project.checks), "variables": []})
     return parse_checks(data, path, environ)
 
 

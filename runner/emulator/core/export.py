@@ -35,9 +35,9 @@ from runner.checks.variables import template_names
 from runner.core.text import for_line
 from runner.emulator.core.world import (
     DEFINITION_FIELDS,
-    SCRIPT_TEXT_FIELDS,
     Executor,
     WorldCheck,
+    escape_document,
     escape_references,
 )
 from runner.models.check_definitions import (
@@ -223,18 +223,6 @@ def _used_variables(definition: CheckDefinition) -> set[str]:
     }
 
 
-def _escaped(value: Any) -> Any:
-    """Every text with its `${` written `$${`, but a script's (loading leaves scripts as written:
-    `${...}` there is JavaScript)."""
-    if isinstance(value, str):
-        return escape_references(value)
-    if isinstance(value, list):
-        return [_escaped(item) for item in value]
-    if isinstance(value, dict):
-        return {key: item if key in SCRIPT_TEXT_FIELDS else _escaped(item) for key, item in value.items()}
-    return value
-
-
 def _convert(data: dict[str, Any]) -> tuple[dict[str, Any], ExportedCheck, set[str]]:
     """One check of production's list as a world check (written form), its summary, the variables it
     uses that it does not define."""
@@ -253,7 +241,7 @@ def _convert(data: dict[str, Any]) -> tuple[dict[str, Any], ExportedCheck, set[s
     if reason is None and definition is not None:
         own = {v.key for v in definition.environmentVariables}
         used = _used_variables(definition) - own
-    written = _escaped(check)
+    written = escape_document(check)
     secrets: list[str] = []
     for variable in written.get("environmentVariables") or []:
         if isinstance(variable, dict) and variable.get("secret"):

@@ -453,6 +453,18 @@ def escape_references(text: str) -> str:
     return text.replace("${", "$${")
 
 
+def escape_document(value: Any) -> Any:
+    """A copy of a document's data that loads back unchanged: every text escaped (`escape_references`)
+    but a script's, which loading leaves as written (SCRIPT_TEXT_FIELDS)."""
+    if isinstance(value, str):
+        return escape_references(value)
+    if isinstance(value, list):
+        return [escape_document(item) for item in value]
+    if isinstance(value, dict):
+        return {k: item if k in SCRIPT_TEXT_FIELDS else escape_document(item) for k, item in value.items()}
+    return value
+
+
 Problem = tuple[Loc, str]
 
 
