@@ -130,3 +130,73 @@ def _closed_port() -> int:
     from checks_servers import free_port
 
     return free_port()
+
+
+def test_the_checks_playwright_config_is_honoured_where_production_reads_it(good: Shop) -> None:
+    # baseURL, viewport and timeout are the check's; headless and trace are ours (a headed browser
+    # cannot start on a runner without a display, so the run passing shows ours won).
+    script = """const { test, expect } = require('@playwright/test')
+test('config', async ({ page }) => {
+  await page.goto('/login')
+  await expect(page.getByLabel('Username')).toBeVisible()
+  expect(page.viewportSize()).toEqual({ width: 411, height: 299 })
+  expect(test.info().timeout).toBe(45678)
+})
+"""
+    config = {"timeout": 45678, "use": {"baseURL": good.url, "viewport": {"width": 411, "height": 299},
+                                        "headless": False, "trace": "on"}}  # fmt: skip
+    check = parse_check_definition({"name": "configured", "checkType": "BROWSER", "script": script,
+                                    "playwrightConfig": config})  # fmt: skip
+    done = run(check, good.url)
+    assert done.passed, done.final.message
+    assert done.final.files == ()  # `trace: on` was theirs to ask, not to get: a pass keeps none
+
+
+def test_shared_files_sit_where_the_script_imports_them(good: Shop) -> None:
+    script = """import { test } from '@playwright/test'
+import { signIn } from './helpers/login'
+import users from '../data/users.json'
+test('signs in through a helper', async ({ page }) => {
+  await signIn(page, users.shopper)
+})
+"""
+    helper = """import { expect, type Page } from '@playwright/test'
+export async function signIn(page: Page, user: string) {
+  await page.goto(`${process.env.SHOP_URL}/login`)
+  await page.getByLabel('Username').fill(user)
+  await page.getByLabel('Password').fill(process.env.SHOP_PASSWORD ?? '')
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await expect(page.getByRole('heading', { level: 1 })).toHaveText(`Welcome, ${user}`, { timeout: 3000 })
+}
+"""
+    check = parse_check_definition({
+        "name": "shared", "checkType": "BROWSER", "script": script, "scriptPath": "__checks__/shop.spec.ts",
+        "sharedFiles": [{"path": "__checks__/helpers/login.ts", "content": helper},
+                        {"path": "data/users.json", "content": '{"shopper": "shopper"}'},
+                        {"path": "../outside.ts", "content": "never written"}],
+    })  # fmt: skip
+    done = run(check, good.url)
+    assert done.passed, done.final.message
+    tests = [s.name for s in done.final.steps if s.name.startswith("test ")]
+    assert tests == ["test signs in through a helper"]
+
+
+def test_a_playwright_config_production_would_not_read_is_one_line_each() -> None:
+    check = parse_check_definition({"name": "x", "checkType": "BROWSER", "script": "test",
+                                    "playwrightConfig": {"timeout": "soon", "use": []}})  # fmt: skip
+    assert check.problems() == ["playwrightConfig.timeout: expected a number of milliseconds, 0 or more",
+                                "playwrightConfig.use: expected an object"]  # fmt: skip
+
+
+def test_shared_files_stay_inside_the_run_folder_and_off_our_own_files(tmp_path: Path) -> None:
+    from runner.checks.protocols.browser.script import write_sources
+
+    shared = [("a/helpers/x.ts", "import { expect } from '@playwright/test'"), ("../up.ts", "no"),
+              ("/abs.ts", "no"), ("\\win.ts", "no"), ("report.json", '{"fake": "pass"}'),
+              ("node_modules/@playwright/test/index.js", "no"), ("./data/u.json", "{}")]  # fmt: skip
+    spec = write_sources(tmp_path / "w", "test", "a/s.spec.js", shared)
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+    assert written == ["w/a/check.spec.ts", "w/a/helpers/x.ts", "w/data/u.json"]
+    assert spec == tmp_path / "w" / "a" / "check.spec.ts"
+    shim = "import { expect } from '../../testsession-test.cjs'"
+    assert (tmp_path / "w/a/helpers/x.ts").read_text() == shim

@@ -414,3 +414,16 @@ def test_the_control_api_answers_a_malformed_definition_with_400(emulator: Any) 
     assert (
         "request.assertion: unknown field 'assertion': did you mean 'assertions'?" in answer.json()["message"]
     )
+
+
+def test_a_browser_checks_script_path_and_shared_files_reach_its_definition() -> None:
+    check_text = (
+        "      - {id: c1, name: C, checkType: BROWSER, script: 'test', scriptPath: __checks__/a.spec.ts,\n"
+        "         sharedFiles: [{path: __checks__/h.ts, content: 'export {}'}],\n"
+        "         playwrightConfig: {timeout: 5}}\n"
+    )
+    (check,) = parse_world_text(HEAD + check_text).accounts[0].checks
+    definition = parse_check_definition(check.definition_data())
+    assert definition.model_dump(include={"scriptPath", "playwrightConfig"}) == {
+        "scriptPath": "__checks__/a.spec.ts", "playwrightConfig": {"timeout": 5}}
+    assert [(f.path, f.content) for f in definition.sharedFiles] == [("__checks__/h.ts", "export {}")]

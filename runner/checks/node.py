@@ -16,37 +16,38 @@ Rules (docs/checks.md, "Node children"):
   runner's environment (a CI job's tokens) reaches the script. The check's variables come on top
   (`variables`, already merged strongest first by the caller) as `process.env`, except that they do not
   replace PATH, HOME, NODE_OPTIONS or NODE_PATH (which would change what runs, not what is checked).
-- A child runs in its own process group and session (start_new_session). It carries a token
-  (TESTSESSION_CHILD_TOKEN) that everything it starts inherits: a browser that Playwright starts
-  detached (its own session) still carries it. When the child ends, is cancelled (`stop`), passes its
-  deadline or the runner is told to stop, its group is sent SIGTERM, then after `grace` seconds SIGKILL,
-  and so is every process that still carries the token (found in /proc): nothing we started outlives
-  the call, whichever way it ends.
-- Output is kept in temporary files and read back bounded (`output_cap` bytes of each, the end kept).
+- `run_child` and `ChildResult` are runner/checks/child.py's (re-exported here): the one child-process
+  runner of the engine (process group, token sweep, bounded output, deadline and stop).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
-import threading
-import time
-import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+
+from runner.checks.child import (
+    DEFAULT_GRACE_SECONDS,
+    DEFAULT_OUTPUT_CAP,
+    POLL_SECONDS,
+    TOKEN_VARIABLE,
+    ChildResult,
+    end_all,
+    run_child,
+)
+
+__all__ = [
+    "DEFAULT_GRACE_SECONDS", "DEFAULT_OUTPUT_CAP", "KEPT", "MIN_NODE", "POLL_SECONDS", "PROTECTED",
+    "TOKEN_VARIABLE", "ChildResult", "NodeMissing", "NodeTools", "child_environment", "end_all",
+    "find_node", "run_child",
+]  # fmt: skip
 
 MIN_NODE = (18, 0, 0)
-TOKEN_VARIABLE = "TESTSESSION_CHILD_TOKEN"
-DEFAULT_GRACE_SECONDS = 2.0
-DEFAULT_OUTPUT_CAP = 1 << 20
-POLL_SECONDS = 0.05
 
 # Taken from our environment: what Node, npm and a browser need to run, find a proxy and trust a CA.
 KEPT = frozenset({
@@ -72,16 +73,6 @@ class NodeTools:
     npm: Path | None
     npx: Path | None
     version: tuple[int, int, int]
-
-
-@dataclass(frozen=True)
-class ChildResult:
-    returncode: int | None  # None when it was ended by us
-    stdout: str  # the last output_cap bytes, decoded leniently
-    stderr: str
-    timed_out: bool  # ended at the deadline
-    cancelled: bool  # ended by `stop`
-    duration_s: float
 
 
 def find_node(path: str | None = None) -> NodeTools:
@@ -130,91 +121,3 @@ def child_environment(
             env[key] = value
     env.update(extra)
     return env
-
-
-def run_child(
-    argv: Sequence[str],
-    *,
-    cwd: Path,
-    env: Mapping[str, str],
-    deadline: float,
-    stop: threading.Event | None = None,
-    grace: float = DEFAULT_GRACE_SECONDS,
-    output_cap: int = DEFAULT_OUTPUT_CAP,
-) -> ChildResult:
-    """Runs `argv` until it exits, `deadline` (monotonic) passes or `stop` is set; nothing of it is left.
-
-    Raises OSError only when the program cannot be started at all."""
-    token = uuid.uuid4().hex
-    start = time.monotonic()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(
-            list(argv), cwd=cwd, env={**env, TOKEN_VARIABLE: token}, stdin=subprocess.DEVNULL,
-            stdout=out, stderr=err, start_new_session=True,
-        )  # fmt: skip
-        timed_out = cancelled = False
-        try:
-            while proc.poll() is None:
-                if stop is not None and stop.is_set():
-                    cancelled = True
-                    break
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    timed_out = True
-                    break
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=min(POLL_SECONDS, left))
-        finally:
-            # Every exit (an exception, KeyboardInterrupt) ends the group and what carries the token.
-            end_all(proc, token, grace=grace if (timed_out or cancelled or proc.poll() is None) else 0.2)
-        code = None if (timed_out or cancelled) else proc.returncode
-        return ChildResult(code, _tail(out, output_cap), _tail(err, output_cap), timed_out, cancelled,
-                           time.monotonic() - start)  # fmt: skip
-
-
-def end_all(proc: subprocess.Popen[bytes], token: str, *, grace: float) -> None:
-    """SIGTERM to the child's group and to every process carrying `token`, SIGKILL after `grace`."""
-    _signal_all(proc.pid, token, signal.SIGTERM)
-    until = time.monotonic() + grace
-    while time.monotonic() < until:
-        if proc.poll() is not None and not _holders(token):
-            break
-        time.sleep(POLL_SECONDS)
-    _signal_all(proc.pid, token, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
-
-
-def _signal_all(pgid: int, token: str, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-    for pid in _holders(token):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-
-
-def _holders(token: str) -> list[int]:
-    """The processes whose environment carries `token` (ours and what they started), zombies left out."""
-    needle = f"{TOKEN_VARIABLE}={token}".encode()
-    found = []
-    me = os.getpid()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            with open(f"/proc/{entry.name}/environ", "rb") as f:
-                if needle not in f.read():
-                    continue
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[-1].split()[0]
-        except OSError:
-            continue
-        if state != b"Z":
-            found.append(int(entry.name))
-    return found
-
-
-def _tail(handle: IO[bytes], cap: int) -> str:
-    size = handle.seek(0, os.SEEK_END)
-    handle.seek(max(0, size - cap))
-    return handle.read(cap).decode("utf-8", "replace")

@@ -498,6 +498,7 @@ class ScriptCheckDefinition(CheckDefinition):
 
     script: str | None = None
     runtimeId: str | None = None
+    scriptPath: str | None = None  # the script's path in its Checkly project: its imports are relative to it
 
     def field_problems(self) -> list[Problem]:
         out: list[Problem] = (
@@ -507,7 +508,7 @@ class ScriptCheckDefinition(CheckDefinition):
         )
         if self.runtimeId is not None and self.runtimeId not in RUNTIME_IDS:
             out.append((("runtimeId",), f"expected one of {', '.join(RUNTIME_IDS)} or null"))
-        return out
+        return out + _playwright_config_problems(self.playwrightConfig)
 
     def response_limits_ms(self) -> tuple[float, float]:
         """None: production's browser checks have no response limits, only the type's run limit (the
@@ -521,6 +522,31 @@ class BrowserCheckDefinition(ScriptCheckDefinition):
 
 class MultiStepCheckDefinition(ScriptCheckDefinition):
     checkType: Literal["MULTI_STEP"] = "MULTI_STEP"
+
+
+# What production's browser checks take of a `playwrightConfig` (browser-checks/playwright-support.mdx,
+# "Supported configuration options"); the rest production does not read, and neither do we.
+PLAYWRIGHT_CONFIG_KEYS = ("timeout", "use", "expect")
+PLAYWRIGHT_USE_KEYS = (
+    "baseURL", "colorScheme", "geolocation", "locale", "permissions", "timezoneId", "viewport",
+    "deviceScaleFactor", "hasTouch", "isMobile", "javaScriptEnabled", "extraHTTPHeaders", "httpCredentials",
+    "ignoreHTTPSErrors", "offline", "actionTimeout", "navigationTimeout", "testIdAttribute",
+    "connectOptions", "contextOptions", "bypassCSP", "proxy",
+)  # fmt: skip
+
+
+def _playwright_config_problems(config: dict[str, Any] | None) -> list[Problem]:
+    if config is None:
+        return []
+    out: list[Problem] = []
+    timeout = config.get("timeout")
+    number = isinstance(timeout, int | float) and not isinstance(timeout, bool)
+    if timeout is not None and not (number and timeout >= 0):
+        out.append((("playwrightConfig", "timeout"), "expected a number of milliseconds, 0 or more"))
+    for key in ("use", "expect"):
+        if config.get(key) is not None and not isinstance(config[key], dict):
+            out.append((("playwrightConfig", key), "expected an object"))
+    return out
 
 
 def _at(field: str) -> Loc:

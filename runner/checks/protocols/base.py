@@ -26,9 +26,10 @@ answer implies when no assertion failed first (`implicit`: a 4xx/5xx, a DNS erro
 child process its `steps`, `console` lines and the evidence `files` it wrote (trace, screenshots).
 
 A child process (BROWSER and MULTI_STEP running a Playwright script in Node, ICMP ping): start it
-with `protocols/child.py` `run_child`, which starts it in its own process group, reads its output
-up to a cap, and kills the whole group at the deadline or when `job.stop` is set; the observation
-is then `cancelled` (stopped) or carries a TIMEOUT failure (deadline).
+with `runner/checks/child.py` `run_child(argv, deadline=job.bounds.deadline, stop=job.stop, ...)`,
+which starts it in its own process group, reads its output up to a cap, and ends the whole group
+(and anything it started detached) at the deadline or when `job.stop` is set; the observation is
+then `cancelled` (stopped) or carries a TIMEOUT failure (deadline).
 
 Adding a check type:
 1. a module (or a folder with an `__init__.py`) under `runner/checks/protocols/` defining a subclass

@@ -59,8 +59,8 @@ FIELD_ORDER = (
     "frequencyOffset", "shouldFail", "degradedResponseTime", "maxResponseTime", "degradedPacketLossThreshold",
     "maxPacketLossThreshold", "request",
     "environmentVariables", "runtimeId", "script", "localSetupScript", "localTearDownScript",
-    "setupSnippetId", "tearDownSnippetId", "setupScriptPath", "tearDownScriptPath", "sharedFiles",
-    "projectDir", "playwrightConfig",
+    "setupSnippetId", "tearDownSnippetId", "setupScriptPath", "tearDownScriptPath", "scriptPath",
+    "sharedFiles", "projectDir", "playwrightConfig",
 )  # fmt: skip
 WORLD_FIELDS = frozenset(FIELD_ORDER) - {"runsLocally"}
 assert set(DEFINITION_FIELDS) <= WORLD_FIELDS

@@ -176,7 +176,9 @@ SCRIPT_FIELDS = ("script", "localSetupScript", "localTearDownScript", "setupSnip
 # Code: never ${VAR}-expanded when a file loads (`${...}` is JavaScript's), never escaped by an export.
 SCRIPT_TEXT_FIELDS = frozenset(SCRIPT_FIELDS)
 # What a Checkly project's scripts need besides their text (runner/checkly): ours.
-PROJECT_FIELDS = ("setupScriptPath", "tearDownScriptPath", "sharedFiles", "projectDir", "playwrightConfig")
+PROJECT_FIELDS = (
+    "setupScriptPath", "tearDownScriptPath", "scriptPath", "sharedFiles", "projectDir", "playwrightConfig",
+)  # fmt: skip
 DEFINITION_FIELDS = (
     "request",
     "degradedResponseTime",
@@ -199,7 +201,7 @@ PRODUCTION_ONLY_FIELDS = frozenset({
     "cacheHash", "codeBundlePath", "created_at", "dependencies", "description", "doubleCheck", "engine",
     "engineVersion", "groupId", "groupOrder", "heartbeat", "installCommand", "intent", "logicalId",
     "member", "muted", "pending", "playwrightVersion", "privateLocations", "project", "projectBindings",
-    "runParallel", "scriptPath", "setupScriptDependencies", "sslCheckDomain",
+    "runParallel", "setupScriptDependencies", "sslCheckDomain",
     "tearDownScriptDependencies", "testCommand", "triggerIncident", "updated_at",
     "useGlobalAlertSettings", "workingDir",
 })  # fmt: skip
@@ -253,6 +255,7 @@ class WorldCheck(_Strict):
     tearDownSnippetId: int | str | None = None
     setupScriptPath: str | None = None
     tearDownScriptPath: str | None = None
+    scriptPath: str | None = None  # a browser check's: its sharedFiles are imported relative to it
     sharedFiles: list[dict[str, str]] = Field(default_factory=list)
     projectDir: str | None = None
     playwrightConfig: dict[str, Any] | None = None  # a browser check's timeout and `use` (the CLI's)

@@ -110,7 +110,9 @@ class BrowserProtocol(CheckProtocol[ScriptCheckDefinition]):
                 raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, str(exc)) from None
             out_dir = (OPTIONS.artifacts_dir / _folder(check) / f"attempt-{_next_attempt(check)}").resolve()
             run = run_script(check.script or "", playwright=playwright, browser=browser, output_dir=out_dir,
-                             variables=job.subst.environment(), deadline=deadline, stop=job.stop)  # fmt: skip
+                             variables=job.subst.environment(), deadline=deadline, stop=job.stop,
+                             script_path=check.scriptPath, playwright_config=check.playwrightConfig,
+                             shared_files=[(f.path, f.content) for f in check.sharedFiles])  # fmt: skip
         finally:
             pool.release()
         _drop_if_empty(out_dir)

@@ -1,0 +1,178 @@
+"""The one way a check starts a child process (Node running a Playwright script or an API check's
+setup script, npm installing Playwright, a Playwright project's test command): bounded, and ended
+with everything it started.
+
+    result = run_child(argv, deadline=job.bounds.deadline, stop=job.stop, cwd=folder, env=env)
+    result.returncode, result.stdout, result.stderr, result.timed_out, result.cancelled
+
+Rules (docs/checks.md, "Node children"):
+- The child runs in its own process group and session (start_new_session) and carries a token
+  (TESTSESSION_CHILD_TOKEN) in its environment that everything it starts inherits: a browser that
+  Playwright starts detached (its own session) still carries it.
+- It ends when it exits, when `deadline` (time.monotonic()) passes, or within POLL_SECONDS of `stop`
+  being set. Then its group and every process still carrying the token (found in /proc) get SIGTERM,
+  and SIGKILL after `grace` seconds: nothing it started outlives the call, whichever way it ends (an
+  exception or KeyboardInterrupt in the caller included). A grandchild that keeps the output pipes open
+  after the child exited does not hold the call up.
+- stdout and stderr are read through pipes as they come, so the child never blocks on a full pipe;
+  the last `output_cap` bytes of each are kept (an error's last lines are what says why), the rest is
+  dropped and the result says it was cut.
+- Not a shell: argv is run as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+TOKEN_VARIABLE = "TESTSESSION_CHILD_TOKEN"
+DEFAULT_GRACE_SECONDS = 2.0
+DEFAULT_OUTPUT_CAP = 1 << 20
+POLL_SECONDS = 0.05  # how often the stop event and the deadline are looked at
+DRAIN_SECONDS = 0.2  # after the child exited: how long output still arriving is read
+CHUNK = 65536
+
+
+@dataclass(frozen=True)
+class ChildResult:
+    returncode: int | None  # None when it was ended by us (deadline or stop)
+    stdout: str  # the last output_cap bytes, decoded leniently
+    stderr: str
+    timed_out: bool  # ended at the deadline
+    cancelled: bool  # ended by `stop`
+    duration_s: float
+    stdout_truncated: bool = False  # more than output_cap bytes came; the start was dropped
+    stderr_truncated: bool = False
+
+
+def run_child(
+    argv: Sequence[str],
+    *,
+    deadline: float,
+    stop: threading.Event | None = None,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    grace: float = DEFAULT_GRACE_SECONDS,
+    output_cap: int = DEFAULT_OUTPUT_CAP,
+) -> ChildResult:
+    """Runs `argv` until it exits, `deadline` passes or `stop` is set; nothing of it is left after.
+
+    `env` None: ours (callers that run a user's code pass node.child_environment()). Raises OSError
+    only when the program cannot be started at all."""
+    token = uuid.uuid4().hex
+    start = time.monotonic()
+    proc = subprocess.Popen(  # argv: the caller's own command, never a shell
+        list(argv), cwd=cwd, env={**(os.environ if env is None else env), TOKEN_VARIABLE: token},
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    out, err = _Tail(output_cap), _Tail(output_cap)
+    timed_out = cancelled = False
+    try:
+        with selectors.DefaultSelector() as sel:
+            assert proc.stdout is not None and proc.stderr is not None
+            sel.register(proc.stdout, selectors.EVENT_READ, out)
+            sel.register(proc.stderr, selectors.EVENT_READ, err)
+            exited_at: float | None = None
+            while True:
+                if stop is not None and stop.is_set():
+                    cancelled = True
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    timed_out = True
+                    break
+                if exited_at is None and proc.poll() is not None:
+                    exited_at = time.monotonic()
+                drained = exited_at is not None and time.monotonic() - exited_at > DRAIN_SECONDS
+                if not sel.get_map() or drained:
+                    if exited_at is None:  # both pipes closed: the exit follows
+                        with contextlib.suppress(subprocess.TimeoutExpired):
+                            proc.wait(timeout=min(POLL_SECONDS, left))
+                        continue
+                    break
+                for key, _ in sel.select(min(POLL_SECONDS, left)):
+                    chunk = os.read(key.fd, CHUNK)
+                    if chunk:
+                        key.data.add(chunk)
+                    else:
+                        sel.unregister(key.fileobj)
+    finally:
+        # Every exit ends the group and what carries the token; a child that exited by itself leaves
+        # at most stragglers, given a short grace.
+        end_all(proc, token, grace=grace if (timed_out or cancelled or proc.poll() is None) else 0.2)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+    return ChildResult(
+        returncode=None if (timed_out or cancelled) else proc.returncode,
+        stdout=out.text(), stderr=err.text(), timed_out=timed_out, cancelled=cancelled,
+        duration_s=time.monotonic() - start, stdout_truncated=out.cut, stderr_truncated=err.cut,
+    )  # fmt: skip
+
+
+class _Tail:
+    """The last `cap` bytes of a stream."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.data, self.cut = cap, bytearray(), False
+
+    def add(self, chunk: bytes) -> None:
+        self.data += chunk
+        if len(self.data) > self.cap:
+            del self.data[: len(self.data) - self.cap]
+            self.cut = True
+
+    def text(self) -> str:
+        return bytes(self.data).decode("utf-8", "replace")
+
+
+def end_all(proc: subprocess.Popen[bytes], token: str, *, grace: float) -> None:
+    """SIGTERM to the child's group and to every process carrying `token`, SIGKILL after `grace`."""
+    _signal_all(proc.pid, token, signal.SIGTERM)
+    until = time.monotonic() + grace
+    while time.monotonic() < until:
+        if proc.poll() is not None and not _holders(token):
+            break
+        time.sleep(POLL_SECONDS)
+    _signal_all(proc.pid, token, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+
+
+def _signal_all(pgid: int, token: str, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+    for pid in _holders(token):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def _holders(token: str) -> list[int]:
+    """The processes whose environment carries `token` (ours and what they started), zombies left out."""
+    needle = f"{TOKEN_VARIABLE}={token}".encode()
+    found = []
+    me = os.getpid()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as f:
+                if needle not in f.read():
+                    continue
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if state != b"Z":
+            found.append(int(entry.name))
+    return found
