@@ -32,9 +32,10 @@ def missing() -> str | None:
     return None
 
 
-def needs_browser() -> pytest.MarkDecorator:
+def needs_browser() -> list[pytest.MarkDecorator]:
+    """Skipped (saying why) without Node, Playwright or Chromium; marked `browser`: one at a time."""
     reason = missing()
-    return pytest.mark.skipif(reason is not None, reason=reason or "")
+    return [pytest.mark.skipif(reason is not None, reason=reason or ""), pytest.mark.browser]
 
 
 class Shop:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import fcntl
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -31,6 +32,24 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 # Fast enough that every default-world session (checks take 2-4 simulated seconds) ends in < 0.2 s.
 TEST_SPEED = 25.0
+
+
+@pytest.fixture(autouse=True)
+def _one_browser_at_a_time(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """Tests marked `browser` run one at a time across the xdist workers: a Chromium takes a core, and
+    two of them on a 2-core runner starve the suite's timing tests (signals, deadlines) beside them."""
+    if request.node.get_closest_marker("browser") is None:
+        yield
+        return
+    lock = tmp_path_factory.getbasetemp().parent / "browser-tests.lock"
+    with lock.open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
 
 
 @pytest.fixture

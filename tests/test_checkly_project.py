@@ -228,6 +228,7 @@ def _browser_checks_run_here() -> bool:
 
 
 @needs_project
+@pytest.mark.browser
 @pytest.mark.skipif(
     not _browser_checks_run_here(),
     reason="SKIPPED LOUDLY: BROWSER checks do not run here yet (the browser runner, issue 29, is not merged)",
