@@ -1,6 +1,7 @@
 """One read of a running session of 1,000 results: each result that became final is reported once,
 with its error message and known/new, and the read builds each result once, however many became
-final in it (runner/job/session.py `_Watch._observe`; a running session is read every few seconds).
+final in it, and a read that changed nothing builds none (runner/job/session.py `_Watch._observe`; a
+running session is read every few seconds).
 
 The error groups are the emulator's own, read over real HTTP; the session's answer is a real one,
 its results repeated to 1,000 as a big account's session would list them.
@@ -77,7 +78,8 @@ def test_a_read_reports_what_became_final_once_and_builds_each_result_once(
         finally:
             reader.finish(None, wait=False)
 
-    assert built == [SIZE, SIZE, SIZE]  # one build of each result per read, never two
+    # One build of each result per read, never two; a read that changed nothing builds none (OutcomeMemo).
+    assert built == [SIZE, SIZE, 0]
     finished = [e.result for e in events if isinstance(e, ResultFinished)]
     assert len(finished) == SIZE and len({r.id for r in finished}) == SIZE  # each once, in one read
     failures = [r for r in finished if r.verdict in ("failed", "error")]

@@ -31,6 +31,10 @@ class Pace:
 
 
 SESSION_READS = Pace(first=2.0, most=10.0)  # reads of a running session between long polls
+# A read of a big running session costs both sides (rendered, sent, parsed, judged: ~0.5 s at 10,000
+# results on a busy machine); the next read waits at least this many times as long as the last took
+# (within the pace's most), so reading stays about a tenth of the run however big the session.
+READ_COST_FACTOR = 10.0
 ANALYSIS_READS = Pace(first=0.25, most=2.0, factor=1.6)
 
 
@@ -58,7 +62,8 @@ def wait_for_session(
     Without `watch` each long poll waits as long as the API allows. With `watch`, the long polls
     are as short as the current read interval and, after each one that ends without the session
     ending, the session is read and handed to `watch`; when it returns True (something changed)
-    the interval starts again at `pace.first`, else it grows.
+    the interval starts again at `pace.first`, else it grows; never shorter than READ_COST_FACTOR
+    times what the last read took (within `pace.most`).
     """
     interval = pace.first
     while True:
@@ -77,10 +82,12 @@ def wait_for_session(
             continue
         if stop is not None and stop.is_set():
             return None
+        read_at = clock()
         session = _same_session(client.get_session(session_id), session_id)
         if session.is_final:
             return session
         interval = pace.first if watch(session) else pace.next(interval)
+        interval = max(interval, min(pace.most, READ_COST_FACTOR * (clock() - read_at)))
 
 
 def wait_for_analysis(

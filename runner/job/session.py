@@ -50,7 +50,7 @@ from runner.job.policy import (
     unrun_named_checks,
 )
 from runner.job.refusals import trigger_refusal
-from runner.job.verdicts import build_results, check_outcome, check_rows, check_verdict
+from runner.job.verdicts import OutcomeMemo, build_results, check_rows, check_verdict
 from runner.models import FINAL_SESSION_STATUSES, SessionResult, TestSession, TriggerRequest
 
 MESSAGE_WAIT = 3.0  # seconds a failure's line waits for its error message before it is printed
@@ -230,6 +230,7 @@ class _Watch:
         self.seen: dict[str, SessionResult] = {}  # every result any answer showed, by id
         self.first_final: dict[str, str] = {}  # the status each result had when first seen final
         self.current: list[ResultOutcome] = []  # the results of the last read, as built by `_observe`
+        self.memo = OutcomeMemo()  # a check whose rows did not change is not judged again
 
     def results(
         self, session: TestSession | None, groups: list[ErrorGroupOutcome], ended_by_us: bool = False
@@ -255,7 +256,7 @@ class _Watch:
         fresh = {c.id for c in checks if c.id not in self.reported and check_verdict(c) != "running"}
         ids = [g for c in checks if c.id in fresh for g in c.row.errorGroupIds]
         groups = self.reader.groups(ids, MESSAGE_WAIT)
-        self.current = [check_outcome(session, check, groups) for check in checks]
+        self.current = [self.memo.outcome(session, check, groups) for check in checks]
         for result in self.current:
             if result.id in fresh and result.id not in self.reported:
                 self.reported.add(result.id)

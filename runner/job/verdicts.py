@@ -130,6 +130,35 @@ def check_rows(session: TestSession) -> list[CheckRows]:
     return checks
 
 
+class OutcomeMemo:
+    """`check_outcome` of the checks whose rows did not change since the last read of a session.
+
+    A running session is read again and again, and each read would judge every check again: at
+    10,000 checks that was the largest share of the run's CPU. A check's outcome depends only on its
+    rows, the groups those rows name, the session's start and `ended_by_us`; when all of these equal
+    the last read's, the last outcome is that check's outcome (the rows are compared by value)."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[tuple[object, ...], ResultOutcome]] = {}
+
+    def outcome(
+        self,
+        session: TestSession,
+        check: CheckRows,
+        groups: Mapping[str, ErrorGroupOutcome],
+        ended_by_us: bool = False,
+    ) -> ResultOutcome:
+        ids = [g for row in (check.row, *check.tries) for g in row.errorGroupIds]
+        read = tuple(groups.get(g) for g in ids)
+        key = (check.row, tuple(check.tries), read, session.startedAt, ended_by_us)
+        last = self._last.get(check.id)
+        if last is not None and last[0] == key:
+            return last[1]
+        result = check_outcome(session, check, groups, ended_by_us)
+        self._last[check.id] = (key, result)
+        return result
+
+
 def check_verdict(check: CheckRows, ended_by_us: bool = False) -> ResultVerdict:
     return _verdict(check.row, any(t.status != "PASSED" for t in check.tries), ended_by_us)
 

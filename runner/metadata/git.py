@@ -24,8 +24,27 @@ def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
 
 
+def _may_be_in_repository(cwd: str | Path) -> bool:
+    """False only when no directory at or above `cwd` can be a repository that gitpython would open
+    (no `.git` file or directory, none a bare repository itself): then gitpython, ~0.1 s of imports
+    and a `git --version` run, is not needed to say so."""
+    start = Path(cwd)
+    if not start.is_dir():
+        return True  # gitpython names what is wrong with it
+    for folder in (start.resolve(), *start.resolve().parents):
+        if (folder / ".git").exists() or ((folder / "HEAD").is_file() and (folder / "objects").is_dir()):
+            return True
+    return False
+
+
 def from_git(cwd: str | Path, fields: list[str], log: Log) -> dict[str, str]:
     """The asked-for fields that the repository at or above `cwd` can give; never raises."""
+    try:
+        if not _may_be_in_repository(cwd):
+            _say(log, fields, f"not in a git repository ({cwd})")
+            return {}
+    except OSError:
+        pass  # an unreadable parent: gitpython decides
     # Without a git binary, gitpython refuses to import unless told to stay quiet about it.
     os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
     try:

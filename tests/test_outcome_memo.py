@@ -1,0 +1,58 @@
+"""OutcomeMemo: a check read again unchanged keeps its outcome; anything it depends on changing judges it
+again, exactly as check_outcome would."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from runner.job.outcome import ErrorGroupOutcome, ResultOutcome
+from runner.job.verdicts import OutcomeMemo, check_outcome, check_rows
+from runner.models import SessionResult, TestSession
+
+STARTED = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+
+
+def _session(*rows: SessionResult) -> TestSession:
+    return TestSession(testSessionId="s1", status="RUNNING", startedAt=STARTED, results=list(rows))
+
+
+def _row(status: str, groups: list[str] | None = None, result_type: str = "FINAL") -> SessionResult:
+    return SessionResult(
+        testSessionResultId="r1",
+        checkId="c1",
+        name="api check",
+        status=status,
+        resultType=result_type,
+        errorGroupIds=groups or [],
+    )
+
+
+def _judge(memo: OutcomeMemo, session: TestSession, groups: dict[str, ErrorGroupOutcome]) -> ResultOutcome:
+    [check] = check_rows(session)
+    got = memo.outcome(session, check, groups)
+    assert got == check_outcome(session, check, groups)  # the memo never answers otherwise
+    return got
+
+
+def test_an_unchanged_check_is_not_judged_again() -> None:
+    memo = OutcomeMemo()
+    first = _judge(memo, _session(_row("PASSED")), {})
+    assert _judge(memo, _session(_row("PASSED")), {}) is first  # an equal row read anew
+
+
+def test_a_changed_row_or_a_group_read_later_is_judged_again() -> None:
+    memo = OutcomeMemo()
+    running = _judge(memo, _session(_row("RUNNING", result_type="PENDING")), {})
+    failed = _judge(memo, _session(_row("FAILED", ["g1"])), {})
+    assert failed is not running
+    assert failed.verdict == "failed" and failed.error != "boom"
+    # The group's message arrives on a later read: the same rows now give its message and known/new.
+    group = ErrorGroupOutcome(id="g1", message="boom", firstSeen=STARTED)
+    again = _judge(memo, _session(_row("FAILED", ["g1"])), {"g1": group})
+    assert again is not failed and again.error == "boom"
+    assert again.known is False
+    # The session's start changes what is known: judged again.
+    later = _session(_row("FAILED", ["g1"])).model_copy(
+        update={"startedAt": datetime(2026, 11, 27, tzinfo=UTC)}
+    )
+    assert _judge(memo, later, {"g1": group}) is not again
