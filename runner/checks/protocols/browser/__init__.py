@@ -25,6 +25,8 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import CancelledError
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,8 +34,9 @@ from typing import Any
 from runner.checks.failures import ErrorClass, Failure, FailureKind, NotRun
 from runner.checks.outcome import EvidenceFile, Step, TimingPhases
 from runner.checks.protocols.base import CheckProtocol, Job, Observation
+from runner.checks.protocols.browser import batch
 from runner.checks.protocols.browser import report as reports
-from runner.checks.protocols.browser.script import ScriptRun, run_script
+from runner.checks.protocols.browser.script import ScriptRun
 from runner.checks.protocols.browser.setup import Progress, SetupError, find_browser, find_playwright
 from runner.models.check_definitions import Assertion, ScriptCheckDefinition
 
@@ -64,16 +67,6 @@ class BrowserOptions:
 
 
 OPTIONS = BrowserOptions()
-_slots_lock = threading.Lock()
-_slots: tuple[int, threading.BoundedSemaphore] | None = None
-
-
-def _slot_pool() -> threading.BoundedSemaphore:
-    global _slots
-    with _slots_lock:
-        if _slots is None or _slots[0] != OPTIONS.concurrency:
-            _slots = (OPTIONS.concurrency, threading.BoundedSemaphore(OPTIONS.concurrency))
-        return _slots[1]
 
 
 MAX_STEPS = 200
@@ -90,39 +83,55 @@ class BrowserProtocol(CheckProtocol[ScriptCheckDefinition]):
         return ()  # the script's expect() calls are its assertions
 
     def perform(self, check: ScriptCheckDefinition, job: Job) -> Observation:
-        # Waiting for a browser slot is queueing, not the check's run time (production queues runs too):
-        # only a stop (cancel, the run's deadline, SIGTERM) ends the wait, and the type's run limit
-        # (job.bounds.seconds) starts when the slot is had (ours; docs/checks.md).
-        pool = _slot_pool()
-        while not pool.acquire(timeout=0.05):
-            if job.stopped:
-                return _observed(time.monotonic(), cancelled=True)
-        start = time.monotonic()
-        deadline = start + job.bounds.seconds
+        # Waiting for a run (batch.py) is queueing, not the check's run time (production queues runs
+        # too): only a stop (cancel, the run's deadline, SIGTERM) ends the wait, and the type's run limit
+        # (job.bounds.seconds) bounds the check's own tests (ours; docs/checks.md).
+        queued = time.monotonic()
+        # A Checkly project's check: Playwright from the project's own node_modules.
+        workdir = Path(check.projectDir) if check.projectDir else (OPTIONS.workdir or Path.cwd())
         try:
-            # A Checkly project's check: Playwright from the project's own node_modules.
-            workdir = Path(check.projectDir) if check.projectDir else (OPTIONS.workdir or Path.cwd())
+            playwright = find_playwright(workdir, check.runtimeId, progress=OPTIONS.progress,
+                                         deadline=job.bounds.deadline, stop=job.stop)  # fmt: skip
+            browser = find_browser(playwright)
+        except SetupError as exc:
+            raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, str(exc)) from None
+        out_dir = (OPTIONS.artifacts_dir / _folder(check) / f"attempt-{_next_attempt(check)}").resolve()
+        public = {"CHECK_NAME": check.name, "CHECK_ID": check.id, "CHECK_TYPE": check.checkType}
+        shared, own = batch.split_environment(job.subst.environment(), public)
+        config = check.playwrightConfig
+        request = batch.Request(
+            key=batch.key_of(playwright, browser, shared, config, job.bounds.seconds * 1000),
+            playwright=playwright, variables=shared, own=own, script=check.script or "",
+            script_path=check.scriptPath, shared_files=[(f.path, f.content) for f in check.sharedFiles],
+            playwright_config=config, output_dir=out_dir, seconds=job.bounds.seconds, stop=job.stop,
+        )  # fmt: skip
+        batch.BATCHER.submit(request, workers=OPTIONS.concurrency)
+        while True:
             try:
-                playwright = find_playwright(workdir, check.runtimeId, progress=OPTIONS.progress,
-                                             deadline=deadline, stop=job.stop)  # fmt: skip
-                browser = find_browser(playwright)
-            except SetupError as exc:
-                raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, str(exc)) from None
-            out_dir = (OPTIONS.artifacts_dir / _folder(check) / f"attempt-{_next_attempt(check)}").resolve()
-            run = run_script(check.script or "", playwright=playwright, browser=browser, output_dir=out_dir,
-                             variables=job.subst.environment(), deadline=deadline, stop=job.stop,
-                             script_path=check.scriptPath, playwright_config=check.playwrightConfig,
-                             shared_files=[(f.path, f.content) for f in check.sharedFiles])  # fmt: skip
-        finally:
-            pool.release()
+                run = request.future.result(timeout=0.05)
+                break
+            except FutureTimeout:
+                pass
+            except CancelledError:
+                return _observed(queued, cancelled=True)
+            if job.stopped:
+                # Its run is ended once every check in it is stopped: wait for that (no browser may
+                # outlive the run), unless the run goes on for checks that were not stopped.
+                started = request.run
+                if started is not None and started.all_stopped():
+                    with contextlib.suppress(FutureTimeout, CancelledError):
+                        request.future.result(timeout=batch.STOP_WAIT)
+                return _observed(queued, cancelled=True)
         _drop_if_empty(out_dir)
-        return _judged(check, run, start, job)
+        return _judged(check, run, queued if run.started is None else run.started, job)
 
 
 PROTOCOL = BrowserProtocol()
 
 
 def _judged(check: ScriptCheckDefinition, run: ScriptRun, start: float, job: Job) -> Observation:
+    if run.own_ms is not None:  # its own time in a run of several checks
+        start = time.monotonic() - run.own_ms / 1000
     if run.child.cancelled:
         return _observed(start, cancelled=True)
     timed_out = Failure(
@@ -130,6 +139,10 @@ def _judged(check: ScriptCheckDefinition, run: ScriptRun, start: float, job: Job
     )
     if run.report is None:
         log = (run.child.stderr + "\n" + run.child.stdout).strip()
+        if run.child.timed_out and run.checks > 1:
+            said = (f"timeout: the run of {run.checks} browser checks it was in reached its time limit "
+                    f"before its tests ended (each check: {job.bounds.text})")  # fmt: skip
+            timed_out = Failure(FailureKind.TIMEOUT, said, False)
         if run.child.timed_out:
             return _observed(start, failure=timed_out, console=(log[-2000:],) if log else ())
         ended = Failure(FailureKind.SCRIPT, f"Playwright ended without a report: {_first_error(log)}", False)
