@@ -25,6 +25,12 @@ REGISTRY: dict[str, str] = {
     "TRACEROUTE": "traceroute",
 }
 
+# Types whose protocol queues its own attempts under a limit of its own (browser runs: at most
+# TESTSESSION_BROWSER_CONCURRENCY browsers, checks that are ready together share one Playwright run,
+# browser/batch.py): an executor runs them without holding one of its workers while they wait, or the
+# checks queued behind its limit could not join a run (and API checks would wait behind browsers).
+SELF_QUEUED: frozenset[str] = frozenset({"BROWSER", "MULTI_STEP"})
+
 
 @functools.cache
 def protocol_for(check_type: str) -> CheckProtocol[Any] | None:

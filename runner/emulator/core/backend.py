@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from runner.checks.protocols import SELF_QUEUED
 from runner.emulator.core.accounts import Accounts, CheckFilter, CheckPage
 from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import ApiFailure
 from runner.emulator.core.faults import FaultInjector
 from runner.emulator.core.groups import ErrorGroups
 from runner.emulator.core.keys import Keys, bearer_key, rate_limited, real_checks_refusal
-from runner.emulator.core.realruns import Pool, RealJob, execute
+from runner.emulator.core.realruns import SELF_QUEUED_LIMIT, Pool, RealJob, execute
 from runner.emulator.core.sessions import SessionRecord, Sessions
 from runner.emulator.core.state import StateFile
 from runner.emulator.core.world import Settings, World, WorldCheck, load_world
@@ -80,6 +81,7 @@ class Backend:
         self._sessions = Sessions(self.clock, self._groups, self.state)
         self._requests: dict[str, Counter[str]] = {}  # operation name -> status -> requests
         self._pool = Pool(self.world.settings.executor.concurrency)
+        self._self_queued = Pool(SELF_QUEUED_LIMIT)  # browser checks: their protocol queues them itself
         # Reachable from other machines (the server binds beyond loopback): real checks then run only
         # for keys of the caller's own, never for the documented demo keys (keys.real_checks_refusal).
         self.exposed = False
@@ -242,7 +244,8 @@ class Backend:
             session, jobs = self._sessions.trigger(account, request, self.settings, refusal)
             view = self._sessions.render(session, self.base_url)
         for job in jobs:
-            self._pool.submit(lambda job=job: execute(job, self))  # type: ignore[misc]
+            pool = self._self_queued if job.definition.checkType in SELF_QUEUED else self._pool
+            pool.submit(lambda job=job: execute(job, self))  # type: ignore[misc]
         return view
 
     # --- what the workers of real checks report (realruns.RealRunHooks) ----------------------

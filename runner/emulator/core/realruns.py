@@ -1,7 +1,8 @@
 """Checks that run for real in a session: a bounded pool of daemon threads that executes them.
 
 Trigger plans a `RealJob` per matched check with a definition (sessions.py); the Backend hands the
-jobs to its `Pool` (at most `settings.executor.concurrency` at once). A worker runs the executor
+jobs to its `Pool` (at most `settings.executor.concurrency` at once; browser checks, which their
+protocol queues itself, to a pool of their own, SELF_QUEUED_LIMIT). A worker runs the executor
 (`checks.run_check`) and reports through `RealRunHooks`, which the Backend implements under its lock:
 a worker changes no shared state itself, it hands back values (frozen `Attempt`s, secrets masked).
 
@@ -35,6 +36,11 @@ if TYPE_CHECKING:
     from runner.checks.variables import VariableSources
     from runner.models.check_definitions import CheckDefinition
 
+
+# Checks whose protocol queues them itself (checks.protocols.SELF_QUEUED: browser checks, at most
+# TESTSESSION_BROWSER_CONCURRENCY browsers at once) run on a pool of their own, at most this many
+# waiting or running: they do not hold the executor's workers while they queue.
+SELF_QUEUED_LIMIT = 64
 
 # A retry wait looks at the clock at least this often (real seconds): a clock advanced or a speed
 # changed while it waits is followed within this; a stop ends it at once.

@@ -172,6 +172,17 @@ def _why(result: ChildResult) -> str:
 _BROWSERS: dict[Path, Path | None] = {}
 
 
+def _may_have_browsers(playwright: Playwright) -> bool:
+    """False when none of the folders where Playwright installs browsers exists: PLAYWRIGHT_BROWSERS_PATH
+    (when set, Node is asked anyway), `ms-playwright` in $XDG_CACHE_HOME and in ~/.cache, and
+    playwright-core's `.local-browsers` (PLAYWRIGHT_BROWSERS_PATH=0)."""
+    if os.environ.get("PLAYWRIGHT_BROWSERS_PATH"):
+        return True
+    caches = [Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"), Path.home() / ".cache"]
+    local = playwright.root / "node_modules" / "playwright-core" / ".local-browsers"
+    return any((cache / "ms-playwright").is_dir() for cache in caches) or local.is_dir()
+
+
 def find_browser(playwright: Playwright, named: str | None = None) -> Path:
     named = named or os.environ.get(BROWSER_VARIABLE)
     if named:
@@ -193,10 +204,13 @@ def find_browser(playwright: Playwright, named: str | None = None) -> Path:
 
 
 def _playwright_browser(playwright: Playwright) -> Path | None:
-    """The Chromium that Playwright downloaded itself, when it did (asked once per Playwright folder)."""
+    """The Chromium that Playwright downloaded itself, when it did (asked once per Playwright folder).
+    Where Playwright keeps no browsers at all, Node is not asked (it costs a Node start per run)."""
     if playwright.root not in _BROWSERS:
         found: Path | None = None
         with contextlib.suppress(SetupError, OSError):
+            if not _may_have_browsers(playwright):
+                raise SetupError("no browsers of Playwright's own")
             tools = node_tools()
             script = "console.log(require('playwright-core').chromium.executablePath())"
             result = run_child([str(tools.node), "-e", script], cwd=playwright.root, env=child_environment(),

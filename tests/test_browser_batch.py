@@ -1,0 +1,122 @@
+"""Several browser checks of one run share one `playwright test` (batch.py): each keeps its own verdict,
+its own variables and its own files, and SIGTERM during the shared run leaves no Node or Chromium."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+from browser_env import PASSWORD, REPO, Shop, needs_browser
+from helpers import child_env, run_here
+from test_browser_run import _ours
+
+pytestmark = needs_browser()
+
+# Each check writes the pid of the Playwright process that runs it (its worker's parent) to a file.
+SCRIPT = """const { test, expect } = require('@playwright/test')
+const fs = require('fs')
+
+test('signs in', async ({ page }) => {
+  fs.writeFileSync(`${process.env.PIDS}/${process.env.CHECK_NAME}`, String(process.ppid))
+  await page.goto(`${process.env.SHOP_URL}/login`)
+  await page.getByLabel('Username').fill('shopper')
+  await page.getByLabel('Password').fill(process.env.SHOP_PASSWORD)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await expect(page.getByRole('heading', { level: 1 })).toHaveText(HEADING, { timeout: 3000 })
+})
+"""
+
+
+def two_checks(tmp_path: Path, shop_url: str, pids: Path) -> tuple[Path, Path]:
+    """The example world with two BROWSER checks: `Passes` expects the good build's heading, `Fails` a
+    heading the page never shows."""
+    world: dict[str, Any] = yaml.safe_load((REPO / "examples" / "local-checks.yml").read_text())
+    account = world["accounts"][0]
+    account["checks"] = [
+        {"id": f"5e0c7a1b-0000-4c2d-9e8f-00000000009{n}", "name": name, "checkType": "BROWSER",
+         "tags": ["batch"], "runtimeId": "2026.04", "script": SCRIPT.replace("HEADING", repr(heading))}
+        for n, (name, heading) in enumerate((("Passes", "Welcome, shopper"), ("Fails", "Welcome, admin")))
+    ]  # fmt: skip
+    spec: dict[str, Any] = yaml.safe_load((REPO / "examples" / "local-checks-spec.yml").read_text())
+    spec["target"] = {"matchTags": [["batch"]]}
+    spec.pop("retryStrategy", None)
+    spec["environmentVariables"] = [
+        {"key": "SHOP_URL", "value": shop_url},
+        {"key": "PIDS", "value": str(pids)},
+    ]
+    (tmp_path / "world.yml").write_text(yaml.safe_dump(world))
+    (tmp_path / "spec.yml").write_text(yaml.safe_dump(spec))
+    return tmp_path / "spec.yml", tmp_path / "world.yml"
+
+
+def test_two_checks_in_one_playwright_run_each_keep_their_verdict_variables_and_files(
+    tmp_path: Path,
+) -> None:
+    shop, pids = Shop(), tmp_path / "pids"
+    pids.mkdir()
+    try:
+        spec, world = two_checks(tmp_path, shop.url, pids)
+        ran = run_here(["run", str(spec), "--emulator", "--world", str(world)],
+                       child_env(SHOP_PASSWORD=PASSWORD), tmp_path)  # fmt: skip
+    finally:
+        shop.stop()
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    # One Playwright process ran both, each with its own CHECK_NAME.
+    assert sorted(p.name for p in pids.iterdir()) == ["Fails", "Passes"]
+    assert (pids / "Fails").read_text() == (pids / "Passes").read_text()
+    results = json.loads((tmp_path / "testsession-reports" / "results.json").read_text())
+    by_name = {r["name"]: r for s in results["sessions"] for r in s["results"]}
+    assert by_name["Passes"]["verdict"] == "passed" and not by_name["Passes"].get("attachments")
+    failed = by_name["Fails"]
+    assert failed["verdict"] == "failed"
+    assert 'expected "Welcome, admin", received "Welcome, shopper"' in failed["error"], failed["error"]
+    files = {a["name"]: tmp_path / a["path"] for a in failed["attachments"]}
+    assert files["screenshot"].is_file() and files["trace"].is_file(), files
+    # Its own folder, named as when it runs alone.
+    assert files["trace"].relative_to(tmp_path / "testsession-reports" / "browser").parts[:3] == (
+        "Fails-5e0c7a1b",
+        "attempt-1",
+        "check-signs-in",
+    )
+    assert not list((tmp_path / "testsession-reports" / "browser").glob(".run-*"))
+    assert PASSWORD not in ran.stdout + ran.stderr + json.dumps(results)
+
+
+def test_sigterm_during_a_shared_run_ends_it_within_5_s_and_leaves_no_browser(tmp_path: Path) -> None:
+    shop, pids = Shop(), tmp_path / "pids"
+    pids.mkdir()
+    marker = f"TESTSESSION_TEST_MARKER_{uuid.uuid4().hex}"
+    try:
+        spec, world = two_checks(tmp_path, shop.url, pids)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "runner", "run", str(spec), "--emulator", "--world", str(world), "--env",
+             f"MARKER={marker}"],
+            cwd=tmp_path, env=child_env(SHOP_PASSWORD=PASSWORD), text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+
+        def both_started() -> bool:  # both checks' tests began, a browser is up
+            return len(list(pids.iterdir())) == 2 and any("chrom" in name for _, name in _ours(marker))
+
+        deadline = time.monotonic() + 120
+        while not both_started() and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        assert both_started(), "the checks did not start"
+        signalled = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - signalled
+        left = _ours(marker)
+    finally:
+        shop.stop()
+    assert took < 5.0, (took, out, err)
+    assert proc.returncode == 143, out + err
+    assert left == [], left
