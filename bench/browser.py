@@ -1,13 +1,15 @@
 """Browser checks through testsession against the same script run by Playwright's own runner.
 
-    python bench/browser.py [--repeat 3] [--many 20]
+    python bench/browser.py [--repeat 3] [--many 20] [--many-repeat 1]
 
 1. One check: `testsession run --emulator` with the example world's BROWSER check `Sign in` against
    examples/local-app/shop.py, against `npx playwright test` of the same script with the same browser,
    flags, trace and screenshot settings (one worker). The median wall time of each, and the ratio
    (goal <= 1.3 x).
-2. Many checks: `--many` copies of the check at testsession's default browser concurrency (2), against
-   Playwright running as many test files with `--workers 2` (goal: no slower).
+2. Many checks: `--many` copies of the check in one run at testsession's default browser concurrency
+   (DEFAULT_CONCURRENCY, 2; the example world's executor concurrency, 8, as a user has it), against
+   Playwright running as many test files with `--workers` = that concurrency (goal: no slower); the
+   median of `--many-repeat` runs of each.
 Both use the same Playwright (testsession's cache for the runtime) and the machine's Chromium. Real
 processes, wall time from start to exit.
 """
@@ -33,6 +35,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from browser_env import PASSWORD, Shop, missing  # noqa: E402
 
+from runner.checks.protocols.browser import DEFAULT_CONCURRENCY  # noqa: E402
 from runner.checks.protocols.browser.script import CHROMIUM_FLAGS  # noqa: E402
 from runner.checks.protocols.browser.setup import find_browser, find_playwright  # noqa: E402
 
@@ -94,7 +97,7 @@ def measure(copies: int, repeat: int, shop: Shop) -> tuple[float, float]:
         world, spec = world_and_spec(folder, shop.url, copies)
         check = yaml.safe_load(world.read_text())["accounts"][0]["checks"][0]
         script = check["script"]
-        workers = 1 if copies == 1 else 2
+        workers = min(copies, DEFAULT_CONCURRENCY)
         project = playwright_project(folder, script, copies, workers)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI", "TESTSESSION_"))}
         env_ts = {**env, "SHOP_PASSWORD": PASSWORD}
@@ -119,6 +122,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--many", type=int, default=20)
+    parser.add_argument("--many-repeat", type=int, default=1)
     args = parser.parse_args()
     reason = missing()
     if reason:
@@ -126,7 +130,7 @@ def main() -> None:
     shop = Shop()
     try:
         for copies in (1, args.many):
-            ours, theirs = measure(copies, args.repeat if copies == 1 else 1, shop)
+            ours, theirs = measure(copies, args.repeat if copies == 1 else args.many_repeat, shop)
             print(f"{copies} browser check(s): testsession {ours:.2f} s, npx playwright test {theirs:.2f} s, "
                   f"{ours / theirs:.2f} x (load average {os.getloadavg()[0]:.1f})", flush=True)  # fmt: skip
     finally:

@@ -9,9 +9,11 @@ import subprocess
 import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from browser_env import PASSWORD, REPO, Shop, needs_browser
 from helpers import child_env, run_here
@@ -120,3 +122,31 @@ def test_sigterm_during_a_shared_run_ends_it_within_5_s_and_leaves_no_browser(tm
     assert took < 5.0, (took, out, err)
     assert proc.returncode == 143, out + err
     assert left == [], left
+
+
+def test_a_check_that_stops_the_shared_run_fails_alone_and_the_others_are_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Playwright runs no test when one file does not compile, and only `test.only` tests when a file has
+    one: the checks such a run could not judge run again without it. No page: no browser starts."""
+    import runner.checks.protocols.browser as browser
+    from runner.checks import run_check
+    from runner.checks.failures import FailureKind
+    from runner.models.check_definitions import parse_check_definition
+
+    monkeypatch.setattr(browser.OPTIONS, "artifacts_dir", tmp_path / "browser")
+    head = "const { test, expect } = require('@playwright/test')\n"
+    scripts = {
+        "plain": head + "test('adds', () => { expect(1 + 1).toBe(2) })",
+        "broken": head + "test('bad', () => { expect(1).toBe( })",
+        "only": head + "test.only('only', () => {})\ntest('skipped', () => { throw new Error('ran') })",
+    }
+    checks = [
+        parse_check_definition({"name": n, "checkType": "BROWSER", "script": s}) for n, s in scripts.items()
+    ]
+    with ThreadPoolExecutor(3) as pool:  # ready together: one shared run first
+        runs = dict(zip(scripts, pool.map(lambda c: run_check(c, max_run_seconds=240), checks), strict=True))
+    assert runs["plain"].passed, runs["plain"].final.message
+    assert runs["only"].passed, runs["only"].final.message
+    broken = runs["broken"].final
+    assert broken.error_kind is FailureKind.INVALID_DEFINITION and "SyntaxError" in (broken.message or "")

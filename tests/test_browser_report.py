@@ -70,3 +70,28 @@ def test_the_analyses_tell_a_refused_page_from_a_changed_one() -> None:
         "HTTP error: GET http://127.0.0.1:8380/api/me: HTTP 500" in analysis.rootCause
     )  # what the page said
     assert "trace.zip" in str(analysis.evidence)
+
+
+def test_only_checks_with_the_same_variables_share_a_playwright_run() -> None:
+    """A worker's process.env is shared by its tests: a check's secrets never meet another check's."""
+    from pathlib import Path
+
+    from runner.checks.protocols.browser.batch import key_of, split_environment
+    from runner.checks.protocols.browser.setup import Playwright
+
+    pw = Playwright(Path("/pw"), "1.58.2", "the cache")
+
+    def key(env: dict[str, str], name: str, config: dict[str, object] | None = None) -> object:
+        shared, _ = split_environment(env, {"CHECK_NAME": name, "CHECK_ID": None, "CHECK_TYPE": "BROWSER"})
+        return key_of(pw, Path("/usr/bin/chromium"), shared, config, 240_000)
+
+    base = {"SHOP_URL": "http://x", "CHECK_TYPE": "BROWSER"}
+    assert split_environment({**base, "CHECK_NAME": "a"}, {"CHECK_NAME": "a", "CHECK_TYPE": "BROWSER"}) == (
+        {"SHOP_URL": "http://x"},
+        {"CHECK_TYPE": "BROWSER", "CHECK_NAME": "a"},
+    )
+    assert key({**base, "CHECK_NAME": "a"}, "a") == key({**base, "CHECK_NAME": "b"}, "b")
+    assert key({**base, "TOKEN": "s3cret-a"}, "a") != key({**base, "TOKEN": "s3cret-b"}, "b")
+    # A CHECK_NAME that is not the check's own name (a variable of the session) is not public.
+    assert key({**base, "CHECK_NAME": "secret-x"}, "a") != key({**base, "CHECK_NAME": "secret-y"}, "b")
+    assert key(base, "a", {"timeout": 5000}) != key(base, "b")
