@@ -5,13 +5,14 @@ job.bounds (the type's run limit: production's 240 s) and job.stop, and returns 
 failure is the script's own verdict (no assertions of the engine), with the tests' steps, the pages'
 console errors and failed requests, and the files (screenshot, trace) as evidence.
 
-Where Playwright and the browser come from: setup.py. How the script runs: script.py. What it showed:
-report.py. Options (`OPTIONS`, set once by the caller before checks run, else from the environment):
+Where Playwright and the browser come from: setup.py. Which checks share a `playwright test`: batch.py.
+How the scripts run: script.py. What they showed: report.py. Options (`OPTIONS`, set once by the caller
+before checks run, else from the environment):
 - artifacts_dir: screenshots and traces go to `<artifacts_dir>/<check>-<id>/attempt-<n>/`
   (TESTSESSION_ARTIFACTS_DIR, default testsession-reports/browser in the working directory);
-- concurrency: at most this many browser attempts at once (TESTSESSION_BROWSER_CONCURRENCY, default 2:
-  a Chromium takes most of a core while a page loads; production gives each browser check 1.7 CPUs);
-  the run limit of an attempt starts when it has its slot;
+- concurrency: at most this many browsers at once, the workers of a shared run
+  (TESTSESSION_BROWSER_CONCURRENCY, default 2: a Chromium takes most of a core while a page loads;
+  production gives each browser check 1.7 CPUs); waiting for a run is not the attempt's run time;
 - workdir: where the check's project is (its node_modules), default the working directory;
 - progress: where the one-time Playwright install reports (default: a line on stderr).
 """

@@ -201,7 +201,8 @@ def _run_once(group: Sequence[Request], *, workers: int) -> tuple[int, list[Requ
     try:
         result = run_batch(members, playwright=first.playwright, browser=first.key.browser, output_dir=out,
                            variables=first.variables, deadline=deadline, stop=run.stop, workers=count,
-                           playwright_config=first.playwright_config)  # fmt: skip
+                           playwright_config=first.playwright_config,
+                           max_test_ms=first.seconds * 1000)  # fmt: skip
     finally:
         run.done.set()
     try:

@@ -1,21 +1,25 @@
-"""One run of a check's Playwright script: a temporary folder, a generated config, `playwright test`.
+"""One `playwright test` for one or more checks (batch.py decides which): a temporary folder with a
+folder per check, a generated config, Playwright's CLI run with Node.
 
-The script is written as it is stored (CommonJS `require('@playwright/test')`, ESM `import`,
-TypeScript: Playwright compiles `.ts` files, so `check.spec.ts` takes all three), with its
-`@playwright/test` pointed at fixtures.cjs (Playwright's exports and a `context` fixture that keeps
-console errors, page errors and failed requests). The generated config: one worker, no retries (the
-check's retry strategy retries), the browser by launchOptions.executablePath with the flags a locked-down
-machine needs, a screenshot on failure and the trace of a failed test kept (production: "Traces are
-populated automatically for failed Browser checks"), written to `output_dir`; the report is written by
-reporter.cjs to a JSON file that report.py reads.
+Each check's script is written as it is stored (CommonJS `require('@playwright/test')`, ESM `import`,
+TypeScript: Playwright compiles `.ts` files, so `check.spec.ts` takes all three) in its own folder
+(`c1/`, `c2/` ...), with its `@playwright/test` pointed at that folder's shim: Playwright's exports and
+a `context` fixture that keeps console errors, page errors and failed requests (fixtures.cjs), and the
+check's own variables (CHECK_NAME ...) set in process.env when its file loads and before each of its
+tests. The generated config: `workers` workers (a check's tests run in order in one of them), no
+retries (the check's retry strategy retries), the browser by launchOptions.executablePath with the
+flags a locked-down machine needs, a screenshot on failure and the trace of a failed test kept
+(production: "Traces are populated automatically for failed Browser checks"), written to `output_dir`;
+reporter.cjs writes each check's results to a JSON file that report.py reads.
 
 The check's `playwrightConfig` is merged into that config as production reads it (browser-checks/
-playwright-support.mdx): its `timeout`, `expect` and the supported `use` options (baseURL, viewport,
-extraHTTPHeaders ...); ours win only for what must be ours: headless, screenshot, trace and launchOptions
-(the machine's browser and its flags), the reporter, the output folder, workers and retries. Its
-`sharedFiles` ({path, content}, paths in the Checkly project) are written at their paths and the script
-next to them at the folder of its `scriptPath`, so `import { login } from './helpers/login'` resolves;
-a path that leaves the folder (`../x`, absolute) is not written.
+playwright-support.mdx): its `timeout` (at most the check's run limit), `expect` and the supported `use`
+options (baseURL, viewport, extraHTTPHeaders ...); ours win only for what must be ours: headless,
+screenshot, trace and launchOptions (the machine's browser and its flags), the reporter, the output
+folder, workers and retries. Its `sharedFiles` ({path, content}, paths in the Checkly project) are
+written at their paths in its folder and the script next to them at the folder of its `scriptPath`, so
+`import { login } from './helpers/login'` resolves; a path that leaves the folder (`../x`, absolute) is
+not written.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ CHROMIUM_FLAGS = (
     "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
     "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-default-apps",
 )  # fmt: skip
+PLAYWRIGHT_TEST_TIMEOUT_MS = 30_000  # Playwright's own default
 _IMPORT = re.compile(r"""(require\(\s*|from\s+|import\s+)(['"])@playwright/test\2""")
 
 
@@ -95,7 +100,7 @@ def rewrite_imports(script: str, shim: str = f"./{SHIM_NAME}") -> str:
 
 def config_text(
     *, browser: Path, output_dir: Path, specs: Sequence[str] = (SPEC_NAME,), workers: int = 1,
-    playwright_config: Mapping[str, Any] | None = None,
+    playwright_config: Mapping[str, Any] | None = None, max_test_ms: float | None = None,
 ) -> str:  # fmt: skip
     flags = list(CHROMIUM_FLAGS) + (["--no-sandbox"] if os.geteuid() == 0 else [])
     theirs = playwright_config or {}
@@ -116,8 +121,12 @@ def config_text(
             "launchOptions": {"executablePath": str(browser), "args": flags},
         },
     }
-    if isinstance(theirs.get("timeout"), int | float) and not isinstance(theirs["timeout"], bool):
-        config["timeout"] = theirs["timeout"]
+    timeout = theirs.get("timeout")
+    if isinstance(timeout, int | float) and not isinstance(timeout, bool):
+        config["timeout"] = timeout
+    # No test may outlive the check's run limit (0 is Playwright's "no timeout").
+    if max_test_ms is not None and (config.get("timeout") or PLAYWRIGHT_TEST_TIMEOUT_MS) > max_test_ms:
+        config["timeout"] = max(1, round(max_test_ms))
     if isinstance(theirs.get("expect"), dict):
         config["expect"] = theirs["expect"]
     head = "// generated by testsession"
@@ -135,6 +144,7 @@ def run_batch(
     stop: threading.Event | None,
     workers: int,
     playwright_config: Mapping[str, Any] | None = None,
+    max_test_ms: float | None = None,
 ) -> BatchRun:
     """One `playwright test` for `members` with `workers` workers: a folder per member with its own shim
     (Playwright's exports, setting the member's own variables in process.env when its file loads and
@@ -156,8 +166,9 @@ def run_batch(
             spec = write_sources(root, member.script, member.script_path, member.shared_files)
             specs.append(spec.relative_to(work).as_posix())
         config = work / CONFIG_NAME
-        config.write_text(config_text(browser=browser, output_dir=output_dir, specs=specs, workers=workers,
-                                      playwright_config=playwright_config))  # fmt: skip
+        text = config_text(browser=browser, output_dir=output_dir, specs=specs, workers=workers,
+                           playwright_config=playwright_config, max_test_ms=max_test_ms)  # fmt: skip
+        config.write_text(text)
         env = child_environment(
             dict(variables),
             extra={"TESTSESSION_REPORT_DIR": str(reports), "FORCE_COLOR": "0", "NO_COLOR": "1",
