@@ -184,8 +184,10 @@ def _answer(
     try:
         matched = match(method, path)
         handler = _HANDLERS.get(matched[0].name) if matched else None
-        if matched is None or handler is None:
-            raise ApiFailure(404, f"Cannot {method} {path} (not answered in-process)")
+        if matched is None:
+            raise ApiFailure(404, "Not Found")  # as the HTTP shell's router answers an unknown path
+        if handler is None:  # an operation a run never sends (a dashboard, an incident update)
+            raise ApiFailure(501, f"{matched[0].name} is not answered in-process")
         op, values = matched
         authorization = lower.get("authorization")
         account = backend.authenticate(
