@@ -18,10 +18,14 @@ Rules (docs/checks.md, "Node children"):
   the last `output_cap` bytes of each are kept (an error's last lines are what says why), the rest is
   dropped and the result says it was cut.
 - Not a shell: argv is run as it is.
+- At exit (atexit: the command's entry ends the process without waiting for daemon threads, which may
+  be ending a child at that moment), every child still running is ended the same way, so none
+  outlives the process.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import selectors
@@ -74,6 +78,8 @@ def run_child(
         list(argv), cwd=cwd, env={**(os.environ if env is None else env), TOKEN_VARIABLE: token},
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
+    with _LIVE_LOCK:
+        _LIVE[proc.pid] = (proc, token)
     out, err = _Tail(output_cap), _Tail(output_cap)
     timed_out = cancelled = False
     try:
@@ -109,6 +115,8 @@ def run_child(
         # Every exit ends the group and what carries the token; a child that exited by itself leaves
         # at most stragglers, given a short grace.
         end_all(proc, token, grace=grace if (timed_out or cancelled or proc.poll() is None) else 0.2)
+        with _LIVE_LOCK:
+            _LIVE.pop(proc.pid, None)
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 with contextlib.suppress(OSError):
@@ -118,6 +126,24 @@ def run_child(
         stdout=out.text(), stderr=err.text(), timed_out=timed_out, cancelled=cancelled,
         duration_s=time.monotonic() - start, stdout_truncated=out.cut, stderr_truncated=err.cut,
     )  # fmt: skip
+
+
+_LIVE: dict[int, tuple[subprocess.Popen[bytes], str]] = {}  # pid -> (child, token), while run_child runs
+_LIVE_LOCK = threading.Lock()
+
+
+@atexit.register
+def _end_live() -> None:
+    """Ends every child still running (and what carries its token): SIGTERM, SIGKILL after the grace."""
+    with _LIVE_LOCK:
+        live = list(_LIVE.values())
+    for proc, token in live:
+        _signal_all(proc.pid, token, signal.SIGTERM)
+    until = time.monotonic() + DEFAULT_GRACE_SECONDS
+    while time.monotonic() < until and any(p.poll() is None or _holders(t) for p, t in live):
+        time.sleep(POLL_SECONDS)
+    for proc, token in live:
+        _signal_all(proc.pid, token, signal.SIGKILL)
 
 
 class _Tail:
