@@ -96,6 +96,7 @@ def run_check(
     closed as not runnable here.
     """
     stop = stop if stop is not None else threading.Event()
+    retry = retry if check.retries_apply() else None  # a Playwright suite: Playwright's own retries
     wait: Sleep = sleep if sleep is not None else stop.wait
     subst = Substitution(_with_runtime(variables or VariableSources(), check))
     attempts: list[Attempt] = []

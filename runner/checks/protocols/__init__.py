@@ -23,6 +23,7 @@ REGISTRY: dict[str, str] = {
     "MULTI_STEP": "browser",
     "ICMP": "icmp",
     "TRACEROUTE": "traceroute",
+    "PLAYWRIGHT": "playwright",
 }
 
 

@@ -31,6 +31,7 @@ from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem
 from runner.models.check_definitions import (
     LOCAL_CHECK_TYPES,
     SCRIPT_CHECK_TYPES,
+    SUITE_CHECK_TYPES,
     CheckDefinition,
     hand_written_problems,
     parse_check_definition,
@@ -192,6 +193,9 @@ DEFINITION_FIELDS = (
     *PROJECT_FIELDS,
 )
 SCRIPTED_FIELDS = ("behaviour", "durationSeconds", "errorMessage", "when")
+# A Playwright check suite's own fields (ChecksV1PlaywrightCheck): kept as production's, and read by
+# its definition (check_definitions.PlaywrightCheckDefinition).
+SUITE_FIELDS = ("testCommand", "workingDir", "installCommand", "browsers", "playwrightVersion")
 # The other properties production's OpenAPI gives a check of some type (ChecksV1ApiCheck,
 # ChecksV1TcpCheck, ChecksV1BrowserCheck, ChecksV1MultiStepCheck, ChecksV1PlaywrightCheck,
 # ChecksV1HeartbeatCheck, ChecksV1GenericCheck): a check as production returns it loads unchanged.
@@ -308,6 +312,8 @@ class WorldCheck(_Strict):
         data = self.model_dump(include={"id", "name", "checkType", "tags", "activated", *DEFINITION_FIELDS})
         if data.get("request") is None:
             data.pop("request", None)
+        if self.checkType in SUITE_CHECK_TYPES:
+            data.update({name: self.kept[name] for name in SUITE_FIELDS if name in self.kept})
         return data
 
     def has_script(self) -> bool:
@@ -342,7 +348,8 @@ def _decide(check: WorldCheck) -> CheckPlan:
         reason = "checks with a script cannot run locally"
     if reason is None and check.runsLocally is False:
         reason = "marked runsLocally: false"
-    if reason is None and check.request is None and not browser:
+    suite = check.checkType in SUITE_CHECK_TYPES  # its project is what runs: testCommand has a default
+    if reason is None and check.request is None and not browser and not suite:
         reason = f"{check.checkType} check without a request"
     return (
         CheckPlan(Mode.REAL, definition)

@@ -35,7 +35,7 @@ from runner.checks.protocols.base import CheckProtocol, Job, Observation
 from runner.checks.protocols.browser import report as reports
 from runner.checks.protocols.browser.script import ScriptRun, run_script
 from runner.checks.protocols.browser.setup import Progress, SetupError, find_browser, find_playwright
-from runner.models.check_definitions import Assertion, ScriptCheckDefinition
+from runner.models.check_definitions import Assertion, CheckDefinition, ScriptCheckDefinition
 
 DEFAULT_CONCURRENCY = 2
 
@@ -76,6 +76,15 @@ def _slot_pool() -> threading.BoundedSemaphore:
         return _slots[1]
 
 
+def wait_for_slot(job: Job) -> threading.BoundedSemaphore | None:
+    """A browser slot, held until the caller releases it; None when the job was stopped first."""
+    pool = _slot_pool()
+    while not pool.acquire(timeout=0.05):
+        if job.stopped:
+            return None
+    return pool
+
+
 MAX_STEPS = 200
 FILE_KINDS = {
     "screenshot": "SCREENSHOT",
@@ -93,10 +102,9 @@ class BrowserProtocol(CheckProtocol[ScriptCheckDefinition]):
         # Waiting for a browser slot is queueing, not the check's run time (production queues runs too):
         # only a stop (cancel, the run's deadline, SIGTERM) ends the wait, and the type's run limit
         # (job.bounds.seconds) starts when the slot is had (ours; docs/checks.md).
-        pool = _slot_pool()
-        while not pool.acquire(timeout=0.05):
-            if job.stopped:
-                return _observed(time.monotonic(), cancelled=True)
+        pool = wait_for_slot(job)
+        if pool is None:
+            return _observed(time.monotonic(), cancelled=True)
         start = time.monotonic()
         deadline = start + job.bounds.seconds
         try:
@@ -122,7 +130,11 @@ class BrowserProtocol(CheckProtocol[ScriptCheckDefinition]):
 PROTOCOL = BrowserProtocol()
 
 
-def _judged(check: ScriptCheckDefinition, run: ScriptRun, start: float, job: Job) -> Observation:
+def _judged(
+    check: CheckDefinition, run: ScriptRun, start: float, job: Job, code: str = "script"
+) -> Observation:
+    """The attempt's observation from Playwright's run (`code`: the field that names what ran, for a
+    run that checked nothing; a Playwright check suite shares this with BROWSER)."""
     if run.child.cancelled:
         return _observed(start, cancelled=True)
     timed_out = Failure(
@@ -135,7 +147,7 @@ def _judged(check: ScriptCheckDefinition, run: ScriptRun, start: float, job: Job
         ended = Failure(FailureKind.SCRIPT, f"Playwright ended without a report: {_first_error(log)}", False)
         return _observed(start, failure=ended, console=(log[-2000:],) if log else ())
     tests = reports.browser_tests(run.report)
-    failure: Failure | None = timed_out if run.child.timed_out else reports.verdict(run.report, tests)
+    failure: Failure | None = timed_out if run.child.timed_out else reports.verdict(run.report, tests, code)
     if check.shouldFail and (failure is None or failure.error_class is not ErrorClass.CONFIGURATION_ERROR):
         failure = _inverted(failure)
     files = tuple(
@@ -177,7 +189,7 @@ _attempts_lock = threading.Lock()
 _attempts: dict[str, int] = {}
 
 
-def _next_attempt(check: ScriptCheckDefinition) -> int:
+def _next_attempt(check: CheckDefinition) -> int:
     """1, 2, ... per check folder in this process: each attempt keeps its own files."""
     key = _folder(check)
     with _attempts_lock:
@@ -199,7 +211,7 @@ def _drop_if_empty(folder: Path) -> None:
             path.rmdir()  # only when empty
 
 
-def _folder(check: ScriptCheckDefinition) -> str:
+def _folder(check: CheckDefinition) -> str:
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", check.name or "check").strip("-.")[:60] or "check"
     ident = (check.id or "")[:8]
     return f"{name}-{ident}" if ident else name

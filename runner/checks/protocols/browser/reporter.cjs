@@ -16,7 +16,13 @@ class TestsessionReporter {
   constructor() { this.tests = new Map(); this.errors = []; this.started = Date.now(); }
   entry(test) {
     if (!this.tests.has(test.id)) {
-      this.tests.set(test.id, { title: test.titlePath().slice(3).join(' › ') || test.title, steps: [], running: [] });
+      // A check's script: its describe() and test() titles. A Playwright check suite (TESTSESSION_FULL_TITLES):
+      // `[project] › file › describe › title`, as Playwright's list reporter names a test of many files.
+      const path = test.titlePath();
+      const title = process.env.TESTSESSION_FULL_TITLES
+        ? [path[1] ? `[${path[1]}]` : '', ...path.slice(2)].filter(Boolean).join(' › ')
+        : path.slice(3).join(' › ');
+      this.tests.set(test.id, { title: title || test.title, steps: [], running: [] });
     }
     return this.tests.get(test.id);
   }

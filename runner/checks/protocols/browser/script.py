@@ -60,6 +60,11 @@ class ScriptRun:
     report: dict[str, object] | None  # what reporter.cjs wrote; None when it wrote nothing readable
 
 
+def chromium_args() -> list[str]:
+    """The machine's Chromium's flags: CHROMIUM_FLAGS, and no sandbox as root (Chromium refuses it)."""
+    return list(CHROMIUM_FLAGS) + (["--no-sandbox"] if os.geteuid() == 0 else [])
+
+
 def rewrite_imports(script: str, shim: str = f"./{SHIM_NAME}") -> str:
     """`@playwright/test` in require(), import ... from and import '...' becomes the shim (`shim`: its
     path relative to the file)."""
@@ -70,7 +75,7 @@ def config_text(
     *, browser: Path, output_dir: Path, report_file: Path, spec: str = SPEC_NAME,
     playwright_config: Mapping[str, Any] | None = None,
 ) -> str:  # fmt: skip
-    flags = list(CHROMIUM_FLAGS) + (["--no-sandbox"] if os.geteuid() == 0 else [])
+    flags = chromium_args()
     theirs = playwright_config or {}
     their_use: Mapping[str, Any] = theirs["use"] if isinstance(theirs.get("use"), dict) else {}
     config: dict[str, Any] = {
