@@ -37,6 +37,8 @@ _SHELL = frozenset(";&|<>()")
 class TestCommandError(ValueError):
     """What is wrong with a testCommand, as one sentence (the field is named by the caller)."""
 
+    __test__ = False  # not a pytest test class
+
 
 @dataclass(frozen=True)
 class TestCommand:
@@ -63,7 +65,7 @@ def parse_test_command(text: str | None) -> TestCommand:
         raise TestCommandError(f"shell syntax ({shell}) does not run here (no shell); expected {ALLOWED}")
     rest = words[1:] if words[:1] == ["npx"] else words
     if rest[:2] != ["playwright", "test"]:
-        raise TestCommandError(f"expected {ALLOWED}, got {shlex.join(words[:3])}")
+        raise TestCommandError(f"expected {ALLOWED}, got `{shlex.join(words[:3])}`")
     args: list[str] = []
     config: str | None = None
     options = iter(rest[2:])
