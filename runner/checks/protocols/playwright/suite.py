@@ -7,11 +7,15 @@ relative paths, testDir and globalSetup, stay right) that imports it and applies
 removes it after the run. The command is the user's testCommand as an argument list (no shell), its
 `--config` replaced by ours; the child runs in its own process group with the check's variables as
 process.env and nothing else of ours but what Node and the browser need (node.child_environment),
-bounded by the attempt's deadline and ended with everything it started on a stop.
+bounded by the attempt's deadline and ended with everything it started on a stop. The config written
+beside the project's is removed after the run, and at the latest when testsession exits (a SIGTERM);
+only a SIGKILL can leave a `.testsession-*.config.ts` behind.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import secrets
 import shutil
@@ -28,6 +32,21 @@ from runner.checks.protocols.playwright.project import Project
 HERE = Path(__file__).parent
 # Production's default when the config sets none (playwright-checks/configuration.mdx).
 DEFAULT_RETRIES = 2
+
+
+# The configs written beside projects' and not yet removed: a SIGTERM can end the run while a check's
+# thread still waits for its child to go, before its `finally`; they are removed when the process exits.
+_WRITTEN: set[Path] = set()
+_WRITTEN_LOCK = threading.Lock()
+
+
+@atexit.register
+def _remove_written() -> None:
+    with _WRITTEN_LOCK:
+        for path in _WRITTEN:
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
+        _WRITTEN.clear()
 
 
 def wrapper_text(config: Path) -> str:
@@ -54,6 +73,8 @@ def run_suite(
     tools = node_tools()
     work = Path(tempfile.mkdtemp(prefix="testsession-suite-"))
     wrapper = project.config.parent / f".testsession-{secrets.token_hex(4)}.config.ts"
+    with _WRITTEN_LOCK:
+        _WRITTEN.add(wrapper)
     try:
         wrapper.write_text(wrapper_text(project.config), encoding="utf-8")
         report_file = work / "report.json"
@@ -83,5 +104,7 @@ def run_suite(
             pass
         return ScriptRun(child, report)
     finally:
-        wrapper.unlink(missing_ok=True)
+        with _WRITTEN_LOCK, contextlib.suppress(OSError):
+            wrapper.unlink(missing_ok=True)
+            _WRITTEN.discard(wrapper)
         shutil.rmtree(work, ignore_errors=True)
