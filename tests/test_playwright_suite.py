@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
+import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 import yaml
 from browser_env import PASSWORD, Shop, needs_browser
 from helpers import child_env, run_here
+from test_browser_run import _ours
 
 from runner.checks.protocols.browser.setup import find_playwright
 from runner.models.test_command import TestCommand, TestCommandError, parse_test_command
@@ -20,11 +25,14 @@ from runner.models.test_command import TestCommand, TestCommandError, parse_test
 PROJECT = Path(__file__).parent / "playwright_suite"
 
 
-def checks_file(folder: Path, *checks: dict[str, object], shop_url: str = "http://127.0.0.1:9") -> Path:
+def checks_file(
+    folder: Path, *checks: dict[str, object], shop_url: str = "http://127.0.0.1:9", marker: str = "-"
+) -> Path:
     """A checks file in `folder`: the checks, the shop's URL and its password (a secret) as variables."""
     path = folder / "checks.yml"
     variables = [{"key": "SHOP_URL", "value": shop_url},
-                 {"key": "SHOP_PASSWORD", "value": PASSWORD, "secret": True}]  # fmt: skip
+                 {"key": "SHOP_PASSWORD", "value": PASSWORD, "secret": True},
+                 {"key": "MARKER", "value": marker}]  # fmt: skip
     path.write_text(yaml.safe_dump({"checks": list(checks), "variables": variables}))
     return path
 
@@ -94,6 +102,43 @@ def test_a_failing_suite_names_the_test_and_the_expectation_with_its_files_and_n
     reports = tmp_path / "testsession-reports"
     for text in (ran.stdout, ran.stderr, *(f.read_text() for f in reports.iterdir() if f.is_file())):
         assert PASSWORD not in text
+
+
+@SKIP_WITHOUT_BROWSER
+@BROWSER
+def test_sigterm_mid_suite_ends_the_run_within_5_s_leaving_no_browser_and_no_file_in_the_project(
+    tmp_path: Path,
+) -> None:
+    e2e = project(tmp_path)
+    (e2e / "tests" / "slow.spec.ts").write_text(
+        "import { test } from '@playwright/test';\n"
+        "test('waits', async ({ page }) => {\n"
+        "  await page.goto('/login');\n  await page.waitForTimeout(60000);\n});\n"
+    )
+    before = sorted(p.name for p in e2e.iterdir())
+    marker = f"TESTSESSION_TEST_MARKER_{uuid.uuid4().hex}"  # process.env of Node, inherited by Chromium
+    shop = Shop()
+    try:
+        path = checks_file(tmp_path, suite(testCommand="npx playwright test tests/slow.spec.ts"),
+                           shop_url=shop.url, marker=marker)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "runner", "run", "--checks", str(path)], cwd=tmp_path, env=child_env(),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while not any("chrom" in name for _, name in _ours(marker)) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        assert any("chrom" in name for _, name in _ours(marker)), "no browser started"
+        signalled = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - signalled
+    finally:
+        shop.stop()
+    assert took < 5.0 and proc.returncode == 143, (took, out, err)
+    assert _ours(marker) == []
+    assert sorted(p.name for p in e2e.iterdir()) == before  # our config beside theirs is gone too
 
 
 def test_a_missing_project_fails_closed_saying_what_is_missing(tmp_path: Path) -> None:

@@ -581,7 +581,8 @@ def _host_only(field: str, host: str) -> list[Problem]:
 
 def _no_should_fail(check: CheckDefinition) -> list[Problem]:
     """ICMP and traceroute monitors carry shouldFail, but production's docs do not say what it does
-    to them: run as if it were unset, a check could pass here that production fails. Refused (ours)."""
+    to them: run as if it were unset, a check could pass here that production fails. Refused (ours);
+    so is a Playwright check suite's (its schema has none)."""
     if not check.shouldFail:
         return []
     return [(("shouldFail",), f"not run here for {check.checkType} checks (production's docs do not say "
@@ -686,7 +687,7 @@ class PlaywrightCheckDefinition(CheckDefinition):
     _browsers = field_validator("browsers", mode="before")(_null_is(["chromium"]))
 
     def field_problems(self) -> list[Problem]:
-        out: list[Problem] = []
+        out = _no_should_fail(self)  # not in ChecksV1PlaywrightCheck at all
         try:
             parse_test_command(self.testCommand)
         except TestCommandError as exc:
