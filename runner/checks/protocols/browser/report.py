@@ -158,7 +158,7 @@ def verdict(
         if errors:
             line = first_line(errors[0].get("message"))
             return _failed(FailureKind.INVALID_DEFINITION, f"{code}: it cannot run: {line}")
-        return _failed(FailureKind.INVALID_DEFINITION, f"{code}: no test ran: nothing was checked")
+        return _failed(FailureKind.INVALID_DEFINITION, f"{code}: it defines no test(): nothing was checked")
     failed = next((t for t in tests if t.status not in ("passed", "skipped")), None)
     if failed is None:
         if errors:  # an error outside any test (an afterAll hook)
