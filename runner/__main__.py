@@ -1,3 +1,3 @@
-from runner.cli.main import main
+from runner.cli.main import entry
 
-raise SystemExit(main())
+entry()

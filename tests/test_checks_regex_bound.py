@@ -22,7 +22,8 @@ from checks_servers import HttpServer
 from helpers import child_env
 
 from runner.checks import Attempt, Limits, run_check
-from runner.checks.assertions import RegexBudget, evaluate
+from runner.checks.assertions import evaluate
+from runner.checks.regex_budget import RegexBudget
 from runner.models.check_definitions import Assertion, parse_check_definition
 
 REDOS = "^(a|aa)+$"

@@ -206,7 +206,7 @@ def test_validate_request_passes_models_through() -> None:
 def test_headers_user_agent_and_no_key_in_repr() -> None:
     client = ApiClient("http://127.0.0.1:9/base/", "KEY-123456", "acc-1")
     try:
-        headers = client._session.headers
+        headers = client._headers
         assert headers["Authorization"] == "Bearer KEY-123456"
         assert headers["X-Service-Account"] == "acc-1"
         assert headers["Accept"] == "application/json"

@@ -36,7 +36,7 @@ deadline nor SIGTERM nor Ctrl-C could end the process. With `regex` every match 
 releases the GIL: all the regexes of one attempt's assertions (JSONPath filters' `=~`, `match()` and
 `search()` included) share a budget, the time left of the attempt's bound, at least
 `Limits.regex_min_seconds` and at most `Limits.regex_max_seconds`, in wall-clock time (see
-`_bounded`); a regex that runs out fails its assertion with `regex took longer than N s` (ours).
+`bounded.bounded`); a regex that runs out fails its assertion with `regex took longer than N s` (ours).
 
 Comparisons (14)
 - Numbers compare as numbers: when both the value and the target read as numbers, EQUALS,
@@ -60,22 +60,15 @@ Comparisons (14)
 
 from __future__ import annotations
 
-import contextvars
-import functools
 import json
 import math
 import re
-import threading
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jsonpath
-import regex
-
 from runner.checks.outcome import AssertionResult, Cut, plain_cut, quote_actual
+from runner.checks.regex_budget import DEFAULT_REGEX_SECONDS, RegexBudget, budget_of, regex_budget
 from runner.models.check_definitions import Assertion
 
 TEXT_SOURCES = frozenset({"TEXT_BODY", "TEXT_ANSWER", "RESPONSE_DATA"})
@@ -93,8 +86,6 @@ NEGATIONS = {
 # followed by a letter, and a build's body is compared as a number by EQUALS and GREATER_THAN.
 _NUMBER = re.compile(r"^\s*[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\s*$")
 _SLASHED = re.compile(r"^/(.*)/([a-z]*)$", re.DOTALL)
-_FLAGS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL}
-DEFAULT_REGEX_SECONDS = 5.0  # the budget when the caller gives none (Limits.regex_max_seconds)
 
 
 class _Missing:
@@ -137,137 +128,6 @@ class _Problem(Exception):
 # --- regular expressions, bounded -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RegexBudget:
-    """The time the regexes of one attempt's assertions may take together (monotonic `until`)."""
-
-    seconds: float
-    until: float
-
-    @classmethod
-    def start(cls, seconds: float) -> RegexBudget:
-        return cls(seconds, time.monotonic() + seconds)
-
-    def left(self) -> float:
-        # Never 0: the regex module would read a zero timeout as none at all.
-        return max(self.until - time.monotonic(), 0.001)
-
-    def exceeded(self, where: str = "") -> str:
-        shown = f"{self.seconds:.1f}".removesuffix(".0")
-        return (
-            f"regex took longer than {shown} s{where} (the time this attempt had left for its "
-            "regular expressions): a pattern that backtracks, such as a nested repeat like (a|aa)+, "
-            "needs rewriting"
-        )
-
-
-# The budget of the assertions being evaluated on this thread; JSONPath's filter hooks read it.
-_BUDGET: contextvars.ContextVar[RegexBudget | None] = contextvars.ContextVar("regex_budget", default=None)
-
-
-def _budget() -> RegexBudget:
-    return _BUDGET.get() or RegexBudget.start(DEFAULT_REGEX_SECONDS)
-
-
-@contextmanager
-def _regex_budget(budget: RegexBudget) -> Iterator[None]:
-    token = _BUDGET.set(budget)
-    try:
-        yield
-    finally:
-        _BUDGET.reset(token)
-
-
-@functools.lru_cache(maxsize=256)
-def _compiled(pattern: str, flags: int) -> Any:
-    return regex.compile(pattern, flags)
-
-
-# A match that needs more CPU time than this moves to a thread of its own (below); nearly every match
-# of a sane pattern ends well within it, on the caller's thread, without a thread's cost.
-INLINE_SECONDS = 0.05
-
-
-def _bounded(pattern: Any, method: str, text: str) -> Any:
-    """pattern.search/fullmatch(text) within the budget; TimeoutError when it runs out. The GIL is
-    released while it matches (concurrent=True): the process's deadline and signals keep working.
-
-    The regex module's timeout counts the process's CPU time (C clock()), not the wall clock: on a
-    loaded machine 1 s of it took 4-7 s. So a match that outgrows INLINE_SECONDS is run again on a
-    daemon thread with the budget's CPU time, and waited for at most the budget's wall time; past that
-    it is abandoned (its own CPU timeout ends it soon after) and the assertion fails at the bound."""
-    if isinstance(pattern, re.Pattern):  # compiled by python-jsonpath with re: read again by regex
-        pattern = _compiled(pattern.pattern, pattern.flags)
-    call = getattr(pattern, method)
-    budget = _budget()
-    left = budget.left()
-    try:
-        return call(text, timeout=min(left, INLINE_SECONDS), concurrent=True)
-    except TimeoutError:
-        if left <= INLINE_SECONDS:
-            raise
-    return _on_a_thread(call, text, budget)
-
-
-def _on_a_thread(call: Any, text: str, budget: RegexBudget) -> Any:
-    left = budget.left()
-    outcome: list[tuple[bool, Any]] = []
-
-    def match() -> None:
-        try:
-            outcome.append((True, call(text, timeout=left, concurrent=True)))
-        except Exception as exc:  # TimeoutError, or anything the engine raises: handed back
-            outcome.append((False, exc))
-
-    worker = threading.Thread(target=match, name="assertion-regex", daemon=True)
-    worker.start()
-    worker.join(left)
-    if not outcome:
-        raise TimeoutError("regex timed out")  # the wall clock ran out first
-    ok, value = outcome[0]
-    if ok:
-        return value
-    raise value
-
-
-class _Match(jsonpath.function_extensions.Match):
-    """RFC 9535's match(), bounded."""
-
-    def __call__(self, value: object, pattern: object) -> bool:
-        if not isinstance(value, str) or not isinstance(pattern, str):
-            return False
-        compiled = self.check_cache(pattern)
-        return compiled is not None and bool(_bounded(compiled, "fullmatch", value))
-
-
-class _Search(jsonpath.function_extensions.Search):
-    """RFC 9535's search(), bounded."""
-
-    def __call__(self, value: object, pattern: object) -> bool:
-        if not isinstance(value, str) or not isinstance(pattern, str):
-            return False
-        compiled = self.check_cache(pattern)
-        return compiled is not None and bool(_bounded(compiled, "search", value))
-
-
-class _BoundedJsonPath(jsonpath.JSONPathEnvironment):
-    """python-jsonpath with every regex of a filter bounded: `=~ /re/` (which it compiles with `re`)
-    and the match() and search() functions (which use `regex`, without a timeout)."""
-
-    def setup_function_extensions(self) -> None:
-        super().setup_function_extensions()
-        self.function_extensions["match"] = _Match(thread_safe=True)
-        self.function_extensions["search"] = _Search(thread_safe=True)
-
-    def compare(self, left: object, operator: str, right: object) -> bool:
-        if operator == "=~" and isinstance(right, re.Pattern) and isinstance(left, str):
-            return bool(_bounded(right, "fullmatch", left))
-        return bool(super().compare(left, operator, right))
-
-
-_JSONPATH = _BoundedJsonPath()
-
-
 def parse_json_body(body: str, content_type: str | None) -> Any:
     """The document, or NotJson saying why not (the Content-Type rule of production's docs)."""
     kind = (content_type or "").split(";", 1)[0].strip().lower()
@@ -290,7 +150,7 @@ def evaluate(
     regexes share `budget` (default: DEFAULT_REGEX_SECONDS from now)."""
     budget = budget or RegexBudget.start(DEFAULT_REGEX_SECONDS)
     try:
-        with _regex_budget(budget):
+        with regex_budget(budget):
             actual = _extract(assertion, values)
         passed, detail = _compare(assertion.comparison, actual, assertion.target, cut)
         shown = None if actual is MISSING else quote_actual(as_text(actual), cut=cut)
@@ -360,13 +220,16 @@ def json_path(document: Any, path: str) -> Any:
 
 
 def _findall(path: str, document: Any) -> list[Any]:
+    # Loaded with the first JSON assertion: python-jsonpath and regex are a tenth of a second of
+    # imports that a run of status and header assertions never needs.
+    from runner.checks.bounded import BadPattern, findall
+
     try:
-        return list(_JSONPATH.findall(path, document))
+        return findall(path, document)
     except TimeoutError:
-        raise _Problem(_budget().exceeded(" in the JSONPath's filter")) from None
-    except jsonpath.JSONPathError as exc:
-        first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise _Problem(f"invalid JSONPath {path!r}: {first_line}") from None
+        raise _Problem(budget_of().exceeded(" in the JSONPath's filter")) from None
+    except BadPattern as exc:
+        raise _Problem(f"invalid JSONPath {path!r}: {exc}") from None
 
 
 def _dot_bracket(path: str) -> str:
@@ -396,26 +259,28 @@ def _header(headers: Sequence[tuple[str, str]], name: str) -> Any:
 
 def compile_regex(pattern: str) -> Any:
     """The user's pattern (`/re/flags` too) compiled by the `regex` module (a regex.Pattern)."""
-    flags = 0
+    from runner.checks.bounded import BadPattern, compile_pattern
+
+    flags = ""
     slashed = _SLASHED.match(pattern)
     if slashed and all(f in "gimsuy" for f in slashed.group(2)):
-        pattern = slashed.group(1)
-        for flag in slashed.group(2):
-            flags |= _FLAGS.get(flag, 0)
+        pattern, flags = slashed.group(1), slashed.group(2)
     try:
-        return _compiled(pattern, flags)
-    except regex.error as exc:
+        return compile_pattern(pattern, flags)
+    except BadPattern as exc:
         raise _Problem(f"invalid regular expression {pattern!r}: {exc}") from None
 
 
 def _regex(value: Any, pattern: str) -> Any:
     if value is MISSING:
         return MISSING
+    from runner.checks.bounded import bounded
+
     compiled = compile_regex(pattern)
     try:
-        match = _bounded(compiled, "search", as_text(value))
+        match = bounded(compiled, "search", as_text(value))
     except TimeoutError:
-        raise _Problem(_budget().exceeded()) from None
+        raise _Problem(budget_of().exceeded()) from None
     if match is None:
         return MISSING
     if compiled.groups:

@@ -17,6 +17,7 @@ from runner.core.exitcodes import ExitCode
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from runner.client import ApiClient
+    from runner.client.transport import Transport
     from runner.core.redact import Redactor
 
 ENV_API_KEY = "TESTSESSION_API_KEY"
@@ -99,8 +100,10 @@ class Connection:
         redact: Redactor,
         retry_budget: float | None = None,
         on_retry: Callable[[str, str, str, int, float], None] | None = None,
+        transport: Transport | None = None,
     ) -> ApiClient:
-        """A client; UsageError naming what is missing. No retry starts after `retry_budget` s."""
+        """A client; UsageError naming what is missing. No retry starts after `retry_budget` s.
+        `transport`: how its requests travel (over HTTP when not given)."""
         from runner.client import ApiClient
         from runner.core.errors import UsageError
 
@@ -135,6 +138,7 @@ class Connection:
             read_timeout=self.request_timeout,
             deadline=deadline,
             on_retry=on_retry,
+            transport=transport,
         )
 
 

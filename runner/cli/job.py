@@ -28,6 +28,7 @@ from runner.cli.common import (
     stop_at_once,
 )
 from runner.client import ApiClient
+from runner.client.transport import LocalTransport
 from runner.core.errors import SpecError, UsageError
 from runner.core.exitcodes import ExitCode
 from runner.core.redact import Redactor, redact_data
@@ -47,7 +48,10 @@ from runner.reports.files import check_writable
 from runner.spec import RunSpec
 
 if TYPE_CHECKING:
+    from runner.emulator import Emulator
+    from runner.emulator.core.answers import LocalService
     from runner.emulator.core.checksfile import ChecksFile
+    from runner.emulator.core.world import World
 
 STDOUT = "-"  # a report path that means standard output
 
@@ -426,28 +430,62 @@ class Job:
             with connection.client(self.redact, budget, events.retrying) as client:
                 yield client
             return
-        from runner.emulator import Emulator
+        from runner.emulator.core.answers import LocalService, needs_http
+        from runner.emulator.core.world import load_world
 
         checks = self.settings.checks
-        world = checks.world if checks is not None else self.settings.world
+        world = load_world(checks.world if checks is not None else self.settings.world)
+        if needs_http(world):
+            with self._served(world, connection, budget, events) as client:
+                yield client
+            return
+        # No server: the client's requests are answered by the Backend in this process (half a
+        # second of FastAPI and uvicorn less, and no session rendered over a socket).
+        service = LocalService(world, state=self.settings.state)
+        try:
+            self.redact.add(service.api_key)
+            self.console.verbose("emulator in this process (no HTTP server)")
+            if service.backend.state is not None:
+                self.console.verbose(f"emulator state in {service.backend.state.describe()}")
+            local = self._local_connection(checks is None, service, connection, service.BASE_URL)
+            with local.client(
+                self.redact, budget, events.retrying, transport=LocalTransport(service.serve)
+            ) as client:
+                yield client
+        finally:
+            service.stop()
+
+    @contextmanager
+    def _served(
+        self, world: World, connection: Connection, budget: float | None, events: EventQueue
+    ) -> Iterator[ApiClient]:
+        """The emulator on a loopback port, for a world whose faults act on the connection."""
+        from runner.emulator import Emulator
+
         emulator = Emulator(world=world, state=self.settings.state).start()
         try:
             self.redact.add(emulator.api_key)
             self.console.verbose(f"emulator serving at {emulator.url}")
             if emulator.backend.state is not None:
                 self.console.verbose(f"emulator state in {emulator.backend.state.describe()}")
-            local = Connection(
-                base_url=emulator.url,
-                # A checks file's world has a key of its own: the environment's is for other worlds.
-                account_id=(checks is None and self.environ.get(ENV_ACCOUNT_ID)) or emulator.account_id,
-                api_key=(checks is None and self.environ.get(ENV_API_KEY)) or emulator.api_key,
-                request_timeout=connection.request_timeout,
-                account_header=emulator.account_header,
-            )
+            local = self._local_connection(self.settings.checks is None, emulator, connection, emulator.url)
             with local.client(self.redact, budget, events.retrying) as client:
                 yield client
         finally:
             emulator.stop()
+
+    def _local_connection(
+        self, from_environment: bool, local: LocalService | Emulator, connection: Connection, url: str
+    ) -> Connection:
+        """The embedded emulator's credentials. A checks file's world has a key of its own: the
+        environment's is for other worlds."""
+        return Connection(
+            base_url=url,
+            account_id=(from_environment and self.environ.get(ENV_ACCOUNT_ID)) or local.account_id,
+            api_key=(from_environment and self.environ.get(ENV_API_KEY)) or local.api_key,
+            request_timeout=connection.request_timeout,
+            account_header=local.account_header,
+        )
 
     @contextmanager
     def _signals(self) -> Iterator[None]:

@@ -22,10 +22,10 @@ import requests
 from pydantic import BaseModel, ValidationError
 
 from runner import TOOL_NAME, __version__
-from runner.client.answer import MAX_ANSWER_BYTES, BoundedAdapter
+from runner.client.answer import MAX_ANSWER_BYTES
 from runner.client.ratelimit import RateLimiter
 from runner.client.retry import RetryPolicy, parse_retry_after
-from runner.client.transport import exchange
+from runner.client.transport import HttpTransport, Transport
 from runner.core.errors import (
     AnswerTooLargeError,
     ApiError,
@@ -188,6 +188,7 @@ class ApiClient:
         on_retry: Callable[[str, str, str, int, float], None] | None = None,
         account_header: str = DEFAULT_ACCOUNT_HEADER,
         max_answer_bytes: int = MAX_ANSWER_BYTES,
+        transport: Transport | None = None,
     ) -> None:
         self.base_url = check_base_url(base_url).rstrip("/")
         problem = account_header_problem(account_header)
@@ -220,26 +221,20 @@ class ApiClient:
         self._count_lock = threading.Lock()
         self._request_count = 0
         self._api_key = api_key  # only for masking it, should a proxy ever echo it in an error page
-        self._session = requests.Session()
-        # No retries inside urllib3: every resend is decided by our policy.
-        adapter = BoundedAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
-        self._session.mount("http://", adapter)
-        self._session.mount("https://", adapter)
-        self._session.headers.update(
-            {
-                "Authorization": f"Bearer {api_key}",
-                account_header: account_id,
-                "User-Agent": user_agent or default_user_agent(),
-                "Accept": "application/json",
-                # Only what the bounded reader can inflate in steps (no br, no zstd).
-                "Accept-Encoding": "gzip, deflate",
-            }
-        )
+        self._transport: Transport = transport if transport is not None else HttpTransport(pool_size)
+        self._headers = {
+            "Authorization": f"Bearer {api_key}",
+            account_header: account_id,
+            "User-Agent": user_agent or default_user_agent(),
+            "Accept": "application/json",
+            # Only what the bounded reader can inflate in steps (no br, no zstd).
+            "Accept-Encoding": "gzip, deflate",
+        }
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     def close(self) -> None:
-        self._session.close()
+        self._transport.close()
 
     def __enter__(self) -> ApiClient:
         return self
@@ -549,12 +544,12 @@ class ApiClient:
         with self.rate_limiter.slot():
             with self._count_lock:
                 self._request_count += 1
-            return exchange(
-                self._session,
+            return self._transport.send(
                 method,
                 self.base_url + path,
                 where=self._where,
                 path=path,
+                headers=self._headers,
                 timeout=(
                     min(self.connect_timeout, read_timeout or self.connect_timeout),
                     min(read_timeout or self.read_timeout, answer_seconds),

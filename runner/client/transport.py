@@ -1,7 +1,13 @@
-"""One HTTP exchange with a bounded answer, and every way it can fail as one of the core errors.
+"""How the client's requests reach the service: one transport contract, two transports (as httpx's
+`_transports/base.py`).
 
-Shared by the service's client (`http.py`) and the pull-request comment (`ci/comment.py`), so that
-both tell "never sent" (a create may be sent again) from "sent, no answer" (it may not) the same way.
+- `exchange`: one HTTP exchange with a bounded answer, and every way it can fail as one of the core
+  errors. Shared by the service's client (`HttpTransport`) and the pull-request comment
+  (`ci/comment.py`), so that both tell "never sent" (a create may be sent again) from "sent, no answer"
+  (it may not) the same way.
+- `LocalTransport`: a service in this process (the embedded emulator of a local run) answers through a
+  function; its answer is made into the same `requests.Response`, with the same size bound, so the
+  client reads it exactly as one from the network.
 """
 
 from __future__ import annotations
@@ -9,13 +15,22 @@ from __future__ import annotations
 import http.client
 import time
 import zlib
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from http import HTTPStatus
+from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import requests
 import urllib3
 
-from runner.client.answer import AnswerTooLarge, AnswerTooSlow, UnknownEncoding, headers_by, load_answer
+from runner.client.answer import (
+    AnswerTooLarge,
+    AnswerTooSlow,
+    BoundedAdapter,
+    UnknownEncoding,
+    headers_by,
+    load_answer,
+)
 from runner.core.errors import (
     AnswerTooLargeError,
     ApiError,
@@ -24,6 +39,125 @@ from runner.core.errors import (
     ConnectionRefusedByPeerError,
     ReadTimeoutError,
 )
+
+
+class Transport(Protocol):
+    """Sends one request of the client and reads its whole answer (`.content` is in), within
+    `answer_seconds` of wall-clock time and `max_bytes` of decoded body; a failure is a
+    TransportError subclass of runner.core.errors, never a requests exception."""
+
+    def send(
+        self,
+        method: str,
+        url: str,
+        *,
+        where: str,
+        path: str,
+        headers: Mapping[str, str],
+        params: dict[str, Any] | None,
+        json: dict[str, Any] | None,
+        timeout: tuple[float, float],
+        answer_seconds: float,
+        max_bytes: int,
+    ) -> requests.Response: ...
+
+    def close(self) -> None: ...
+
+
+class HttpTransport:
+    """Over the network: a pooled requests session, no retries inside urllib3 (every resend is the
+    client's policy)."""
+
+    def __init__(self, pool_size: int = 32) -> None:
+        self._session = requests.Session()
+        adapter = BoundedAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+
+    def send(
+        self,
+        method: str,
+        url: str,
+        *,
+        where: str,
+        path: str,
+        headers: Mapping[str, str],
+        params: dict[str, Any] | None,
+        json: dict[str, Any] | None,
+        timeout: tuple[float, float],
+        answer_seconds: float,
+        max_bytes: int,
+    ) -> requests.Response:
+        return exchange(
+            self._session,
+            method,
+            url,
+            where=where,
+            path=path,
+            timeout=timeout,
+            answer_seconds=answer_seconds,
+            max_bytes=max_bytes,
+            headers=dict(headers),
+            params=params,
+            json=json,
+        )
+
+    def close(self) -> None:
+        self._session.close()
+
+
+# (method, path with its prefix, query, JSON body, headers) -> (status, headers, body bytes)
+LocalServe = Callable[
+    [str, str, "dict[str, Any] | None", "dict[str, Any] | None", Mapping[str, str]],
+    "tuple[int, Mapping[str, str], bytes]",
+]
+
+
+class LocalTransport:
+    """A service in this process answers through `serve`; nothing crosses a socket. The answer is
+    bounded as one from the network: larger than `max_bytes`, it is the same AnswerTooLargeError."""
+
+    def __init__(self, serve: LocalServe) -> None:
+        self._serve = serve
+
+    def send(
+        self,
+        method: str,
+        url: str,
+        *,
+        where: str,
+        path: str,
+        headers: Mapping[str, str],
+        params: dict[str, Any] | None,
+        json: dict[str, Any] | None,
+        timeout: tuple[float, float],
+        answer_seconds: float,
+        max_bytes: int,
+    ) -> requests.Response:
+        status, answer_headers, body = self._serve(method, urlsplit(url).path, params, json, headers)
+        if len(body) > max_bytes:
+            message = f"{AnswerTooLarge(max_bytes)} from {where}"
+            raise AnswerTooLargeError(message, method=method, path=path)
+        request = requests.Request(method, url, params=params or {}).prepare()
+        response = requests.Response()
+        response.status_code = status
+        response.reason = _phrase(status)
+        response.headers.update({"Content-Type": "application/json", **answer_headers})
+        response._content = body
+        response.encoding = "utf-8"
+        response.url = request.url or url
+        response.request = request
+        return response
+
+    def close(self) -> None:
+        return None
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
 
 
 def exchange(

@@ -331,19 +331,27 @@ NAMES: tuple[str, ...] = tuple(BY_NAME)
 
 def _pattern(op: Operation[Any]) -> re.Pattern[str]:
     # A parameter matches one segment, as the emulator's router matches it.
-    return re.compile("^" + re.sub(r"\\\{[A-Za-z]+\\\}", "[^/]+", re.escape(op.template)) + "$")
+    return re.compile("^" + re.sub(r"\\\{([A-Za-z]+)\\\}", r"(?P<\1>[^/]+)", re.escape(op.template)) + "$")
 
 
 _MATCHERS = tuple((op, _pattern(op)) for op in OPERATIONS)
 
 
-def find(method: str, path: str) -> Operation[Any] | None:
-    """The operation a request is for (method and path both match), or None."""
+def match(method: str, path: str) -> tuple[Operation[Any], dict[str, str]] | None:
+    """The operation a request is for (method and path both match) and its path parameters, as
+    they stand in the path (still quoted), or None."""
     method = method.upper()
     for op, pattern in _MATCHERS:
-        if op.method == method and pattern.match(path):
-            return op
+        found = pattern.match(path)
+        if op.method == method and found:
+            return op, found.groupdict()
     return None
+
+
+def find(method: str, path: str) -> Operation[Any] | None:
+    """The operation a request is for (method and path both match), or None."""
+    matched = match(method, path)
+    return matched[0] if matched else None
 
 
 def _check_table() -> None:

@@ -51,10 +51,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from runner.checks.assertions import RegexBudget
 from runner.checks.failures import Failure, NotRun
 from runner.checks.limits import Limits
 from runner.checks.outcome import Cut, EvidenceFile, RequestSummary, Step, TimingPhases
+from runner.checks.regex_budget import RegexBudget
 from runner.checks.variables import Substitution
 from runner.models.check_definitions import Assertion, CheckDefinition
 

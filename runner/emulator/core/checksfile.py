@@ -80,9 +80,7 @@ def load_checks_file(path: str | Path, environ: Mapping[str, str]) -> ChecksFile
     return parse_checks(data, str(path), environ, lines)
 
 
-def parse_checks(
-    data: Any, source: str, environ: Mapping[str, str], lines: Lines = None
-) -> ChecksFile:
+def parse_checks(data: Any, source: str, environ: Mapping[str, str], lines: Lines = None) -> ChecksFile:
     problems: list[Problem] = []
     prefix: Loc = ()
     variables: Any = []

@@ -1,9 +1,38 @@
-"""The emulator's error answers as values: the core raises them, the shell turns them into the
-service's error body (shell/errors.py)."""
+"""The emulator's error answers as values: the core raises them; the service's error body they become
+(`error_body`) is written here once, for the HTTP shell (shell/errors.py) and the in-process answers
+(core/answers.py) alike."""
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any
+
+from runner.models import ErrorBody
+
+
+def reason(status: int) -> str:
+    """The status's reason phrase ("Not Found"), as the service writes it in `error`."""
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
+
+
+def error_body(
+    status: int,
+    message: str | None = None,
+    attributes: dict[str, Any] | None = None,
+    error_code: str | None = None,
+) -> ErrorBody:
+    """The service's error body; `message` defaults to the reason phrase."""
+    return ErrorBody(
+        statusCode=status,
+        error=reason(status),
+        message=reason(status) if message is None else message,
+        # Left unset when there are none: no `attributes: null` or `errorCode: null` on the wire.
+        **({} if attributes is None else {"attributes": attributes}),
+        **({} if error_code is None else {"errorCode": error_code}),
+    )
 
 
 class ApiFailure(Exception):

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from http import HTTPStatus
 from typing import Any, cast
 
 from fastapi import FastAPI, Request
@@ -11,33 +10,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from runner.emulator.core.failures import ApiFailure
+from runner.emulator.core.failures import ApiFailure, error_body, reason
 from runner.models import ErrorBody, describe_validation_error
-
-
-def reason(status: int) -> str:
-    """The status's reason phrase ("Not Found"), as the service writes it in `error`."""
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return "Error"
-
-
-def error_body(
-    status: int,
-    message: str | None = None,
-    attributes: dict[str, Any] | None = None,
-    error_code: str | None = None,
-) -> ErrorBody:
-    """The service's error body; `message` defaults to the reason phrase."""
-    return ErrorBody(
-        statusCode=status,
-        error=reason(status),
-        message=reason(status) if message is None else message,
-        # Left unset when there are none: no `attributes: null` or `errorCode: null` on the wire.
-        **({} if attributes is None else {"attributes": attributes}),
-        **({} if error_code is None else {"errorCode": error_code}),
-    )
 
 
 def error_response(

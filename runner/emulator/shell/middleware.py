@@ -16,8 +16,8 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from runner.emulator.core.backend import Backend
+from runner.emulator.core.failures import error_body
 from runner.emulator.core.faults import FaultSpec
-from runner.emulator.shell.errors import error_body
 from runner.models.operations import find
 
 _BAD_GATEWAY = f"502 {HTTPStatus(502).phrase}"

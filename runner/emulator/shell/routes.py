@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.security import HTTPBearer
 
-from runner.emulator.core.accounts import CheckFilter, CheckPage
+from runner.emulator.core.accounts import CheckFilter
+from runner.emulator.core.answers import OMIT, content_range
 from runner.emulator.core.backend import Backend
 from runner.emulator.shell.errors import documented, error_response
 from runner.models import (
@@ -189,15 +189,8 @@ async def list_checks(
 ) -> Any:
     where = CheckFilter(tuple(tag or ()), checkType, search, apiCheckUrlFilterPattern)
     found = backend.list_checks(account, where, page, limit)
-    response.headers["Content-Range"] = content_range(found)
+    response.headers["Content-Range"] = content_range(found.checks, found.first, found.total)
     return found.checks
-
-
-def content_range(found: CheckPage) -> str:
-    """Production's `Content-Range: 0-9/23` (items 0 to 9 of 23); a page past the end: `*/23`."""
-    if not found.checks:
-        return f"*/{found.total}"
-    return f"{found.first}-{found.first + len(found.checks) - 1}/{found.total}"
 
 
 async def get_check(id: str, backend: CurrentBackend, account: Account) -> Any:
@@ -251,38 +244,27 @@ async def wait_for_completion(
 # --- the router: one route per operation of the table ------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Handler:
-    """How the emulator serves one operation of runner.models.operations."""
-
-    call: Callable[..., Awaitable[Any]]
-    # Fields left out of the answer: "unset" (a session has no `metadata: null` when the trigger sent
-    # none), "none" (an analysis shows only what it has).
-    omit: Literal["unset", "none"] | None = None
-
-
-HANDLERS: dict[str, Handler] = {
-    "trigger": Handler(trigger, "unset"),
-    "get_session": Handler(get_session, "unset"),
-    "completion": Handler(completion, "unset"),
-    "cancel": Handler(cancel),
-    "get_test_session_error_group": Handler(get_test_session_error_group),
-    "get_error_group": Handler(get_error_group),
-    "create_test_session_error_group_analysis": Handler(create_test_session_error_group_analysis, "none"),
-    "create_error_group_analysis": Handler(create_error_group_analysis, "none"),
-    "get_analysis": Handler(get_analysis, "none"),
-    "incident_update": Handler(incident_update),
-    "delete_maintenance_window": Handler(delete_maintenance_window),
-    "delete_maintenance": Handler(delete_maintenance),
-    "delete_client_certificate": Handler(delete_client_certificate),
-    "create_dashboard": Handler(create_dashboard),
-    # No nulls: production's check has no null frequencyOffset (nor other null fields we know of).
-    "update_check": Handler(update_check, "none"),
-    # What the world holds of production's shape, nothing added: a secret's value is an explicit null.
-    "list_checks": Handler(list_checks, "unset"),
-    "get_check": Handler(get_check, "unset"),
-    # Production's shape: every field, a secret's value an explicit null.
-    "list_variables": Handler(list_variables),
+# One handler per operation; what each answer leaves out is core/answers.py's OMIT (the in-process
+# answers read it too).
+HANDLERS: dict[str, Callable[..., Awaitable[Any]]] = {
+    "trigger": trigger,
+    "get_session": get_session,
+    "completion": completion,
+    "cancel": cancel,
+    "get_test_session_error_group": get_test_session_error_group,
+    "get_error_group": get_error_group,
+    "create_test_session_error_group_analysis": create_test_session_error_group_analysis,
+    "create_error_group_analysis": create_error_group_analysis,
+    "get_analysis": get_analysis,
+    "incident_update": incident_update,
+    "delete_maintenance_window": delete_maintenance_window,
+    "delete_maintenance": delete_maintenance,
+    "delete_client_certificate": delete_client_certificate,
+    "create_dashboard": create_dashboard,
+    "update_check": update_check,
+    "list_checks": list_checks,
+    "get_check": get_check,
+    "list_variables": list_variables,
 }
 if set(HANDLERS) != set(NAMES):
     raise RuntimeError("runner.emulator.shell.routes: one handler per operation of runner.models.operations")
@@ -292,20 +274,20 @@ def build_router(account_header: str) -> APIRouter:
     """The /v1 API as a FastAPI router, one route per row of OPERATIONS."""
     router = APIRouter(prefix=PREFIX, dependencies=[Depends(_credentials(account_header))])
     for op in OPERATIONS:
-        handler = HANDLERS[op.name]
+        omit = OMIT.get(op.name)
         also: dict[int | str, dict[str, Any]] = {
             status: {"model": op.response, "description": HTTPStatus(status).phrase} for status in op.also
         }
         router.add_api_route(
             op.path,
-            handler.call,
+            HANDLERS[op.name],
             methods=[op.method],
             name=op.name,
             summary=op.summary,
             status_code=op.status,
             response_model=op.response,
-            response_model_exclude_unset=handler.omit == "unset",
-            response_model_exclude_none=handler.omit == "none",
+            response_model_exclude_unset=omit == "unset",
+            response_model_exclude_none=omit == "none",
             responses={**also, **documented(*op.errors)},
             deprecated=op.deprecated or None,
         )

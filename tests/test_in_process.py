@@ -1,0 +1,145 @@
+"""A local run reaches the emulator in this process (runner/emulator/core/answers.py): the same
+answers as over HTTP, no FastAPI or uvicorn loaded, and a world whose faults need a socket still
+served over HTTP."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+from checks_servers import HttpServer
+from helpers import child_env
+
+from runner.emulator import Emulator
+from runner.emulator.core.answers import serve
+from runner.models.operations import PREFIX
+
+
+def _headers(emu: Emulator) -> dict[str, str]:
+    return {"Authorization": f"Bearer {emu.api_key}", emu.account_header: emu.account_id}
+
+
+def _both(emu: Emulator, method: str, path: str, **kwargs: Any) -> tuple[Any, Any]:
+    """The same request over HTTP and in-process (against the same Backend): (status, body) each."""
+    headers = _headers(emu)
+    headers.update(kwargs.pop("headers", {}))
+    params, body = kwargs.get("params"), kwargs.get("json")
+    over_http = requests.request(method, emu.url + path, headers=headers, timeout=10, **kwargs)
+    here = serve(emu.backend, method, path, params, body, headers)
+    return (over_http.status_code, over_http.json() if over_http.content else None), (
+        here.status,
+        json.loads(here.body) if here.body else None,
+    )
+
+
+def test_the_in_process_answers_are_the_http_answers(emulator: Emulator) -> None:
+    trigger = {"name": "parity", "runLocation": "eu-west-1"}
+    started = requests.post(
+        f"{emulator.url}{PREFIX}/test-sessions/trigger",
+        json=trigger,
+        headers={"Authorization": f"Bearer {emulator.api_key}", emulator.account_header: emulator.account_id},
+        timeout=10,
+    )
+    assert started.status_code == 201, started.text
+    session_id = started.json()["testSessionId"]
+    deadline = time.monotonic() + 20
+    while True:  # until the session is final: both sides then render the same, settled session
+        completion = f"{PREFIX}/test-sessions/{session_id}/completion"
+        http, here = _both(emulator, "GET", completion, params={"maxWaitSeconds": 1})
+        if http[0] == 200 or time.monotonic() > deadline:
+            break
+    assert http == here and http[0] == 200
+    assert _both(emulator, "GET", f"{PREFIX}/test-sessions/{session_id}") == (http, http)
+
+    groups = [g for r in http[1]["results"] for g in r.get("errorGroupIds", [])]
+    assert groups, "the default world's session has failures"
+    group_http, group_here = _both(emulator, "GET", f"{PREFIX}/test-session-error-groups/{groups[0]}")
+    assert group_http == group_here and group_http[0] == 200
+
+    create = f"{PREFIX}/root-cause-analyses/test-session-error-groups/{groups[0]}"
+    created = serve(emulator.backend, "POST", create, None, None, _headers(emulator))
+    assert created.status == 201
+    analysis = json.loads(created.body)["id"]
+    assert _same(_both(emulator, "GET", f"{PREFIX}/root-cause-analyses/{analysis}"), 202)
+
+    # Errors: the same status and the same error body (statusCode, error, message).
+    missing = "00000000-0000-4000-8000-000000000000"
+    assert _same(_both(emulator, "GET", f"{PREFIX}/test-sessions/{missing}"), 404)
+    bad_key = {"Authorization": "Bearer tsk_not_a_key_of_this_world"}
+    assert _same(_both(emulator, "GET", f"{PREFIX}/test-sessions/{session_id}", headers=bad_key), 401)
+    assert _same(
+        _both(emulator, "POST", f"{PREFIX}/test-sessions/trigger", json={"name": 7}), 400, body=False
+    )
+
+
+def _same(pair: tuple[Any, Any], status: int, body: bool = True) -> bool:
+    http, here = pair
+    assert http[0] == here[0] == status, pair
+    if body:
+        assert http[1] == here[1], pair
+    else:  # a bad body: both say 400 in the service's shape (FastAPI's wording of the problem differs)
+        assert {"statusCode", "error", "message"} <= set(http[1]) and set(http[1]) == set(here[1]), pair
+    return True
+
+
+PROBE = """
+import sys
+from runner.cli.main import main
+code = main(sys.argv[1:])
+print("LOADED:" + ",".join(sorted(m for m in ("fastapi", "uvicorn", "starlette") if m in sys.modules)))
+raise SystemExit(code)
+"""
+
+
+def _run(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", PROBE, "run", *argv, "--no-rca", "-v"],
+        cwd=tmp_path,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _checks(tmp_path: Path, web: HttpServer) -> None:
+    status_200 = [{"source": "STATUS_CODE", "comparison": "EQUALS", "target": "200"}]
+    checks = [
+        {"name": name, "checkType": "API", "request": {"method": "GET", "url": url, "assertions": status_200}}
+        for name, url in (("Health", web.url("/json")), ("Missing", web.url("/status/404")))
+    ]
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(checks), encoding="utf-8")
+
+
+def test_a_checks_file_runs_without_an_http_server(web: HttpServer, tmp_path: Path) -> None:
+    _checks(tmp_path, web)
+    ran = _run(tmp_path, "--checks", "checks.yml")
+    assert ran.returncode == 1, ran.stderr
+    assert "emulator in this process (no HTTP server)" in ran.stderr
+    assert "LOADED:\n" in ran.stdout + "\n", ran.stdout  # nothing of FastAPI, uvicorn or Starlette
+    data = json.loads((tmp_path / "testsession-reports" / "results.json").read_text(encoding="utf-8"))
+    statuses = {r["name"]: r["status"] for s in data["sessions"] for r in s["results"]}
+    assert statuses == {"Health": "PASSED", "Missing": "FAILED"} and data["exitCode"] == 1
+
+
+def test_a_world_with_faults_is_still_served_over_http(tmp_path: Path) -> None:
+    """A fault acts on the connection (here: the first read of the session answers 503), so the run
+    goes through the HTTP shell, and the client's retry is what the user sees."""
+    world = {
+        "settings": {"faults": [{"route": "get_session", "kind": "status", "status": 503, "count": 1}]},
+        "accounts": [{"id": "acc-1", "keys": [{"key": "tsk_minimal_key"}], "checks": [
+            {"id": "c1", "name": "Check one", "behaviour": "pass", "durationSeconds": 2.5}]}],
+    }  # fmt: skip
+    (tmp_path / "world.yml").write_text(yaml.safe_dump(world), encoding="utf-8")
+    (tmp_path / "spec.yml").write_text("name: faults\nrunLocation: eu-west-1\n", encoding="utf-8")
+    ran = _run(tmp_path, "spec.yml", "--emulator", "--world", "world.yml")
+    said = ran.stdout + ran.stderr
+    assert ran.returncode == 0, said
+    assert "emulator serving at http://127.0.0.1:" in said and "503" in said, said
+    assert "LOADED:fastapi,starlette,uvicorn" in ran.stdout, ran.stdout
