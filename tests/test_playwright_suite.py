@@ -99,6 +99,7 @@ def test_a_failing_suite_names_the_test_and_the_expectation_with_its_files_and_n
     files = {a["name"]: tmp_path / a["path"] for a in result["attachments"]}  # type: ignore[attr-defined]
     assert files["screenshot"].is_file() and files["trace"].name == "trace.zip" and files["trace"].is_file()
     assert "testsession-reports/browser/" in str(files["trace"])
+    assert "ASSERTION FAILURE: The page loaded and an expectation failed: [chromium]" in ran.stdout
     reports = tmp_path / "testsession-reports"
     for text in (ran.stdout, ran.stderr, *(f.read_text() for f in reports.iterdir() if f.is_file())):
         assert PASSWORD not in text

@@ -14,6 +14,9 @@ Rules (docs/checks.md, "Node children"):
   and SIGKILL after `grace` seconds: nothing it started outlives the call, whichever way it ends (an
   exception or KeyboardInterrupt in the caller included). A grandchild that keeps the output pipes open
   after the child exited does not hold the call up.
+- A child still running when the process exits (a SIGTERM's run ends before a check's thread has
+  ended its child; cli/main.py leaves with os._exit after the atexit handlers) is killed at exit with
+  everything carrying its token.
 - stdout and stderr are read through pipes as they come, so the child never blocks on a full pipe;
   the last `output_cap` bytes of each are kept (an error's last lines are what says why), the rest is
   dropped and the result says it was cut.
