@@ -22,6 +22,7 @@ Rules (docs/checks.md, "Node children"):
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import selectors
@@ -40,6 +41,27 @@ DEFAULT_OUTPUT_CAP = 1 << 20
 POLL_SECONDS = 0.05  # how often the stop event and the deadline are looked at
 DRAIN_SECONDS = 0.2  # after the child exited: how long output still arriving is read
 CHUNK = 65536
+
+# The children running now, by pid: at exit, what a check's thread has not ended yet is killed. A
+# SIGTERM's run writes its reports and returns while a thread still ends its child (SIGTERM, then
+# SIGKILL after the grace); cli/main.py entry() then leaves with os._exit after the atexit handlers,
+# and the daemon thread never gets to its SIGKILL (seen: Node and Chromium left after a SIGTERM).
+_LIVE: dict[int, tuple[subprocess.Popen[bytes], str]] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+@atexit.register
+def _end_live() -> None:
+    with _LIVE_LOCK:
+        live = list(_LIVE.values())
+        _LIVE.clear()
+    for _ in range(5):  # again while any remain: a browser may start a process while it is killed
+        live = [(proc, token) for proc, token in live if proc.poll() is None or _holders(token)]
+        for proc, token in live:
+            _signal_all(proc.pid, token, signal.SIGKILL)
+        if not live:
+            return
+        time.sleep(POLL_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -74,6 +96,8 @@ def run_child(
         list(argv), cwd=cwd, env={**(os.environ if env is None else env), TOKEN_VARIABLE: token},
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
+    with _LIVE_LOCK:
+        _LIVE[proc.pid] = (proc, token)
     out, err = _Tail(output_cap), _Tail(output_cap)
     timed_out = cancelled = False
     try:
@@ -109,6 +133,8 @@ def run_child(
         # Every exit ends the group and what carries the token; a child that exited by itself leaves
         # at most stragglers, given a short grace.
         end_all(proc, token, grace=grace if (timed_out or cancelled or proc.poll() is None) else 0.2)
+        with _LIVE_LOCK:
+            _LIVE.pop(proc.pid, None)
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 with contextlib.suppress(OSError):
