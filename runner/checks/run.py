@@ -195,7 +195,8 @@ def run_attempt(
             console=seen.console,
             files=seen.files,
         )
-    attempt = mask(attempt, subst.redact)
+    if not subst.redact.empty:  # a copy of every string of the attempt: only when there is a secret
+        attempt = mask(attempt, subst.redact)
     # Made of the masked attempt: a secret never reaches its group's key or cleaned message.
     return dataclasses.replace(attempt, fingerprint=fingerprint(attempt))
 

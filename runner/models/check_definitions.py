@@ -770,15 +770,17 @@ _LIKELY: dict[str, tuple[str, ...]] = {
 }
 
 
-def hand_written_problems(data: Mapping[str, Any]) -> list[tuple[Loc, str]]:
+def hand_written_problems(data: Mapping[str, Any], parsed: bool = False) -> list[tuple[Loc, str]]:
     """(field path, what is allowed) for each thing that keeps `data`, a definition written by hand
     in production's shape, from meaning what it says: a value of the wrong type anywhere (`url: 123`,
     `headers: "X-A: b"`), and, in the request of a type that runs here, a key production does
     not know (with a did-you-mean and the allowed keys) or `assertions: null` (a list whose items were
-    all commented out). Production's own answers are read leniently; this is for files."""
+    all commented out). Production's own answers are read leniently; this is for files.
+    `parsed`: the caller has parsed `data` as a definition without a problem (not parsed again)."""
     problems: list[tuple[Loc, str]] = []
     try:
-        parse_check_definition(data)
+        if not parsed:
+            parse_check_definition(data)
     except ValidationError as exc:
         for err in exc.errors(include_url=False):
             loc = clean_loc(err["loc"])

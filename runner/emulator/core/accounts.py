@@ -115,7 +115,9 @@ class Accounts:
     def load(self, account: Account) -> AccountState:
         state = AccountState(
             world=account,
-            checks={c.id: c.model_copy(deep=True) for c in account.checks},
+            # Not copied: a check is never changed in place (update_check validates a new one), and
+            # a deep copy of 10,000 checks took 2.5 s of a run's start.
+            checks={c.id: c for c in account.checks},
             check_extras={},
             incidents={i.id for i in account.incidents},
             windows={str(w.id): set(w.maintenances) for w in account.maintenanceWindows},

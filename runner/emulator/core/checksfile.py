@@ -134,7 +134,7 @@ def parse_checks(data: Any, source: str, environ: Mapping[str, str], lines: Line
             }
         ],
     }
-    world, found = world_problems(world_data, environ) if not problems else (None, [])
+    world, found = world_problems(world_data, environ, checks_file=True) if not problems else (None, [])
     problems += [(_in_file(loc, prefix), message) for loc, message in found]
     if world is None or problems:
         raise WorldError(problem_lines(source, problems, lines))
