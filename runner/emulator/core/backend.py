@@ -137,6 +137,7 @@ class Backend:
         """Stops every real check run (the server is stopping); the state stays readable."""
         with self._lock:
             self._sessions.stop_all()
+        self._notify()  # a long poll still waiting looks again and ends, instead of at its wait's end
 
     def snapshot(self) -> Snapshot:
         with self._lock:
