@@ -464,7 +464,7 @@ def test_fields_of_an_impossible_shape_are_left_out_and_the_check_is_kept_marked
     )
     assert reasons["c"] is not None and "tags" in reasons["c"]
     assert reasons["d"] is None
-    runnable = "API, URL, TCP, DNS, ICMP, TRACEROUTE, BROWSER and MULTI_STEP"
+    runnable = "API, URL, TCP, DNS, ICMP, TRACEROUTE, BROWSER, MULTI_STEP and PLAYWRIGHT"
     assert reasons["e"] == f"GRPC checks cannot run locally: only {runnable} checks can"
     assert result.left_out == ("a check without an id (no id): left out",)
     world = parse_world_text(result.text)  # loads: every marked check is skipped by the definition rules

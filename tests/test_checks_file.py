@@ -229,7 +229,8 @@ def test_the_demo_is_never_taken_for_the_build(tmp_path: Path) -> None:
     ci = {**bare_env(), "CI": "true"}
     code, out, err, data = run(tmp_path, str(spec), "--emulator", env=ci)
     assert code == 2 and "--checks FILE" in err and "--demo" in err and data["exitCode"] == 2
-    code, out, err, data = run(tmp_path, str(spec), "--demo", "--timeout", "60", env=ci)
+    # Two of the demo's checks (--tag smoke): the marks are the claim, not the whole demo's 9 s.
+    code, out, err, data = run(tmp_path, str(spec), "--demo", "--tag", "smoke", "--timeout", "60", env=ci)
     assert out.splitlines()[0].startswith("DEMO (the shipped demo world")
     assert data["world"] == "demo"
     reports = tmp_path / "testsession-reports"
@@ -248,3 +249,16 @@ def test_a_check_of_a_runnable_type_needs_its_request_and_emulator_keys_are_refu
             {},
         )
     assert [p.split(": ", 2)[1] for p in caught.value.problems] == ["[0].request", "[1].behaviour"]
+
+
+def test_a_check_that_cannot_run_says_how_to_leave_it_out_of_the_checks_file(tmp_path: Path) -> None:
+    """A checks file has no behaviour: and no settings:, so the advice is the file's and --tag."""
+    checks = [{"name": "Login page", "checkType": "BROWSER"}, {"name": "Beat", "checkType": "HEARTBEAT"}]
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(checks), encoding="utf-8")
+    code, out, _err, data = run(tmp_path, "--checks", "checks.yml")
+    errors = {r["name"]: r["error"] for s in data["sessions"] for r in s["results"]}
+    assert code == 1 and set(errors) == {"Login page", "Beat"}, out
+    for error in errors.values():
+        assert error.endswith("leave it out of the checks file, or run other tags (--tag)"), error
+        assert "behaviour" not in error and "settings.notRunnable" not in error, error
+    assert "BROWSER check without a script (give it a script: to run it)" in errors["Login page"]

@@ -143,3 +143,27 @@ def test_a_world_with_faults_is_still_served_over_http(tmp_path: Path) -> None:
     assert ran.returncode == 0, said
     assert "emulator serving at http://127.0.0.1:" in said and "503" in said, said
     assert "LOADED:fastapi,starlette,uvicorn" in ran.stdout, ran.stdout
+
+
+def test_edge_parameters_and_a_crash_answer_as_over_http(emulator: Emulator, monkeypatch: Any) -> None:
+    """Statuses of the corners a run does not send today (a page, an empty filter, a check's error
+    group), and an unexpected failure inside the service: a 500 in the service's shape, as the HTTP
+    shell's crash handler answers it (the client retries a 500), never an exception out of the
+    transport."""
+    checks = f"{PREFIX}/checks"
+    assert _same(_both(emulator, "GET", checks, params={"limit": 2, "page": 1}), 200)
+    http, here = _both(emulator, "GET", checks, params={"apiCheckUrlFilterPattern": ""})
+    assert http[0] == here[0] == 400
+    missing = "00000000-0000-4000-8000-000000000000"
+    assert _same(_both(emulator, "GET", f"{PREFIX}/error-groups/{missing}"), 404)
+
+    def broken(*_args: Any) -> Any:
+        raise OSError("database or disk is full")
+
+    monkeypatch.setattr(emulator.backend, "get_session", broken)
+    answer = serve(
+        emulator.backend, "GET", f"{PREFIX}/test-sessions/{missing}", None, None, _headers(emulator)
+    )
+    assert answer.status == 500
+    assert json.loads(answer.body) == {"statusCode": 500, "error": "Internal Server Error",
+                                       "message": "Internal Server Error"}  # fmt: skip

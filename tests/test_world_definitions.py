@@ -25,6 +25,7 @@ from runner.models.check_definitions import (
     DnsRequest,
     IcmpRequest,
     KeyValue,
+    PlaywrightCheckDefinition,
     TcpRequest,
     TracerouteRequest,
     UrlRequest,
@@ -106,11 +107,16 @@ def test_a_browser_check_written_by_hand_fails_closed_like_one_marked_runs_local
 def test_only_an_explicit_behaviour_scripts_a_type_that_cannot_run_here(check_type: str) -> None:
     bare = f"      - {{id: c1, name: C, checkType: {check_type}}}\n"
     (check,) = parse_world_text(HEAD + bare).accounts[0].checks
-    if check_type in ("BROWSER", "MULTI_STEP"):  # they run with a script
+    if check_type == "PLAYWRIGHT":  # a suite runs its project's tests with production's defaults
+        definition = check.plan.definition
+        assert check.plan.mode is Mode.REAL and isinstance(definition, PlaywrightCheckDefinition)
+        assert (definition.testCommand, definition.browsers) == ("npx playwright test", ["chromium"])
+        reason = None
+    elif check_type in ("BROWSER", "MULTI_STEP"):  # they run with a script
         give = "give it a script: to run it, or a behaviour: to script it here"
         reason = f"{check_type} check without a script ({give})"
     else:
-        runnable = "API, URL, TCP, DNS, ICMP, TRACEROUTE, BROWSER and MULTI_STEP"
+        runnable = "API, URL, TCP, DNS, ICMP, TRACEROUTE, BROWSER, MULTI_STEP and PLAYWRIGHT"
         reason = (
             f"{check_type} checks cannot run locally: only {runnable} checks can "
             "(give it a behaviour: to script it here)"

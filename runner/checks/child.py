@@ -14,13 +14,13 @@ Rules (docs/checks.md, "Node children"):
   and SIGKILL after `grace` seconds: nothing it started outlives the call, whichever way it ends (an
   exception or KeyboardInterrupt in the caller included). A grandchild that keeps the output pipes open
   after the child exited does not hold the call up.
+- A child still running when the process exits (a SIGTERM's run ends before a check's thread has
+  ended its child; cli/main.py leaves with os._exit after the atexit handlers) is killed at exit with
+  everything carrying its token.
 - stdout and stderr are read through pipes as they come, so the child never blocks on a full pipe;
   the last `output_cap` bytes of each are kept (an error's last lines are what says why), the rest is
   dropped and the result says it was cut.
 - Not a shell: argv is run as it is.
-- At exit (atexit: the command's entry ends the process without waiting for daemon threads, which may
-  be ending a child at that moment), every child still running is ended the same way, so none
-  outlives the process.
 """
 
 from __future__ import annotations
@@ -44,6 +44,27 @@ DEFAULT_OUTPUT_CAP = 1 << 20
 POLL_SECONDS = 0.05  # how often the stop event and the deadline are looked at
 DRAIN_SECONDS = 0.2  # after the child exited: how long output still arriving is read
 CHUNK = 65536
+
+# The children running now, by pid: at exit, what a check's thread has not ended yet is killed. A
+# SIGTERM's run writes its reports and returns while a thread still ends its child (SIGTERM, then
+# SIGKILL after the grace); cli/main.py entry() then leaves with os._exit after the atexit handlers,
+# and the daemon thread never gets to its SIGKILL (seen: Node and Chromium left after a SIGTERM).
+_LIVE: dict[int, tuple[subprocess.Popen[bytes], str]] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+@atexit.register
+def _end_live() -> None:
+    with _LIVE_LOCK:
+        live = list(_LIVE.values())
+        _LIVE.clear()
+    for _ in range(5):  # again while any remain: a browser may start a process while it is killed
+        live = [(proc, token) for proc, token in live if proc.poll() is None or _holders(token)]
+        for proc, token in live:
+            _signal_all(proc.pid, token, signal.SIGKILL)
+        if not live:
+            return
+        time.sleep(POLL_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -126,24 +147,6 @@ def run_child(
         stdout=out.text(), stderr=err.text(), timed_out=timed_out, cancelled=cancelled,
         duration_s=time.monotonic() - start, stdout_truncated=out.cut, stderr_truncated=err.cut,
     )  # fmt: skip
-
-
-_LIVE: dict[int, tuple[subprocess.Popen[bytes], str]] = {}  # pid -> (child, token), while run_child runs
-_LIVE_LOCK = threading.Lock()
-
-
-@atexit.register
-def _end_live() -> None:
-    """Ends every child still running (and what carries its token): SIGTERM, SIGKILL after the grace."""
-    with _LIVE_LOCK:
-        live = list(_LIVE.values())
-    for proc, token in live:
-        _signal_all(proc.pid, token, signal.SIGTERM)
-    until = time.monotonic() + DEFAULT_GRACE_SECONDS
-    while time.monotonic() < until and any(p.poll() is None or _holders(t) for p, t in live):
-        time.sleep(POLL_SECONDS)
-    for proc, token in live:
-        _signal_all(proc.pid, token, signal.SIGKILL)
 
 
 class _Tail:

@@ -96,6 +96,7 @@ def run_check(
     closed as not runnable here.
     """
     stop = stop if stop is not None else threading.Event()
+    retry = retry if check.retries_apply() else None  # a Playwright suite: Playwright's own retries
     wait: Sleep = sleep if sleep is not None else stop.wait
     subst = Substitution(_with_runtime(variables or VariableSources(), check))
     attempts: list[Attempt] = []
@@ -194,7 +195,8 @@ def run_attempt(
             console=seen.console,
             files=seen.files,
         )
-    attempt = mask(attempt, subst.redact)
+    if not subst.redact.empty:  # a copy of every string of the attempt: only when there is a secret
+        attempt = mask(attempt, subst.redact)
     # Made of the masked attempt: a secret never reaches its group's key or cleaned message.
     return dataclasses.replace(attempt, fingerprint=fingerprint(attempt))
 

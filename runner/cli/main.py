@@ -100,13 +100,8 @@ def entry() -> None:
     here. A thread still working that is not a daemon gets the interpreter's normal exit, which
     waits for it."""
     import atexit
-    import gc
     import threading
 
-    # The cyclic collector's young generation is collected every 700 allocations by default: a run
-    # of 10,000 checks allocates millions of short-lived objects (models, parsed answers) that hold
-    # no cycles, and the collections took a quarter of its CPU (18.2 -> 13.8 s at 50,000).
-    gc.set_threshold(50_000, 20, 100)
     code = main()
     if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
         raise SystemExit(code)

@@ -247,6 +247,21 @@ def _load(
 
 
 def handle_run(args: argparse.Namespace, ctx: Context) -> int:
+    import gc
+
+    # The cyclic collector's young generation is collected every 700 allocations by default: a run
+    # of 10,000 checks allocates millions of short-lived objects (models, parsed answers) that hold
+    # no cycles, and the collections took a quarter of its CPU (18.2 -> 13.8 s at 50,000). For the
+    # run only: the long-lived `testsession emulator` (and a process that calls main()) keep theirs.
+    before = gc.get_threshold()
+    gc.set_threshold(50_000, 20, 100)
+    try:
+        return _handle_run(args, ctx)
+    finally:
+        gc.set_threshold(*before)
+
+
+def _handle_run(args: argparse.Namespace, ctx: Context) -> int:
     from runner.cli.error_reports import ReportsOnError
     from runner.cli.job import Job, JobSettings
 

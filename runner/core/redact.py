@@ -81,6 +81,11 @@ class Redactor:
     def secrets(self) -> frozenset[str]:
         return frozenset(self._secrets)
 
+    @property
+    def empty(self) -> bool:
+        """True while it knows no secret: every text passes unchanged."""
+        return self._pattern is None
+
     def __call__(self, text: str) -> str:
         pattern = self._pattern
         if pattern is None or not text:

@@ -6,9 +6,10 @@ on top of that: `hand_written_problems()` names each value of the wrong type and
 that production does not know, so a typo (`assertion:`, `path:` for `property:`) is an error, not an
 assertion quietly dropped. Whether a definition can run on this machine is a separate
 question, answered by `local_support()` (its check type) and `problems()` (its fields): API, URL, TCP,
-DNS, ICMP and TRACEROUTE checks run locally; every other type (BROWSER, MULTI_STEP, PLAYWRIGHT, AGENTIC,
-HEARTBEAT, ...) and an API check with a setup or teardown script is recognised and reported as not
-runnable here, HEARTBEAT and AGENTIC with their own reason (NOT_RUNNABLE_REASONS).
+DNS, ICMP, TRACEROUTE, BROWSER, MULTI_STEP and PLAYWRIGHT checks run locally; every other type
+(AGENTIC, HEARTBEAT, SSL, ...), and an API check with a setup or teardown script where Node is missing,
+is recognised and reported as not runnable here, HEARTBEAT and AGENTIC with their own reason
+(NOT_RUNNABLE_REASONS).
 
 Sources: production's OpenAPI (ChecksV1ApiCheck, ChecksV1ApiRequest, ChecksV1UrlRequest,
 ChecksV1TcpRequest, ChecksV1DnsRequest, ChecksV1IcmpMonitor, ChecksV1IcmpRequest,
@@ -27,10 +28,14 @@ from pydantic import BaseModel, Discriminator, Field, Tag, TypeAdapter, Validati
 
 from runner.models.base import ApiModel
 from runner.models.problems import Loc, clean_loc, error_message, format_loc, model_at, unknown_key_message
+from runner.models.test_command import DEFAULT_TEST_COMMAND, TestCommandError, parse_test_command
 
 LOCAL_CHECK_TYPES = ("API", "URL", "TCP", "DNS", "ICMP", "TRACEROUTE")
 # Checks whose `script` (Playwright Test) runs here with Node, Playwright and Chromium (protocols/browser).
 SCRIPT_CHECK_TYPES = ("BROWSER", "MULTI_STEP")
+# Playwright check suites: the user's own Playwright project, run where it is (protocols/playwright).
+SUITE_CHECK_TYPES = ("PLAYWRIGHT",)
+RUNNABLE_CHECK_TYPES = (*LOCAL_CHECK_TYPES, *SCRIPT_CHECK_TYPES, *SUITE_CHECK_TYPES)
 # Production's runtimes (runtimeId; OpenAPI ChecksV1BrowserCheck.runtimeId): null is the account's active one.
 RUNTIME_IDS = ("2026.04", "2025.04", "2024.09", "2024.02", "2023.09", "2023.02", "2022.10")
 # Types that never run here, in production's terms (ours: the wording; the facts are its docs').
@@ -364,11 +369,9 @@ class CheckDefinition(ApiModel):
         Node is there to run an API check's setup and teardown scripts (runner/checks/scripts.py)."""
         if self.checkType in NOT_RUNNABLE_REASONS:
             return NOT_RUNNABLE_REASONS[self.checkType]
-        if self.checkType not in LOCAL_CHECK_TYPES + SCRIPT_CHECK_TYPES:
+        if self.checkType not in RUNNABLE_CHECK_TYPES:
             kind = self.checkType or "(no checkType)"
-            runnable = (
-                ", ".join((*LOCAL_CHECK_TYPES, *SCRIPT_CHECK_TYPES)[:-1]) + f" and {SCRIPT_CHECK_TYPES[-1]}"
-            )
+            runnable = ", ".join(RUNNABLE_CHECK_TYPES[:-1]) + f" and {RUNNABLE_CHECK_TYPES[-1]}"
             return f"{kind} checks cannot run locally: only {runnable} checks can"
         used = [name for name in SCRIPT_FIELDS if getattr(self, name) not in (None, "")]
         if used and not scripts:
@@ -381,6 +384,10 @@ class CheckDefinition(ApiModel):
     def field_problems(self) -> list[Problem]:
         """(field path, what is allowed) for each field that keeps a runnable type from running."""
         return []
+
+    def retries_apply(self) -> bool:
+        """Whether a retry strategy (the check's or the session's) retries a failed run."""
+        return True
 
     def problems(self) -> list[str]:
         """field_problems() as `field.path: what is allowed` lines."""
@@ -574,7 +581,8 @@ def _host_only(field: str, host: str) -> list[Problem]:
 
 def _no_should_fail(check: CheckDefinition) -> list[Problem]:
     """ICMP and traceroute monitors carry shouldFail, but production's docs do not say what it does
-    to them: run as if it were unset, a check could pass here that production fails. Refused (ours)."""
+    to them: run as if it were unset, a check could pass here that production fails. Refused (ours);
+    so is a Playwright check suite's (its schema has none)."""
     if not check.shouldFail:
         return []
     return [(("shouldFail",), f"not run here for {check.checkType} checks (production's docs do not say "
@@ -661,9 +669,48 @@ class TracerouteCheckDefinition(CheckDefinition):
         )
 
 
+class PlaywrightCheckDefinition(CheckDefinition):
+    """ChecksV1PlaywrightCheck: a Playwright check suite, the user's Playwright project run by its
+    testCommand in workingDir (defaults from the OpenAPI). Production installs the project's
+    dependencies with installCommand and runs Playwright there; here the project is the user's own
+    folder, never installed into (protocols/playwright)."""
+
+    checkType: Literal["PLAYWRIGHT"] = "PLAYWRIGHT"
+    testCommand: str = DEFAULT_TEST_COMMAND
+    workingDir: str | None = None
+    installCommand: str = ""
+    browsers: list[str] = Field(default_factory=lambda: ["chromium"])
+    playwrightVersion: str | None = None
+
+    _command = field_validator("testCommand", mode="before")(_null_is(DEFAULT_TEST_COMMAND))
+    _install = field_validator("installCommand", mode="before")(_null_is(""))
+    _browsers = field_validator("browsers", mode="before")(_null_is(["chromium"]))
+
+    def field_problems(self) -> list[Problem]:
+        out = _no_should_fail(self)  # not in ChecksV1PlaywrightCheck at all
+        try:
+            parse_test_command(self.testCommand)
+        except TestCommandError as exc:
+            out.append((("testCommand",), str(exc)))
+        other = [b for b in self.browsers if b != "chromium"]
+        if other or not self.browsers:
+            out.append((("browsers",), "only chromium runs here (the machine's); expected [chromium]"))
+        return out
+
+    def response_limits_ms(self) -> tuple[float, float]:
+        """None: a suite has no response limits, only the type's run limit (the world's
+        maxRunSeconds, 1800 s as production's 30 minutes)."""
+        return math.inf, math.inf
+
+    def retries_apply(self) -> bool:
+        """configuration.mdx: "Checkly retry strategies do not apply to Playwright Check Suites"
+        (Playwright's own `retries` do)."""
+        return False
+
+
 def _kind(value: Any) -> str:
     check_type = value.get("checkType") if isinstance(value, dict) else getattr(value, "checkType", None)
-    return check_type if check_type in LOCAL_CHECK_TYPES + SCRIPT_CHECK_TYPES else "OTHER"
+    return check_type if check_type in RUNNABLE_CHECK_TYPES else "OTHER"
 
 
 AnyCheckDefinition = Annotated[
@@ -675,6 +722,7 @@ AnyCheckDefinition = Annotated[
     | Annotated[MultiStepCheckDefinition, Tag("MULTI_STEP")]
     | Annotated[IcmpCheckDefinition, Tag("ICMP")]
     | Annotated[TracerouteCheckDefinition, Tag("TRACEROUTE")]
+    | Annotated[PlaywrightCheckDefinition, Tag("PLAYWRIGHT")]
     | Annotated[CheckDefinition, Tag("OTHER")],
     Discriminator(_kind),
 ]
@@ -736,11 +784,7 @@ def hand_written_problems(data: Mapping[str, Any], parsed: bool = False) -> list
     except ValidationError as exc:
         for err in exc.errors(include_url=False):
             loc = clean_loc(err["loc"])
-            if loc and loc[0] in (
-                *LOCAL_CHECK_TYPES,
-                *SCRIPT_CHECK_TYPES,
-                "OTHER",
-            ):  # the union's tag, not a field
+            if loc and loc[0] in (*RUNNABLE_CHECK_TYPES, "OTHER"):  # the union's tag, not a field
                 loc = loc[1:]
             problem = (loc, error_message(err))
             if problem not in problems:

@@ -1,5 +1,6 @@
-"""The analyser's rules for a BROWSER or MULTI_STEP check that really ran (protocols/browser): its
-message names the test and what failed; its steps, console lines and files are the evidence.
+"""The analyser's rules for a BROWSER, MULTI_STEP or PLAYWRIGHT check that really ran (protocols/browser,
+protocols/playwright): its message names the test and what failed; its steps, console lines and files
+are the evidence.
 
 - A page that did not load (`page_load`: net::ERR_CONNECTION_REFUSED at http://...; a refused request of
   the script's own): INFRA ERROR, the build is not up or the check's address is wrong; not the page.
@@ -24,7 +25,7 @@ from runner.models import Analysis, Artifact, Evidence, ReferenceLink
 if TYPE_CHECKING:
     from runner.checks.outcome import Attempt
 
-BROWSER_TYPES = frozenset({"BROWSER", "MULTI_STEP"})
+BROWSER_TYPES = frozenset({"BROWSER", "MULTI_STEP", "PLAYWRIGHT"})  # a suite: the same report
 MAX_QUOTE = 200
 MAX_EVENTS_QUOTED = 3
 LINKS = {

@@ -451,8 +451,9 @@ _VARIABLES_FIX = (
     "or --secret-env), the account's in the world, or the check's own."
 )
 _CONFIGURATION_FIX = {
-    FailureKind.NOT_RUNNABLE_LOCALLY: "Leave the check out of local runs (settings.notRunnable: skip in "
-    "the world, or target other tags) and let the service run it; or run the gate against the service.",
+    FailureKind.NOT_RUNNABLE_LOCALLY: "Leave the check out of local runs (out of the checks file, "
+    "settings.notRunnable: skip in a world file, or other tags) and let the service run it; or run the "
+    "gate against the service.",
     FailureKind.REFUSED: "Give the account a key of its own in the world file and trigger with it, or keep "
     "the emulator on loopback (the default).",
     # icmp_sockets.py: the message names the sysctl and the capability; production's docs give the

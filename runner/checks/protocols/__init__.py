@@ -23,6 +23,7 @@ REGISTRY: dict[str, str] = {
     "MULTI_STEP": "browser",
     "ICMP": "icmp",
     "TRACEROUTE": "traceroute",
+    "PLAYWRIGHT": "playwright",
 }
 
 # Types whose protocol queues its own attempts under a limit of its own (browser runs: at most

@@ -17,12 +17,13 @@ connection or a slow proxy exists only on a socket), or a caller outside this pr
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import unquote
 
 from pydantic import BaseModel, ValidationError
@@ -39,6 +40,9 @@ from runner.models import (
     describe_validation_error,
 )
 from runner.models.operations import CHECKS_PAGE_LIMIT, match
+
+log = logging.getLogger(__name__)
+M = TypeVar("M", bound=BaseModel)
 
 # Fields left out of each answer, as the HTTP shell's routes leave them out (routes.py reads this):
 # "unset" (a session has no `metadata: null` when the trigger sent none), "none" (an analysis shows
@@ -85,8 +89,19 @@ class _Call:
     authorization: str | None
 
 
+class _BadBody(Exception):
+    """The request's body does not fit its model: a 400, as the HTTP shell's validation answers."""
+
+
+def _body(model: type[M], body: Any) -> M:
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise _BadBody("; ".join(describe_validation_error(exc)) or "invalid request") from None
+
+
 def _trigger(call: _Call) -> tuple[int, BaseModel]:
-    request = TriggerRequest.model_validate(call.body)
+    request = _body(TriggerRequest, call.body)
     return 201, call.backend.trigger(call.account, request, call.authorization)
 
 
@@ -112,9 +127,13 @@ def _session_group(call: _Call) -> tuple[int, BaseModel]:
 
 
 def _session_group_analysis(call: _Call) -> tuple[int, BaseModel]:
-    body = CreateAnalysisRequest.model_validate(call.body) if call.body is not None else None
+    body = _body(CreateAnalysisRequest, call.body) if call.body is not None else None
     context = body.userContext if body else None
     return 201, call.backend.create_analysis(call.account, call.values["id"], "test-session", context)
+
+
+def _check_group(call: _Call) -> tuple[int, BaseModel]:
+    return 200, call.backend.get_group(call.account, call.values["id"], "check")
 
 
 def _get_analysis(call: _Call) -> tuple[int, BaseModel]:
@@ -124,6 +143,9 @@ def _get_analysis(call: _Call) -> tuple[int, BaseModel]:
 
 def _list_checks(call: _Call) -> tuple[int, Any]:
     tags = call.params.get("tag")
+    pattern = call.params.get("apiCheckUrlFilterPattern")
+    if pattern is not None and not pattern:
+        raise ApiFailure(400, "apiCheckUrlFilterPattern: at least 1 character")
     where = CheckFilter(
         tuple(tags if isinstance(tags, list) else [tags] if tags else ()),
         call.params.get("checkType"),
@@ -143,6 +165,7 @@ _HANDLERS: dict[str, Callable[[_Call], tuple[int, Any]]] = {
     "completion": _completion,
     "cancel": _cancel,
     "get_test_session_error_group": _session_group,
+    "get_error_group": _check_group,
     "create_test_session_error_group_analysis": _session_group_analysis,
     "get_analysis": _get_analysis,
     "list_checks": _list_checks,
@@ -202,9 +225,11 @@ def _answer(
         return Answer(
             failure.status, _json(error.model_dump(mode="json", exclude_unset=True)), failure.headers
         )
-    except ValidationError as exc:
-        message = "; ".join(describe_validation_error(exc)) or "invalid request"
-        return Answer(400, _json(error_body(400, message).model_dump(mode="json", exclude_unset=True)))
+    except _BadBody as exc:
+        return Answer(400, _json(error_body(400, str(exc)).model_dump(mode="json", exclude_unset=True)))
+    except Exception:  # a bug or a full disk: the 500 the HTTP shell answers (retried by the client)
+        log.exception("in-process answer to %s %s failed", method, path)
+        return Answer(500, _json(error_body(500).model_dump(mode="json", exclude_unset=True)))
     if result is None:
         return Answer(status)
     extra: dict[str, str] = {}

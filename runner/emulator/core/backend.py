@@ -64,7 +64,9 @@ class Backend:
         self, world: World | None = None, speed: float | None = None, state: str | Path | None = None
     ) -> None:
         self._lock = threading.RLock()
-        self._listeners: set[Callable[[], None]] = set()
+        # Replaced whole under the lock, read without it: every finished attempt of a real check
+        # notifies, and taking the Backend's lock for that made 16 engine threads queue on it.
+        self._listeners: frozenset[Callable[[], None]] = frozenset()
         self.world: World = world or load_world()
         self._speed = speed  # the start's --speed, which wins over every world's
         self.settings: Settings = self.world.settings.model_copy(deep=True)  # as changed at run time
@@ -137,6 +139,7 @@ class Backend:
         """Stops every real check run (the server is stopping); the state stays readable."""
         with self._lock:
             self._sessions.stop_all()
+        self._notify()  # a long poll still waiting looks again and ends, instead of at its wait's end
 
     def snapshot(self) -> Snapshot:
         with self._lock:
@@ -151,16 +154,14 @@ class Backend:
 
     def add_listener(self, listener: Callable[[], None]) -> None:
         with self._lock:
-            self._listeners.add(listener)
+            self._listeners = self._listeners | {listener}
 
     def remove_listener(self, listener: Callable[[], None]) -> None:
         with self._lock:
-            self._listeners.discard(listener)
+            self._listeners = self._listeners - {listener}
 
     def _notify(self) -> None:
-        with self._lock:
-            listeners = list(self._listeners)
-        for listener in listeners:
+        for listener in self._listeners:  # one reference read: the set it names never changes
             listener()
 
     def advance(self, seconds: float) -> None:

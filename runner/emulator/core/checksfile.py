@@ -36,7 +36,7 @@ from runner.emulator.core.world import (
     read_document,
     world_problems,
 )
-from runner.models.check_definitions import LOCAL_CHECK_TYPES, SCRIPT_CHECK_TYPES
+from runner.models.check_definitions import LOCAL_CHECK_TYPES, RUNNABLE_CHECK_TYPES, SUITE_CHECK_TYPES
 from runner.models.problems import Loc, unknown_key_message
 from runner.models.resources import CHECK_LOCATIONS
 
@@ -114,7 +114,7 @@ def parse_checks(data: Any, source: str, environ: Mapping[str, str], lines: Line
                     f"unknown field {key!r}: not production's; scripted results need a world file (--world)"
                 )
                 problems.append(((*at, str(key)), message))
-        world_checks.append(_as_world_check(check, index, taken))
+        world_checks.append(_as_world_check(check, index, taken, Path(source).parent))
         if check.get("request") is None and str(check.get("checkType", "API")) in LOCAL_CHECK_TYPES:
             problems.append(((*at, "request"), "required: what to send (url:, assertions: ... for API)"))
     locations = {str(place) for check in world_checks for place in check.get("locations") or []}
@@ -134,7 +134,7 @@ def parse_checks(data: Any, source: str, environ: Mapping[str, str], lines: Line
             }
         ],
     }
-    world, found = world_problems(world_data, environ) if not problems else (None, [])
+    world, found = world_problems(world_data, environ, checks_file=True) if not problems else (None, [])
     problems += [(_in_file(loc, prefix), message) for loc, message in found]
     if world is None or problems:
         raise WorldError(problem_lines(source, problems, lines))
@@ -142,9 +142,10 @@ def parse_checks(data: Any, source: str, environ: Mapping[str, str], lines: Line
     return ChecksFile(source, world, masked)
 
 
-def _as_world_check(check: dict[str, Any], index: int, taken: set[str]) -> dict[str, Any]:
+def _as_world_check(check: dict[str, Any], index: int, taken: set[str], folder: Path) -> dict[str, Any]:
     """The check as a world holds it: an id made from its name when it has none (a check written by
-    hand), and a type that cannot run here marked so (it fails closed, never scripted)."""
+    hand), a type that cannot run here marked so (it fails closed, never scripted), and a Playwright
+    check suite's project folder the checks file's own (its workingDir is relative to it)."""
     out = {key: value for key, value in check.items() if key not in EMULATOR_KEYS}
     if not out.get("id"):
         base = _SLUG.sub("-", str(out.get("name") or "").lower()).strip("-") or f"check-{index + 1}"
@@ -154,8 +155,10 @@ def _as_world_check(check: dict[str, Any], index: int, taken: set[str]) -> dict[
             made = f"{base}-{n}"
         out["id"] = made
     taken.add(str(out["id"]))
-    if str(out.get("checkType", "API")) not in (*LOCAL_CHECK_TYPES, *SCRIPT_CHECK_TYPES):
+    if str(out.get("checkType", "API")) not in RUNNABLE_CHECK_TYPES:
         out["runsLocally"] = False  # its reason is the type's own, without a world's behaviour hint
+    if out.get("checkType") in SUITE_CHECK_TYPES and not out.get("projectDir"):
+        out["projectDir"] = str(folder.resolve())
     return out
 
 

@@ -44,6 +44,7 @@ from runner.models.check_definitions import (
     ApiRequest,
     CheckDefinition,
     DnsRequest,
+    PlaywrightCheckDefinition,
     ScriptCheckDefinition,
     TcpRequest,
     UrlRequest,
@@ -187,6 +188,11 @@ def _not_runnable(check: dict[str, Any]) -> tuple[str | None, CheckDefinition | 
     browser = isinstance(definition, ScriptCheckDefinition)  # BROWSER, MULTI_STEP: the script is what runs
     if reason is None and check.get("script") and not browser:
         reason = "checks with a script cannot run locally"
+    if reason is None and isinstance(definition, PlaywrightCheckDefinition):
+        reason = (
+            "a Playwright check suite runs its project's own files (production keeps them as a code bundle, "
+            "not in the check): write it in a checks file beside the project (docs/checks.md)"
+        )
     if reason is None and check.get("request") is None and not browser:
         reason = f"{definition.checkType} check without a request: nothing to run here"
     if reason is None:

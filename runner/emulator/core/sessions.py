@@ -89,12 +89,9 @@ class SessionRecord:
     cancelled_at: float | None
 
 
-def cannot_run_message(reason: str) -> str:
+def cannot_run_message(reason: str, leave_out: str) -> str:
     """The one failed result of a matched check that cannot run on this machine."""
-    return (
-        f"cannot run on this machine: {reason}; leave it out with settings.notRunnable: skip in the "
-        "world, or target other tags"
-    )
+    return f"cannot run on this machine: {reason}; {leave_out}"
 
 
 @dataclass(frozen=True)
@@ -193,7 +190,12 @@ class Sessions:
             if plan.mode is Mode.NOT_RUNNABLE:
                 reason = plan.reason or "it cannot run here"
                 session.add(
-                    not_run(check, start, cannot_run_message(reason), FailureKind.NOT_RUNNABLE_LOCALLY)
+                    not_run(
+                        check,
+                        start,
+                        cannot_run_message(reason, plan.leave_out),
+                        FailureKind.NOT_RUNNABLE_LOCALLY,
+                    )
                 )
             elif plan.mode is Mode.SCRIPTED or plan.definition is None:
                 session.add(plan_run(check, start, env, retry, max_run))

@@ -18,6 +18,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -31,6 +32,7 @@ from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem
 from runner.models.check_definitions import (
     LOCAL_CHECK_TYPES,
     SCRIPT_CHECK_TYPES,
+    SUITE_CHECK_TYPES,
     CheckDefinition,
     hand_written_problems,
     parse_check_definition,
@@ -192,6 +194,9 @@ DEFINITION_FIELDS = (
     *PROJECT_FIELDS,
 )
 SCRIPTED_FIELDS = ("behaviour", "durationSeconds", "errorMessage", "when")
+# A Playwright check suite's own fields (ChecksV1PlaywrightCheck): kept as production's, and read by
+# its definition (check_definitions.PlaywrightCheckDefinition).
+SUITE_FIELDS = ("testCommand", "workingDir", "installCommand", "browsers", "playwrightVersion")
 # The other properties production's OpenAPI gives a check of some type (ChecksV1ApiCheck,
 # ChecksV1TcpCheck, ChecksV1BrowserCheck, ChecksV1MultiStepCheck, ChecksV1PlaywrightCheck,
 # ChecksV1HeartbeatCheck, ChecksV1GenericCheck): a check as production returns it loads unchanged.
@@ -215,11 +220,18 @@ class Mode(Enum):
     NOT_RUNNABLE = "not runnable"  # it cannot run on this machine: a session that matches it fails closed
 
 
+# How a check that cannot run here is left out of a local run, by the file it came from.
+WORLD_LEAVE_OUT = "leave it out with settings.notRunnable: skip in the world, or target other tags"
+CHECKS_FILE_LEAVE_OUT = "leave it out of the checks file, or run other tags (--tag)"
+
+
 @dataclass(frozen=True)
 class CheckPlan:
     mode: Mode
     definition: CheckDefinition | None = None  # production's definition (REAL; NOT_RUNNABLE when it parsed)
     reason: str | None = None  # NOT_RUNNABLE: why, one sentence
+    # NOT_RUNNABLE: how to leave it out, in the terms of the file it came from.
+    leave_out: str = WORLD_LEAVE_OUT
 
 
 class WorldCheck(_Strict):
@@ -289,14 +301,15 @@ class WorldCheck(_Strict):
         return out
 
     @model_validator(mode="after")
-    def _scripted_or_real(self) -> WorldCheck:
+    def _scripted_or_real(self, info: ValidationInfo) -> WorldCheck:
         if self.request is not None:
             scripted = [name for name in SCRIPTED_FIELDS if name in self.model_fields_set]
             if scripted:
                 raise ValueError(
                     f"{scripted[0]}: a check with a request runs for real; leave out " + ", ".join(scripted)
                 )
-        self._plan = _decide(self)
+        # A checks file (checksfile.py) has no behaviour: and no settings: its advice differs.
+        self._plan = _decide(self, checks_file=bool(info.context and info.context.get("checks_file")))
         return self
 
     @property
@@ -309,6 +322,8 @@ class WorldCheck(_Strict):
         data = self.model_dump(include={"id", "name", "checkType", "tags", "activated", *DEFINITION_FIELDS})
         if data.get("request") is None:
             data.pop("request", None)
+        if self.checkType in SUITE_CHECK_TYPES:
+            data.update({name: self.kept[name] for name in SUITE_FIELDS if name in self.kept})
         return data
 
     def has_script(self) -> bool:
@@ -319,7 +334,7 @@ class WorldCheck(_Strict):
 CHECK_KEYS = sorted({*WorldCheck.model_fields, *PRODUCTION_ONLY_FIELDS} - {"kept"})
 
 
-def _decide(check: WorldCheck) -> CheckPlan:
+def _decide(check: WorldCheck, checks_file: bool = False) -> CheckPlan:
     """Its result is played from `behaviour` when given, or (only a type that could run here, without
     a request) left at `pass`. A BROWSER check written by hand without one is not scripted: it cannot
     run here, and it fails closed like a check `checks export` marked `runsLocally: false`."""
@@ -333,22 +348,24 @@ def _decide(check: WorldCheck) -> CheckPlan:
     from runner.checks.scripts import default_runner  # Node, found once
 
     reason = definition.local_support(scripts=default_runner() is not None)
-    if reason is not None and by_hand:  # written by hand: a behaviour is all it lacks to be scripted
+    if reason is not None and by_hand and not checks_file:  # a behaviour is all it lacks to be scripted
         reason += " (give it a behaviour: to script it here)"
     browser = check.checkType in SCRIPT_CHECK_TYPES
     if reason is None and browser and not check.script and check.runsLocally is not False:
-        give = "give it a script: to run it, or a behaviour: to script it here"
+        give = "give it a script: to run it" + ("" if checks_file else ", or a behaviour: to script it here")
         reason = f"{check.checkType} check without a script ({give})"
     if reason is None and check.script and not browser:
         reason = "checks with a script cannot run locally"
     if reason is None and check.runsLocally is False:
         reason = "marked runsLocally: false"
-    if reason is None and check.request is None and not browser:
+    suite = check.checkType in SUITE_CHECK_TYPES  # its project is what runs: testCommand has a default
+    if reason is None and check.request is None and not browser and not suite:
         reason = f"{check.checkType} check without a request"
+    leave_out = CHECKS_FILE_LEAVE_OUT if checks_file else WORLD_LEAVE_OUT
     return (
         CheckPlan(Mode.REAL, definition)
         if reason is None
-        else CheckPlan(Mode.NOT_RUNNABLE, definition, reason)
+        else CheckPlan(Mode.NOT_RUNNABLE, definition, reason, leave_out)
     )
 
 
@@ -566,7 +583,9 @@ def problem_lines(source: str, problems: list[Problem], found: Lines) -> list[st
     return out
 
 
-def world_problems(data: Any, environ: Mapping[str, str]) -> tuple[World | None, list[Problem]]:
+def world_problems(
+    data: Any, environ: Mapping[str, str], checks_file: bool = False
+) -> tuple[World | None, list[Problem]]:
     """The world of a parsed document (after ${VAR} expansion from `environ`), or every problem of it
     by field path: those of each check too, when another part of the file has problems of its own."""
     expansion = Expansion()
@@ -580,7 +599,7 @@ def world_problems(data: Any, environ: Mapping[str, str]) -> tuple[World | None,
     if problems:
         return None, problems
     try:
-        world = World.model_validate(data)
+        world = World.model_validate(data, context={"checks_file": checks_file})
     except ValidationError as exc:
         return None, _short(described_with_hints(exc, World)) + _request_problems(data)
     problems = _short(_consistency_problems(world))

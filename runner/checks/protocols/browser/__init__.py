@@ -39,7 +39,7 @@ from runner.checks.protocols.browser import batch
 from runner.checks.protocols.browser import report as reports
 from runner.checks.protocols.browser.script import ScriptRun
 from runner.checks.protocols.browser.setup import Progress, SetupError, find_browser, find_playwright
-from runner.models.check_definitions import Assertion, ScriptCheckDefinition
+from runner.models.check_definitions import Assertion, CheckDefinition, ScriptCheckDefinition
 
 DEFAULT_CONCURRENCY = 2
 
@@ -68,6 +68,27 @@ class BrowserOptions:
 
 
 OPTIONS = BrowserOptions()
+_slots_lock = threading.Lock()
+_slots: tuple[int, threading.BoundedSemaphore] | None = None
+
+
+def _slot_pool() -> threading.BoundedSemaphore:
+    """The browser slots of this process: a shared run of browser checks takes one per worker, a
+    Playwright check suite one."""
+    global _slots
+    with _slots_lock:
+        if _slots is None or _slots[0] != OPTIONS.concurrency:
+            _slots = (OPTIONS.concurrency, threading.BoundedSemaphore(OPTIONS.concurrency))
+        return _slots[1]
+
+
+def wait_for_slot(job: Job) -> threading.BoundedSemaphore | None:
+    """A browser slot, held until the caller releases it; None when the job was stopped first."""
+    pool = _slot_pool()
+    while not pool.acquire(timeout=0.05):
+        if job.stopped:
+            return None
+    return pool
 
 
 MAX_STEPS = 200
@@ -106,7 +127,7 @@ class BrowserProtocol(CheckProtocol[ScriptCheckDefinition]):
             script_path=check.scriptPath, shared_files=[(f.path, f.content) for f in check.sharedFiles],
             playwright_config=config, output_dir=out_dir, seconds=job.bounds.seconds, stop=job.stop,
         )  # fmt: skip
-        batch.BATCHER.submit(request, workers=OPTIONS.concurrency)
+        batch.BATCHER.submit(request, workers=OPTIONS.concurrency, slots=_slot_pool())
         while True:
             try:
                 run = request.future.result(timeout=0.05)
@@ -130,7 +151,11 @@ class BrowserProtocol(CheckProtocol[ScriptCheckDefinition]):
 PROTOCOL = BrowserProtocol()
 
 
-def _judged(check: ScriptCheckDefinition, run: ScriptRun, start: float, job: Job) -> Observation:
+def _judged(
+    check: CheckDefinition, run: ScriptRun, start: float, job: Job, code: str = "script"
+) -> Observation:
+    """The attempt's observation from Playwright's run (`code`: the field that names what ran, for a
+    run that checked nothing; a Playwright check suite shares this with BROWSER)."""
     if run.own_ms is not None:  # its own time in a run of several checks
         start = time.monotonic() - run.own_ms / 1000
     if run.child.cancelled:
@@ -149,7 +174,7 @@ def _judged(check: ScriptCheckDefinition, run: ScriptRun, start: float, job: Job
         ended = Failure(FailureKind.SCRIPT, f"Playwright ended without a report: {_first_error(log)}", False)
         return _observed(start, failure=ended, console=(log[-2000:],) if log else ())
     tests = reports.browser_tests(run.report)
-    failure: Failure | None = timed_out if run.child.timed_out else reports.verdict(run.report, tests)
+    failure: Failure | None = timed_out if run.child.timed_out else reports.verdict(run.report, tests, code)
     if check.shouldFail and (failure is None or failure.error_class is not ErrorClass.CONFIGURATION_ERROR):
         failure = _inverted(failure)
     files = tuple(
@@ -191,7 +216,7 @@ _attempts_lock = threading.Lock()
 _attempts: dict[str, int] = {}
 
 
-def _next_attempt(check: ScriptCheckDefinition) -> int:
+def _next_attempt(check: CheckDefinition) -> int:
     """1, 2, ... per check folder in this process: each attempt keeps its own files."""
     key = _folder(check)
     with _attempts_lock:
@@ -213,7 +238,7 @@ def _drop_if_empty(folder: Path) -> None:
             path.rmdir()  # only when empty
 
 
-def _folder(check: ScriptCheckDefinition) -> str:
+def _folder(check: CheckDefinition) -> str:
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", check.name or "check").strip("-.")[:60] or "check"
     ident = (check.id or "")[:8]
     return f"{name}-{ident}" if ident else name

@@ -125,16 +125,16 @@ class Batcher:
         self._last = 0.0
         self._leading = False
 
-    def submit(self, request: Request, *, workers: int) -> None:
+    def submit(self, request: Request, *, workers: int, slots: threading.BoundedSemaphore) -> None:
         with self._lock:
             self._pending.append(request)
             self._last = time.monotonic()
             if not self._leading:
                 self._leading = True
-                threading.Thread(target=self._lead, args=(workers,), name="browser-runs",
+                threading.Thread(target=self._lead, args=(workers, slots), name="browser-runs",
                                  daemon=True).start()  # fmt: skip
 
-    def _lead(self, workers: int) -> None:
+    def _lead(self, workers: int, slots: threading.BoundedSemaphore) -> None:
         try:
             while True:
                 first = time.monotonic()
@@ -156,17 +156,17 @@ class Batcher:
                     group = [r for r in live if r.key == live[0].key][:MAX_BATCH]
                     self._pending = [r for r in live if r not in group]
                 with contextlib.suppress(Exception):  # handed to each request's future already
-                    run_group(group, workers=workers)
+                    run_group(group, workers=workers, slots=slots)
         except BaseException:
             with self._lock:
                 self._leading = False
             raise
 
 
-def run_group(group: Sequence[Request], *, workers: int) -> None:
+def run_group(group: Sequence[Request], *, workers: int, slots: threading.BoundedSemaphore) -> None:
     """Runs `group` in one `playwright test` and resolves each request's future (see the docstring)."""
     try:
-        judged, left = _run_once(group, workers=workers)
+        judged, left = _run_once(group, workers=workers, slots=slots)
     except BaseException as exc:  # a bug or an OSError starting Node: every check fails closed
         for r in group:
             if not r.future.done():
@@ -175,19 +175,31 @@ def run_group(group: Sequence[Request], *, workers: int) -> None:
     if not left:
         return
     if judged:
-        run_group(left, workers=workers)
+        run_group(left, workers=workers, slots=slots)
     else:
         for r in left:
-            run_group([r], workers=workers)
+            run_group([r], workers=workers, slots=slots)
 
 
-def _run_once(group: Sequence[Request], *, workers: int) -> tuple[int, list[Request]]:
+def _run_once(
+    group: Sequence[Request], *, workers: int, slots: threading.BoundedSemaphore
+) -> tuple[int, list[Request]]:
     """Runs the group; resolves the requests it judged; returns how many it judged and the others."""
     run = _Run(group)
     for r in group:
         r.run = run
     count = max(1, min(workers, len(group)))
     first = group[0]
+    held = 0  # a browser slot per worker (a Playwright check suite takes one too)
+    while held < count:
+        if slots.acquire(timeout=0.05):
+            held += 1
+        elif run.all_stopped():
+            for _ in range(held):
+                slots.release()
+            for r in group:
+                r.future.cancel()
+            return len(group), []
     start = time.monotonic()
     deadline = start + max(r.seconds for r in group) * math.ceil(len(group) / count)
     out = first.output_dir.parent.parent / f".run-{uuid.uuid4().hex[:12]}"
@@ -205,6 +217,8 @@ def _run_once(group: Sequence[Request], *, workers: int) -> tuple[int, list[Requ
                            max_test_ms=first.seconds * 1000)  # fmt: skip
     finally:
         run.done.set()
+        for _ in range(held):
+            slots.release()
     try:
         return _resolve(group, members, result, out, start)
     finally:

@@ -148,14 +148,17 @@ def artifacts_of(report: Mapping[str, Any]) -> tuple[Artifact, ...]:
     return tuple(out)
 
 
-def verdict(report: Mapping[str, Any], tests: tuple[BrowserTest, ...]) -> Failure | None:
-    """Why the attempt failed (None: every test passed), from the report."""
+def verdict(
+    report: Mapping[str, Any], tests: tuple[BrowserTest, ...], code: str = "script"
+) -> Failure | None:
+    """Why the attempt failed (None: every test passed), from the report; `code` names the field of
+    what ran (a Playwright check suite's: testCommand) when nothing could be checked."""
     errors = [e for e in _list(report.get("errors")) if isinstance(e, Mapping)]
     if not tests:
         if errors:
             line = first_line(errors[0].get("message"))
-            return _failed(FailureKind.INVALID_DEFINITION, f"script: it cannot run: {line}")
-        return _failed(FailureKind.INVALID_DEFINITION, "script: it defines no test(): nothing was checked")
+            return _failed(FailureKind.INVALID_DEFINITION, f"{code}: it cannot run: {line}")
+        return _failed(FailureKind.INVALID_DEFINITION, f"{code}: it defines no test(): nothing was checked")
     failed = next((t for t in tests if t.status not in ("passed", "skipped")), None)
     if failed is None:
         if errors:  # an error outside any test (an afterAll hook)

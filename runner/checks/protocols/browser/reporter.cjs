@@ -1,5 +1,6 @@
-// testsession's Playwright reporter: every test, its steps, errors and attachments as JSON files in the
-// folder TESTSESSION_REPORT_DIR. A run holds one or more checks, each a folder of the run (`c1/`, `c2/`
+// testsession's Playwright reporter: every test, its steps, errors and attachments as JSON: for a Playwright
+// check suite one file (TESTSESSION_REPORT) at the end; for browser checks files in the folder
+// TESTSESSION_REPORT_DIR. A run holds one or more checks, each a folder of the run (`c1/`, `c2/`
 // ...: the first part of a test file's path). A check's file `<folder>.json` is written as soon as its
 // last test ended, so a run ended early (a time limit, a stop) keeps the checks that finished; `end.json`
 // (the run's status and its errors outside any test, each with the check folder of its file when it
@@ -40,7 +41,13 @@ class TestsessionReporter {
   }
   entry(test) {
     if (!this.tests.has(test.id)) {
-      this.tests.set(test.id, { title: test.titlePath().slice(3).join(' › ') || test.title, steps: [], running: [],
+      // A check's script: its describe() and test() titles. A Playwright check suite (TESTSESSION_FULL_TITLES):
+      // `[project] › file › describe › title`, as Playwright's list reporter names a test of many files.
+      const titles = test.titlePath();
+      const title = process.env.TESTSESSION_FULL_TITLES
+        ? [titles[1] ? `[${titles[1]}]` : '', ...titles.slice(2)].filter(Boolean).join(' › ')
+        : titles.slice(3).join(' › ');
+      this.tests.set(test.id, { title: title || test.title, steps: [], running: [],
         folder: this.folderOf(test.location.file) });
     }
     return this.tests.get(test.id);
@@ -74,7 +81,7 @@ class TestsessionReporter {
     e.done = true;
     const left = (this.left.get(e.folder) || 1) - 1;
     this.left.set(e.folder, left);
-    if (left === 0) this.write(e.folder);
+    if (left === 0 && this.dir) this.write(e.folder);
   }
   write(folder) {
     if (!folder || this.written.has(folder)) return;
@@ -85,11 +92,15 @@ class TestsessionReporter {
   }
   onError(e) { this.errors.push(this.error(e)); }
   onEnd(result) {
+    const end = { status: result.status, errors: this.errors, durationMs: Date.now() - this.started };
+    if (process.env.TESTSESSION_REPORT) {  // a Playwright check suite: one file with every test
+      const tests = [...this.tests.values()].map(({ running, done, folder, ...t }) => ({ ...t, waitingOn: running.slice(-1)[0] || null }));
+      fs.writeFileSync(process.env.TESTSESSION_REPORT, JSON.stringify({ ...end, tests }));
+    }
+    if (!this.dir) return;
     // A check whose tests did not all end (a run stopped by Playwright's own limits) is written as it is.
     for (const folder of this.left.keys()) this.write(folder);
-    fs.writeFileSync(path.join(this.dir, 'end.json'), JSON.stringify({
-      status: result.status, errors: this.errors, durationMs: Date.now() - this.started,
-    }));
+    fs.writeFileSync(path.join(this.dir, 'end.json'), JSON.stringify(end));
   }
   printsToStdio() { return true; }  // so Playwright adds no reporter of its own to our output
 }

@@ -92,6 +92,11 @@ class BatchRun:
     end: dict[str, object] | None  # the run's end (status, errors outside any test); None: it was ended
 
 
+def chromium_args() -> list[str]:
+    """The machine's Chromium's flags: CHROMIUM_FLAGS, and no sandbox as root (Chromium refuses it)."""
+    return list(CHROMIUM_FLAGS) + (["--no-sandbox"] if os.geteuid() == 0 else [])
+
+
 def rewrite_imports(script: str, shim: str = f"./{SHIM_NAME}") -> str:
     """`@playwright/test` in require(), import ... from and import '...' becomes the shim (`shim`: its
     path relative to the file)."""
@@ -102,7 +107,7 @@ def config_text(
     *, browser: Path, output_dir: Path, specs: Sequence[str] = (SPEC_NAME,), workers: int = 1,
     playwright_config: Mapping[str, Any] | None = None, max_test_ms: float | None = None,
 ) -> str:  # fmt: skip
-    flags = list(CHROMIUM_FLAGS) + (["--no-sandbox"] if os.geteuid() == 0 else [])
+    flags = chromium_args()
     theirs = playwright_config or {}
     their_use: Mapping[str, Any] = theirs["use"] if isinstance(theirs.get("use"), dict) else {}
     config: dict[str, Any] = {

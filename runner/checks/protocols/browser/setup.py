@@ -89,6 +89,16 @@ def _installed_version(root: Path) -> str | None:
         return None
 
 
+def project_playwright(workdir: Path) -> Playwright | None:
+    """The @playwright/test that Node resolves from `workdir`: its node_modules or a parent's (a
+    workspace's root); None when there is none (a Playwright check suite's project, never installed)."""
+    for folder in (workdir, *workdir.parents):
+        version = _installed_version(folder)
+        if version:
+            return Playwright(folder, version, "the project")
+    return None
+
+
 _INSTALL_LOCK = threading.Lock()
 
 

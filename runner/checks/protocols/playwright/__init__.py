@@ -1,0 +1,59 @@
+"""PLAYWRIGHT checks (Playwright check suites): the user's own Playwright project, run where it is.
+
+A protocol of the engine (protocols/base.py). `perform` finds the project (project.py: the folder, its
+config, its @playwright/test; nothing installed), the browser by BROWSER's rules (browser/setup.py
+find_browser: a named one, Playwright's own, else the machine's Chromium), runs the check's testCommand
+there (suite.py) within the type's run limit (production's 30 minutes) and job.stop, and turns the
+report into the observation as a BROWSER check's (browser/report.py): each test a step, the first
+failed test's expectation the failure, screenshots and traces kept under the reports folder. A suite
+takes one browser slot (browser/__init__.py: the browser checks' concurrency).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from runner.checks.failures import FailureKind, NotRun
+from runner.checks.protocols import browser
+from runner.checks.protocols.base import CheckProtocol, Job, Observation
+from runner.checks.protocols.browser.setup import SetupError, find_browser
+from runner.checks.protocols.playwright.project import ProjectMissing, find_project
+from runner.checks.protocols.playwright.suite import run_suite
+from runner.models.check_definitions import Assertion, PlaywrightCheckDefinition
+
+
+class PlaywrightSuiteProtocol(CheckProtocol[PlaywrightCheckDefinition]):
+    def assertions(self, check: PlaywrightCheckDefinition) -> Sequence[Assertion]:
+        return ()  # the tests' expect() calls are its assertions
+
+    def perform(self, check: PlaywrightCheckDefinition, job: Job) -> Observation:
+        pool = browser.wait_for_slot(job)  # queueing, as a browser check's (its run limit starts after)
+        if pool is None:
+            return browser._observed(time.monotonic(), cancelled=True)
+        start = time.monotonic()
+        deadline = start + job.bounds.seconds
+        try:
+            base = Path(check.projectDir) if check.projectDir else (browser.OPTIONS.workdir or Path.cwd())
+            try:
+                project = find_project(base, check)
+                executable = find_browser(project.playwright)
+            except (ProjectMissing, SetupError) as exc:
+                raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, str(exc)) from None
+            folder = browser.OPTIONS.artifacts_dir / browser._folder(check)
+            out_dir = (folder / f"attempt-{browser._next_attempt(check)}").resolve()
+            try:
+                run = run_suite(project, browser=executable, output_dir=out_dir,
+                                variables=job.subst.environment(), deadline=deadline,
+                                stop=job.stop)  # fmt: skip
+            except OSError as exc:
+                why = f"cannot write testsession's config beside {project.config} ({exc.strerror or exc})"
+                raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, why) from None
+        finally:
+            pool.release()
+        browser._drop_if_empty(out_dir)
+        return browser._judged(check, run, start, job, code="testCommand")
+
+
+PROTOCOL = PlaywrightSuiteProtocol()
