@@ -4,9 +4,11 @@ its own variables and its own files, and SIGTERM during the shared run leaves no
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -97,10 +99,13 @@ def test_sigterm_during_a_shared_run_ends_it_within_5_s_and_leaves_no_browser(tm
     marker = f"TESTSESSION_TEST_MARKER_{uuid.uuid4().hex}"
     try:
         spec, world = two_checks(tmp_path, shop.url, pids)
+        # The run's temporary folders (the shared run's generated project): a short path, as Chromium's
+        # own socket under TMPDIR must fit a socket address (108 bytes; tmp_path is too long).
+        scratch = Path(tempfile.mkdtemp(prefix="ts-"))
         proc = subprocess.Popen(
             [sys.executable, "-m", "runner", "run", str(spec), "--emulator", "--world", str(world), "--env",
              f"MARKER={marker}"],
-            cwd=tmp_path, env=child_env(SHOP_PASSWORD=PASSWORD), text=True,
+            cwd=tmp_path, env=child_env(SHOP_PASSWORD=PASSWORD, TMPDIR=str(scratch)), text=True,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
 
@@ -109,7 +114,7 @@ def test_sigterm_during_a_shared_run_ends_it_within_5_s_and_leaves_no_browser(tm
 
         deadline = time.monotonic() + 120
         while not both_started() and time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()
+            assert proc.poll() is None, proc.communicate()[0][-3000:]
             time.sleep(0.1)
         assert both_started(), "the checks did not start"
         signalled = time.monotonic()
@@ -122,6 +127,9 @@ def test_sigterm_during_a_shared_run_ends_it_within_5_s_and_leaves_no_browser(tm
     assert took < 5.0, (took, out, err)
     assert proc.returncode == 143, out + err
     assert left == [], left
+    kept = [p.name for p in scratch.iterdir() if p.name.startswith("testsession-")]
+    shutil.rmtree(scratch, ignore_errors=True)
+    assert kept == []  # removed at exit, though the check's thread never got there
 
 
 def test_a_check_that_stops_the_shared_run_fails_alone_and_the_others_are_judged(

@@ -29,12 +29,14 @@ import atexit
 import contextlib
 import os
 import selectors
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +55,11 @@ _LIVE: dict[int, tuple[subprocess.Popen[bytes], str]] = {}
 _LIVE_LOCK = threading.Lock()
 
 
+# The scratch folders of children (a browser check's generated project, a suite's work folder): a
+# check's thread removes its own in a `finally` it may never reach at exit, as above.
+_SCRATCH: set[Path] = set()
+
+
 @atexit.register
 def _end_live() -> None:
     with _LIVE_LOCK:
@@ -63,8 +70,28 @@ def _end_live() -> None:
         for proc, token in live:
             _signal_all(proc.pid, token, signal.SIGKILL)
         if not live:
-            return
+            break
         time.sleep(POLL_SECONDS)
+    with _LIVE_LOCK:
+        left = list(_SCRATCH)
+        _SCRATCH.clear()
+    for path in left:  # after the children: nothing writes there any more
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def scratch_dir(prefix: str) -> Iterator[Path]:
+    """A new temporary folder for a child's files, removed when the block ends, or at the latest
+    when the process exits (a SIGTERM'd run does not wait for the check's thread)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    with _LIVE_LOCK:
+        _SCRATCH.add(path)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        with _LIVE_LOCK:
+            _SCRATCH.discard(path)
 
 
 @dataclass(frozen=True)

@@ -28,13 +28,13 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from runner.checks.child import scratch_dir
 from runner.checks.node import ChildResult, child_environment, run_child
 from runner.checks.protocols.browser.setup import Playwright, node_tools
 from runner.models.check_definitions import PLAYWRIGHT_USE_KEYS
@@ -156,9 +156,8 @@ def run_batch(
     before each of its tests), the shared `variables` as the process's environment. Playwright writes
     files under `output_dir`; each member's are moved to its own output_dir after the run."""
     tools = node_tools()
-    work = Path(tempfile.mkdtemp(prefix="testsession-browser-"))
-    reports = work / REPORT_DIR
-    try:
+    with scratch_dir("testsession-browser-") as work:
+        reports = work / REPORT_DIR
         reports.mkdir()
         (work / "node_modules").symlink_to(playwright.root / "node_modules", target_is_directory=True)
         shutil.copyfile(HERE / "fixtures.cjs", work / FIXTURES_NAME)
@@ -185,8 +184,6 @@ def run_batch(
         )  # fmt: skip
         found = {m.folder: r for m in members if (r := _read(reports / f"{m.folder}.json")) is not None}
         return BatchRun(child, found, _read(reports / "end.json"))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def _shim(own: Mapping[str, str], keys: Sequence[str]) -> str:

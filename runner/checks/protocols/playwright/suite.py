@@ -18,12 +18,11 @@ import atexit
 import contextlib
 import json
 import secrets
-import shutil
-import tempfile
 import threading
 from pathlib import Path
 
-from runner.checks.node import child_environment, run_child
+from runner.checks.child import scratch_dir
+from runner.checks.node import NodeTools, child_environment, run_child
 from runner.checks.protocols.browser.script import HERE as BROWSER_HERE
 from runner.checks.protocols.browser.script import ScriptRun, chromium_args
 from runner.checks.protocols.browser.setup import node_tools
@@ -71,7 +70,20 @@ def run_suite(
 ) -> ScriptRun:
     """OSError when the wrapper config cannot be written beside the project's (a read-only folder)."""
     tools = node_tools()
-    work = Path(tempfile.mkdtemp(prefix="testsession-suite-"))
+    with scratch_dir("testsession-suite-") as work:
+        return _run_in(project, output_dir, browser, variables, deadline, stop, tools, work)
+
+
+def _run_in(
+    project: Project,
+    output_dir: Path,
+    browser: Path,
+    variables: dict[str, str],
+    deadline: float,
+    stop: threading.Event | None,
+    tools: NodeTools,
+    work: Path,
+) -> ScriptRun:
     wrapper = project.config.parent / f".testsession-{secrets.token_hex(4)}.config.ts"
     with _WRITTEN_LOCK:
         _WRITTEN.add(wrapper)
@@ -107,4 +119,3 @@ def run_suite(
         with _WRITTEN_LOCK, contextlib.suppress(OSError):
             wrapper.unlink(missing_ok=True)
             _WRITTEN.discard(wrapper)
-        shutil.rmtree(work, ignore_errors=True)
