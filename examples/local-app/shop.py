@@ -210,13 +210,18 @@ def main() -> None:
     parser.add_argument("--broken", action="store_true", help="serve the bad build")
     args = parser.parse_args()
     shop = Shop(args.broken, args.token, args.password)
-    servers: list[socketserver.BaseServer] = [
-        ThreadingHTTPServer((args.host, args.port), http_handler(shop)),
-        _UDP((args.host, args.dns_port), DnsUdp),
-        _TCP((args.host, args.dns_port), DnsTcp),
-    ]
-    if not args.broken:  # the bad build's line service does not start: its port refuses connections
-        servers.append(_TCP((args.host, args.tcp_port), tcp_handler(shop)))
+    try:
+        servers: list[socketserver.BaseServer] = [
+            ThreadingHTTPServer((args.host, args.port), http_handler(shop)),
+            _UDP((args.host, args.dns_port), DnsUdp),
+            _TCP((args.host, args.dns_port), DnsTcp),
+        ]
+        if not args.broken:  # the bad build's line service does not start: its port refuses connections
+            servers.append(_TCP((args.host, args.tcp_port), tcp_handler(shop)))
+    except OSError as exc:  # most often a shop already running: one line, not a traceback
+        ports = f"{args.port}, {args.tcp_port} and {args.dns_port}"
+        raise SystemExit(f"shop: cannot listen on {args.host} ports {ports} ({exc.strerror}): another "
+                         "shop running? stop it, or pick others with --port, --tcp-port and --dns-port") from None
     for server in servers:
         threading.Thread(target=server.serve_forever, daemon=True).start()
     build = "broken" if args.broken else "good"
