@@ -262,3 +262,16 @@ def test_a_check_that_cannot_run_says_how_to_leave_it_out_of_the_checks_file(tmp
         assert error.endswith("leave it out of the checks file, or run other tags (--tag)"), error
         assert "behaviour" not in error and "settings.notRunnable" not in error, error
     assert "BROWSER check without a script (give it a script: to run it)" in errors["Login page"]
+
+
+def test_a_misspelled_check_type_is_refused_at_load_and_an_unknown_one_kept(tmp_path: Path) -> None:
+    """`PLAYWRITE` is a typo (exit 2, the type it means); a type production may add later is kept and
+    fails closed when it runs, as any check that cannot run here."""
+    typo = [{"name": "Suite", "checkType": "PLAYWRITE"}]
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(typo), encoding="utf-8")
+    code, _out, err, _ = run(tmp_path, "--checks", "checks.yml")
+    assert code == 2 and "[0].checkType: unknown check type 'PLAYWRITE': did you mean 'PLAYWRIGHT'?" in err
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump([{"name": "Later", "checkType": "QUANTUM"}]))
+    code, out, _err, data = run(tmp_path, "--checks", "checks.yml")
+    [result] = [r for s in data["sessions"] for r in s["results"]]
+    assert code == 1 and result["verdict"] == "error" and "cannot run on this machine" in result["error"], out

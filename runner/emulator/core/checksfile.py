@@ -16,6 +16,7 @@ check of a type that runs here (API, URL, TCP, DNS) must carry its request: neve
 
 from __future__ import annotations
 
+import difflib
 import re
 import secrets
 from collections.abc import Mapping
@@ -39,6 +40,7 @@ from runner.emulator.core.world import (
 from runner.models.check_definitions import LOCAL_CHECK_TYPES, RUNNABLE_CHECK_TYPES, SUITE_CHECK_TYPES
 from runner.models.problems import Loc, unknown_key_message
 from runner.models.resources import CHECK_LOCATIONS
+from runner.models.sessions import CHECK_TYPES
 
 LOCAL = "local"  # the location of every result of a local run
 ACCOUNT_ID = "local"
@@ -114,6 +116,15 @@ def parse_checks(data: Any, source: str, environ: Mapping[str, str], lines: Line
                     f"unknown field {key!r}: not production's; scripted results need a world file (--world)"
                 )
                 problems.append(((*at, str(key)), message))
+        kind = check.get("checkType")
+        if isinstance(kind, str) and kind not in CHECK_TYPES:
+            # A type production may add later is kept (and fails closed when it runs); one a letter
+            # or two from a known type is a typo, refused here with the type it means.
+            close = difflib.get_close_matches(kind.upper(), CHECK_TYPES, n=1, cutoff=0.75)
+            if close:
+                problems.append(
+                    ((*at, "checkType"), f"unknown check type {kind!r}: did you mean {close[0]!r}?")
+                )
         world_checks.append(_as_world_check(check, index, taken, Path(source).parent))
         if check.get("request") is None and str(check.get("checkType", "API")) in LOCAL_CHECK_TYPES:
             problems.append(((*at, "request"), "required: what to send (url:, assertions: ... for API)"))
