@@ -265,12 +265,30 @@ def _int_param(params: Mapping[str, Any], name: str, default: int, low: int, hig
     return number
 
 
+def completion_step(
+    backend: Backend, account: str, session_id: str, deadline: float, clock: Callable[[], float]
+) -> TestSession | float | None:
+    """One look of the completion long poll, the same for the HTTP shell's (on its event loop) and
+    the in-process one: the final session; else the seconds to wait before looking again (until the
+    session's computed end, at most until `deadline` of `clock`); None once `deadline` has passed.
+    A session is rendered (all its results) only once it can be final: every finished attempt of a
+    real check wakes the poll (1,000 checks: 1,000 wakes), not a render each."""
+    to_end = backend.real_seconds_to_end(account, session_id)
+    if to_end is not None and to_end <= 0:
+        session = backend.get_session(account, session_id)
+        if session.status != "RUNNING":
+            return session
+    remaining = deadline - clock()
+    if remaining <= 0:
+        return None
+    return remaining if to_end is None else min(remaining, to_end + 0.001)
+
+
 def wait_for_completion(
     backend: Backend, account: str, session_id: str, max_wait: float
 ) -> TestSession | None:
-    """The final session, or None when `max_wait` real seconds pass first; as the HTTP shell's long
-    poll (shell/routes.py, on its event loop): wakes at the session's computed end, and at once on
-    cancel, clock advance or reset (backend listeners)."""
+    """The final session, or None when `max_wait` real seconds pass first. Wakes at the session's
+    computed end, and at once on cancel, clock advance or reset (backend listeners)."""
     event = threading.Event()
     wake = event.set  # one object: the listener removed is the one added
     backend.add_listener(wake)
@@ -278,16 +296,10 @@ def wait_for_completion(
         deadline = time.monotonic() + max_wait
         while True:
             event.clear()
-            # A session is rendered (all its results) only once it can be final, not on each wake.
-            to_end = backend.real_seconds_to_end(account, session_id)
-            if to_end is not None and to_end <= 0:
-                session = backend.get_session(account, session_id)
-                if session.status != "RUNNING":
-                    return session
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            event.wait(remaining if to_end is None else min(remaining, to_end + 0.001))
+            step = completion_step(backend, account, session_id, deadline, time.monotonic)
+            if not isinstance(step, float):
+                return step
+            event.wait(step)
     finally:
         backend.remove_listener(wake)
 

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.security import HTTPBearer
 
 from runner.emulator.core.accounts import CheckFilter
-from runner.emulator.core.answers import OMIT, content_range
+from runner.emulator.core.answers import OMIT, completion_step, content_range
 from runner.emulator.core.backend import Backend
 from runner.emulator.shell.errors import documented, error_response
 from runner.models import (
@@ -224,19 +224,11 @@ async def wait_for_completion(
         deadline = loop.time() + max_wait
         while True:
             event.clear()
-            # Every finished attempt of a real check wakes this loop: a session is rendered (all its
-            # results) only once it can be final, not on each wake (1,000 checks: 1,000 renders).
-            to_end = backend.real_seconds_to_end(account, session_id)
-            if to_end is not None and to_end <= 0:
-                session = backend.get_session(account, session_id)
-                if session.status != "RUNNING":
-                    return session
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return None
-            timeout = remaining if to_end is None else min(remaining, to_end + 0.001)
+            step = completion_step(backend, account, session_id, deadline, loop.time)
+            if not isinstance(step, float):
+                return step
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(event.wait(), timeout)
+                await asyncio.wait_for(event.wait(), step)
     finally:
         backend.remove_listener(wake)
 
