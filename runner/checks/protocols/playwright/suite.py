@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 
 from runner.checks.child import scratch_dir
-from runner.checks.node import NodeTools, child_environment, run_child
+from runner.checks.node import child_environment, run_child
 from runner.checks.protocols.browser.script import HERE as BROWSER_HERE
 from runner.checks.protocols.browser.script import ScriptRun, chromium_args
 from runner.checks.protocols.browser.setup import node_tools
@@ -71,51 +71,38 @@ def run_suite(
     """OSError when the wrapper config cannot be written beside the project's (a read-only folder)."""
     tools = node_tools()
     with scratch_dir("testsession-suite-") as work:
-        return _run_in(project, output_dir, browser, variables, deadline, stop, tools, work)
-
-
-def _run_in(
-    project: Project,
-    output_dir: Path,
-    browser: Path,
-    variables: dict[str, str],
-    deadline: float,
-    stop: threading.Event | None,
-    tools: NodeTools,
-    work: Path,
-) -> ScriptRun:
-    wrapper = project.config.parent / f".testsession-{secrets.token_hex(4)}.config.ts"
-    with _WRITTEN_LOCK:
-        _WRITTEN.add(wrapper)
-    try:
-        wrapper.write_text(wrapper_text(project.config), encoding="utf-8")
-        report_file = work / "report.json"
-        ours = {
-            "reporter": str(BROWSER_HERE / "reporter.cjs"),
-            "outputDir": str(output_dir),
-            "executablePath": str(browser),
-            "args": chromium_args(),
-            "trace": "retain-on-failure",
-            "screenshot": "only-on-failure",
-            "retries": DEFAULT_RETRIES,
-        }
-        env = child_environment(
-            variables,
-            extra={"TESTSESSION_REPORT": str(report_file), "TESTSESSION_PLAYWRIGHT": json.dumps(ours),
-                   "TESTSESSION_FULL_TITLES": "1", "FORCE_COLOR": "0", "NO_COLOR": "1",
-                   "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1", "CI": "1"},
-        )  # fmt: skip
-        argv = [str(tools.node), str(project.playwright.cli), "test", *project.command.args]
-        child = run_child([*argv, "--config", str(wrapper)], cwd=project.folder, env=env, deadline=deadline,
-                          stop=stop)  # fmt: skip
-        report = None
+        wrapper = project.config.parent / f".testsession-{secrets.token_hex(4)}.config.ts"
+        with _WRITTEN_LOCK:
+            _WRITTEN.add(wrapper)
         try:
-            data = json.loads(report_file.read_text(encoding="utf-8"))
-            report = data if isinstance(data, dict) else None
-        except (OSError, ValueError):
-            pass
-        return ScriptRun(child, report)
-    finally:
-        with _WRITTEN_LOCK, contextlib.suppress(OSError):
-            wrapper.unlink(missing_ok=True)
-            _WRITTEN.discard(wrapper)
+            wrapper.write_text(wrapper_text(project.config), encoding="utf-8")
+            report_file = work / "report.json"
+            ours = {
+                "reporter": str(BROWSER_HERE / "reporter.cjs"),
+                "outputDir": str(output_dir),
+                "executablePath": str(browser),
+                "args": chromium_args(),
+                "trace": "retain-on-failure",
+                "screenshot": "only-on-failure",
+                "retries": DEFAULT_RETRIES,
+            }
+            env = child_environment(
+                variables,
+                extra={"TESTSESSION_REPORT": str(report_file), "TESTSESSION_PLAYWRIGHT": json.dumps(ours),
+                       "TESTSESSION_FULL_TITLES": "1", "FORCE_COLOR": "0", "NO_COLOR": "1",
+                       "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1", "CI": "1"},
+            )  # fmt: skip
+            argv = [str(tools.node), str(project.playwright.cli), "test", *project.command.args]
+            argv += ["--config", str(wrapper)]
+            child = run_child(argv, cwd=project.folder, env=env, deadline=deadline, stop=stop)
+            report = None
+            try:
+                data = json.loads(report_file.read_text(encoding="utf-8"))
+                report = data if isinstance(data, dict) else None
+            except (OSError, ValueError):
+                pass
+            return ScriptRun(child, report)
+        finally:
+            with _WRITTEN_LOCK, contextlib.suppress(OSError):
+                wrapper.unlink(missing_ok=True)
+                _WRITTEN.discard(wrapper)
