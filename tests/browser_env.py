@@ -7,9 +7,12 @@ would); when it cannot, it says so and these tests are skipped with the reason b
 from __future__ import annotations
 
 import functools
+import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -63,3 +66,38 @@ class Shop:
     def stop(self) -> None:
         self.process.kill()
         self.process.wait(5)
+
+
+def processes_with(marker: str) -> list[tuple[int, str]]:
+    """(pid, name) of every live process whose environment carries `marker` (Node, Chromium ...)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker.encode() not in Path(f"/proc/{entry.name}/environ").read_bytes():
+                continue
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[-1].split()[0] != "Z":
+            found.append((int(entry.name), stat.split("(", 1)[1].rsplit(")", 1)[0]))
+    return found
+
+
+def a_browser_of(marker: str) -> bool:
+    return any("chrom" in name for _, name in processes_with(marker))
+
+
+def sigterm_when(proc: subprocess.Popen[str], ready: Callable[[], bool], what: str) -> tuple[float, str, str]:
+    """Waits (at most 120 s) until `ready()`, the run still going, then sends SIGTERM and waits for the
+    run's end: (seconds from the signal to the end, stdout, stderr)."""
+    deadline = time.monotonic() + 120
+    while not ready() and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[0][-3000:]
+        time.sleep(0.1)
+    assert ready(), what
+    signalled = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    return time.monotonic() - signalled, out, err

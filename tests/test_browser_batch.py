@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,9 +15,8 @@ from typing import Any
 
 import pytest
 import yaml
-from browser_env import PASSWORD, REPO, Shop, needs_browser
+from browser_env import PASSWORD, REPO, Shop, a_browser_of, needs_browser, processes_with, sigterm_when
 from helpers import child_env, run_here
-from test_browser_run import _ours
 
 pytestmark = needs_browser()
 
@@ -110,18 +107,10 @@ def test_sigterm_during_a_shared_run_ends_it_within_5_s_and_leaves_no_browser(tm
         )  # fmt: skip
 
         def both_started() -> bool:  # both checks' tests began, a browser is up
-            return len(list(pids.iterdir())) == 2 and any("chrom" in name for _, name in _ours(marker))
+            return len(list(pids.iterdir())) == 2 and a_browser_of(marker)
 
-        deadline = time.monotonic() + 120
-        while not both_started() and time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()[0][-3000:]
-            time.sleep(0.1)
-        assert both_started(), "the checks did not start"
-        signalled = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-        took = time.monotonic() - signalled
-        left = _ours(marker)
+        took, out, err = sigterm_when(proc, both_started, "the checks did not start")
+        left = processes_with(marker)
     finally:
         shop.stop()
     assert took < 5.0, (took, out, err)

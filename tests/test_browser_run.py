@@ -4,17 +4,14 @@ the broken build's failures in every report with their files and analyses, and S
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import yaml
-from browser_env import PASSWORD, REPO, Shop, needs_browser
+from browser_env import PASSWORD, REPO, Shop, a_browser_of, needs_browser, processes_with, sigterm_when
 from helpers import child_env, run_here
 
 pytestmark = needs_browser()
@@ -60,23 +57,6 @@ def test_the_broken_build_fails_naming_the_page_change_with_its_files_and_no_sec
         assert PASSWORD not in text
 
 
-def _ours(marker: str) -> list[tuple[int, str]]:
-    """(pid, name) of every live process whose environment carries `marker` (Node, Chromium ...)."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            if marker.encode() not in Path(f"/proc/{entry.name}/environ").read_bytes():
-                continue
-            stat = Path(f"/proc/{entry.name}/stat").read_text()
-        except OSError:
-            continue
-        if stat.rsplit(")", 1)[-1].split()[0] != "Z":
-            found.append((int(entry.name), stat.split("(", 1)[1].rsplit(")", 1)[0]))
-    return found
-
-
 def test_sigterm_mid_check_ends_the_run_within_5_s_and_leaves_no_browser(tmp_path: Path) -> None:
     shop = Shop()
     marker = f"TESTSESSION_TEST_MARKER_{uuid.uuid4().hex}"
@@ -87,16 +67,8 @@ def test_sigterm_mid_check_ends_the_run_within_5_s_and_leaves_no_browser(tmp_pat
              "--emulator", "--world", str(WORLD)],
             cwd=tmp_path, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        deadline = time.monotonic() + 120
-        while not any("chrom" in name for _, name in _ours(marker)) and time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.1)
-        assert any("chrom" in name for _, name in _ours(marker)), "no browser started"
-        signalled = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-        took = time.monotonic() - signalled
-        left = _ours(marker)
+        took, out, err = sigterm_when(proc, lambda: a_browser_of(marker), "no browser started")
+        left = processes_with(marker)
     finally:
         shop.stop()
     assert took < 5.0, (took, out, err)

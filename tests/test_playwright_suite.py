@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -15,9 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from browser_env import PASSWORD, Shop, needs_browser
+from browser_env import PASSWORD, Shop, a_browser_of, needs_browser, processes_with, sigterm_when
 from helpers import child_env, run_here
-from test_browser_run import _ours
 
 from runner.checks.protocols.browser.setup import find_playwright
 from runner.models.test_command import TestCommand, TestCommandError, parse_test_command
@@ -126,19 +124,11 @@ def test_sigterm_mid_suite_ends_the_run_within_5_s_leaving_no_browser_and_no_fil
             [sys.executable, "-m", "runner", "run", "--checks", str(path)], cwd=tmp_path, env=child_env(),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        deadline = time.monotonic() + 120
-        while not any("chrom" in name for _, name in _ours(marker)) and time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.1)
-        assert any("chrom" in name for _, name in _ours(marker)), "no browser started"
-        signalled = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-        took = time.monotonic() - signalled
+        took, out, err = sigterm_when(proc, lambda: a_browser_of(marker), "no browser started")
     finally:
         shop.stop()
     assert took < 5.0 and proc.returncode == 143, (took, out, err)
-    assert _ours(marker) == []
+    assert processes_with(marker) == []
     assert sorted(p.name for p in e2e.iterdir()) == before  # our config beside theirs is gone too
 
 
