@@ -39,7 +39,7 @@ from runner.models import (
     TriggerRequest,
     describe_validation_error,
 )
-from runner.models.operations import CHECKS_PAGE_LIMIT, match
+from runner.models.operations import CHECKS_PAGE_LIMIT, Operation, match
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
@@ -190,13 +190,14 @@ def serve(
     """The answer the HTTP shell would give to this request (path with the /v1 prefix)."""
     matched = match(method, path)
     name = matched[0].name if matched else "unmatched"
-    answer = _answer(backend, method, path, params or {}, body, headers)
+    answer = _answer(backend, matched, method, path, params or {}, body, headers)
     backend.record_request(name, answer.status)
     return answer
 
 
 def _answer(
     backend: Backend,
+    matched: tuple[Operation[Any], dict[str, str]] | None,
     method: str,
     path: str,
     params: Mapping[str, Any],
@@ -205,7 +206,6 @@ def _answer(
 ) -> Answer:
     lower = {k.lower(): v for k, v in headers.items()}
     try:
-        matched = match(method, path)
         handler = _HANDLERS.get(matched[0].name) if matched else None
         if matched is None:
             raise ApiFailure(404, "Not Found")  # as the HTTP shell's router answers an unknown path
