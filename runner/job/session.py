@@ -227,7 +227,10 @@ class _Watch:
         self.session = session
         self.started = worker.clock()
         self.reported: set[str] = set()
-        self.seen: dict[str, SessionResult] = {}  # every result any answer showed, by id
+        # Every result any answer showed: by id, its check id and name (all `_vanished` asks of it).
+        # Not the row itself: a RUNNING placeholder's row (~1.5 KiB) would be kept for every check
+        # of the session after its final row replaced it.
+        self.seen: dict[str, tuple[str | None, str]] = {}
         self.first_final: dict[str, str] = {}  # the status each result had when first seen final
         self.current: list[ResultOutcome] = []  # the results of the last read, as built by `_observe`
         self.memo = OutcomeMemo()  # a check whose rows did not change is not judged again
@@ -242,7 +245,7 @@ class _Watch:
     def _observe(self, session: TestSession) -> bool:
         """Reports the results that became final since the last read; True when there were any."""
         self.session = session
-        self.seen.update((r.testSessionResultId, r) for r in session.results)
+        self.seen.update((r.testSessionResultId, (r.checkId, r.name)) for r in session.results)
         for row in session.results:
             if row.resultType == "FINAL" and row.status in FINAL_SESSION_STATUSES:  # RUNNING: a placeholder
                 self.first_final.setdefault(row.testSessionResultId, row.status)
@@ -293,7 +296,7 @@ class _Watch:
         self._observe(final)
         elapsed = worker.clock() - self.started
         worker.emit(SessionFinished(worker.where, final.status, elapsed))
-        vanished = _vanished(self.seen.values(), final.results)
+        vanished = _vanished(self.seen.items(), final.results)
         changed = sum(
             1 for r in final.results if self.first_final.get(r.testSessionResultId, r.status) != r.status
         )
@@ -353,13 +356,15 @@ class _Watch:
         return worker._outcome(left, code, None, self.results(left, groups, True), groups)
 
 
-def _vanished(seen: Iterable[SessionResult], final: list[SessionResult]) -> int:
-    """How many results an earlier answer showed that the final answer has no trace of: not the same
-    result id, nor a result of the same check (by check id, or by name where there is none)."""
+def _vanished(seen: Iterable[tuple[str, tuple[str | None, str]]], final: list[SessionResult]) -> int:
+    """How many results an earlier answer showed (result id, (check id, name)) that the final answer
+    has no trace of: not the same result id, nor a result of the same check (by check id, or by name
+    where there is none)."""
     ids = {r.testSessionResultId for r in final}
     checks = {r.checkId for r in final if r.checkId}
     names = {r.name for r in final}
     kept = (
-        r.testSessionResultId in ids or (r.checkId in checks if r.checkId else r.name in names) for r in seen
+        result_id in ids or (check_id in checks if check_id else name in names)
+        for result_id, (check_id, name) in seen
     )
     return sum(1 for here in kept if not here)

@@ -236,6 +236,11 @@ def _answer(
     if isinstance(result, tuple):  # a page of checks and its Content-Range
         result, extra["Content-Range"] = result
     omit = OMIT.get(op.name)
+    if isinstance(result, BaseModel):  # straight to JSON: no dict of the whole session between
+        body = result.model_dump_json(
+            by_alias=True, exclude_unset=omit == "unset", exclude_none=omit == "none"
+        ).encode()
+        return Answer(status, body, extra)
     return Answer(status, _json(_render(result, omit)), extra)
 
 
