@@ -271,6 +271,7 @@ class _Watch:
         deadline = self.started + plan.timeout_seconds
         final = None
         if not self.session.is_final:
+            began = worker.clock()
             self._observe(self.session)
             final = wait_for_session(
                 worker.client,
@@ -280,6 +281,7 @@ class _Watch:
                 watch=self._observe,
                 pace=plan.pace,
                 clock=worker.clock,
+                read_cost=worker.clock() - began,  # a big session's reads are paced from the first
             )
         else:
             final = self.session

@@ -265,8 +265,9 @@ class Backend:
 
     def attempt_finished(self, job: RealJob, attempt: Attempt, final: bool) -> None:
         with self._lock:
-            self._sessions.attempt_finished(job, attempt, final)
-        self._notify()  # a long poll waiting for the session's end looks again
+            ended = self._sessions.attempt_finished(job, attempt, final)
+        if ended:  # a long poll waiting for the session's end looks again (not at each of 10,000 checks)
+            self._notify()
 
     def get_session(self, account_id: str, session_id: str) -> TestSession:
         with self._lock:

@@ -234,13 +234,17 @@ class Sessions:
             realruns.plan_next(job.run, at)
         return at
 
-    def attempt_finished(self, job: RealJob, evidence: Attempt, final: bool) -> None:
+    def attempt_finished(self, job: RealJob, evidence: Attempt, final: bool) -> bool:
+        """True when the session's end became known with it (its last open run ended)."""
         session = self._live(job)
-        if session is not None:
-            was_open = job.run.end is None
-            realruns.finish(job.run, evidence, final, self._clock.now())
-            if job.run.end is not None:
-                session.ended(job.run, was_open)
+        if session is None:
+            return False
+        was_open = job.run.end is None
+        realruns.finish(job.run, evidence, final, self._clock.now())
+        if job.run.end is None:
+            return False
+        session.ended(job.run, was_open)
+        return was_open and session.end is not None
 
     def get(self, account_id: str, session_id: str) -> Session | StoredSession:
         session = self.find(session_id)
