@@ -321,7 +321,7 @@ class Sessions:
                 if held is not None and held[0] == key:
                     rows = held[1]
                 else:
-                    rows = render_run(run, at, cancelled, session.location, link, clock.iso)
+                    rows = render_run(run, at, cancelled, session.location, link, clock.moment)
                     end = run.end
                     if end is not None and end <= at:
                         rendered[index] = rows

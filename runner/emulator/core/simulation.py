@@ -12,6 +12,7 @@ error group a failure went to); what a real attempt did is the engine's `Attempt
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -164,7 +165,7 @@ def _result(
     status: str,
     location: str,
     link: str,
-    iso: Any,
+    moment: Callable[[float], datetime],
     stopped: float | None,
     result_id: str | None = None,
 ) -> SessionResult:
@@ -195,8 +196,8 @@ def _result(
         runLocation=location,
         resultType=result_type,
         responseTime=_response_time(attempt) if finished else None,
-        startedAt=_moment(iso(attempt.start)),
-        stoppedAt=_moment(iso(stopped)) if stopped is not None else None,
+        startedAt=moment(attempt.start),
+        stoppedAt=moment(stopped) if stopped is not None else None,
         # Not a field of the document's result: an extra one, which SessionResult keeps.
         errorMessage=attempt.message if failed else None,
         **extra,
@@ -206,26 +207,21 @@ def _result(
 _DECLARED = frozenset(SessionResult.model_fields)
 
 
-def _moment(text: str) -> datetime:
-    """The date of the clock's ISO text (milliseconds), as validating the field would make it."""
-    return datetime.fromisoformat(text)
-
-
 def render_run(
-    run: SessionRun, at: float, cancelled: bool, location: str, link: str, iso: Any
+    run: SessionRun, at: float, cancelled: bool, location: str, link: str, moment: Callable[[float], datetime]
 ) -> list[SessionResult]:
     """The results of one check as seen at simulated time `at`: ATTEMPT rows, then the FINAL row."""
     rows = []
     for attempt in run.attempts[:-1]:
         if attempt.end is not None and attempt.end <= at:
-            rows.append(_result(run, attempt, "ATTEMPT", "FAILED", location, link, iso, attempt.end))
+            rows.append(_result(run, attempt, "ATTEMPT", "FAILED", location, link, moment, attempt.end))
     last = run.attempts[-1]
     current = last if last.start <= at else next(a for a in reversed(run.attempts) if a.start <= at)
     if last.start <= at and last.end is not None and last.end <= at:
         status = "PASSED" if last.passed else "FAILED"
-        rows.append(_result(run, last, "FINAL", status, location, link, iso, last.end))
+        rows.append(_result(run, last, "FINAL", status, location, link, moment, last.end))
     else:
         status = "CANCELLED" if cancelled else "RUNNING"
         stopped = at if cancelled else None
-        rows.append(_result(run, current, "FINAL", status, location, link, iso, stopped, run.final_id))
+        rows.append(_result(run, current, "FINAL", status, location, link, moment, stopped, run.final_id))
     return rows
