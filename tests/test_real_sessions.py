@@ -332,8 +332,13 @@ def test_a_waiting_checks_row_shows_its_real_start_once_a_worker_takes_it(
     session_id = client.trigger()["testSessionId"]
     waiting = [finals(client.session(session_id))["second"] for _ in range(3)]
     assert all(row["status"] == "RUNNING" for row in waiting)
-    done = client.final(session_id)
-    first, second = finals(done)["first"], finals(done)["second"]
+    deadline = time.monotonic() + 5
+    while (first := finals(client.session(session_id))["first"])["status"] == "RUNNING":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    time.sleep(0.1)  # the worker has taken the second check; it runs for 400 ms
+    second = finals(client.session(session_id))["second"]
+    assert second["status"] == "RUNNING"
     assert second["startedAt"] >= first["stoppedAt"] > waiting[0]["startedAt"]
 
 
