@@ -236,11 +236,11 @@ def _answer(
     if isinstance(result, tuple):  # a page of checks and its Content-Range
         result, extra["Content-Range"] = result
     omit = OMIT.get(op.name)
-    if isinstance(result, BaseModel):  # straight to JSON: no dict of the whole session between
+    if isinstance(result, BaseModel):  # written by pydantic at once (a session of 10,000 results)
         body = result.model_dump_json(
             by_alias=True, exclude_unset=omit == "unset", exclude_none=omit == "none"
-        ).encode()
-        return Answer(status, body, extra)
+        )
+        return Answer(status, body.encode(), extra)
     return Answer(status, _json(_render(result, omit)), extra)
 
 
@@ -276,8 +276,8 @@ def completion_step(
     """One look of the completion long poll, the same for the HTTP shell's (on its event loop) and
     the in-process one: the final session; else the seconds to wait before looking again (until the
     session's computed end, at most until `deadline` of `clock`); None once `deadline` has passed.
-    A session is rendered (all its results) only once it can be final: every finished attempt of a
-    real check wakes the poll (1,000 checks: 1,000 wakes), not a render each."""
+    A session is rendered (all its results) only once it can be final: the poll is woken when its
+    last real check ends (and on cancel, advance, reset), not at every check's end."""
     to_end = backend.real_seconds_to_end(account, session_id)
     if to_end is not None and to_end <= 0:
         session = backend.get_session(account, session_id)
