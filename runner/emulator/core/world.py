@@ -372,8 +372,10 @@ def _decide(check: WorldCheck, checks_file: bool = False) -> CheckPlan:
 def _lean(data: dict[str, Any]) -> dict[str, Any]:
     """The definition's data without the fields that only repeat its defaults (null, an empty list:
     a definition's default for each of DEFINITION_FIELDS but `request`, which definition_data leaves
-    out when null). The definition parsed is the same; it only records fewer fields as given: a
-    set of 24 field names is 2.2 KiB a check, kept for the run's life."""
+    out when null). The definition's fields parse the same; it records fewer as given (a set of 24
+    field names is 2.2 KiB a check, kept for the run's life), and no longer carries a null extra for
+    a field its type does not have (an API check's `script: None`), which nothing reads or dumps
+    (compared field by field over every world and checks file in the repository)."""
     return {key: value for key, value in data.items() if value is not None and value != []}
 
 
