@@ -419,7 +419,7 @@ def test_real_messages_group_across_ports_and_durations() -> None:
 def test_the_pool_runs_at_most_its_limit_and_its_idle_threads_end() -> None:
     import threading
 
-    from runner.emulator.core.realruns import Pool
+    from runner.emulator.core.pool import Pool
 
     pool = Pool(2, idle_seconds=0.1)
     lock, running, most, done = threading.Lock(), [0], [0], threading.Semaphore(0)
@@ -444,6 +444,36 @@ def test_the_pool_runs_at_most_its_limit_and_its_idle_threads_end() -> None:
     assert pool.workers == 0  # idle workers ended
     pool.submit(job)  # and a new job still finds one
     assert done.acquire(timeout=5)
+
+
+def test_jobs_that_wait_reach_the_pools_limit_at_once() -> None:
+    """Past its first EAGER threads the pool adds threads only while the process has CPU to spare:
+    jobs that wait (a slow server, a backoff) still run `limit` at once, within a few ticks."""
+    import threading
+
+    from runner.emulator.core.pool import EAGER, Pool
+
+    limit, jobs = 16, 48
+    pool = Pool(limit, idle_seconds=0.1)
+    lock, running, most, done = threading.Lock(), [0], [0], threading.Semaphore(0)
+
+    def job() -> None:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.3)
+        with lock:
+            running[0] -= 1
+        done.release()
+
+    started = time.monotonic()
+    for _ in range(jobs):
+        pool.submit(job)
+    for _ in range(jobs):
+        assert done.acquire(timeout=10)
+    took = time.monotonic() - started
+    assert limit > EAGER and most[0] == limit
+    assert took < (jobs / limit) * 0.3 + 1.0, took  # three waves of 0.3 s, not twelve on EAGER threads
 
 
 def test_tcp_and_dns_failures_are_analysed_from_their_answers(

@@ -464,3 +464,27 @@ def test_query_credentials_are_stripped_from_urls() -> None:
     assert strip_url_credentials("https://h/r.git?t=s3cretvalue", ["s3cretvalue"]) == "https://h/r.git"
     assert strip_url_credentials("https://h/r.git?monkey=1") == "https://h/r.git?monkey=1"
     assert strip_url_credentials("git@github.com:o/r.git") == "git@github.com:o/r.git"
+
+
+def test_one_search_of_the_outcome_json_finds_every_secret_or_defers_to_field_by_field() -> None:
+    """The run's last masking looks for the secrets in the outcome's JSON once: absent there means
+    absent from every string; a secret whose JSON form differs (a quote, a backslash, non-ASCII
+    written as \\u) never takes that shortcut."""
+    from pydantic import BaseModel
+
+    from runner.core.redact import Redactor, redact_data
+
+    class Row(BaseModel):
+        name: str
+        notes: list[str]
+
+    plain = Redactor(["tok-3f9a-Secret"])
+    clean = Row(name="api check", notes=["received 200"])
+    leaky = Row(name="api check", notes=["echo: TOK-3F9A-SECRET (a proxy upper-cased it)"])
+    assert plain.absent_from_json(clean.model_dump_json())
+    assert not plain.absent_from_json(leaky.model_dump_json())
+    assert "TOK-3F9A" not in json.dumps(redact_data(leaky.model_dump(), plain))
+    for escaped in ('pa"ss-word', "pa\\ss-word", "pässword-1"):
+        odd = Redactor([escaped])
+        assert not odd.absent_from_json(clean.model_dump_json())  # masked string by string instead
+    assert Redactor().absent_from_json(leaky.model_dump_json())  # no secret: nothing to mask

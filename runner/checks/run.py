@@ -198,7 +198,8 @@ def run_attempt(
     if not subst.redact.empty:  # a copy of every string of the attempt: only when there is a secret
         attempt = mask(attempt, subst.redact)
     # Made of the masked attempt: a secret never reaches its group's key or cleaned message.
-    return dataclasses.replace(attempt, fingerprint=fingerprint(attempt))
+    key = fingerprint(attempt)
+    return attempt if key is None else dataclasses.replace(attempt, fingerprint=key)
 
 
 def _bounds(check: CheckDefinition, max_run_seconds: float | None, start: float) -> Bounds:

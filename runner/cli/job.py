@@ -510,7 +510,12 @@ class Job:
             outcome = local_outcome(outcome, self.settings.source)
         # Masked field by field before rendering: once a report escapes (XML, markdown) or cuts a text,
         # a secret no longer matches its mask in the rendered file.
-        shown = Outcome.model_validate(redact_data(outcome.model_dump(), self.redact))
+        # One search of the outcome's JSON first: with no secret in it (the usual case), there is
+        # nothing to mask, and 10,000 results are not walked string by string (1.2 s).
+        if self.redact.absent_from_json(outcome.model_dump_json()):
+            shown = outcome
+        else:
+            shown = Outcome.model_validate(redact_data(outcome.model_dump(), self.redact))
         written = self.write_reports(shown) if write_reports else {}
         self.observer.notify(Finished(digest(shown), written))
         return outcome.exitCode

@@ -56,6 +56,7 @@ def wait_for_session(
     watch: Callable[[TestSession], bool] | None = None,
     pace: Pace = SESSION_READS,
     clock: Callable[[], float] = time.monotonic,
+    read_cost: float = 0.0,
 ) -> TestSession | None:
     """The final session, or None when the deadline passed or `stop` was set first.
 
@@ -63,9 +64,10 @@ def wait_for_session(
     are as short as the current read interval and, after each one that ends without the session
     ending, the session is read and handed to `watch`; when it returns True (something changed)
     the interval starts again at `pace.first`, else it grows; never shorter than READ_COST_FACTOR
-    times what the last read took (within `pace.most`).
+    times what the last read took (within `pace.most`). `read_cost`: what the caller's own read of
+    the session took (the trigger's answer, watched): the first read waits by it too.
     """
-    interval = pace.first
+    interval = max(pace.first, min(pace.most, READ_COST_FACTOR * read_cost))
     while True:
         if stop is not None and stop.is_set():
             return None

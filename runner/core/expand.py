@@ -71,11 +71,33 @@ def expand(
     if isinstance(data, str):
         return expand_string(data, environ, loc, out)
     if isinstance(data, dict):
-        items = {
-            k: v if k in verbatim else expand(v, environ, (*loc, k), out, verbatim) for k, v in data.items()
-        }
-        return data if all(items[k] is v for k, v in data.items()) else items
+        changed: dict[Any, Any] | None = None
+        for key, value in data.items():
+            if key in verbatim:
+                continue
+            new = _expand_child(value, environ, loc, key, out, verbatim)
+            if new is not value:
+                changed = changed if changed is not None else dict(data)
+                changed[key] = new
+        return data if changed is None else changed
     if isinstance(data, list):
-        values = [expand(v, environ, (*loc, i), out, verbatim) for i, v in enumerate(data)]
-        return data if all(a is b for a, b in zip(values, data, strict=True)) else values
+        values: list[Any] | None = None
+        for index, value in enumerate(data):
+            new = _expand_child(value, environ, loc, index, out, verbatim)
+            if new is not value:
+                values = values if values is not None else list(data)
+                values[index] = new
+        return data if values is None else values
     return data
+
+
+def _expand_child(
+    value: Any, environ: Mapping[str, str], loc: Loc, key: str | int, out: Expansion, verbatim: frozenset[str]
+) -> Any:
+    # The path of a child is made only for one that can change: a string with a `$`, or a
+    # container (a world of 10,000 checks has ~100,000 plain values).
+    if isinstance(value, str):
+        return expand_string(value, environ, (*loc, key), out) if "$" in value else value
+    if isinstance(value, (dict, list)):
+        return expand(value, environ, (*loc, key), out, verbatim)
+    return value

@@ -43,6 +43,13 @@ def check_secret(value: str | None, what: str) -> None:
         )
 
 
+# Printable ASCII without a space, `@`, `?` or `#`: urlsplit and urlunsplit give such a URL back as
+# it is (its scheme lower-case already).
+_PLAIN_URL = re.compile(r"https?://[!-\"$-.0-9:->A-~][!-\"$-/0-9:->A-~]*")  # less #, ?, @ (and a
+# host that begins with `/`: urlunsplit drops an empty one)
+_JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')  # what JSON writes escaped
+
+
 class Redactor:
     """Holds the secret values of a run and replaces them in any text."""
 
@@ -50,6 +57,7 @@ class Redactor:
         self._lock = threading.Lock()
         self._secrets: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
+        self._json_changes = False  # some form of a secret reads differently once written as JSON
         for value in secrets or []:
             self.add(value)
 
@@ -72,6 +80,7 @@ class Redactor:
             if variants <= self._secrets:
                 return
             self._secrets.update(variants)
+            self._json_changes = self._json_changes or any(_JSON_ESCAPED.search(v) for v in variants)
             # Longest first, so a secret containing another is masked whole.
             ordered = sorted(self._secrets, key=len, reverse=True)
             # Without case: a host name comes back lower-cased (libcurl, IDNA, a proxy's page).
@@ -85,6 +94,16 @@ class Redactor:
     def empty(self) -> bool:
         """True while it knows no secret: every text passes unchanged."""
         return self._pattern is None
+
+    def absent_from_json(self, text: str) -> bool:
+        """True when no secret is in `text`, the JSON of some data, and so in none of its strings:
+        one search of the whole text instead of a call per string. Only when every form of every
+        secret reads the same in JSON (no quote, backslash or control character: JSON escapes them,
+        and the escaped form would not match); else False, and the data is masked string by string."""
+        pattern = self._pattern
+        if pattern is None:
+            return True
+        return not self._json_changes and pattern.search(text) is None
 
     def __call__(self, text: str) -> str:
         pattern = self._pattern
@@ -110,6 +129,8 @@ def strip_url_credentials(url: str | None, secrets: Collection[str] = ()) -> str
     scp-like git URLs keep their user (git@host:path; not a secret)."""
     if not url:
         return url
+    if _PLAIN_URL.fullmatch(url):
+        return url  # no userinfo, query or fragment: nothing to strip (a check's URL, 10,000 times)
     try:
         parts = urlsplit(url)
     except ValueError:  # e.g. an unclosed "[" in the host: still no credentials past this point

@@ -115,6 +115,7 @@ def load_with_lines(text: str, max_nodes: int = MAX_NODES) -> tuple[Any, dict[Lo
 _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
 _MERGE = "tag:yaml.org,2002:merge"
+_STR = "tag:yaml.org,2002:str"
 
 
 class _NotPlain(Exception):
@@ -129,6 +130,7 @@ def _from_events(text: str, max_nodes: int) -> Any:
         stack: list[Any] = []  # open collections: a list, or [dict, pending key, has-key]
         keys: list[bool] = []  # per open collection: is it a mapping
         root: Any = None
+        plain_tags: dict[str, str] = {}
         count = 0
         documents = 0
         while True:
@@ -139,10 +141,21 @@ def _from_events(text: str, max_nodes: int) -> Any:
             if kind is yaml.ScalarEvent:
                 if event.anchor is not None or (event.tag is not None and event.tag != "!"):
                     raise _NotPlain
-                tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
-                if tag == _MERGE:
+                text_value = event.value
+                if event.implicit[0]:  # plain: its tag depends on its text alone, and keys repeat
+                    tag = plain_tags.get(text_value)
+                    if tag is None:
+                        tag = plain_tags[text_value] = loader.resolve(
+                            yaml.ScalarNode, text_value, event.implicit
+                        )
+                else:
+                    tag = loader.resolve(yaml.ScalarNode, text_value, event.implicit)
+                if tag == _STR:  # what construct_yaml_str returns, without a node for it
+                    value = text_value
+                elif tag == _MERGE:
                     raise _NotPlain
-                value = constructors[tag](loader, yaml.ScalarNode(tag, event.value, style=event.style))
+                else:
+                    value = constructors[tag](loader, yaml.ScalarNode(tag, text_value, style=event.style))
                 opened = False
             elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
                 if event.anchor is not None or (event.tag is not None and event.tag != "!"):

@@ -50,7 +50,7 @@ from runner.job.policy import (
     unrun_named_checks,
 )
 from runner.job.refusals import trigger_refusal
-from runner.job.verdicts import OutcomeMemo, build_results, check_rows, check_verdict
+from runner.job.verdicts import OutcomeMemo, check_rows, check_verdict
 from runner.models import FINAL_SESSION_STATUSES, SessionResult, TestSession, TriggerRequest
 
 MESSAGE_WAIT = 3.0  # seconds a failure's line waits for its error message before it is printed
@@ -237,7 +237,9 @@ class _Watch:
     ) -> list[ResultOutcome]:
         if session is None:
             return []
-        return build_results(session, {g.id: g for g in groups}, ended_by_us)
+        # build_results, through the memo: the final read's outcomes are judged once, not again here.
+        by_id = {g.id: g for g in groups}
+        return [self.memo.outcome(session, check, by_id, ended_by_us) for check in check_rows(session)]
 
     def _observe(self, session: TestSession) -> bool:
         """Reports the results that became final since the last read; True when there were any."""
@@ -271,6 +273,7 @@ class _Watch:
         deadline = self.started + plan.timeout_seconds
         final = None
         if not self.session.is_final:
+            began = worker.clock()
             self._observe(self.session)
             final = wait_for_session(
                 worker.client,
@@ -280,6 +283,7 @@ class _Watch:
                 watch=self._observe,
                 pace=plan.pace,
                 clock=worker.clock,
+                read_cost=worker.clock() - began,  # a big session's reads are paced from the first
             )
         else:
             final = self.session

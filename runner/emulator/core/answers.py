@@ -271,8 +271,8 @@ def completion_step(
     """One look of the completion long poll, the same for the HTTP shell's (on its event loop) and
     the in-process one: the final session; else the seconds to wait before looking again (until the
     session's computed end, at most until `deadline` of `clock`); None once `deadline` has passed.
-    A session is rendered (all its results) only once it can be final: every finished attempt of a
-    real check wakes the poll (1,000 checks: 1,000 wakes), not a render each."""
+    A session is rendered (all its results) only once it can be final: the poll is woken when its
+    last real check ends (and on cancel, advance, reset), not at every check's end."""
     to_end = backend.real_seconds_to_end(account, session_id)
     if to_end is not None and to_end <= 0:
         session = backend.get_session(account, session_id)

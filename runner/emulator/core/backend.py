@@ -26,7 +26,8 @@ from runner.emulator.core.failures import ApiFailure
 from runner.emulator.core.faults import FaultInjector
 from runner.emulator.core.groups import ErrorGroups
 from runner.emulator.core.keys import Keys, bearer_key, rate_limited, real_checks_refusal
-from runner.emulator.core.realruns import SELF_QUEUED_LIMIT, Pool, RealJob, execute
+from runner.emulator.core.pool import Pool
+from runner.emulator.core.realruns import SELF_QUEUED_LIMIT, RealJob, execute
 from runner.emulator.core.sessions import SessionRecord, Sessions
 from runner.emulator.core.state import StateFile
 from runner.emulator.core.world import Settings, World, WorldCheck, load_world
@@ -264,8 +265,9 @@ class Backend:
 
     def attempt_finished(self, job: RealJob, attempt: Attempt, final: bool) -> None:
         with self._lock:
-            self._sessions.attempt_finished(job, attempt, final)
-        self._notify()  # a long poll waiting for the session's end looks again
+            ended = self._sessions.attempt_finished(job, attempt, final)
+        if ended:  # a long poll waiting for the session's end looks again (not at each of 10,000 checks)
+            self._notify()
 
     def get_session(self, account_id: str, session_id: str) -> TestSession:
         with self._lock:

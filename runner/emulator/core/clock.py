@@ -61,5 +61,10 @@ class SimClock:
     def from_epoch(self, epoch: float) -> float:
         return self.from_datetime(datetime.fromtimestamp(epoch, tz=timezone.utc))
 
+    def moment(self, sim_time: float) -> datetime:
+        """The date `iso` writes (milliseconds, cut as isoformat cuts them), as a datetime."""
+        moment = self.to_datetime(sim_time)
+        return moment.replace(microsecond=moment.microsecond - moment.microsecond % 1000)
+
     def iso(self, sim_time: float) -> str:
         return self.to_datetime(sim_time).isoformat(timespec="milliseconds").replace("+00:00", "Z")

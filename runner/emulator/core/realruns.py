@@ -1,7 +1,7 @@
 """Checks that run for real in a session: a bounded pool of daemon threads that executes them.
 
 Trigger plans a `RealJob` per matched check with a definition (sessions.py); the Backend hands the
-jobs to its `Pool` (at most `settings.executor.concurrency` at once; browser checks, which their
+jobs to its `Pool` (pool.py: at most `settings.executor.concurrency` at once; browser checks, which their
 protocol queues itself, to a pool of their own, SELF_QUEUED_LIMIT). A worker runs the executor
 (`checks.run_check`) and reports through `RealRunHooks`, which the Backend implements under its lock:
 a worker changes no shared state itself, it hands back values (frozen `Attempt`s, secrets masked).
@@ -17,11 +17,8 @@ fraction of a second (the executor's own guarantee).
 
 from __future__ import annotations
 
-import contextlib
-import queue
 import threading
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -112,53 +109,6 @@ def execute(job: RealJob, hooks: RealRunHooks) -> None:
 def internal_error(exc: BaseException) -> Attempt:
     message = f"the check could not be run: internal error of the local executor ({type(exc).__name__})"
     return Attempt.not_run(FailureKind.INTERNAL_ERROR, message)
-
-
-class Pool:
-    """At most `limit` jobs at once on daemon threads, first come first served. Threads start as jobs
-    arrive and end after `idle_seconds` without one (a process may exit while they wait)."""
-
-    def __init__(self, limit: int, idle_seconds: float = 30.0) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._lock = threading.Lock()  # every put, and every worker's decision to end, under it
-        self._limit = limit
-        self._idle = idle_seconds
-        self._workers = 0
-
-    @property
-    def workers(self) -> int:
-        """Threads alive (busy or waiting for a job)."""
-        with self._lock:
-            return self._workers
-
-    def set_limit(self, limit: int) -> None:
-        with self._lock:
-            self._limit = limit
-
-    def submit(self, work: Callable[[], None]) -> None:
-        with self._lock:
-            self._jobs.put(work)
-            if self._workers >= self._limit:
-                return  # a worker takes it when it is free
-            self._workers += 1
-        threading.Thread(target=self._work, name="real-check", daemon=True).start()
-
-    def _work(self) -> None:
-        while True:
-            try:
-                work = self._jobs.get(timeout=self._idle)
-            except queue.Empty:
-                with self._lock:
-                    if self._jobs.empty():  # nothing was put since: no job is left without a worker
-                        self._workers -= 1
-                        return
-                continue
-            with contextlib.suppress(Exception):  # `execute` never raises; a worker outlives a bug anyway
-                work()
-            with self._lock:
-                if self._workers > self._limit:  # the limit went down
-                    self._workers -= 1
-                    return
 
 
 # --- a real check's run in the session, changed only under the Backend's lock --------------------------

@@ -49,6 +49,11 @@ class Session:
     # a session of 10,000 checks is read many times while it runs.
     rendered: dict[int, list[SessionResult]] = field(default_factory=dict, init=False, repr=False)
     rendered_link: str = field(default="", init=False, repr=False)  # the link those rows carry
+    # The rows of each run still open, with what they were made of (`_open_key`): a run waiting for
+    # a worker shows the same RUNNING row read after read (10,000 checks: thousands of them).
+    waiting: dict[int, tuple[tuple[Any, ...], list[SessionResult]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def add(self, run: SessionRun) -> None:
         self.runs.append(run)
@@ -234,13 +239,17 @@ class Sessions:
             realruns.plan_next(job.run, at)
         return at
 
-    def attempt_finished(self, job: RealJob, evidence: Attempt, final: bool) -> None:
+    def attempt_finished(self, job: RealJob, evidence: Attempt, final: bool) -> bool:
+        """True when the session's end became known with it (its last open run ended)."""
         session = self._live(job)
-        if session is not None:
-            was_open = job.run.end is None
-            realruns.finish(job.run, evidence, final, self._clock.now())
-            if job.run.end is not None:
-                session.ended(job.run, was_open)
+        if session is None:
+            return False
+        was_open = job.run.end is None
+        realruns.finish(job.run, evidence, final, self._clock.now())
+        if job.run.end is None:
+            return False
+        session.ended(job.run, was_open)
+        return was_open and session.end is not None
 
     def get(self, account_id: str, session_id: str) -> Session | StoredSession:
         session = self.find(session_id)
@@ -301,15 +310,24 @@ class Sessions:
         results: list[SessionResult] = []
         if session.rendered_link != link:
             session.rendered.clear()
+            session.waiting.clear()
             session.rendered_link = link
-        rendered = session.rendered
+        rendered, waiting = session.rendered, session.waiting
         for index, run in enumerate(session.runs):
             rows = rendered.get(index)
             if rows is None:
-                rows = render_run(run, at, cancelled, session.location, link, clock.iso)
-                end = run.end
-                if end is not None and end <= at:
-                    rendered[index] = rows
+                key = None if cancelled else _open_key(run, at)  # a cancelled run's row shows `at`
+                held = waiting.get(index)
+                if held is not None and held[0] == key:
+                    rows = held[1]
+                else:
+                    rows = render_run(run, at, cancelled, session.location, link, clock.moment)
+                    end = run.end
+                    if end is not None and end <= at:
+                        rendered[index] = rows
+                        waiting.pop(index, None)
+                    elif key is not None:
+                        waiting[index] = (key, rows)
             results.extend(rows)
         finals = [r for r in results if r.resultType == "FINAL"]
         end = session.end
@@ -341,6 +359,14 @@ class Sessions:
         if self._state is not None:
             self._state.save_session(session.account_id, rendering, base_url, clock.to_epoch(at))
         return rendering
+
+
+def _open_key(run: SessionRun, at: float) -> tuple[Any, ...]:
+    """What an open run's rows are made of at `at` (simulation.render_run): its attempts, the last
+    one's start and end, which have begun and which have ended by `at`."""
+    last = run.attempts[-1]
+    ended = sum(1 for a in run.attempts if a.end is not None and a.end <= at)
+    return (len(run.attempts), last.start, last.end, last.start <= at, ended)
 
 
 def _stored_rendering(row: SessionRow, base_url: str) -> TestSession:
