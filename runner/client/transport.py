@@ -61,6 +61,9 @@ class Reply(Protocol):
     def request(self) -> SentRequest: ...
 
     @property
+    def content(self) -> bytes: ...  # the whole body, decoded
+
+    @property
     def text(self) -> str: ...
 
     def json(self) -> Any: ...  # ValueError when the body is not JSON

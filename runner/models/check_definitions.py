@@ -20,7 +20,6 @@ traceroute-monitor.mdx) for the defaults.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping
 from functools import cache
@@ -730,7 +729,7 @@ DEFINITION_MODELS: dict[str, type[CheckDefinition]] = {
 }
 
 
-@functools.cache
+@cache
 def _adapter(kind: str) -> TypeAdapter[CheckDefinition]:
     """The tagged union of one type, built the first time a definition of that type is read: one
     union of all ten built them all at import (a third of the models' start-up), where a run reads a
