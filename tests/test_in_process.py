@@ -4,6 +4,7 @@ still served over HTTP."""
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from typing import Any
 import requests
 import yaml
 from checks_servers import HttpServer
-from helpers import child_env
+from helpers import child_env, run_here
 
 from runner.emulator import Emulator
 from runner.emulator.core.answers import serve
@@ -128,6 +129,16 @@ def test_a_checks_file_runs_without_an_http_server(web: HttpServer, tmp_path: Pa
     data = json.loads((tmp_path / "testsession-reports" / "results.json").read_text(encoding="utf-8"))
     statuses = {r["name"]: r["status"] for s in data["sessions"] for r in s["results"]}
     assert statuses == {"Health": "PASSED", "Missing": "FAILED"} and data["exitCode"] == 1
+
+
+def test_a_run_in_this_process_leaves_the_collector_as_it_found_it(web: HttpServer, tmp_path: Path) -> None:
+    """A run pauses the cyclic collector for its start-up and freezes what that made (Job._run_checks):
+    a process that calls main() gets its collector back as it was, nothing left frozen."""
+    _checks(tmp_path, web)
+    before = gc.get_threshold()
+    ran = run_here(["run", "--checks", "checks.yml", "--no-rca"], child_env(), tmp_path)
+    assert ran.returncode == 1, ran.stderr  # Missing fails: the run went all the way
+    assert gc.isenabled() and gc.get_threshold() == before and gc.get_freeze_count() == 0
 
 
 def test_a_world_with_faults_is_still_served_over_http(tmp_path: Path) -> None:
