@@ -322,6 +322,26 @@ def test_no_more_real_runs_at_once_than_the_world_allows(start: Callable[..., Ap
     assert time.monotonic() - started >= 0.6  # 4 runs of 300 ms, 2 at a time
 
 
+def test_a_waiting_checks_row_shows_its_real_start_once_a_worker_takes_it(
+    start: Callable[..., Api], web: HttpServer
+) -> None:
+    """Reads of a running session reuse the rows of runs that did not change; a run that waited for
+    the one worker shows when it really started, not the trigger's time it was shown with before."""
+    client = start(world(api("first", web.url("/slow?ms=400")), api("second", web.url("/slow?ms=400")),
+                         executor={"concurrency": 1}))  # fmt: skip
+    session_id = client.trigger()["testSessionId"]
+    waiting = [finals(client.session(session_id))["second"] for _ in range(3)]
+    assert all(row["status"] == "RUNNING" for row in waiting)
+    deadline = time.monotonic() + 5
+    while (first := finals(client.session(session_id))["first"])["status"] == "RUNNING":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    time.sleep(0.1)  # the worker has taken the second check; it runs for 400 ms
+    second = finals(client.session(session_id))["second"]
+    assert second["status"] == "RUNNING"
+    assert second["startedAt"] >= first["stoppedAt"] > waiting[0]["startedAt"]
+
+
 def test_real_failures_group_by_message_and_analyses_cite_what_happened(
     start: Callable[..., Api], web: HttpServer
 ) -> None:
