@@ -374,13 +374,17 @@ class CheckDefinition(ApiModel):
             kind = self.checkType or "(no checkType)"
             runnable = ", ".join(RUNNABLE_CHECK_TYPES[:-1]) + f" and {RUNNABLE_CHECK_TYPES[-1]}"
             return f"{kind} checks cannot run locally: only {runnable} checks can"
-        used = [name for name in SCRIPT_FIELDS if getattr(self, name) not in (None, "")]
+        used = self.script_fields()
         if used and not scripts:
             return f"checks with setup or teardown scripts cannot run locally ({', '.join(used)})"
         snippets = [name for name in used if name.endswith("SnippetId")]
         if snippets:  # a snippet lives in the account, by id: its text is not in the definition
             return f"checks with setup or teardown snippets cannot run locally ({', '.join(snippets)})"
         return None
+
+    def script_fields(self) -> list[str]:
+        """The setup and teardown script fields it gives: only then is Node looked for."""
+        return [name for name in SCRIPT_FIELDS if getattr(self, name) not in (None, "")]
 
     def field_problems(self) -> list[Problem]:
         """(field path, what is allowed) for each field that keeps a runnable type from running."""
