@@ -1,9 +1,10 @@
 """A local run reaches the emulator in this process (runner/emulator/core/answers.py): the same
-answers as over HTTP, no FastAPI or uvicorn loaded, and a world whose faults need a socket still
-served over HTTP."""
+answers as over HTTP, no FastAPI, uvicorn or requests loaded, and a world whose faults need a socket
+still served over HTTP."""
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from typing import Any
 import requests
 import yaml
 from checks_servers import HttpServer
-from helpers import child_env
+from helpers import child_env, run_here
 
 from runner.emulator import Emulator
 from runner.emulator.core.answers import serve
@@ -92,7 +93,8 @@ PROBE = """
 import sys
 from runner.cli.main import main
 code = main(sys.argv[1:])
-print("LOADED:" + ",".join(sorted(m for m in ("fastapi", "uvicorn", "starlette") if m in sys.modules)))
+LIBRARIES = ("fastapi", "uvicorn", "starlette", "requests", "urllib3")
+print("LOADED:" + ",".join(sorted(m for m in LIBRARIES if m in sys.modules)))
 raise SystemExit(code)
 """
 
@@ -122,10 +124,21 @@ def test_a_checks_file_runs_without_an_http_server(web: HttpServer, tmp_path: Pa
     ran = _run(tmp_path, "--checks", "checks.yml")
     assert ran.returncode == 1, ran.stderr
     assert "emulator in this process (no HTTP server)" in ran.stderr
-    assert "LOADED:\n" in ran.stdout + "\n", ran.stdout  # nothing of FastAPI, uvicorn or Starlette
+    # Nothing of FastAPI, uvicorn or Starlette, nor of requests: no request crosses a socket.
+    assert "LOADED:\n" in ran.stdout + "\n", ran.stdout
     data = json.loads((tmp_path / "testsession-reports" / "results.json").read_text(encoding="utf-8"))
     statuses = {r["name"]: r["status"] for s in data["sessions"] for r in s["results"]}
     assert statuses == {"Health": "PASSED", "Missing": "FAILED"} and data["exitCode"] == 1
+
+
+def test_a_run_in_this_process_leaves_the_collector_as_it_found_it(web: HttpServer, tmp_path: Path) -> None:
+    """A run pauses the cyclic collector for its start-up and freezes what that made (Job._run_checks):
+    a process that calls main() gets its collector back as it was, nothing left frozen."""
+    _checks(tmp_path, web)
+    before = gc.get_threshold()
+    ran = run_here(["run", "--checks", "checks.yml", "--no-rca"], child_env(), tmp_path)
+    assert ran.returncode == 1, ran.stderr  # Missing fails: the run went all the way
+    assert gc.isenabled() and gc.get_threshold() == before and gc.get_freeze_count() == 0
 
 
 def test_a_world_with_faults_is_still_served_over_http(tmp_path: Path) -> None:
@@ -142,7 +155,7 @@ def test_a_world_with_faults_is_still_served_over_http(tmp_path: Path) -> None:
     said = ran.stdout + ran.stderr
     assert ran.returncode == 0, said
     assert "emulator serving at http://127.0.0.1:" in said and "503" in said, said
-    assert "LOADED:fastapi,starlette,uvicorn" in ran.stdout, ran.stdout
+    assert "LOADED:fastapi,requests,starlette,urllib3,uvicorn" in ran.stdout, ran.stdout
 
 
 def test_edge_parameters_and_a_crash_answer_as_over_http(emulator: Emulator, monkeypatch: Any) -> None:

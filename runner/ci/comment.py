@@ -6,7 +6,7 @@ Where it goes is the CI platform's (`ci/platform.py`, `ci/comment_destination.py
 key's marker among that identity's own (a comment by anyone else is never edited, whatever it
 says), then updates it or creates one.
 
-Requests use the client's pieces, so they behave as the service's calls do: `client/transport`
+Requests use the client's pieces, so they behave as the service's calls do: `client/network`
 (a bounded answer: size, wall-clock time; "never sent" told from "sent, no answer") and the
 `client/retry` policy (what is sent again, backoff, Retry-After), within one deadline for the
 whole comment. A platform's rate limit is waited out like a 429, GitHub's 403 with
@@ -40,8 +40,8 @@ from runner.ci.comment_destination import (
 from runner.ci.common import flat
 from runner.ci.platform import CiPlatform
 from runner.client.answer import BoundedAdapter
+from runner.client.network import exchange
 from runner.client.retry import CallKind, RetryPolicy, parse_retry_after, retry_after_of
-from runner.client.transport import exchange
 from runner.core.errors import (
     ApiError,
     ConnectionRefusedByPeerError,

@@ -255,12 +255,17 @@ def handle_run(args: argparse.Namespace, ctx: Context) -> int:
     # generation at 100 young collections, not 20: each of its collections walked ~1M live objects
     # (0.3 s) and found 3 objects of garbage; a cycle waits at most 5M allocations. For the
     # run only: the long-lived `testsession emulator` (and a process that calls main()) keep theirs.
-    before = gc.get_threshold()
+    before, enabled = gc.get_threshold(), gc.isenabled()
     gc.set_threshold(50_000, 100, 100)
     try:
         return _handle_run(args, ctx)
     finally:
+        gc.unfreeze()  # what the run's start-up froze (Job._run_checks) goes back to the collector
         gc.set_threshold(*before)
+        if enabled:
+            gc.enable()
+        else:
+            gc.disable()
 
 
 def _handle_run(args: argparse.Namespace, ctx: Context) -> int:

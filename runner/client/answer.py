@@ -21,13 +21,9 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-MAX_ANSWER_BYTES = 10 * 1024 * 1024  # the largest answer body, after decompression
+from runner.client.transport import MAX_ANSWER_BYTES, AnswerTooLarge
+
 READ_CHUNK = 64 * 1024
-
-
-class AnswerTooLarge(Exception):
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"answer larger than {_size(limit)} (the client's limit)")
 
 
 class AnswerTooSlow(Exception):
@@ -36,10 +32,6 @@ class AnswerTooSlow(Exception):
 
 class UnknownEncoding(Exception):
     pass
-
-
-def _size(count: int) -> str:
-    return f"{count / (1024 * 1024):g} MiB" if count >= 1024 * 1024 else f"{count} bytes"
 
 
 class _Decoder:

@@ -7,6 +7,7 @@ key is only ever put in the Authorization header, never in a message.
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import platform
 import random
@@ -18,14 +19,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 from urllib.parse import SplitResult, urlsplit
 
-import requests
 from pydantic import BaseModel, ValidationError
 
 from runner import TOOL_NAME, __version__
-from runner.client.answer import MAX_ANSWER_BYTES
 from runner.client.ratelimit import RateLimiter
 from runner.client.retry import RetryPolicy, parse_retry_after
-from runner.client.transport import HttpTransport, Transport
+from runner.client.transport import MAX_ANSWER_BYTES, Reply, Transport
 from runner.core.errors import (
     AnswerTooLargeError,
     ApiError,
@@ -83,7 +82,9 @@ _TOTAL = re.compile(r"/\s*(\d+)\s*$")  # Content-Range: 0-99/250 (the CLI's pars
 
 
 def default_user_agent() -> str:
-    return f"{TOOL_NAME}/{__version__} (python {platform.python_version()}; requests {requests.__version__})"
+    # requests' version from its metadata, not its module: a local run never imports requests.
+    requests_version = importlib.metadata.version("requests")
+    return f"{TOOL_NAME}/{__version__} (python {platform.python_version()}; requests {requests_version})"
 
 
 def validate_request(model: type[R], body: R | dict[str, Any], what: str) -> R:
@@ -221,7 +222,11 @@ class ApiClient:
         self._count_lock = threading.Lock()
         self._request_count = 0
         self._api_key = api_key  # only for masking it, should a proxy ever echo it in an error page
-        self._transport: Transport = transport if transport is not None else HttpTransport(pool_size)
+        if transport is None:
+            from runner.client.network import HttpTransport  # requests, only when a call goes out
+
+            transport = HttpTransport(pool_size)
+        self._transport: Transport = transport
         self._headers = {
             "Authorization": f"Bearer {api_key}",
             account_header: account_id,
@@ -272,7 +277,7 @@ class ApiClient:
         op = ops.COMPLETION
         wait = min(max(int(-(-max_wait_seconds // 1)), 1), MAX_WAIT_SECONDS)
 
-        def parse(response: requests.Response) -> TestSession | None:
+        def parse(response: Reply) -> TestSession | None:
             if response.status_code == 408:
                 return None
             return _same_session(self._answer(response, op), test_session_id, response)
@@ -427,7 +432,7 @@ class ApiClient:
         self,
         op: Operation[Any],
         params: dict[str, Any],
-        read: Callable[[requests.Response], tuple[list[T], int | None]],
+        read: Callable[[Reply], tuple[list[T], int | None]],
         key: Callable[[T], str],
         *,
         page_size: int,
@@ -462,10 +467,10 @@ class ApiClient:
                 return list(found.values())
             page += 1
 
-    def _variable_page(self, response: requests.Response) -> list[AccountVariable]:
+    def _variable_page(self, response: Reply) -> list[AccountVariable]:
         return self._model(response, VariableList, _success_statuses(ops.LIST_VARIABLES)).root
 
-    def _check_page(self, response: requests.Response) -> tuple[list[Check], int | None]:
+    def _check_page(self, response: Reply) -> tuple[list[Check], int | None]:
         """One page of GET /v1/checks and the total its Content-Range names (None without one)."""
         page = self._model(response, CheckList, _success_statuses(ops.LIST_CHECKS))
         match = _TOTAL.search(response.headers.get("Content-Range", ""))
@@ -491,7 +496,7 @@ class ApiClient:
         self,
         op: Operation[Any],
         path: str,
-        parse: Callable[[requests.Response], T],
+        parse: Callable[[Reply], T],
         *,
         params: dict[str, Any] | None = None,
         body: BaseModel | None = None,
@@ -538,7 +543,7 @@ class ApiClient:
         json_body: dict[str, Any] | None,
         read_timeout: float | None,
         answer_seconds: float,
-    ) -> requests.Response:
+    ) -> Reply:
         """One request and its whole answer, read within `answer_seconds` of wall-clock time (from
         the moment it is sent) and `max_answer_bytes` of decoded body."""
         with self.rate_limiter.slot():
@@ -562,7 +567,7 @@ class ApiClient:
 
     # --- answers --------------------------------------------------------------------------------
 
-    def _raise_for_status(self, response: requests.Response, ok: tuple[int, ...]) -> None:
+    def _raise_for_status(self, response: Reply, ok: tuple[int, ...]) -> None:
         if response.status_code in ok:
             return
         method = response.request.method or "?"
@@ -614,7 +619,7 @@ class ApiClient:
             url=url or None,
         )
 
-    def _model(self, response: requests.Response, model: type[M], ok: tuple[int, ...] = (200,)) -> M:
+    def _model(self, response: Reply, model: type[M], ok: tuple[int, ...] = (200,)) -> M:
         self._raise_for_status(response, ok)
         try:
             # Straight from the bytes (a session of 10,000 results: no dicts built only to be read
@@ -645,12 +650,12 @@ class ApiClient:
                 path=path,
             ) from None
 
-    def _answer(self, response: requests.Response, op: Operation[A]) -> A:
+    def _answer(self, response: Reply, op: Operation[A]) -> A:
         model = cast("type[ApiModel] | None", op.response)
         assert model is not None, op.name
         return cast(A, self._model(response, model, _success_statuses(op)))
 
-    def _no_content(self, response: requests.Response) -> None:
+    def _no_content(self, response: Reply) -> None:
         self._raise_for_status(response, NO_CONTENT_SUCCESS)
 
 
@@ -660,7 +665,7 @@ def _success_statuses(op: Operation[Any]) -> tuple[int, ...]:
     return tuple(sorted({200, 201, op.status, *op.also}))
 
 
-def _same_session(session: TestSession, asked: str, response: requests.Response) -> TestSession:
+def _same_session(session: TestSession, asked: str, response: Reply) -> TestSession:
     """Another session's answer (a proxy's cache, a service bug) must never judge this one."""
     if session.testSessionId != asked:
         raise MismatchedAnswerError(

@@ -1,50 +1,78 @@
 """How the client's requests reach the service: one transport contract, two transports (as httpx's
 `_transports/base.py`).
 
-- `exchange`: one HTTP exchange with a bounded answer, and every way it can fail as one of the core
-  errors. Shared by the service's client (`HttpTransport`) and the pull-request comment
-  (`ci/comment.py`), so that both tell "never sent" (a create may be sent again) from "sent, no answer"
-  (it may not) the same way.
-- `LocalTransport`: a service in this process (the embedded emulator of a local run) answers through a
-  function; its answer is made into the same `requests.Response`, with the same size bound, so the
-  client reads it exactly as one from the network.
+- `HttpTransport` (client/network.py): over the network, one exchange with a bounded answer, and
+  every way it can fail as one of the core errors. Imported only when it is used: requests and what
+  it loads are most of a local run's start-up otherwise.
+- `LocalTransport`: a service in this process (the embedded emulator of a local run) answers through
+  a function; its answer is a `LocalReply`, read by the client exactly as one from the network
+  (the same `Reply` contract, the same size bound). Nothing here imports requests.
 """
 
 from __future__ import annotations
 
-import http.client
-import time
-import zlib
+import json as json_module
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
-import requests
-import urllib3
+from runner.core.errors import AnswerTooLargeError
 
-from runner.client.answer import (
-    AnswerTooLarge,
-    AnswerTooSlow,
-    BoundedAdapter,
-    UnknownEncoding,
-    headers_by,
-    load_answer,
-)
-from runner.core.errors import (
-    AnswerTooLargeError,
-    ApiError,
-    BadResponseError,
-    ConnectionFailedError,
-    ConnectionRefusedByPeerError,
-    ReadTimeoutError,
-)
+MAX_ANSWER_BYTES = 10 * 1024 * 1024  # the largest answer body, after decompression
+
+
+class AnswerTooLarge(Exception):
+    """An answer's body (decoded) is larger than the client reads."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"answer larger than {_size(limit)} (the client's limit)")
+
+
+def _size(count: int) -> str:
+    return f"{count / (1024 * 1024):g} MiB" if count >= 1024 * 1024 else f"{count} bytes"
+
+
+class SentRequest(Protocol):
+    """What an answer says of the request it answers (requests' PreparedRequest has these)."""
+
+    @property
+    def method(self) -> str | None: ...
+
+    @property
+    def url(self) -> str | None: ...
+
+
+class Reply(Protocol):
+    """One whole answer as the client reads it: requests' Response over the network, `LocalReply`
+    in this process."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...  # case-insensitive names
+
+    @property
+    def request(self) -> SentRequest: ...
+
+    @property
+    def content(self) -> bytes: ...  # the whole body, decoded
+
+    @property
+    def text(self) -> str: ...
+
+    def json(self) -> Any: ...  # ValueError when the body is not JSON
 
 
 class Transport(Protocol):
-    """Sends one request of the client and reads its whole answer (`.content` is in), within
-    `answer_seconds` of wall-clock time and `max_bytes` of decoded body; a failure is a
-    TransportError subclass of runner.core.errors, never a requests exception."""
+    """Sends one request of the client and reads its whole answer, within `answer_seconds` of
+    wall-clock time and `max_bytes` of decoded body; a failure is a TransportError subclass of
+    runner.core.errors, never a requests exception."""
 
     def send(
         self,
@@ -59,51 +87,9 @@ class Transport(Protocol):
         timeout: tuple[float, float],
         answer_seconds: float,
         max_bytes: int,
-    ) -> requests.Response: ...
+    ) -> Reply: ...
 
     def close(self) -> None: ...
-
-
-class HttpTransport:
-    """Over the network: a pooled requests session, no retries inside urllib3 (every resend is the
-    client's policy)."""
-
-    def __init__(self, pool_size: int = 32) -> None:
-        self._session = requests.Session()
-        adapter = BoundedAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
-        self._session.mount("http://", adapter)
-        self._session.mount("https://", adapter)
-
-    def send(
-        self,
-        method: str,
-        url: str,
-        *,
-        where: str,
-        path: str,
-        headers: Mapping[str, str],
-        params: dict[str, Any] | None,
-        json: dict[str, Any] | None,
-        timeout: tuple[float, float],
-        answer_seconds: float,
-        max_bytes: int,
-    ) -> requests.Response:
-        return exchange(
-            self._session,
-            method,
-            url,
-            where=where,
-            path=path,
-            timeout=timeout,
-            answer_seconds=answer_seconds,
-            max_bytes=max_bytes,
-            headers=dict(headers),
-            params=params,
-            json=json,
-        )
-
-    def close(self) -> None:
-        self._session.close()
 
 
 # (method, path with its prefix, query, JSON body, headers) -> (status, headers, body bytes)
@@ -111,6 +97,49 @@ LocalServe = Callable[
     [str, str, "dict[str, Any] | None", "dict[str, Any] | None", Mapping[str, str]],
     "tuple[int, Mapping[str, str], bytes]",
 ]
+
+
+class Headers(Mapping[str, str]):
+    """Answer headers whose names match in any case, as HTTP's (and requests') do."""
+
+    def __init__(self, *sources: Mapping[str, str]) -> None:
+        self._items: dict[str, tuple[str, str]] = {}
+        for source in sources:  # a later source wins, whatever the case of its names
+            for name, value in source.items():
+                self._items[name.lower()] = (name, value)
+
+    def __getitem__(self, name: str) -> str:
+        return self._items[name.lower()][1]
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+@dataclass(frozen=True)
+class LocalRequest:
+    method: str
+    url: str  # as it would be sent, with its query
+
+
+@dataclass(frozen=True)
+class LocalReply:
+    """An answer of the service in this process: JSON in UTF-8, as the emulator writes it."""
+
+    status_code: int
+    reason: str
+    headers: Headers
+    request: LocalRequest
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json_module.loads(self.text)
 
 
 class LocalTransport:
@@ -133,21 +162,18 @@ class LocalTransport:
         timeout: tuple[float, float],
         answer_seconds: float,
         max_bytes: int,
-    ) -> requests.Response:
+    ) -> LocalReply:
         status, answer_headers, body = self._serve(method, urlsplit(url).path, params, json, headers)
         if len(body) > max_bytes:
             message = f"{AnswerTooLarge(max_bytes)} from {where}"
             raise AnswerTooLargeError(message, method=method, path=path)
-        request = requests.Request(method, url, params=params or {}).prepare()
-        response = requests.Response()
-        response.status_code = status
-        response.reason = _phrase(status)
-        response.headers.update({"Content-Type": "application/json", **answer_headers})
-        response._content = body
-        response.encoding = "utf-8"
-        response.url = request.url or url
-        response.request = request
-        return response
+        return LocalReply(
+            status_code=status,
+            reason=_phrase(status),
+            headers=Headers({"Content-Type": "application/json"}, answer_headers),
+            request=LocalRequest(method, _with_query(url, params)),
+            content=body,
+        )
 
     def close(self) -> None:
         return None
@@ -160,102 +186,12 @@ def _phrase(status: int) -> str:
         return ""
 
 
-def exchange(
-    session: requests.Session,
-    method: str,
-    url: str,
-    *,
-    where: str,
-    path: str,
-    timeout: tuple[float, float],
-    answer_seconds: float,
-    max_bytes: int,
-    **kwargs: Any,
-) -> requests.Response:
-    """Sends one request and reads its whole answer within `answer_seconds` of wall-clock time (from
-    the moment it is sent) and `max_bytes` of decoded body. `where` (host[:port]) and `path` name
-    the call in messages; a failure is a TransportError subclass, never a requests exception."""
-    answer_deadline = time.monotonic() + answer_seconds
-    try:
-        # A status line and headers trickled byte by byte end at the deadline too (with a session
-        # mounted on answer.BoundedAdapter; any other adapter is bounded per read only).
-        with headers_by(answer_deadline):
-            response = session.request(
-                method, url, timeout=timeout, allow_redirects=False, stream=True, **kwargs
-            )
-        load_answer(response, max_bytes=max_bytes, deadline=answer_deadline)
-        return response
-    except AnswerTooSlow:
-        message = f"answer from {where} not complete within {answer_seconds:.3g} s"
-        raise ReadTimeoutError(message, method=method, path=path) from None
-    except AnswerTooLarge as exc:
-        raise AnswerTooLargeError(f"{exc} from {where}", method=method, path=path) from None
-    except UnknownEncoding as exc:
-        message = f"answer from {where} in an encoding the client did not ask for ({exc})"
-        raise BadResponseError(message, method=method, path=path) from None
-    except zlib.error:
-        raise BadResponseError(f"undecodable answer from {where}", method=method, path=path) from None
-    except requests.RequestException as exc:
-        raise transport_error(exc, where, method, path) from None
-    except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
-        raise body_error(exc, where, method, path) from None
-
-
-def causes(exc: BaseException) -> Iterator[BaseException]:
-    """The exception and everything it wraps (requests wraps urllib3, which wraps socket errors)."""
-    seen: set[int] = set()
-    stack: list[BaseException] = [exc]
-    while stack:
-        current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        for inner in (current.__cause__, current.__context__, getattr(current, "reason", None)):
-            if isinstance(inner, BaseException):
-                stack.append(inner)
-        stack.extend(arg for arg in current.args if isinstance(arg, BaseException))
-
-
-def never_sent(exc: BaseException) -> bool:
-    """True when the connection was never established, so the request cannot have reached the server."""
-    from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
-
-    if isinstance(exc, requests.ConnectTimeout):
-        return True
-    return any(
-        isinstance(c, (ConnectionRefusedError, NewConnectionError, ConnectTimeoutError)) for c in causes(exc)
-    )
-
-
-def cause_name(exc: BaseException) -> str:
-    """The innermost low-level reason, e.g. ConnectionResetError, RemoteDisconnected, IncompleteRead."""
-    names = [type(c).__name__ for c in causes(exc)]
-    for name in reversed(names):
-        if name not in ("MaxRetryError", "ProtocolError", "ConnectionError", "ChunkedEncodingError"):
-            return name
-    return names[-1] if names else type(exc).__name__
-
-
-def transport_error(exc: requests.RequestException, where: str, method: str, path: str) -> ApiError:
-    """A requests failure (no status) as the error class the retry policy decides on."""
-    cls: type[ApiError]
-    if never_sent(exc):
-        cls, message = ConnectionRefusedByPeerError, f"could not connect to {where} (nothing was sent)"
-    elif isinstance(exc, requests.Timeout):
-        cls, message = ReadTimeoutError, f"no answer from {where} within the read timeout"
-    elif isinstance(exc, requests.exceptions.ContentDecodingError):
-        cls, message = BadResponseError, f"undecodable answer from {where}"
-    elif isinstance(exc, (requests.ConnectionError, requests.exceptions.ChunkedEncodingError)):
-        cls, message = ConnectionFailedError, f"connection to {where} broken ({cause_name(exc)})"
-    else:
-        cls, message = ConnectionFailedError, f"request to {where} failed ({type(exc).__name__})"
-    return cls(message, method=method, path=path)
-
-
-def body_error(exc: BaseException, where: str, method: str, path: str) -> ApiError:
-    """A failure while the body was read from the raw stream (urllib3's errors, not requests')."""
-    if any(isinstance(c, (urllib3.exceptions.ReadTimeoutError, TimeoutError)) for c in causes(exc)):
-        return ReadTimeoutError(f"no answer from {where} within the read timeout", method=method, path=path)
-    message = f"connection to {where} broken ({cause_name(exc)})"
-    return ConnectionFailedError(message, method=method, path=path)
+def _with_query(url: str, params: dict[str, Any] | None) -> str:
+    """The URL with its query as requests encodes one (a list repeats its key, None is left out)."""
+    pairs = [
+        (name, item)
+        for name, value in (params or {}).items()
+        for item in (value if isinstance(value, (list, tuple)) else [value])
+        if item is not None
+    ]
+    return f"{url}?{urlencode(pairs)}" if pairs else url

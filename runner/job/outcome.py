@@ -26,7 +26,7 @@ RunVerdict = Literal[
 
 
 class OutcomeModel(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class AnalysisOutcome(OutcomeModel):

@@ -10,16 +10,22 @@ from runner.models.problems import describe_validation_error
 
 __all__ = ["ApiModel", "RequestModel", "describe_validation_error"]
 
+# A resource's validator is built when it is first used, not when its module is imported: the API
+# has ~60 models and a run uses a few (a local one-check run: the session and the check
+# definitions).
+
 
 class ApiModel(BaseModel):
     """A resource as the service returns it: unknown fields and enum values are kept, never fatal."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
 
 class RequestModel(BaseModel):
     """A body we send: every limit of the API document is checked before it leaves the machine."""
 
+    # Not deferred: FastAPI wraps a body model in its own Annotated field, and a model still to be
+    # built there is built with that field's alias (pydantic's UnsupportedFieldAttributeWarning).
     model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_assignment=True)
 
     def to_body(self) -> dict[str, Any]:

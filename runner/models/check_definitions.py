@@ -374,13 +374,17 @@ class CheckDefinition(ApiModel):
             kind = self.checkType or "(no checkType)"
             runnable = ", ".join(RUNNABLE_CHECK_TYPES[:-1]) + f" and {RUNNABLE_CHECK_TYPES[-1]}"
             return f"{kind} checks cannot run locally: only {runnable} checks can"
-        used = [name for name in SCRIPT_FIELDS if getattr(self, name) not in (None, "")]
+        used = self.script_fields()
         if used and not scripts:
             return f"checks with setup or teardown scripts cannot run locally ({', '.join(used)})"
         snippets = [name for name in used if name.endswith("SnippetId")]
         if snippets:  # a snippet lives in the account, by id: its text is not in the definition
             return f"checks with setup or teardown snippets cannot run locally ({', '.join(snippets)})"
         return None
+
+    def script_fields(self) -> list[str]:
+        """The setup and teardown script fields it gives: only then is Node looked for."""
+        return [name for name in SCRIPT_FIELDS if getattr(self, name) not in (None, "")]
 
     def field_problems(self) -> list[Problem]:
         """(field path, what is allowed) for each field that keeps a runnable type from running."""
@@ -714,25 +718,34 @@ def _kind(value: Any) -> str:
     return check_type if check_type in RUNNABLE_CHECK_TYPES else "OTHER"
 
 
-AnyCheckDefinition = Annotated[
-    Annotated[ApiCheckDefinition, Tag("API")]
-    | Annotated[UrlCheckDefinition, Tag("URL")]
-    | Annotated[TcpCheckDefinition, Tag("TCP")]
-    | Annotated[DnsCheckDefinition, Tag("DNS")]
-    | Annotated[BrowserCheckDefinition, Tag("BROWSER")]
-    | Annotated[MultiStepCheckDefinition, Tag("MULTI_STEP")]
-    | Annotated[IcmpCheckDefinition, Tag("ICMP")]
-    | Annotated[TracerouteCheckDefinition, Tag("TRACEROUTE")]
-    | Annotated[PlaywrightCheckDefinition, Tag("PLAYWRIGHT")]
-    | Annotated[CheckDefinition, Tag("OTHER")],
-    Discriminator(_kind),
-]
-_ADAPTER: TypeAdapter[AnyCheckDefinition] = TypeAdapter(AnyCheckDefinition)
+# The definition model of each check type (`_kind`'s answer).
+DEFINITION_MODELS: dict[str, type[CheckDefinition]] = {
+    "API": ApiCheckDefinition,
+    "URL": UrlCheckDefinition,
+    "TCP": TcpCheckDefinition,
+    "DNS": DnsCheckDefinition,
+    "BROWSER": BrowserCheckDefinition,
+    "MULTI_STEP": MultiStepCheckDefinition,
+    "ICMP": IcmpCheckDefinition,
+    "TRACEROUTE": TracerouteCheckDefinition,
+    "PLAYWRIGHT": PlaywrightCheckDefinition,
+    "OTHER": CheckDefinition,
+}
+
+
+@cache
+def _adapter(kind: str) -> TypeAdapter[CheckDefinition]:
+    """The tagged union of one type, built the first time a definition of that type is read: one
+    union of all ten built them all at import (a third of the models' start-up), where a run reads a
+    type or two. Errors are the union's, the tag first in their location (`API.request.url`)."""
+    union: Any = Annotated[Annotated[DEFINITION_MODELS[kind], Tag(kind)], Discriminator(_kind)]
+    adapter: TypeAdapter[CheckDefinition] = TypeAdapter(union)
+    return adapter
 
 
 def parse_check_definition(data: Any) -> CheckDefinition:
     """The typed definition of one check from production's JSON (pydantic.ValidationError if broken)."""
-    return _ADAPTER.validate_python(data)
+    return _adapter(_kind(data)).validate_python(data)
 
 
 # --- definitions written by hand (a world file) ---------------------------------------------------

@@ -6,7 +6,6 @@ which adds the spec's own hints (allowed keys, did-you-mean), for spec files.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import types
 import typing
@@ -137,7 +136,10 @@ def model_at(root: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
 def unknown_key_message(key: str, allowed: list[str], likely: Mapping[str, str] | None = None) -> str:
     """`likely`: what a key that looks like none of `allowed` is usually meant as (path -> property)."""
     close = [likely[key]] if likely and likely.get(key) in allowed else []
-    close = close or difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    if not close:
+        import difflib  # only for a key that is wrong: not on every run's start-up path
+
+        close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
     if not close:  # case slips (runlocation) are the commonest typo
         close = [a for a in allowed if a.lower() == key.lower()]
     hint = f"did you mean {close[0]!r}? " if close else ""

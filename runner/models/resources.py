@@ -6,7 +6,7 @@ import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, RootModel, field_validator, model_validator
+from pydantic import ConfigDict, Field, RootModel, field_validator, model_validator
 
 from runner.models.base import ApiModel, RequestModel
 from runner.models.check_definitions import CheckDefinition, parse_check_definition
@@ -258,6 +258,8 @@ class CheckList(RootModel[list[Check]]):
     """One page of GET /v1/checks: a bare array (production's ChecksV1CheckList); the total is in the
     Content-Range header (`0-99/250`)."""
 
+    model_config = ConfigDict(defer_build=True)  # built on first use, as ApiModel's (models/base.py)
+
 
 class AccountVariable(ApiModel):
     """An account's environment variable as production lists it (EnvironmentVariablesV1ReadResponse):
@@ -277,3 +279,5 @@ class AccountVariable(ApiModel):
 
 class VariableList(RootModel[list[AccountVariable]]):
     """One page of GET /v1/variables: a bare array (production's EnvironmentVariablesV1ListResponse)."""
+
+    model_config = ConfigDict(defer_build=True)

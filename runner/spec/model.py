@@ -25,7 +25,7 @@ MAX_SECONDS = 7 * 24 * 3600
 
 
 class SpecModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, defer_build=True)
 
 
 def _scalar_text(value: Any) -> Any:

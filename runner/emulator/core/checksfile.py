@@ -16,7 +16,6 @@ check of a type that runs here (API, URL, TCP, DNS) must carry its request: neve
 
 from __future__ import annotations
 
-import difflib
 import re
 import secrets
 from collections.abc import Mapping
@@ -120,6 +119,8 @@ def parse_checks(data: Any, source: str, environ: Mapping[str, str], lines: Line
         if isinstance(kind, str) and kind not in CHECK_TYPES:
             # A type production may add later is kept (and fails closed when it runs); one a letter
             # or two from a known type is a typo, refused here with the type it means.
+            import difflib  # only for a type that is wrong
+
             close = difflib.get_close_matches(kind.upper(), CHECK_TYPES, n=1, cutoff=0.75)
             if close:
                 problems.append(

@@ -40,7 +40,7 @@ def targets(spec_route: str, route: str) -> bool:
 class FaultSpec(BaseModel):
     """One fault. Unset fields get their per-kind defaults during validation, so a dump shows them."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     route: str = Field(
         description='an operation name of runner.models.operations, an alias of ROUTE_ALIASES, or "*"'

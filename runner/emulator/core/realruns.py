@@ -100,7 +100,7 @@ def execute(job: RealJob, hooks: RealRunHooks) -> None:
             stop=job.stop,
             sleep=sleep,
             limits=job.limits,
-            scripts=default_runner(),
+            scripts=default_runner() if job.definition.script_fields() else None,  # Node: only for scripts
         )
     except Exception as exc:  # a bug in the executor: the check fails closed instead of hanging
         hooks.attempt_finished(job, internal_error(exc), True)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import sys
 import threading
 import time
@@ -31,11 +30,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.core.errors import UsageError
 from runner.core.words import counted
 from runner.models import TestSession
+
+if TYPE_CHECKING:  # sqlite3 is imported where a state file is opened: most runs keep no state
+    import sqlite3
 
 APPLICATION_ID = 0x54534553  # "TSES": PRAGMA application_id of a testsession state file
 SCHEMA_VERSION = 1  # PRAGMA user_version; MIGRATIONS[v] turns version v into v + 1
@@ -300,6 +302,8 @@ class StateFile:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StateFileError(f"{path.parent}: cannot create the directory ({exc.strerror})") from None
+        import sqlite3
+
         lock_fd = _lock(path, wait_seconds)
         try:
             if path.exists():
@@ -529,6 +533,8 @@ def recorded_sessions(path: str | Path, limit: int = MAX_SESSIONS) -> list[TestS
     """The final sessions a state file keeps, oldest first, read without taking its lock (read-only:
     a sharded run reads the durations of earlier runs before its emulator opens the file); or why not.
     """
+    import sqlite3
+
     try:
         uri = f"{Path(path).resolve().as_uri()}?mode=ro"
         connection = sqlite3.connect(uri, uri=True, timeout=LOCK_WAIT_SECONDS)
