@@ -5,9 +5,10 @@ Threads beyond what the process can feed only cost: a real check is a little Pyt
 local server took 25 s of CPU on 16 threads and 19 s on 4, for the same requests, the difference
 spent handing the interpreter's lock from thread to thread (850,000 futex calls); on 3 threads,
 in pairs of runs, 1-2 s less again than on 4. So the pool starts EAGER threads at once and adds
-one more, up to its limit, only while jobs wait *and* the process has CPU to spare (under SPARE of one core over the last TICK): checks that wait on slow
-servers, on backoffs or on child processes reach the limit within a few ticks; checks that keep
-the interpreter busy stay on few threads, which is as fast and cheaper.
+one more, up to its limit, only while jobs wait *and* the process has CPU to spare (under SPARE
+of one core over the last TICK): checks that wait on slow servers, on backoffs or on child
+processes reach the limit within a few ticks; checks that keep the interpreter busy stay on few
+threads, which is as fast and cheaper.
 """
 
 from __future__ import annotations
