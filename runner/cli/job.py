@@ -521,13 +521,19 @@ class Job:
         # a secret no longer matches its mask in the rendered file.
         # One search of the outcome's JSON first: with no secret in it (the usual case), there is
         # nothing to mask, and 10,000 results are not walked string by string (1.2 s).
-        if self.redact.absent_from_json(outcome.model_dump_json()):
+        if self._no_secret_in(outcome):
             shown = outcome
         else:
             shown = Outcome.model_validate(redact_data(outcome.model_dump(), self.redact))
         written = self.write_reports(shown) if write_reports else {}
         self.observer.notify(Finished(digest(shown), written))
         return outcome.exitCode
+
+    def _no_secret_in(self, outcome: Outcome) -> bool:
+        try:
+            return self.redact.absent_from_json(outcome.model_dump_json())
+        except ValueError:  # not writable as JSON (never seen): masked field by field, as before
+            return False
 
     def write_reports(self, outcome: Outcome) -> dict[str, Path]:
         """Each report on its own: one that cannot be rendered or written never costs the others."""
