@@ -23,9 +23,12 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.checks.node import NodeMissing, NodeTools, child_environment, find_node, run_child
+
+if TYPE_CHECKING:
+    from runner.models.check_definitions import CheckDefinition
 
 HARNESS = Path(__file__).with_name("script_harness.mjs")
 SCRIPT_SECONDS = 10.0  # production's limit for each script
@@ -151,6 +154,12 @@ def _node_modules(project_dir: str | None) -> Path | None:
 
 _lock = threading.Lock()
 _found: list[ScriptRunner | None] = []
+
+
+def runner_for(check: CheckDefinition) -> ScriptRunner | None:
+    """The runner of `check`'s setup and teardown scripts; None without Node, and for a check that
+    has none: Node (`node --version`, a child process) is looked for only when a check needs it."""
+    return default_runner() if check.script_fields() else None
 
 
 def default_runner() -> ScriptRunner | None:

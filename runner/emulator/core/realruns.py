@@ -77,7 +77,7 @@ def execute(job: RealJob, hooks: RealRunHooks) -> None:
     if job.stop.is_set():
         return
     from runner.checks.run import run_check  # libcurl and friends: only when needed
-    from runner.checks.scripts import default_runner
+    from runner.checks.scripts import runner_for
 
     def sleep(seconds: float) -> bool:
         at = hooks.attempt_planned(job, seconds)
@@ -100,7 +100,7 @@ def execute(job: RealJob, hooks: RealRunHooks) -> None:
             stop=job.stop,
             sleep=sleep,
             limits=job.limits,
-            scripts=default_runner() if job.definition.script_fields() else None,  # Node: only for scripts
+            scripts=runner_for(job.definition),
         )
     except Exception as exc:  # a bug in the executor: the check fails closed instead of hanging
         hooks.attempt_finished(job, internal_error(exc), True)

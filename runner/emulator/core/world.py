@@ -345,10 +345,9 @@ def _decide(check: WorldCheck, checks_file: bool = False) -> CheckPlan:
         definition = parse_check_definition(_lean(check.definition_data()))
     except ValidationError:  # parse_world names each problem; never run what cannot be read
         return CheckPlan(Mode.NOT_RUNNABLE, None, "its definition does not fit production's shape")
-    from runner.checks.scripts import default_runner  # Node, found once
+    from runner.checks.scripts import runner_for  # Node, found once, for a check with scripts
 
-    # Node is looked for (a child process) only for a check with scripts.
-    reason = definition.local_support(scripts=not definition.script_fields() or default_runner() is not None)
+    reason = definition.local_support(scripts=runner_for(definition) is not None)
     if reason is not None and by_hand and not checks_file:  # a behaviour is all it lacks to be scripted
         reason += " (give it a behaviour: to script it here)"
     browser = check.checkType in SCRIPT_CHECK_TYPES
