@@ -44,16 +44,14 @@ class Session:
     # every wake (each finished attempt of a real check), which must not read all the runs.
     _open: int = field(default=0, init=False, repr=False)
     _latest: float | None = field(default=None, init=False, repr=False)
-    # The rows of each run that has ended by the last rendering, by its index in `runs`: an ended
-    # run's rows never change (its failures are recorded in their groups before it is rendered), and
-    # a session of 10,000 checks is read many times while it runs.
-    rendered: dict[int, list[SessionResult]] = field(default_factory=dict, init=False, repr=False)
-    rendered_link: str = field(default="", init=False, repr=False)  # the link those rows carry
-    # The rows of each run still open, with what they were made of (`_open_key`): a run waiting for
-    # a worker shows the same RUNNING row read after read (10,000 checks: thousands of them).
-    waiting: dict[int, tuple[tuple[Any, ...], list[SessionResult]]] = field(
+    # The rows of each run as last rendered, by its index in `runs`, with what they were made of
+    # (`_rows_key`): a session of 10,000 checks is read many times while it runs, and most of its
+    # runs show the same rows read after read (an ended run's never change: its failures are
+    # recorded in their groups before it is rendered; a run waiting for a worker stays RUNNING).
+    rendered: dict[int, tuple[object, list[SessionResult]]] = field(
         default_factory=dict, init=False, repr=False
     )
+    rendered_link: str = field(default="", init=False, repr=False)  # the link those rows carry
 
     def add(self, run: SessionRun) -> None:
         self.runs.append(run)
@@ -310,24 +308,17 @@ class Sessions:
         results: list[SessionResult] = []
         if session.rendered_link != link:
             session.rendered.clear()
-            session.waiting.clear()
             session.rendered_link = link
-        rendered, waiting = session.rendered, session.waiting
+        rendered = session.rendered
         for index, run in enumerate(session.runs):
-            rows = rendered.get(index)
-            if rows is None:
-                key = None if cancelled else _open_key(run, at)  # a cancelled run's row shows `at`
-                held = waiting.get(index)
-                if held is not None and held[0] == key:
-                    rows = held[1]
-                else:
-                    rows = render_run(run, at, cancelled, session.location, link, clock.moment)
-                    end = run.end
-                    if end is not None and end <= at:
-                        rendered[index] = rows
-                        waiting.pop(index, None)
-                    elif key is not None:
-                        waiting[index] = (key, rows)
+            held = rendered.get(index)
+            key = _ENDED if held is not None and held[0] is _ENDED else _rows_key(run, at, cancelled)
+            if held is not None and key is not None and held[0] == key:
+                rows = held[1]
+            else:
+                rows = render_run(run, at, cancelled, session.location, link, clock.moment)
+                if key is not None:
+                    rendered[index] = (key, rows)
             results.extend(rows)
         finals = [r for r in results if r.resultType == "FINAL"]
         end = session.end
@@ -361,9 +352,18 @@ class Sessions:
         return rendering
 
 
-def _open_key(run: SessionRun, at: float) -> tuple[Any, ...]:
-    """What an open run's rows are made of at `at` (simulation.render_run): its attempts, the last
-    one's start and end, which have begun and which have ended by `at`."""
+_ENDED = object()  # the key of an ended run's rows: they never change
+
+
+def _rows_key(run: SessionRun, at: float, cancelled: bool) -> object | None:
+    """What a run's rows are made of at `at` (simulation.render_run): _ENDED once it has ended;
+    while open, its attempts, the last one's start and end, which have begun and which have ended
+    by `at`; None for an open run of a cancelled session (its row shows `at`: made every time)."""
+    end = run.end
+    if end is not None and end <= at:
+        return _ENDED
+    if cancelled:
+        return None
     last = run.attempts[-1]
     ended = sum(1 for a in run.attempts if a.end is not None and a.end <= at)
     return (len(run.attempts), last.start, last.end, last.start <= at, ended)
