@@ -4,6 +4,7 @@ servers on loopback, over its real HTTP API, and shows what happened as the serv
 from __future__ import annotations
 
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -436,23 +437,27 @@ def test_real_messages_group_across_ports_and_durations() -> None:
     assert len({clean_message(m) for m in tcp}) == 1
 
 
-def test_the_pool_runs_at_most_its_limit_and_its_idle_threads_end() -> None:
-    import threading
-
-    from runner.emulator.core.pool import Pool
-
-    pool = Pool(2, idle_seconds=0.1)
+def _counted_job(seconds: float) -> tuple[Callable[[], None], list[int], threading.Semaphore]:
+    """A job that waits `seconds`; the most jobs seen running at once, and a release per job done."""
     lock, running, most, done = threading.Lock(), [0], [0], threading.Semaphore(0)
 
     def job() -> None:
         with lock:
             running[0] += 1
             most[0] = max(most[0], running[0])
-        time.sleep(0.05)
+        time.sleep(seconds)
         with lock:
             running[0] -= 1
         done.release()
 
+    return job, most, done
+
+
+def test_the_pool_runs_at_most_its_limit_and_its_idle_threads_end() -> None:
+    from runner.emulator.core.pool import Pool
+
+    pool = Pool(2, idle_seconds=0.1)
+    job, most, done = _counted_job(0.05)
     for _ in range(6):
         pool.submit(job)
     for _ in range(6):
@@ -469,23 +474,11 @@ def test_the_pool_runs_at_most_its_limit_and_its_idle_threads_end() -> None:
 def test_jobs_that_wait_reach_the_pools_limit_at_once() -> None:
     """Past its first EAGER threads the pool adds threads only while the process has CPU to spare:
     jobs that wait (a slow server, a backoff) still run `limit` at once, within a few ticks."""
-    import threading
-
     from runner.emulator.core.pool import EAGER, Pool
 
     limit, jobs = 16, 48
     pool = Pool(limit, idle_seconds=0.1)
-    lock, running, most, done = threading.Lock(), [0], [0], threading.Semaphore(0)
-
-    def job() -> None:
-        with lock:
-            running[0] += 1
-            most[0] = max(most[0], running[0])
-        time.sleep(0.3)
-        with lock:
-            running[0] -= 1
-        done.release()
-
+    job, most, done = _counted_job(0.3)
     started = time.monotonic()
     for _ in range(jobs):
         pool.submit(job)
