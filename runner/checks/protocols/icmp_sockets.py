@@ -19,9 +19,10 @@ import socket
 from enum import Enum
 from typing import Any
 
-from icmplib import ICMPv4Socket, ICMPv6Socket, SocketPermissionError
+from icmplib import ICMPLibError, ICMPv4Socket, ICMPv6Socket, SocketPermissionError
 
 PING_GROUP_RANGE = "/proc/sys/net/ipv4/ping_group_range"
+READ_TIMEOUT = 1.0  # seconds; see read_waiting
 
 
 class SocketMode(str, Enum):
@@ -42,6 +43,18 @@ def open_socket(family: int, modes: tuple[SocketMode, ...]) -> tuple[Any, Socket
         except SocketPermissionError:
             continue
     raise NoSocket(permission_message(modes))
+
+
+def read_waiting(sock: Any) -> Any | None:
+    """The ICMP message select() said is waiting on `sock` (icmplib's ICMPReply), or None if unreadable.
+
+    The message is there, so recvfrom returns at once. The timeout is generous on purpose: icmplib
+    drops a packet it read after its own time limit, and on a loaded machine this thread can wait for
+    the GIL between recvfrom and that check; a reply would be read, then counted lost."""
+    try:
+        return sock.receive(None, timeout=READ_TIMEOUT)
+    except ICMPLibError:
+        return None
 
 
 def ping_group_range(path: str = PING_GROUP_RANGE) -> tuple[int, int] | None:

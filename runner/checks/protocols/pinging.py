@@ -26,7 +26,7 @@ from icmplib import ICMPLibError, ICMPRequest
 from icmplib.utils import unique_identifier
 
 import runner.checks.protocols.sockets as sockets
-from runner.checks.protocols.icmp_sockets import NoSocket, SocketMode, open_socket
+from runner.checks.protocols.icmp_sockets import NoSocket, SocketMode, open_socket, read_waiting
 
 PAYLOAD_BYTES = 56  # ping's default: 64 bytes with the ICMP header (production's packetSize)
 ECHO_REPLY: dict[int, Any] = {socket.AF_INET: 0, socket.AF_INET6: 129}
@@ -236,10 +236,9 @@ def _exchange(
 
 def _read(sock: Any, run: _Run, family: int) -> None:
     """Takes what the socket holds now: an echo reply or an ICMP error for one of our requests."""
-    try:
-        reply = sock.receive(None, timeout=0.01)
-    except ICMPLibError:
-        return  # nothing parseable in time: read again on the next turn
+    reply = read_waiting(sock)
+    if reply is None:
+        return  # nothing parseable: read again on the next turn
     request = run.sent.get(reply.sequence)
     if request is None or reply.id != request.id or reply.sequence in run.replies:
         return  # another process's ping (a raw socket sees them all), or a duplicate

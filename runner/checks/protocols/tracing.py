@@ -35,7 +35,7 @@ from icmplib import ICMPLibError, ICMPRequest
 from icmplib.utils import unique_identifier
 
 import runner.checks.protocols.sockets as sockets
-from runner.checks.protocols.icmp_sockets import NoSocket, SocketMode, open_socket
+from runner.checks.protocols.icmp_sockets import NoSocket, SocketMode, open_socket, read_waiting
 from runner.checks.protocols.pinging import rtt_statistics
 
 PROBES_PER_HOP = 3
@@ -311,9 +311,8 @@ def _answered(probe: _Probe, source: str, now: float, *, reached: bool) -> None:
 
 def _read(listener: Any, family: int, destination: str, protocol: str, probes: list[_Probe]) -> None:
     if protocol == "ICMP":
-        try:
-            reply = listener.receive(None, timeout=0.01)
-        except ICMPLibError:
+        reply = read_waiting(listener)
+        if reply is None:
             return
         kind, key, source, at = reply.type, (reply.id, reply.sequence), reply.source, reply.time
     else:
