@@ -28,7 +28,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SPEED = 100.0  # simulated seconds per real second: the demo checks (2-4 s) end in < 0.05 s
 
 # The client settings the cells rely on (runner/client/http.py, retry.py); no CLI flag changes them.
-REQUEST_TIMEOUT = 1.0  # --request-timeout
+# --request-timeout. 2 s, not 1: a 0.2 s slow answer, or a long poll's last attempt, ran past 1 s with
+# the run and the emulator sharing one process on a loaded 2-core machine (slow-trigger and
+# non-json-wait failed so in a suite run). Costs the read-timeout cells ~1 s each, no CPU.
+REQUEST_TIMEOUT = 2.0
 MAX_BACKOFF_SUM = 0.5 + 1.0 + 2.0 + 4.0  # 4 retries, full jitter under 0.5 * 2**n
 SLACK = 3.0  # process, thread and emulator overhead on a loaded 2-core machine
 

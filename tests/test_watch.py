@@ -127,9 +127,12 @@ def test_a_failure_is_printed_with_its_message_while_the_session_still_runs(
     failed_at, failed = first(lines, "Early failure")
     finished_at, _ = first(lines, "finished: FAILED")
     assert "FAILED" in failed and "received 502 from the preview" in failed
-    # Final at 0.5 s (4 simulated seconds at speed 8): on the log within one read interval, plus a
-    # cold interpreter's start; the session itself ends at 5 s.
-    assert failed_at < 0.5 + READ_INTERVAL + 2.5, lines
+    # Final at 0.5 s after the trigger (4 simulated seconds at speed 8): on the log within one read
+    # interval (plus 1.5 s for a loaded machine), before the session itself ends at 5 s. Counted from
+    # the session's first line, which follows the trigger: a cold interpreter's start on a loaded
+    # 2-core runner (3.1 s seen) is no part of the claim and failed it.
+    started_at, _ = first(lines, "/sessions/")
+    assert failed_at - started_at < 0.5 + READ_INTERVAL + 1.5 < 5, lines
     assert failed_at < finished_at - 1.5
     passed_at, _ = first(lines, "Slow journey")
     assert passed_at > failed_at
