@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, RootModel, field_validator, model_validator
 
-from runner.models.base import ApiModel, RequestModel
+from runner.models.base import ApiModel, RequestModel, empty_list
 from runner.models.check_definitions import CheckDefinition, parse_check_definition
 from runner.models.sessions import UUID_PATTERN
 
@@ -97,7 +97,7 @@ class DashboardRequest(RequestModel):
     hideTags: bool = False
     enableIncidents: bool = False
     expandChecks: bool = False
-    tags: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=empty_list)
     showHeader: bool = True
     showCheckRunLinks: bool = False
     showGroupNames: bool = True  # production's default
@@ -106,7 +106,7 @@ class DashboardRequest(RequestModel):
     isPrivate: bool = False
     showP95: bool = True
     showP99: bool = True
-    keys: list[DashboardKeyRequest] = Field(default_factory=list)
+    keys: list[DashboardKeyRequest] = Field(default_factory=empty_list)
 
     @field_validator("logo", "favicon", "link")
     @classmethod
@@ -139,7 +139,7 @@ class Dashboard(ApiModel):
     customDomain: str | None = None
     sortByStatus: bool | None = None
     showGroupNames: bool = True
-    keys: list[DashboardKey | str] = Field(default_factory=list)
+    keys: list[DashboardKey | str] = Field(default_factory=empty_list)
     created_at: datetime | None = None
 
 
@@ -235,8 +235,8 @@ class Check(ApiModel):
     name: str = ""
     checkType: str | None = None
     activated: bool | None = None
-    tags: list[str] = Field(default_factory=list)
-    locations: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=empty_list)
+    locations: list[str] = Field(default_factory=empty_list)
     frequency: int | None = None
     frequencyOffset: int | None = None
 

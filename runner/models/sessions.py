@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from runner.models.base import ApiModel, RequestModel
+from runner.models.base import ApiModel, RequestModel, empty_list
 
 SESSION_STATUSES = ("RUNNING", "FAILED", "PASSED", "CANCELLED")
 FINAL_SESSION_STATUSES = frozenset({"FAILED", "PASSED", "CANCELLED"})
@@ -173,7 +173,7 @@ class SessionResult(ApiModel):
     testSessionResultId: str
     testSessionResultLink: str | None = None
     checkType: str | None = None
-    errorGroupIds: list[str] = Field(default_factory=list)
+    errorGroupIds: list[str] = Field(default_factory=empty_list)
     status: str
     hasErrors: bool = False
     hasFailures: bool = False
@@ -195,12 +195,12 @@ class TestSession(ApiModel):
     testSessionLink: str | None = None
     name: str = ""
     status: str
-    errorGroupIds: list[str] = Field(default_factory=list)
+    errorGroupIds: list[str] = Field(default_factory=empty_list)
     startedAt: datetime | None = None
     timeElapsed: float | None = None
     stoppedAt: datetime | None = None
     metadata: SessionMetadataOut | None = None
-    results: list[SessionResult] = Field(default_factory=list)
+    results: list[SessionResult] = Field(default_factory=empty_list)
 
     @property
     def is_final(self) -> bool:
