@@ -3,8 +3,7 @@
 This is the documented, stable JSON format (schemaVersion 1). Fields are only ever added.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: real annotations, as models/base.py says why.
 from datetime import datetime
 from typing import Literal
 

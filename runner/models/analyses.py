@@ -1,7 +1,6 @@
 """Error groups and root cause analyses."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: real annotations, as models/base.py says why.
 from datetime import datetime
 
 from pydantic import Field

@@ -18,8 +18,7 @@ docs (constructs/api-check.mdx, url-monitor.mdx, tcp-monitor.mdx, dns-monitor.md
 traceroute-monitor.mdx) for the defaults.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: real annotations, as models/base.py says why.
 import math
 from collections.abc import Mapping
 from functools import cache

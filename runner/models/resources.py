@@ -1,7 +1,6 @@
 """Incident updates, dashboards and the deprecated check update."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: real annotations, as models/base.py says why.
 import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -216,7 +215,7 @@ class CheckUpdate(RequestModel):
     dependencies: list[dict[str, Any]] | None = None
 
     @model_validator(mode="after")
-    def _frequency_offset(self) -> CheckUpdate:
+    def _frequency_offset(self) -> "CheckUpdate":
         if self.frequency is not None and self.frequencyOffset is not None:
             problem = frequency_offset_problem(self.frequency, self.frequencyOffset, self.checkType)
             if problem:

@@ -1,7 +1,6 @@
 """Test sessions: the trigger body we send and the session the service returns."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: real annotations, as models/base.py says why.
 import re
 from collections.abc import Iterable
 from datetime import datetime
@@ -98,7 +97,7 @@ class RetryStrategy(RequestModel):
     onlyOn: list[Literal["NETWORK_ERROR"]] | None = None
 
     @model_validator(mode="after")
-    def _single_retry_fields(self) -> RetryStrategy:
+    def _single_retry_fields(self) -> "RetryStrategy":
         given = [name for name in NOT_FOR_SINGLE_RETRY if name in self.model_fields_set]
         if self.type == "SINGLE_RETRY" and given:
             raise ValueError(f"SINGLE_RETRY retries once: leave out {' and '.join(given)}")

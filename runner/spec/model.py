@@ -1,7 +1,6 @@
 """The target spec as pydantic models: what `testsession run SPEC` reads (field names as in the API)."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: real annotations, as models/base.py says why.
 import warnings
 from typing import Any, Literal
 
