@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from runner.models.base import ApiModel, RequestModel
+from runner.models.base import ApiModel, RequestModel, share_fields_set
 
 SESSION_STATUSES = ("RUNNING", "FAILED", "PASSED", "CANCELLED")
 FINAL_SESSION_STATUSES = frozenset({"FAILED", "PASSED", "CANCELLED"})
@@ -201,6 +201,12 @@ class TestSession(ApiModel):
     stoppedAt: datetime | None = None
     metadata: SessionMetadataOut | None = None
     results: list[SessionResult] = Field(default_factory=list)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # A session of 10,000 rows is read many times; each row's set of given fields is one of a
+        # few (base.share_fields_set), not 728 B of its own.
+        for row in self.results:
+            share_fields_set(row)
 
     @property
     def is_final(self) -> bool:
