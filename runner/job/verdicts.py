@@ -11,6 +11,7 @@ from typing import NamedTuple
 from runner.job.known import UNKNOWN, classify
 from runner.job.outcome import Attachment, AttemptOutcome, ErrorGroupOutcome, ResultOutcome, ResultVerdict
 from runner.models import SessionResult, TestSession
+from runner.models.base import share_fields_set
 from runner.models.sessions import RESULT_TYPES, SESSION_STATUSES
 
 # A file's path as the reports may show it: relative, plain characters, no way up. The service (or an
@@ -199,7 +200,7 @@ def check_outcome(
         read = [groups[g] for g in result.errorGroupIds if g in groups]
         if len(read) == len(result.errorGroupIds):
             knowledge = classify(read, session.startedAt)
-    return ResultOutcome(
+    outcome = ResultOutcome(
         id=result.testSessionResultId,
         link=result.testSessionResultLink,
         checkId=result.checkId,
@@ -227,3 +228,5 @@ def check_outcome(
         lastSeenBefore=knowledge.lastSeenBefore,
         attachments=attachments(result),
     )
+    share_fields_set(outcome, deep=True)  # kept for every check until the reports
+    return outcome
