@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from runner.models.base import ApiModel, RequestModel, empty_list
+from runner.models.base import ApiModel, RequestModel, empty_list, share_fields_set
 
 SESSION_STATUSES = ("RUNNING", "FAILED", "PASSED", "CANCELLED")
 FINAL_SESSION_STATUSES = frozenset({"FAILED", "PASSED", "CANCELLED"})
@@ -185,6 +185,11 @@ class SessionResult(ApiModel):
     responseTime: float | None = None
     startedAt: datetime | None = None
     stoppedAt: datetime | None = None
+
+    def model_post_init(self, context: Any, /) -> None:
+        # A session of 10,000 rows is read many times; each row's set of given fields is one of a
+        # few (base.share_fields_set), not 728 B of its own, from the moment the row is read.
+        share_fields_set(self)
 
 
 class TestSession(ApiModel):
