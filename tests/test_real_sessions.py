@@ -471,6 +471,30 @@ def test_the_pool_runs_at_most_its_limit_and_its_idle_threads_end() -> None:
     assert done.acquire(timeout=5)
 
 
+def test_a_worker_waiting_for_its_next_job_no_longer_holds_the_last_one() -> None:
+    """A job reaches its session and the whole backend: a worker idle until its idle time ends must
+    not keep it (a local run's world and backend were held through the reports, ~40 MiB at 10,000)."""
+    import gc
+    import weakref
+
+    from runner.emulator.core.pool import Pool
+
+    class Backend:  # what a job's closure reaches
+        pass
+
+    pool = Pool(1, idle_seconds=30)
+    backend, ran = Backend(), threading.Event()
+    freed = weakref.finalize(backend, lambda: None)
+    pool.submit(lambda backend=backend: ran.set())
+    del backend
+    assert ran.wait(5)
+    deadline = time.monotonic() + 5
+    while freed.alive and time.monotonic() < deadline:  # the worker lets go right after the job
+        gc.collect()
+        time.sleep(0.01)
+    assert not freed.alive and pool.workers == 1  # while the worker still waits
+
+
 def test_jobs_that_wait_reach_the_pools_limit_at_once() -> None:
     """Past its first EAGER threads the pool adds threads only while the process has CPU to spare:
     jobs that wait (a slow server, a backoff) still run `limit` at once, within a few ticks."""

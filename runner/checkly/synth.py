@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from runner.checks.node import NodeMissing, NodeTools, child_environment, find_node, run_child
 from runner.core.errors import UsageError
 from runner.core.text import for_line, sanitize
+from runner.models.base import empty_list
 
 CONFIG_NAMES = ("checkly.config.ts", "checkly.config.mts", "checkly.config.js", "checkly.config.mjs",
                 "checkly.config.cjs")  # fmt: skip
@@ -53,7 +54,7 @@ class Observation(_Lenient):
 
 class Diagnostics(_Lenient):
     fatal: bool
-    observations: list[Observation] = Field(default_factory=list)
+    observations: list[Observation] = Field(default_factory=empty_list)
 
 
 class ProjectInfo(_Lenient):
@@ -75,7 +76,7 @@ class Resource(_Lenient):
 
 class Payload(_Lenient):
     project: ProjectInfo
-    sharedFiles: list[SharedFile] = Field(default_factory=list)
+    sharedFiles: list[SharedFile] = Field(default_factory=empty_list)
     resources: list[Resource]
 
 

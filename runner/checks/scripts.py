@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from runner.checks.node import NodeMissing, NodeTools, child_environment, find_node, run_child
-
 if TYPE_CHECKING:
+    # Node and the child-process runner are imported when a check has scripts: every world and
+    # checks file asks `runner_for`, and most checks have none (subprocess, selectors: start-up).
+    from runner.checks.node import NodeTools
     from runner.models.check_definitions import CheckDefinition
 
 HARNESS = Path(__file__).with_name("script_harness.mjs")
@@ -72,6 +73,8 @@ class ScriptRunner:
         env: dict[str, str],
         stop: threading.Event | None = None,
     ) -> ScriptOutcome:
+        from runner.checks.node import child_environment, run_child
+
         timeout = self.seconds
         with tempfile.TemporaryDirectory(prefix="testsession-script-") as tmp:
             root = Path(tmp) / "project"
@@ -166,6 +169,8 @@ def default_runner() -> ScriptRunner | None:
     """A runner with this machine's Node (found once per process); None without Node."""
     with _lock:
         if not _found:
+            from runner.checks.node import NodeMissing, find_node
+
             try:
                 _found.append(ScriptRunner(find_node()))
             except NodeMissing:

@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -34,25 +34,28 @@ from runner.core.errors import SpecError, UsageError
 from runner.core.exitcodes import ExitCode
 from runner.core.redact import Redactor, redact_data
 from runner.job.analyses import AnalysisPlan
-from runner.job.baseline import Baseline, BaselineWarning, load_baseline
-from runner.job.build import BuildPlan, running_build
 from runner.job.digest import DEMO_MARK, digest
 from runner.job.events import EventQueue, Finished, Note, Observer, Observers
 from runner.job.outcome import Outcome
 from runner.job.policy import Gate
 from runner.job.run import Runner
 from runner.job.session import SessionPlan
-from runner.job.shard import NO_DURATIONS, Shard, ShardPlan, load_durations, parse_shard, plan_shard
 from runner.metadata import resolve_metadata
 from runner.models import SessionMetadata, TriggerRequest
 from runner.reports.files import check_writable
 from runner.spec import RunSpec
 
 if TYPE_CHECKING:
+    # The baseline, the build and the shard are imported where a run has one (--baseline,
+    # build:/--build-command, --shard): most runs have none, and their modules (a dozen frozen
+    # dataclasses, subprocess) were ~4% of a one-check run's start-up.
     from runner.emulator import Emulator
     from runner.emulator.core.answers import LocalService
     from runner.emulator.core.checksfile import ChecksFile
     from runner.emulator.core.world import World
+    from runner.job.baseline import Baseline, BaselineWarning
+    from runner.job.build import BuildPlan
+    from runner.job.shard import Shard, ShardPlan
 
 STDOUT = "-"  # a report path that means standard output
 
@@ -128,6 +131,8 @@ class JobSettings:
             state = environ.get(ENV_EMULATOR_STATE) or None
         shard = None
         if spec.shard is not None and hasattr(args, "shard"):  # `run` only: `wait` triggers nothing
+            from runner.job.shard import parse_shard
+
             shard = parse_shard(spec.shard.part, environ, "--shard/shard.part")
         verbosity = VERBOSE if args.verbose else QUIET if getattr(args, "quiet", False) else NORMAL
         return cls(
@@ -171,6 +176,8 @@ class JobSettings:
 def _build_plan(spec: RunSpec) -> BuildPlan | None:
     if spec.build is None:
         return None
+    from runner.job.build import BuildPlan
+
     # The tool's own credentials stay with the tool: the API key and the comment's tokens.
     hidden = (ENV_API_KEY, spec.comment.gitlabTokenVariable, "GITHUB_TOKEN")
     return BuildPlan(
@@ -188,9 +195,6 @@ def _in_ci(environ: Mapping[str, str]) -> bool:
 
 def _checks_file(args: argparse.Namespace, spec: RunSpec, environ: Mapping[str, str]) -> ChecksFile | None:
     """The checks file of --checks, else of the spec's `checks:` (relative to the spec's folder)."""
-    from runner.emulator.core.checksfile import load_checks_file
-    from runner.emulator.core.world import WorldError
-
     path = getattr(args, "checks", None)
     if not path and spec.checks:
         spec_path = getattr(args, "spec", None)
@@ -198,6 +202,9 @@ def _checks_file(args: argparse.Namespace, spec: RunSpec, environ: Mapping[str, 
         path = str(base / spec.checks)
     if not path:
         return None
+    from runner.emulator.core.checksfile import load_checks_file
+    from runner.emulator.core.world import WorldError
+
     try:
         from runner.checkly import is_project
 
@@ -276,6 +283,7 @@ class Job:
     ) -> None:
         self.settings = settings
         self._runner: Runner | None = None  # set once the run has something to cancel
+        self._ran = False  # the run is over: only its reports are left to write
         self.environ = os.environ if environ is None else environ
         self.redact = redact
         self.stdout = stdout or sys.stdout
@@ -315,8 +323,12 @@ class Job:
 
     def _baseline(self) -> Baseline | BaselineWarning | None:
         path = self.settings.spec.baseline
-        loaded = load_baseline(path) if path else None
-        if isinstance(loaded, BaselineWarning) or (loaded is not None and loaded.warning):
+        if not path:
+            return None
+        from runner.job.baseline import BaselineWarning, load_baseline
+
+        loaded = load_baseline(path)
+        if isinstance(loaded, BaselineWarning) or loaded.warning:
             self.observer.notify(Note(f"warning: {loaded.warning}"))
         return loaded
 
@@ -325,9 +337,17 @@ class Job:
         # command (Interrupted), and leaving the block stops the build on every way out.
         if self.settings.source == "demo":
             self.observer.notify(Note(f"{DEMO_MARK} --checks FILE runs your own checks against the build"))
-        build = running_build(self.settings.build_plan, self.console.line, self.console.verbose, self.redact)
-        with self._signals(), build:
+        with self._signals(), self._build():
             return self._run_checks()
+
+    def _build(self) -> AbstractContextManager[None]:
+        """The build for the block's life (runner/job/build.py); nothing without one."""
+        plan = self.settings.build_plan
+        if plan is None:
+            return nullcontext()
+        from runner.job.build import running_build
+
+        return running_build(plan, self.console.line, self.console.verbose, self.redact)
 
     def _run_checks(self) -> int:
         requests, commit = self._requests()
@@ -350,6 +370,11 @@ class Job:
                 client, self.settings.plan, self.observer, commit, baseline=baseline, events=events
             )
             outcome = runner.run(requests, detach=self.settings.detach)
+        # The run is over (a signal now changes nothing, see _signals): the client, and with a local
+        # run the world and the backend it reaches, are let go before the reports are made (at
+        # 10,000 checks they would hold ~40 MiB through the reports' own peak).
+        self._runner, self._ran = None, True
+        del client, runner
         outcome = outcome.model_copy(update=self._where(plan, outcome))
         if self.settings.detach:
             for session in outcome.sessions:
@@ -378,6 +403,8 @@ class Job:
         shard = self.settings.shard
         if shard is None:
             return None
+        from runner.job.shard import NO_DURATIONS, load_durations, plan_shard
+
         # Only when named: every part must read the same durations (a per-job --state would split
         # each job its own way, and the merge would refuse the parts).
         durations_path = self.settings.spec.shard.durations if self.settings.spec.shard else None
@@ -504,6 +531,8 @@ class Job:
         final reports are written changes nothing."""
 
         def on_signal(signum: int, frame: FrameType | None) -> None:
+            if self._ran:
+                return
             if self._runner is None:
                 stop_at_once(signum, frame)
             else:

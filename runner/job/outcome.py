@@ -3,14 +3,14 @@
 This is the documented, stable JSON format (schemaVersion 1). Fields are only ever added.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: real annotations, as models/base.py says why.
 from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from runner.models.analyses import Analysis
+from runner.models.base import empty_list
 
 SCHEMA_VERSION = 1
 
@@ -81,15 +81,15 @@ class ResultOutcome(OutcomeModel):
     verdict: ResultVerdict
     durationSeconds: float | None = None
     attempts: int = 1
-    failedAttempts: list[AttemptOutcome] = Field(default_factory=list)
-    errorGroupIds: list[str] = Field(default_factory=list)
+    failedAttempts: list[AttemptOutcome] = Field(default_factory=empty_list)
+    errorGroupIds: list[str] = Field(default_factory=empty_list)
     error: str | None = None  # the error message of its first error group
     # Known or new (runner/job/known.py): None on passing results and where it cannot be told.
     known: bool | None = None
     firstSeen: datetime | None = None  # of its error group(s), when known
     lastSeenBefore: datetime | None = None  # last seen before this run; None when not knowable
     baseline: BaselineMark | None = None  # None without a usable baseline
-    attachments: list[Attachment] = Field(default_factory=list)
+    attachments: list[Attachment] = Field(default_factory=empty_list)
 
 
 class Origin(OutcomeModel):
@@ -120,8 +120,8 @@ class SessionOutcome(OutcomeModel):
     exitCode: int = 0
     problem: str | None = None  # one line when the session could not run to the end
     noMatch: bool = False  # no check matched its target
-    results: list[ResultOutcome] = Field(default_factory=list)
-    errorGroups: list[ErrorGroupOutcome] = Field(default_factory=list)
+    results: list[ResultOutcome] = Field(default_factory=empty_list)
+    errorGroups: list[ErrorGroupOutcome] = Field(default_factory=empty_list)
     origin: Origin | None = None  # only in a merged run
 
 
@@ -153,9 +153,9 @@ class BaselineOutcome(OutcomeModel):
     path: str
     used: bool = False  # False when the file could not be used: `warning` says why
     warning: str | None = None
-    missing: list[CheckRef] = Field(default_factory=list)  # in the baseline, not in this run
-    fixed: list[CheckRef] = Field(default_factory=list)
-    slower: list[SlowerCheck] = Field(default_factory=list)
+    missing: list[CheckRef] = Field(default_factory=empty_list)  # in the baseline, not in this run
+    fixed: list[CheckRef] = Field(default_factory=empty_list)
+    slower: list[SlowerCheck] = Field(default_factory=empty_list)
 
 
 class CommitInfo(OutcomeModel):
@@ -204,11 +204,11 @@ class Outcome(OutcomeModel):
     message: str | None = None  # one line explaining a non-zero exit code
     commit: CommitInfo = Field(default_factory=CommitInfo)
     counts: Counts = Field(default_factory=Counts)
-    sessions: list[SessionOutcome] = Field(default_factory=list)
+    sessions: list[SessionOutcome] = Field(default_factory=empty_list)
     baseline: BaselineOutcome | None = None  # None when no baseline was asked for
     service: str | None = None  # where the sessions ran: "emulator", or the API's host
     shard: ShardInfo | None = None  # this run is one part of a sharded run
-    merged: list[MergedPart] = Field(default_factory=list)  # `testsession merge`: the parts
+    merged: list[MergedPart] = Field(default_factory=empty_list)  # `testsession merge`: the parts
     # Where the checks came from on a local run: "demo" (the shipped demo world: scripted results,
     # never the build's), "world" (a world file), "checks" (a checks file); None: the service.
     world: Literal["demo", "world", "checks"] | None = None

@@ -19,13 +19,13 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
+from typing import TYPE_CHECKING
 
 from runner import __version__
 from runner.client import ApiClient
 from runner.core.errors import ApiError, NotFoundError
 from runner.core.exitcodes import ExitCode
 from runner.job.analyses import READS_WAIT
-from runner.job.baseline import Baseline, BaselineWarning, mark_baseline
 from runner.job.events import (
     Event,
     EventQueue,
@@ -53,6 +53,9 @@ from runner.job.refusals import unknown_session
 from runner.job.session import CANCEL_WITHIN, SessionPlan, SessionWorker, session_outcome
 from runner.job.threads import DaemonPool
 from runner.models import SessionMetadata, TestSession, TriggerRequest
+
+if TYPE_CHECKING:
+    from runner.job.baseline import Baseline, BaselineWarning
 
 SHUTDOWN_SECONDS = 4.0  # from the first signal to the reports: CI runners kill about 10 s after it
 TICK_SECONDS = 1.0
@@ -304,7 +307,11 @@ def judge(
     then every session whose code came from its checks judged again with them (`failOn: new`
     forgives known failures), then the run's code, verdict and counts. The one path to a verdict."""
     gated = draft.model_copy(update={"failOnDegraded": gate.fail_on_degraded, "failOn": gate.fail_on})
-    marked = mark_baseline(mark_known(gated), baseline)
+    marked = mark_known(gated)
+    if baseline is not None:  # imported only then (start-up): most runs compare with no baseline
+        from runner.job.baseline import mark_baseline
+
+        marked = mark_baseline(marked, baseline)
     shared = shared_session(
         [s.testSessionId for s in marked.sessions], [f"{s.name} ({s.runLocation})" for s in marked.sessions]
     )

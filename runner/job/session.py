@@ -141,7 +141,14 @@ class SessionWorker:
 
     def trigger_and_follow(self, request: TriggerRequest) -> SessionOutcome:
         session, ended = self._trigger(request)
-        return ended if ended is not None else self._named_checks(request, self.follow(session))
+        if ended is not None:
+            return ended
+        assert session is not None  # _trigger: no outcome yet, so a session
+        watch = self._watch(session)
+        # The trigger's answer (a row per check) is the watch's from here, and is let go at its next
+        # read; this frame would keep it for the whole wait (~19 MiB at 10,000 checks).
+        del session
+        return self._named_checks(request, self._follow(watch))
 
     def _named_checks(self, request: TriggerRequest, outcome: SessionOutcome) -> SessionOutcome:
         """A session that ran to its end without a check the target named by id never passes."""
@@ -164,8 +171,14 @@ class SessionWorker:
         assert session is not None
         if followed:
             self.emit(Triggered(self.where, session.testSessionId, session.testSessionLink, followed=True))
+        return self._follow(self._watch(session))
+
+    def _watch(self, session: TestSession) -> _Watch:
         reader = GroupReader(self.client, self.plan.analyses, self.where, self.emit, self.stop, self.clock)
-        watch = _Watch(self, reader, session)
+        return _Watch(self, reader, session)
+
+    def _follow(self, watch: _Watch) -> SessionOutcome:
+        reader = watch.reader
         try:
             return watch.run()
         except ApiError as exc:

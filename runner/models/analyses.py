@@ -1,12 +1,11 @@
 """Error groups and root cause analyses."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: real annotations, as models/base.py says why.
 from datetime import datetime
 
 from pydantic import Field
 
-from runner.models.base import ApiModel, RequestModel
+from runner.models.base import ApiModel, RequestModel, empty_list
 
 MAX_USER_CONTEXT = 256
 
@@ -17,7 +16,7 @@ class Artifact(ApiModel):
 
 
 class Evidence(ApiModel):
-    artifacts: list[Artifact] = Field(default_factory=list)
+    artifacts: list[Artifact] = Field(default_factory=empty_list)
     description: str
 
 
@@ -90,7 +89,7 @@ class ErrorGroup(ApiModel):
     firstSeen: datetime | None = None
     lastSeen: datetime | None = None
     archivedUntilNextEvent: bool = False
-    rootCauseAnalyses: list[AnalysisSummary] = Field(default_factory=list)
+    rootCauseAnalyses: list[AnalysisSummary] = Field(default_factory=empty_list)
 
 
 class PlaywrightMetadata(ApiModel):
@@ -100,7 +99,7 @@ class PlaywrightMetadata(ApiModel):
     specId: str | None = None
     testFile: str = ""
     testTitle: str = ""
-    suitePath: list[str] = Field(default_factory=list)
+    suitePath: list[str] = Field(default_factory=empty_list)
 
 
 class TestSessionErrorGroup(ErrorGroup):

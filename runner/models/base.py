@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from runner.models.problems import describe_validation_error
 
-__all__ = ["ApiModel", "RequestModel", "describe_validation_error"]
+__all__ = ["ApiModel", "RequestModel", "describe_validation_error", "empty_dict", "empty_list"]
 
 # A resource's validator is built when it is first used, not when its module is imported: the API
 # has ~60 models and a run uses a few (a local one-check run: the session and the check
@@ -30,3 +30,68 @@ class RequestModel(BaseModel):
 
     def to_body(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
+
+
+# --- one set of given field names for many values ----------------------------------------------------
+
+SHARED_LIMIT = 512  # distinct sets kept: a hostile answer's made-up extra fields cannot grow it further
+
+
+class SharedFieldsSet(set[str]):
+    """The set of given fields of many model values that have the same one (pydantic keeps a set per
+    instance: 728 B for 5-16 names, so 10,000 checks' definitions or a session's 10,000 rows carry
+    7 MiB of identical sets each). Never changed in place: a copy (model_copy) is a plain set of its
+    own, and setting a field that is not in it raises rather than change every value that shares it."""
+
+    def add(self, name: str) -> None:
+        if name not in self:
+            raise TypeError(f"a shared set of given fields cannot take {name!r}: copy the model instead")
+
+    def __copy__(self) -> set[str]:
+        return set(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> set[str]:
+        return set(self)
+
+
+_SHARED: dict[frozenset[str], SharedFieldsSet] = {}
+
+
+def share_fields_set(model: BaseModel, deep: bool = False) -> None:
+    """Gives `model` (with `deep`, the models in its fields and lists too) the shared set equal to
+    its own. For values read once and not changed in place: rows of a session, check definitions."""
+    own = model.__pydantic_fields_set__
+    if type(own) is set:
+        key = frozenset(own)
+        shared = _SHARED.get(key)
+        if shared is None and len(_SHARED) < SHARED_LIMIT:
+            shared = _SHARED.setdefault(key, SharedFieldsSet(key))
+        if shared is not None:
+            object.__setattr__(model, "__pydantic_fields_set__", shared)
+    if deep:
+        for value in model.__dict__.values():
+            if isinstance(value, BaseModel):
+                share_fields_set(value, deep=True)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, BaseModel):
+                        share_fields_set(item, deep=True)
+
+
+# The modules of models that a run builds (the resources, sessions, check definitions, spec, outcome)
+# write real annotations, without `from __future__ import annotations`: pydantic compiles each
+# string annotation (typing.ForwardRef) when it creates a model class, ~600 compilations in a
+# one-check run (~2% of its start-up); real ones it reads as they are. A name defined further down
+# is quoted where it is used.
+
+
+# A field that starts empty: `Field(default_factory=empty_list)`, not `default_factory=list`. When a
+# validator is built, pydantic reads its default factory's signature, and a builtin's is parsed from
+# its text (inspect tokenizes it: compiling tokenize's patterns alone was ~1% of a one-check run's
+# start-up); a function's is read directly. The value is the same fresh `[]` or `{}`.
+def empty_list() -> list[Any]:
+    return []
+
+
+def empty_dict() -> dict[str, Any]:
+    return {}

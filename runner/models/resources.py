@@ -1,14 +1,13 @@
 """Incident updates, dashboards and the deprecated check update."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: real annotations, as models/base.py says why.
 import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, RootModel, field_validator, model_validator
 
-from runner.models.base import ApiModel, RequestModel
+from runner.models.base import ApiModel, RequestModel, empty_list
 from runner.models.check_definitions import CheckDefinition, parse_check_definition
 from runner.models.sessions import UUID_PATTERN
 
@@ -97,7 +96,7 @@ class DashboardRequest(RequestModel):
     hideTags: bool = False
     enableIncidents: bool = False
     expandChecks: bool = False
-    tags: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=empty_list)
     showHeader: bool = True
     showCheckRunLinks: bool = False
     showGroupNames: bool = True  # production's default
@@ -106,7 +105,7 @@ class DashboardRequest(RequestModel):
     isPrivate: bool = False
     showP95: bool = True
     showP99: bool = True
-    keys: list[DashboardKeyRequest] = Field(default_factory=list)
+    keys: list[DashboardKeyRequest] = Field(default_factory=empty_list)
 
     @field_validator("logo", "favicon", "link")
     @classmethod
@@ -139,7 +138,7 @@ class Dashboard(ApiModel):
     customDomain: str | None = None
     sortByStatus: bool | None = None
     showGroupNames: bool = True
-    keys: list[DashboardKey | str] = Field(default_factory=list)
+    keys: list[DashboardKey | str] = Field(default_factory=empty_list)
     created_at: datetime | None = None
 
 
@@ -216,7 +215,7 @@ class CheckUpdate(RequestModel):
     dependencies: list[dict[str, Any]] | None = None
 
     @model_validator(mode="after")
-    def _frequency_offset(self) -> CheckUpdate:
+    def _frequency_offset(self) -> "CheckUpdate":
         if self.frequency is not None and self.frequencyOffset is not None:
             problem = frequency_offset_problem(self.frequency, self.frequencyOffset, self.checkType)
             if problem:
@@ -235,8 +234,8 @@ class Check(ApiModel):
     name: str = ""
     checkType: str | None = None
     activated: bool | None = None
-    tags: list[str] = Field(default_factory=list)
-    locations: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=empty_list)
+    locations: list[str] = Field(default_factory=empty_list)
     frequency: int | None = None
     frequencyOffset: int | None = None
 

@@ -1,7 +1,6 @@
 """The target spec as pydantic models: what `testsession run SPEC` reads (field names as in the API)."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: real annotations, as models/base.py says why.
 import warnings
 from typing import Any, Literal
 
@@ -17,6 +16,7 @@ from runner.models import (
     TriggerRequest,
     describe_validation_error,
 )
+from runner.models.base import empty_list
 from runner.models.sessions import MAX_ENVIRONMENT_VARIABLES
 
 USER_CONTEXT_MAX = 256  # the API's limit on an analysis' userContext
@@ -70,7 +70,7 @@ class SessionSpec(SpecModel):
         description="Which checks run. Without filters, all eligible checks match.",
     )
     environmentVariables: list[EnvironmentVariable] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         max_length=MAX_ENVIRONMENT_VARIABLES,
         description=(
             "Environment variables for the checks (at most 50): a list of {key, value, secret, locked} "
@@ -297,7 +297,7 @@ class RunSpec(SpecModel):
     """A whole run: one or more sessions and the settings of the runner."""
 
     sessions: list[SessionSpec] = Field(
-        default_factory=list, description="The test sessions to trigger, one or more."
+        default_factory=empty_list, description="The test sessions to trigger, one or more."
     )
     wait: WaitSettings = Field(default_factory=WaitSettings, description="Waiting for the sessions.")
     rca: RcaSettings = Field(default_factory=RcaSettings, description="Root cause analyses of failures.")

@@ -29,7 +29,6 @@ from runner.emulator.core.keys import Keys, bearer_key, rate_limited, real_check
 from runner.emulator.core.pool import Pool
 from runner.emulator.core.realruns import SELF_QUEUED_LIMIT, RealJob, execute
 from runner.emulator.core.sessions import SessionRecord, Sessions
-from runner.emulator.core.state import StateFile
 from runner.emulator.core.world import Settings, World, WorldCheck, load_world
 from runner.models import (
     Check,
@@ -46,6 +45,7 @@ from runner.models import (
 
 if TYPE_CHECKING:
     from runner.checks.outcome import Attempt
+    from runner.emulator.core.state import StateFile
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,13 @@ class Backend:
         self.clock = SimClock(speed or self.world.settings.speed)
         self.faults = FaultInjector(self.world.settings.seed)
         self.base_url = ""  # where the server listens, once it does: session links point there
-        self.state = StateFile.open(state) if state is not None else None
+        self.state: StateFile | None = None
+        if state is not None:
+            # Imported only with a state file (--state), as in sessions.py and groups.py: a run
+            # without one has no use for its store and rows (start-up).
+            from runner.emulator.core.state import StateFile
+
+            self.state = StateFile.open(state)
         if self.state is not None:
             self._catch_up(self.state)
         self._keys = Keys()

@@ -22,7 +22,6 @@ from runner.checks import evidence as evidence_data
 from runner.core.messages import clean_message, error_hash
 from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import not_found
-from runner.emulator.core.state import AnalysisRow, GroupRow, StateFile
 from runner.emulator.core.world import Account, WorldCheck, WorldErrorGroup, seen_at
 from runner.models import (
     Analysis,
@@ -34,6 +33,7 @@ from runner.models import (
 
 if TYPE_CHECKING:
     from runner.checks.outcome import Attempt
+    from runner.emulator.core.state import StateFile  # imported with a state file only (backend.py)
 
 PROVIDER = "emulator"
 
@@ -263,6 +263,8 @@ class ErrorGroups:
     def _save(self, group: Group) -> None:
         if self._state is None:
             return
+        from runner.emulator.core.state import GroupRow
+
         epoch = self._clock.to_epoch
         evidence = evidence_data.to_data(group.evidence) if group.evidence is not None else None
         self._state.save_group(
@@ -276,6 +278,8 @@ class ErrorGroups:
     def _save_analysis(self, job: AnalysisJob) -> None:
         if self._state is None:
             return
+        from runner.emulator.core.state import AnalysisRow
+
         epoch = self._clock.to_epoch
         content = job.content.model_dump_json(exclude_none=True) if job.content is not None else None
         self._state.save_analysis(

@@ -97,6 +97,9 @@ class Pool:
                 continue
             with contextlib.suppress(Exception):  # `execute` never raises; a worker outlives a bug anyway
                 work()
+            # Not kept while this thread waits for the next job: a job reaches its session and the
+            # whole backend, which would outlive the run by the idle time (~40 MiB at 10,000 checks).
+            del work
             with self._lock:
                 if self._workers > self._limit:  # the limit went down
                     self._workers -= 1

@@ -20,12 +20,12 @@ from runner.emulator.core.failures import ApiFailure, not_found
 from runner.emulator.core.groups import ErrorGroups
 from runner.emulator.core.realruns import RealJob
 from runner.emulator.core.simulation import SessionRun, not_run, plan_run, render_run
-from runner.emulator.core.state import SessionRow, StateFile
 from runner.emulator.core.world import Mode, Settings, WorldCheck
 from runner.models import NO_MATCHING_CHECKS, SessionResult, Target, TestSession, TriggerRequest
 
 if TYPE_CHECKING:
     from runner.checks.outcome import Attempt
+    from runner.emulator.core.state import SessionRow, StateFile  # with a state file only (backend.py)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from runner.checks.outcome import Attempt
 from runner.checks.retry import next_retry_delay
 from runner.emulator.core.world import WorldCheck
 from runner.models import RetryStrategy, SessionResult
+from runner.models.base import SharedFieldsSet
 
 DEFAULT_MESSAGES = {
     "fail": "expected status 200 but received 500",
@@ -181,7 +182,7 @@ def _result(
     # Built, not validated: every value is ours and of its field's type (a session of 10,000
     # results is rendered at its trigger and again as its runs end: 0.4 s of validation each time).
     return SessionResult.model_construct(
-        set(_DECLARED),  # the fields validating them would count as set: the declared ones, not extras
+        _DECLARED,  # the fields validating them would count as set: the declared ones, not extras
         testSessionResultId=result_id,
         testSessionResultLink=f"{link}/results/{result_id}",
         checkType=run.check.checkType,
@@ -204,7 +205,7 @@ def _result(
     )
 
 
-_DECLARED = frozenset(SessionResult.model_fields)
+_DECLARED = SharedFieldsSet(SessionResult.model_fields)  # one set for every row (base.share_fields_set)
 
 
 def render_run(

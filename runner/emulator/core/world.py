@@ -29,6 +29,7 @@ from runner.core.messages import clean_message
 from runner.core.yamlguard import Loc, TooLarge, lines_later, load_plain_or_bounded
 from runner.emulator.core.faults import FaultSpec
 from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem
+from runner.models.base import empty_dict, empty_list, share_fields_set
 from runner.models.check_definitions import (
     LOCAL_CHECK_TYPES,
     SCRIPT_CHECK_TYPES,
@@ -102,7 +103,7 @@ class Settings(_Strict):
     analysisDelaySeconds: float = Field(default=2.0, ge=0)
     locations: list[str] = Field(default_factory=lambda: list(CHECK_LOCATIONS), min_length=1)
     seed: int = 0
-    faults: list[FaultSpec] = Field(default_factory=list)  # active from the start (and after a reset)
+    faults: list[FaultSpec] = Field(default_factory=empty_list)  # active from the start (and after a reset)
     # Header that carries the account id; production of this API family reads x-checkly-account.
     accountHeader: str = DEFAULT_ACCOUNT_HEADER
     # By check type (`default` for the rest); what is given here is merged over the defaults.
@@ -238,15 +239,15 @@ class WorldCheck(_Strict):
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)
     checkType: str = "API"
-    tags: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=empty_list)
     activated: bool = True
-    locations: list[str] = Field(default_factory=list)
+    locations: list[str] = Field(default_factory=empty_list)
     frequency: int = 10
     frequencyOffset: int | None = None
     behaviour: Behaviour = "pass"
     durationSeconds: float = Field(default=1.0, ge=0)
     errorMessage: str | None = None
-    when: list[Rule] = Field(default_factory=list)
+    when: list[Rule] = Field(default_factory=empty_list)
     # Overrides settings.maxRunSeconds for this check. `never` (for tests only): a hanging run
     # never ends on its own, so its session runs until it is cancelled.
     maxRunSeconds: Annotated[float, Field(gt=0)] | Literal["never"] | None = None
@@ -258,7 +259,7 @@ class WorldCheck(_Strict):
     degradedPacketLossThreshold: float | None = Field(default=None, gt=0, le=100)
     maxPacketLossThreshold: float | None = Field(default=None, gt=0, le=100)
     shouldFail: bool = False
-    environmentVariables: list[WorldVariable] = Field(default_factory=list)
+    environmentVariables: list[WorldVariable] = Field(default_factory=empty_list)
     script: str | None = None  # BROWSER and MULTI_STEP: the Playwright Test code, run for real
     runtimeId: str | None = None  # production's runtime of a script (its Playwright version)
     localSetupScript: str | None = None
@@ -268,7 +269,7 @@ class WorldCheck(_Strict):
     setupScriptPath: str | None = None
     tearDownScriptPath: str | None = None
     scriptPath: str | None = None  # a browser check's: its sharedFiles are imported relative to it
-    sharedFiles: list[dict[str, str]] = Field(default_factory=list)
+    sharedFiles: list[dict[str, str]] = Field(default_factory=empty_list)
     projectDir: str | None = None
     playwrightConfig: dict[str, Any] | None = None  # a browser check's timeout and `use` (the CLI's)
     # The check's own retry strategy, as production applies it: a session without one of its own
@@ -278,7 +279,7 @@ class WorldCheck(_Strict):
     # it fails closed unless settings.notRunnable is `skip`.
     runsLocally: bool | None = None
     # Production's other properties (PRODUCTION_ONLY_FIELDS), as given.
-    kept: dict[str, Any] = Field(default_factory=dict)
+    kept: dict[str, Any] = Field(default_factory=empty_dict)
     # A factory: pydantic deep-copies a private default for every instance (0.6 s at 10,000 checks).
     _plan: CheckPlan = PrivateAttr(default_factory=lambda: CheckPlan(Mode.SCRIPTED))
 
@@ -310,6 +311,10 @@ class WorldCheck(_Strict):
                 )
         # A checks file (checksfile.py) has no behaviour: and no settings: its advice differs.
         self._plan = _decide(self, checks_file=bool(info.context and info.context.get("checks_file")))
+        # Kept for the run's life: one set of given fields per distinct set, not one per check.
+        share_fields_set(self)
+        if self._plan.definition is not None:
+            share_fields_set(self._plan.definition, deep=True)
         return self
 
     @property
@@ -386,7 +391,7 @@ class Incident(_Strict):
 
 class MaintenanceWindow(_Strict):
     id: int = Field(ge=1)  # production: a positive integer
-    maintenances: list[str] = Field(default_factory=list)
+    maintenances: list[str] = Field(default_factory=empty_list)
 
 
 class ClientCertificate(_Strict):
@@ -430,7 +435,7 @@ class WorldErrorGroup(_Strict):
     rawErrorMessage: str = Field(min_length=1)
     firstSeen: str | None = None  # default: a day ago
     lastSeen: str | None = None  # default: firstSeen when given, else an hour ago
-    analyses: list[ExistingAnalysis] = Field(default_factory=list)
+    analyses: list[ExistingAnalysis] = Field(default_factory=empty_list)
 
     @field_validator("firstSeen", "lastSeen")
     @classmethod
@@ -453,14 +458,14 @@ class Account(_Strict):
     name: str = ""
     plan: Plan = Field(default_factory=Plan)
     keys: list[Key] = Field(min_length=1)
-    checks: list[WorldCheck] = Field(default_factory=list)
-    incidents: list[Incident] = Field(default_factory=list)
-    maintenanceWindows: list[MaintenanceWindow] = Field(default_factory=list)
-    clientCertificates: list[ClientCertificate] = Field(default_factory=list)
-    errorGroups: list[WorldErrorGroup] = Field(default_factory=list)
-    dashboards: list[WorldDashboard] = Field(default_factory=list)
+    checks: list[WorldCheck] = Field(default_factory=empty_list)
+    incidents: list[Incident] = Field(default_factory=empty_list)
+    maintenanceWindows: list[MaintenanceWindow] = Field(default_factory=empty_list)
+    clientCertificates: list[ClientCertificate] = Field(default_factory=empty_list)
+    errorGroups: list[WorldErrorGroup] = Field(default_factory=empty_list)
+    dashboards: list[WorldDashboard] = Field(default_factory=empty_list)
     # The account's own variables (production's /v1/variables): {{KEY}} in a real check's request.
-    environmentVariables: list[WorldVariable] = Field(default_factory=list)
+    environmentVariables: list[WorldVariable] = Field(default_factory=empty_list)
 
 
 class World(_Strict):

@@ -1,0 +1,52 @@
+"""Values read in bulk (a session's rows, a world's check definitions) share their set of given fields,
+and behave exactly as with sets of their own: exclude_unset, model_copy, a field set later."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.emulator.core.world import parse_world
+from runner.models import TestSession
+
+ROW = {"testSessionResultId": "r1", "status": "PASSED", "name": "api check"}
+
+
+def test_the_rows_of_a_session_share_one_set_and_dump_as_given() -> None:
+    rows = [{**ROW, "testSessionResultId": f"r{i}"} for i in range(3)]
+    session = TestSession.model_validate_json(
+        TestSession(testSessionId="s", status="PASSED", results=rows).model_dump_json(exclude_unset=True)
+    )
+    first, *others = session.results
+    assert all(o.__pydantic_fields_set__ is first.__pydantic_fields_set__ for o in others)
+    assert first.model_dump(exclude_unset=True) == {**ROW, "testSessionResultId": "r0"}  # as sent, no more
+    assert "results" in session.model_fields_set
+
+
+def test_a_copy_has_a_set_of_its_own_and_setting_a_new_field_in_place_is_refused() -> None:
+    session = TestSession(
+        testSessionId="s", status="RUNNING", results=[ROW, {**ROW, "testSessionResultId": "r2"}]
+    )
+    one, two = session.results
+    copied = one.model_copy(update={"checkId": "c1"})
+    assert copied.model_fields_set == {*ROW, "checkId"}
+    assert "checkId" not in two.model_fields_set  # the shared set did not change
+    one.status = "FAILED"  # a field it was given: allowed
+    with pytest.raises(TypeError, match="copy the model instead"):
+        one.checkId = "c1"  # would mark it set in every row that shares the set
+    assert "checkId" not in two.model_fields_set
+
+
+def test_a_world_s_checks_and_their_definitions_share_their_sets() -> None:
+    check = {"checkType": "API", "request": {"method": "GET", "url": "http://127.0.0.1:9/",
+             "assertions": [{"source": "STATUS_CODE", "comparison": "EQUALS", "target": "200"}]}}  # fmt: skip
+    checks = [{"id": f"c{i}", "name": f"check {i}", **check} for i in range(2)]
+    world = parse_world(
+        {"accounts": [{"id": "a1", "name": "a", "keys": [{"key": "tsk_key_0001"}], "checks": checks}]}
+    )
+    a, b = world.accounts[0].checks
+    assert a.__pydantic_fields_set__ is b.__pydantic_fields_set__
+    da, db = a.plan.definition, b.plan.definition
+    assert da is not None and db is not None
+    assert da.__pydantic_fields_set__ is db.__pydantic_fields_set__
+    assert da.request.__pydantic_fields_set__ is db.request.__pydantic_fields_set__
+    assert da.request.model_dump(exclude_unset=True)["assertions"] == check["request"]["assertions"]  # type: ignore[index]
