@@ -24,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 from runner import TOOL_NAME, __version__
 from runner.client.ratelimit import RateLimiter
 from runner.client.retry import RetryPolicy, parse_retry_after
-from runner.client.transport import MAX_ANSWER_BYTES, Reply, Transport
+from runner.client.transport import MAX_ANSWER_BYTES, Outgoing, Reply, Transport
 from runner.core.errors import (
     AnswerTooLargeError,
     ApiError,
@@ -550,19 +550,21 @@ class ApiClient:
             with self._count_lock:
                 self._request_count += 1
             return self._transport.send(
-                method,
-                self.base_url + path,
-                where=self._where,
-                path=path,
-                headers=self._headers,
-                timeout=(
-                    min(self.connect_timeout, read_timeout or self.connect_timeout),
-                    min(read_timeout or self.read_timeout, answer_seconds),
-                ),
-                answer_seconds=answer_seconds,
-                max_bytes=self.max_answer_bytes,
-                params=params,
-                json=json_body,
+                Outgoing(
+                    method,
+                    self.base_url + path,
+                    where=self._where,
+                    path=path,
+                    headers=self._headers,
+                    timeout=(
+                        min(self.connect_timeout, read_timeout or self.connect_timeout),
+                        min(read_timeout or self.read_timeout, answer_seconds),
+                    ),
+                    answer_seconds=answer_seconds,
+                    max_bytes=self.max_answer_bytes,
+                    params=params,
+                    json=json_body,
+                )
             )
 
     # --- answers --------------------------------------------------------------------------------

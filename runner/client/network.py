@@ -13,14 +13,14 @@ from __future__ import annotations
 import http.client
 import time
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import requests
 import urllib3
 
 from runner.client.answer import AnswerTooSlow, BoundedAdapter, UnknownEncoding, headers_by, load_answer
-from runner.client.transport import AnswerTooLarge
+from runner.client.transport import AnswerTooLarge, Outgoing
 from runner.core.errors import (
     AnswerTooLargeError,
     ApiError,
@@ -41,32 +41,19 @@ class HttpTransport:
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
 
-    def send(
-        self,
-        method: str,
-        url: str,
-        *,
-        where: str,
-        path: str,
-        headers: Mapping[str, str],
-        params: dict[str, Any] | None,
-        json: dict[str, Any] | None,
-        timeout: tuple[float, float],
-        answer_seconds: float,
-        max_bytes: int,
-    ) -> requests.Response:
+    def send(self, out: Outgoing) -> requests.Response:
         return exchange(
             self._session,
-            method,
-            url,
-            where=where,
-            path=path,
-            timeout=timeout,
-            answer_seconds=answer_seconds,
-            max_bytes=max_bytes,
-            headers=dict(headers),
-            params=params,
-            json=json,
+            out.method,
+            out.url,
+            where=out.where,
+            path=out.path,
+            timeout=out.timeout,
+            answer_seconds=out.answer_seconds,
+            max_bytes=out.max_bytes,
+            headers=dict(out.headers),
+            params=out.params,
+            json=out.json,
         )
 
     def close(self) -> None:

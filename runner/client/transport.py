@@ -69,25 +69,30 @@ class Reply(Protocol):
     def json(self) -> Any: ...  # ValueError when the body is not JSON
 
 
+@dataclass(frozen=True)
+class Outgoing:
+    """One request of the client, as every transport takes it: read within `answer_seconds` of
+    wall-clock time and `max_bytes` of decoded body; `where` (host[:port]) and `path` name the call in
+    messages."""
+
+    method: str
+    url: str
+    where: str
+    path: str
+    headers: Mapping[str, str]
+    params: dict[str, Any] | None
+    json: dict[str, Any] | None
+    timeout: tuple[float, float]  # (connect, read) seconds
+    answer_seconds: float
+    max_bytes: int
+
+
 class Transport(Protocol):
-    """Sends one request of the client and reads its whole answer, within `answer_seconds` of
+    """Sends one request of the client and reads its whole answer, within its `answer_seconds` of
     wall-clock time and `max_bytes` of decoded body; a failure is a TransportError subclass of
     runner.core.errors, never a requests exception."""
 
-    def send(
-        self,
-        method: str,
-        url: str,
-        *,
-        where: str,
-        path: str,
-        headers: Mapping[str, str],
-        params: dict[str, Any] | None,
-        json: dict[str, Any] | None,
-        timeout: tuple[float, float],
-        answer_seconds: float,
-        max_bytes: int,
-    ) -> Reply: ...
+    def send(self, out: Outgoing) -> Reply: ...
 
     def close(self) -> None: ...
 
@@ -149,29 +154,18 @@ class LocalTransport:
     def __init__(self, serve: LocalServe) -> None:
         self._serve = serve
 
-    def send(
-        self,
-        method: str,
-        url: str,
-        *,
-        where: str,
-        path: str,
-        headers: Mapping[str, str],
-        params: dict[str, Any] | None,
-        json: dict[str, Any] | None,
-        timeout: tuple[float, float],
-        answer_seconds: float,
-        max_bytes: int,
-    ) -> LocalReply:
-        status, answer_headers, body = self._serve(method, urlsplit(url).path, params, json, headers)
-        if len(body) > max_bytes:
-            message = f"{AnswerTooLarge(max_bytes)} from {where}"
-            raise AnswerTooLargeError(message, method=method, path=path)
+    def send(self, out: Outgoing) -> LocalReply:
+        status, answer_headers, body = self._serve(
+            out.method, urlsplit(out.url).path, out.params, out.json, out.headers
+        )
+        if len(body) > out.max_bytes:
+            message = f"{AnswerTooLarge(out.max_bytes)} from {out.where}"
+            raise AnswerTooLargeError(message, method=out.method, path=out.path)
         return LocalReply(
             status_code=status,
             reason=_phrase(status),
             headers=Headers({"Content-Type": "application/json"}, answer_headers),
-            request=LocalRequest(method, _with_query(url, params)),
+            request=LocalRequest(out.method, _with_query(out.url, out.params)),
             content=body,
         )
 
