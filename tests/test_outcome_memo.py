@@ -72,3 +72,32 @@ def test_an_earlier_read_is_let_go_once_an_equal_one_is_judged() -> None:
     del first
     gc.collect()
     assert not watched.alive
+
+
+def test_a_kept_read_lets_its_rows_go_and_gives_an_equal_session_back() -> None:
+    """Between two reads the watch keeps the last one as values (KeptRead), not as rows: the memo
+    still finds an equal row equal, and a wait that ends early judges the same session."""
+    import gc
+    import weakref
+
+    from runner.job.verdicts import KeptRead
+
+    memo = OutcomeMemo()
+    failed = {**_row("FAILED", ["g1"]).model_dump(), "testSessionResultId": "r2", "checkId": "c2"}
+    extra = SessionResult.model_validate({**failed, "errorMessage": "boom"})
+    first = _session(_row("PASSED"), extra)
+    kept = KeptRead(first)
+    for check in check_rows(first):
+        memo.outcome(first, check, {}, kept=kept)
+    kept.release()
+    watched = weakref.finalize(first.results[0], lambda: None)
+    again = kept.read()
+    assert again == first and [r.model_fields_set for r in again.results] == [
+        r.model_fields_set for r in first.results
+    ]
+    assert again.results[1].model_extra == {"errorMessage": "boom"}
+    del first
+    gc.collect()
+    assert not watched.alive
+    for check, before in zip(check_rows(again), memo._last.values(), strict=True):
+        assert memo.outcome(again, check, {}) is before[1]  # equal rows: not judged again

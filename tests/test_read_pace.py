@@ -56,3 +56,29 @@ def test_cheap_reads_keep_the_pace() -> None:
 def test_a_costly_read_stretches_the_next_wait_within_the_most() -> None:
     assert _waits(0.65) == [2, 6, 6, 6, 6]  # 6.5 s: long polls take whole seconds
     assert _waits(3.0) == [2, 10, 10, 10, 10]
+
+
+def test_each_read_is_let_go_before_the_next_one_is_made() -> None:
+    """A read of 10,000 results is ~11 MiB: the wait must not hold one while the next is parsed."""
+    import gc
+    import weakref
+
+    service = _Service(0.01)
+    alive: list[weakref.finalize] = []  # type: ignore[type-arg]
+    held_at_read: list[int] = []
+    answer = service.get_session
+
+    def get_session(session_id: str) -> TestSession:
+        gc.collect()
+        held_at_read.append(sum(1 for f in alive if f.alive))
+        read = answer(session_id)
+        alive.append(weakref.finalize(read, lambda: None))
+        return read
+
+    service.get_session = get_session  # type: ignore[method-assign]
+    final = wait_for_session(
+        cast(ApiClient, service), "s1", deadline=1000.0, watch=lambda _session: False,
+        pace=Pace(first=2.0, most=10.0), clock=service.clock,
+    )  # fmt: skip
+    assert final is not None and final.status == "PASSED"
+    assert held_at_read == [0, 0, 0, 0, 0]

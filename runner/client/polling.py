@@ -80,6 +80,9 @@ def wait_for_session(
             final = _same_session(final, session_id)
             if final.is_final:
                 return final
+            # Let go of each read before the next one starts: a read of 10,000 rows is ~11 MiB, and
+            # this frame would hold it while the next one is parsed.
+            del final
         if watch is None:
             continue
         if stop is not None and stop.is_set():
@@ -88,7 +91,9 @@ def wait_for_session(
         session = _same_session(client.get_session(session_id), session_id)
         if session.is_final:
             return session
-        interval = pace.first if watch(session) else pace.next(interval)
+        changed = watch(session)
+        del session  # as above
+        interval = pace.first if changed else pace.next(interval)
         interval = max(interval, min(pace.most, READ_COST_FACTOR * (clock() - read_at)))
 
 

@@ -50,7 +50,7 @@ from runner.job.policy import (
     unrun_named_checks,
 )
 from runner.job.refusals import trigger_refusal
-from runner.job.verdicts import OutcomeMemo, check_rows, check_verdict
+from runner.job.verdicts import KeptRead, OutcomeMemo, check_rows, check_verdict
 from runner.models import FINAL_SESSION_STATUSES, SessionResult, TestSession, TriggerRequest
 
 MESSAGE_WAIT = 3.0  # seconds a failure's line waits for its error message before it is printed
@@ -237,7 +237,9 @@ class _Watch:
     def __init__(self, worker: SessionWorker, reader: GroupReader, session: TestSession) -> None:
         self.worker = worker
         self.reader = reader
-        self.session = session
+        self.kept = KeptRead(session)  # the last read, without its rows (`session` gives it back)
+        self.kept.release()
+        self._first: TestSession | None = session  # the trigger's answer, until `run` observes it
         self.started = worker.clock()
         self.reported: set[str] = set()
         # Every result any answer showed: by id, its check id and name (all `_vanished` asks of it).
@@ -247,6 +249,12 @@ class _Watch:
         self.first_final: dict[str, str] = {}  # the status each result had when first seen final
         self.current: list[ResultOutcome] = []  # the results of the last read, as built by `_observe`
         self.memo = OutcomeMemo()  # a check whose rows did not change is not judged again
+
+    @property
+    def session(self) -> TestSession:
+        """The last read of the session, its rows made again (only when the wait ends without a
+        final answer: a deadline, a signal, a failed read)."""
+        return self.kept.read()
 
     def results(
         self, session: TestSession | None, groups: list[ErrorGroupOutcome], ended_by_us: bool = False
@@ -259,7 +267,7 @@ class _Watch:
 
     def _observe(self, session: TestSession) -> bool:
         """Reports the results that became final since the last read; True when there were any."""
-        self.session = session
+        self.kept = kept = KeptRead(session)
         self.seen.update((r.testSessionResultId, (r.checkId, r.name)) for r in session.results)
         for row in session.results:
             if row.resultType == "FINAL" and row.status in FINAL_SESSION_STATUSES:  # RUNNING: a placeholder
@@ -274,7 +282,8 @@ class _Watch:
         fresh = {c.id for c in checks if c.id not in self.reported and check_verdict(c) != "running"}
         ids = [g for c in checks if c.id in fresh for g in c.row.errorGroupIds]
         groups = self.reader.groups(ids, MESSAGE_WAIT)
-        self.current = [self.memo.outcome(session, check, groups) for check in checks]
+        self.current = [self.memo.outcome(session, check, groups, kept=kept) for check in checks]
+        kept.release()  # from here only the values are kept: this read's rows go with the caller's
         for result in self.current:
             if result.id in fresh and result.id not in self.reported:
                 self.reported.add(result.id)
@@ -287,13 +296,17 @@ class _Watch:
         worker = self.worker
         plan = worker.plan
         deadline = self.started + plan.timeout_seconds
+        first, self._first = self._first, None
+        assert first is not None  # run once
         final = None
-        if not self.session.is_final:
+        if not first.is_final:
             began = worker.clock()
-            self._observe(self.session)
+            self._observe(first)
+            session_id = first.testSessionId
+            del first  # its rows are the memo's values from here (the trigger's: ~19 MiB at 10,000)
             final = wait_for_session(
                 worker.client,
-                self.session.testSessionId,
+                session_id,
                 deadline,
                 stop=worker.stop,
                 watch=self._observe,
@@ -302,7 +315,7 @@ class _Watch:
                 read_cost=worker.clock() - began,  # a big session's reads are paced from the first
             )
         else:
-            final = self.session
+            final = first
         if final is None:
             return self._ended_early(deadline)
         if "results" not in final.model_fields_set:
@@ -352,7 +365,7 @@ class _Watch:
     def _ended_early(self, deadline: float) -> SessionOutcome:
         """The deadline passed, or a signal stopped the run: cancel, and report what did not finish."""
         worker = self.worker
-        before = self.current  # the last read's, `self.session`
+        before = self.current  # the outcomes of the last read
         if not worker.stop.is_set():
             timeout = worker.plan.timeout_seconds
             worker.emit(
@@ -363,11 +376,13 @@ class _Watch:
                     tuple(r for r in before if r.verdict == "running"),
                 )
             )
-            left = worker._cancel(self.session) or self.session
+            last = self.session
+            left = worker._cancel(last) or last
             groups = self.reader.finish(left, wait=False)
             problem = f"the session did not finish within the {timeout:g} s deadline; it was cancelled"
             return worker._outcome(left, ExitCode.TIMEOUT, problem, self.results(left, groups, True), groups)
-        left = worker._cancel(self.session) or self.session
+        last = self.session
+        left = worker._cancel(last) or last
         groups = self.reader.finish(left, wait=False)
         code = worker.stop_code() or ExitCode.INTERRUPTED
         return worker._outcome(left, code, None, self.results(left, groups, True), groups)

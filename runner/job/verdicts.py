@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import NamedTuple
+from collections.abc import Set as AbstractSet
+from typing import Any, NamedTuple
 
 from runner.job.known import UNKNOWN, classify
 from runner.job.outcome import Attachment, AttemptOutcome, ErrorGroupOutcome, ResultOutcome, ResultVerdict
@@ -131,6 +132,55 @@ def check_rows(session: TestSession) -> list[CheckRows]:
     return checks
 
 
+# --- a row kept between reads, without the row -----------------------------------------------------
+#
+# A running session is read again and again; between two reads the last one's rows are only needed
+# to compare with the next (OutcomeMemo) and, when the wait ends without a final answer (a deadline,
+# a signal, a failed read), to judge what it showed. Kept as models, a read of 10,000 rows (~11 MiB)
+# was still held while the next one was parsed. A RowValue is the row's field values in field order,
+# its extra fields and its set of given fields: equal rows give equal values (what the memo compares),
+# and `row_of` gives the row back when it is needed.
+
+_ROW_FIELDS = tuple(SessionResult.model_fields)
+RowValue = tuple[tuple[object, ...], dict[str, Any] | None, AbstractSet[str]]
+
+
+def row_value(row: SessionResult) -> RowValue:
+    return tuple(row.__dict__.values()), row.__pydantic_extra__ or None, row.__pydantic_fields_set__
+
+
+def row_of(value: RowValue) -> SessionResult:
+    values, extra, given = value
+    fields: dict[str, Any] = dict(zip(_ROW_FIELDS, values, strict=True))
+    row = SessionResult.model_construct(set(given), **fields, **(extra or {}))
+    share_fields_set(row)
+    return row
+
+
+class KeptRead:
+    """The last read of a session, its rows as RowValues: `read` gives the session back."""
+
+    def __init__(self, session: TestSession) -> None:
+        self.head = session.model_copy(update={"results": []})
+        self.rows = tuple(row_value(row) for row in session.results)
+        # While the read is judged: each row's value, by the row (its id, and the row to be sure).
+        self._by_row: dict[int, tuple[SessionResult, RowValue]] | None = {
+            id(row): (row, value) for row, value in zip(session.results, self.rows, strict=True)
+        }
+
+    def value(self, row: SessionResult) -> RowValue:
+        held = self._by_row.get(id(row)) if self._by_row is not None else None
+        # Not one of the read's rows (a placeholder made from one, a later read): made here.
+        return held[1] if held is not None and held[0] is row else row_value(row)
+
+    def release(self) -> None:
+        """The read's rows are let go: ids may be reused from here."""
+        self._by_row = None
+
+    def read(self) -> TestSession:
+        return self.head.model_copy(update={"results": [row_of(value) for value in self.rows]})
+
+
 class OutcomeMemo:
     """`check_outcome` of the checks whose rows did not change since the last read of a session.
 
@@ -148,18 +198,21 @@ class OutcomeMemo:
         check: CheckRows,
         groups: Mapping[str, ErrorGroupOutcome],
         ended_by_us: bool = False,
+        kept: KeptRead | None = None,
     ) -> ResultOutcome:
+        """`kept`: this session's KeptRead, whose values of the rows are used rather than made again."""
         ids = [g for row in (check.row, *check.tries) for g in row.errorGroupIds]
         read = tuple(groups.get(g) for g in ids)
-        key = (check.row, tuple(check.tries), read, session.startedAt, ended_by_us)
+        value = row_value if kept is None else kept.value
+        rows = (value(check.row), *(value(t) for t in check.tries))
+        key = (rows, read, session.startedAt, ended_by_us)
         last = self._last.get(check.id)
         result = (
             last[1]
             if last is not None and last[0] == key
             else check_outcome(session, check, groups, ended_by_us)
         )
-        # Kept with this read's rows, not the equal ones of an earlier read: the caller keeps this
-        # read's session, so the rows are held once, not twice (~19 MiB at 10,000 checks).
+        # Kept with this read's values, not the equal ones of an earlier read (KeptRead holds them).
         self._last[check.id] = (key, result)
         return result
 
