@@ -237,10 +237,11 @@ def _answer(
         result, extra["Content-Range"] = result
     omit = OMIT.get(op.name)
     if isinstance(result, BaseModel):  # written by pydantic at once (a session of 10,000 results)
-        body = result.model_dump_json(
-            by_alias=True, exclude_unset=omit == "unset", exclude_none=omit == "none"
+        # As bytes: model_dump_json's text and its .encode() were two copies (2 x 5 MiB at 10,000).
+        body = result.__pydantic_serializer__.to_json(
+            result, by_alias=True, exclude_unset=omit == "unset", exclude_none=omit == "none"
         )
-        return Answer(status, body.encode(), extra)
+        return Answer(status, body, extra)
     return Answer(status, _json(_render(result, omit)), extra)
 
 

@@ -143,7 +143,7 @@ def finish(run: SessionRun, evidence: Attempt, final: bool, at: float) -> None:
     attempt.response_ms = (
         evidence.response_time_ms if evidence.response_time_ms is not None else evidence.duration_ms
     )
-    attempt.evidence = evidence
+    attempt.evidence = evidence if not evidence.passed else evidence.as_kept_passed()
     if not final:
         attempt.id = str(uuid.uuid4())  # an ATTEMPT row; the open one keeps the FINAL's id
         run.attempts.append(SessionAttempt(run.final_id, attempt.end, None, False))

@@ -176,6 +176,8 @@ def _result(
     # A real run's body cut at the read cap, passed or failed (an extra field, as errorMessage).
     cut = attempt.evidence.truncation if finished and attempt.evidence is not None else None
     extra: dict[str, Any] = {"bodyTruncated": cut} if cut else {}
+    if failed:  # an extra field, left out when there is nothing to say (no dict of extras per row)
+        extra["errorMessage"] = attempt.message
     files = attempt.evidence.files if finished and attempt.evidence is not None else ()
     if files:  # a browser check's screenshot and trace (an extra field)
         extra["attachments"] = [{"name": f.name, "path": f.path} for f in files]
@@ -199,8 +201,6 @@ def _result(
         responseTime=_response_time(attempt) if finished else None,
         startedAt=moment(attempt.start),
         stoppedAt=moment(stopped) if stopped is not None else None,
-        # Not a field of the document's result: an extra one, which SessionResult keeps.
-        errorMessage=attempt.message if failed else None,
         **extra,
     )
 
