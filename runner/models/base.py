@@ -55,6 +55,8 @@ class SharedFieldsSet(set[str]):
 
 
 _SHARED: dict[frozenset[str], SharedFieldsSet] = {}
+# Values that are never models: a deep walk does not look into them (nor ask isinstance of each).
+_LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
 def share_fields_set(model: BaseModel, deep: bool = False) -> None:
@@ -70,12 +72,15 @@ def share_fields_set(model: BaseModel, deep: bool = False) -> None:
             object.__setattr__(model, "__pydantic_fields_set__", shared)
     if deep:
         for value in model.__dict__.values():
-            if isinstance(value, BaseModel):
-                share_fields_set(value, deep=True)
-            elif isinstance(value, list):
+            kind = type(value)
+            if kind in _LEAVES:
+                continue
+            if kind is list:
                 for item in value:
-                    if isinstance(item, BaseModel):
+                    if type(item) not in _LEAVES and isinstance(item, BaseModel):
                         share_fields_set(item, deep=True)
+            elif isinstance(value, BaseModel):
+                share_fields_set(value, deep=True)
 
 
 # The modules of models that a run builds (the resources, sessions, check definitions, spec, outcome)
