@@ -55,8 +55,7 @@ def notes(rows: list[Row]) -> str:
 def machine() -> str:
     # What kind of machine, not where it keeps its files: no paths in published figures.
     return (
-        f"{platform.system()} {platform.release()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}"
+        f"{platform.system()} {platform.release()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     )
 
 

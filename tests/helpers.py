@@ -105,9 +105,7 @@ class Ran(NamedTuple):
     stderr: str
 
 
-def run_here(
-    argv: list[str], env: dict[str, str], cwd: Path, entry: Callable[..., int] | None = None
-) -> Ran:
+def run_here(argv: list[str], env: dict[str, str], cwd: Path, entry: Callable[..., int] | None = None) -> Ran:
     """`testsession ARGV` (or `entry()`, e.g. the Action's main) in this process, as a child would run:
     exactly `env` as its environment, `cwd` its working directory, stdout and stderr captured (no
     terminal, as in a pipe). For tests whose claim is the command's output, files and exit code, not

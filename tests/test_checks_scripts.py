@@ -83,8 +83,9 @@ def test_teardown_reads_the_response_and_changes_the_body_the_assertions_read(we
     assert attempt.passed, attempt.message
     assert attempt.body_excerpt == '{"status":200,"method":"GET"}'
     failing = {**on_status, "target": "201"}
-    check = parse_check_definition({**check.model_dump(), "request": {**check.request.model_dump(),
-                                                                      "assertions": [failing]}})
+    check = parse_check_definition(
+        {**check.model_dump(), "request": {**check.request.model_dump(), "assertions": [failing]}}
+    )
     assert _run(check).message == "JSON_BODY $.status EQUALS 201: received 200"
 
 

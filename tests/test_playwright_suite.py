@@ -92,7 +92,7 @@ def test_a_failing_suite_names_the_test_and_the_expectation_with_its_files_and_n
     assert result["error"] == (
         "[chromium] › sign-in.spec.ts › shopper signs in: expect(locator).toHaveText(expected) "
         "failed: locator getByRole('heading', { level: 1 }), expected \"Welcome, shopper\", received "
-        "\"Your account\""
+        '"Your account"'
     )
     files = {a["name"]: tmp_path / a["path"] for a in result["attachments"]}  # type: ignore[attr-defined]
     assert files["screenshot"].is_file() and files["trace"].name == "trace.zip" and files["trace"].is_file()

@@ -55,8 +55,15 @@ def test_durations_of_an_earlier_run_balance_the_parts(tmp_path: Path) -> None:
                 name="s",
                 runLocation="eu-west-1",
                 results=[
-                    ResultOutcome(id=c, checkId=c, name=c, status="PASSED", verdict="passed",
-                                  runLocation="eu-west-1", durationSeconds=s)
+                    ResultOutcome(
+                        id=c,
+                        checkId=c,
+                        name=c,
+                        status="PASSED",
+                        verdict="passed",
+                        runLocation="eu-west-1",
+                        durationSeconds=s,
+                    )
                     for c, s in seconds.items()
                 ],
             )
@@ -75,8 +82,18 @@ def test_durations_of_an_earlier_run_balance_the_parts(tmp_path: Path) -> None:
     assert max(_load(i, by_count, seconds) for i in range(4)) > 1.3 * mean
     # Durations rounded onto the ladder: a run 1% slower than the last splits alike.
     jitter = durations_of(
-        [ResultOutcome(id=c, checkId=c, name=c, status="PASSED", verdict="passed", runLocation="eu-west-1",
-                       durationSeconds=s * 1.01) for c, s in seconds.items()]
+        [
+            ResultOutcome(
+                id=c,
+                checkId=c,
+                name=c,
+                status="PASSED",
+                verdict="passed",
+                runLocation="eu-west-1",
+                durationSeconds=s * 1.01,
+            )
+            for c, s in seconds.items()
+        ]
     )
     assert split(units, 4, jitter) == balanced
 
@@ -182,9 +199,10 @@ def test_a_merge_that_is_not_whole_fails_closed_naming_it(tmp_path: Path, shards
     assert mixed.returncode == 2 and "--combine" in mixed.stderr
     combined = _merge(tmp_path, whole, *files.values(), flags=("--combine",))
     result = json.loads((tmp_path / "merged" / "results.json").read_text())
-    assert combined.returncode == result["exitCode"] and result["counts"]["total"] == 2 * shards["whole"][1][
-        "counts"
-    ]["total"]
+    assert (
+        combined.returncode == result["exitCode"]
+        and result["counts"]["total"] == 2 * shards["whole"][1]["counts"]["total"]
+    )
     assert {s["origin"]["shard"] for s in result["sessions"]} == {None, "1/4", "2/4", "3/4", "4/4"}
 
 

@@ -23,7 +23,7 @@ def test_validate_examples_ok(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.out.splitlines() == [
         f"{EXAMPLES / 'testsession.yml'}: ok "
         '(1 session: "pre-deploy checks" in eu-west-1: tags all-outcomes)',
-        f"{EXAMPLES / 'testsession-multi.yml'}: ok (2 sessions: \"smoke (Europe)\" in eu-west-1: tags smoke; "
+        f'{EXAMPLES / "testsession-multi.yml"}: ok (2 sessions: "smoke (Europe)" in eu-west-1: tags smoke; '
         '"api and checkout (US)" in us-east-1: tags api+smoke or checkout)',
     ]
 

@@ -254,33 +254,53 @@ def test_missing_required_field_points_at_its_session() -> None:
     ("text", "expected"),
     [
         ("sessions: []\n", "spec.yml:1: sessions: at least one session"),
-        ("wait: {timeoutSeconds: 5}\n", "spec.yml:1: no sessions: give sessions: (a list of sessions) or "
-         "runLocation: (a single session)"),
+        (
+            "wait: {timeoutSeconds: 5}\n",
+            "spec.yml:1: no sessions: give sessions: (a list of sessions) or runLocation: (a single session)",
+        ),
         ("runLocation: ''\n", "spec.yml:1: runLocation: must not be empty"),
         ("runLocation: x\nname: ''\n", "spec.yml:2: name: must not be empty"),
         ("runLocation: [a]\n", "spec.yml:1: runLocation: expected a string, got a list"),
-        ("runLocation: x\nrefreshCache: maybe\n",
-         "spec.yml:2: refreshCache: expected true or false, got text"),
+        (
+            "runLocation: x\nrefreshCache: maybe\n",
+            "spec.yml:2: refreshCache: expected true or false, got text",
+        ),
         ("runLocation: x\ntarget: smoke\n", "spec.yml:2: target: expected a mapping (key: value), got text"),
-        ("runLocation: x\nrca: {context: " + "c" * 300 + "}\n",
-         "spec.yml:2: rca.context: at most 256 characters (got 300)"),
-        ("runLocation: x\nrca: {max: -1}\n",
-         "spec.yml:2: rca.max: must be greater than or equal to 0 (got -1)"),
-        ("runLocation: x\nretryStrategy: {type: FIXED, maxDurationSeconds: 601}\n",
-         "spec.yml:2: retryStrategy.maxDurationSeconds: must be less than or equal to 600 (got 601)"),
-        ("sessions:\n  - runLocation: x\nrunLocation: y\n",
-         "spec.yml:3: runLocation: a session field: with sessions: given, it goes inside a session"),
-        ("sessions:\n  - runLocation: x\nsesions: []\n",
-         "spec.yml:3: sesions: unknown field 'sesions': did you mean 'sessions'? allowed: sessions, wait, "
-         "rca, reports, gate, baseline, build, checks, comment, shard"),
-        ("runLocation: x\nrunlocation: y\n",
-         "spec.yml:2: runlocation: unknown field 'runlocation': did you mean 'runLocation'? allowed: name, "
-         "runLocation, target, environmentVariables, retryStrategy, refreshCache, metadata, wait, rca, "
-         "reports, gate, baseline, build, comment, shard, checks, sessions"),
-        ("runLocation: x\nname: a\nname: b\n",
-         "spec.yml:3: duplicate key 'name': give each key once per mapping"),
-        ("runLocation: x\ntarget: {matchTags: [[a]], on: true}\n",
-         "spec.yml:2: target.true: key must be text, got true/false: quote it"),
+        (
+            "runLocation: x\nrca: {context: " + "c" * 300 + "}\n",
+            "spec.yml:2: rca.context: at most 256 characters (got 300)",
+        ),
+        (
+            "runLocation: x\nrca: {max: -1}\n",
+            "spec.yml:2: rca.max: must be greater than or equal to 0 (got -1)",
+        ),
+        (
+            "runLocation: x\nretryStrategy: {type: FIXED, maxDurationSeconds: 601}\n",
+            "spec.yml:2: retryStrategy.maxDurationSeconds: must be less than or equal to 600 (got 601)",
+        ),
+        (
+            "sessions:\n  - runLocation: x\nrunLocation: y\n",
+            "spec.yml:3: runLocation: a session field: with sessions: given, it goes inside a session",
+        ),
+        (
+            "sessions:\n  - runLocation: x\nsesions: []\n",
+            "spec.yml:3: sesions: unknown field 'sesions': did you mean 'sessions'? allowed: sessions, wait, "
+            "rca, reports, gate, baseline, build, checks, comment, shard",
+        ),
+        (
+            "runLocation: x\nrunlocation: y\n",
+            "spec.yml:2: runlocation: unknown field 'runlocation': did you mean 'runLocation'? "
+            "allowed: name, runLocation, target, environmentVariables, retryStrategy, refreshCache, "
+            "metadata, wait, rca, reports, gate, baseline, build, comment, shard, checks, sessions",
+        ),
+        (
+            "runLocation: x\nname: a\nname: b\n",
+            "spec.yml:3: duplicate key 'name': give each key once per mapping",
+        ),
+        (
+            "runLocation: x\ntarget: {matchTags: [[a]], on: true}\n",
+            "spec.yml:2: target.true: key must be text, got true/false: quote it",
+        ),
     ],
 )
 def test_one_problem_one_line(text: str, expected: str) -> None:
@@ -331,10 +351,16 @@ def test_yaml_syntax_error_is_one_line_with_file_and_line() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("", "spec.yml:1: empty spec: expected sessions: (a list of sessions) or "
-         "runLocation: (a single session)"),
-        ("# only a comment\n", "spec.yml:1: empty spec: expected sessions: (a list of sessions) or "
-         "runLocation: (a single session)"),
+        (
+            "",
+            "spec.yml:1: empty spec: expected sessions: (a list of sessions) or "
+            "runLocation: (a single session)",
+        ),
+        (
+            "# only a comment\n",
+            "spec.yml:1: empty spec: expected sessions: (a list of sessions) or "
+            "runLocation: (a single session)",
+        ),
         ("- runLocation: x\n", "spec.yml:1: expected a mapping at the top level, got a list"),
         ("just text\n", "spec.yml:1: expected a mapping at the top level, got text"),
     ],

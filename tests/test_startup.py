@@ -32,9 +32,7 @@ print(json.dumps({"code": code, "new": sorted(set(sys.modules) - before)}), file
 
 def imported(*argv: str) -> tuple[str, set[str]]:
     """(stdout, modules imported by `testsession ARGV`) in a fresh interpreter."""
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=60
-    )
+    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=60)
     report = json.loads(done.stderr.strip().splitlines()[-1])
     assert report["code"] in (0, None), done.stderr
     return done.stdout, set(report["new"])

@@ -431,5 +431,7 @@ def test_a_browser_checks_script_path_and_shared_files_reach_its_definition() ->
     (check,) = parse_world_text(HEAD + check_text).accounts[0].checks
     definition = parse_check_definition(check.definition_data())
     assert definition.model_dump(include={"scriptPath", "playwrightConfig"}) == {
-        "scriptPath": "__checks__/a.spec.ts", "playwrightConfig": {"timeout": 5}}
+        "scriptPath": "__checks__/a.spec.ts",
+        "playwrightConfig": {"timeout": 5},
+    }
     assert [(f.path, f.content) for f in definition.sharedFiles] == [("__checks__/h.ts", "export {}")]
