@@ -201,10 +201,14 @@ class OutcomeMemo:
         kept: KeptRead | None = None,
     ) -> ResultOutcome:
         """`kept`: this session's KeptRead, whose values of the rows are used rather than made again."""
-        ids = [g for row in (check.row, *check.tries) for g in row.errorGroupIds]
-        read = tuple(groups.get(g) for g in ids)
         value = row_value if kept is None else kept.value
-        rows = (value(check.row), *(value(t) for t in check.tries))
+        row, tries = check.row, check.tries
+        if tries:
+            rows = (value(row), *map(value, tries))
+            ids = [g for r in (row, *tries) for g in r.errorGroupIds]
+        else:  # most checks: one row, and a pass names no group
+            rows, ids = (value(row),), row.errorGroupIds
+        read = tuple(map(groups.get, ids)) if ids else ()
         key = (rows, read, session.startedAt, ended_by_us)
         last = self._last.get(check.id)
         result = (
