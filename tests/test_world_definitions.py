@@ -127,6 +127,22 @@ def test_only_an_explicit_behaviour_scripts_a_type_that_cannot_run_here(check_ty
 
 
 @pytest.mark.parametrize(
+    "given", ["browsers: []", "installCommand: null, workingDir: null, browsers: null", "testCommand: null"]
+)
+def test_a_suites_null_or_empty_fields_are_production_defaults(given: str) -> None:
+    """Production's null (or an empty list) is the field's default: a suite that says it still runs."""
+    (check,) = (
+        parse_world_text(HEAD + f"      - {{id: c1, name: C, checkType: PLAYWRIGHT, {given}}}\n")
+        .accounts[0]
+        .checks
+    )
+    definition = check.plan.definition
+    assert check.plan.mode is Mode.REAL and isinstance(definition, PlaywrightCheckDefinition)
+    assert (definition.testCommand, definition.browsers) == ("npx playwright test", ["chromium"])
+    assert not {"browsers", "testCommand", "installCommand", "workingDir"} & definition.model_fields_set
+
+
+@pytest.mark.parametrize(
     ("request_text", "got"),
     [
         ("        request:\n        #  url: http://127.0.0.1:18480/status/503\n", "null"),

@@ -152,7 +152,9 @@ def row_value(row: SessionResult) -> RowValue:
 def row_of(value: RowValue) -> SessionResult:
     values, extra, given = value
     fields: dict[str, Any] = dict(zip(_ROW_FIELDS, values, strict=True))
-    row = SessionResult.model_construct(set(given), **fields, **(extra or {}))
+    row = SessionResult.model_construct(set(given), **fields)
+    # Not as keywords: an extra field may be named as model_construct's own parameters (`cls`).
+    object.__setattr__(row, "__pydantic_extra__", dict(extra) if extra else {})
     share_fields_set(row)
     return row
 

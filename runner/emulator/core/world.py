@@ -329,15 +329,12 @@ class WorldCheck(_Strict):
         field its type lacks (an API check's `script`). The values are this check's own, not copies:
         the definition's validation copies the containers it keeps, and reading is all it does
         (a dump copied each request, ~0.7 KiB a check)."""
-        data: dict[str, Any] = {}
-        for name in _DEFINITION_KEYS:
-            value = getattr(self, name)
-            if value is not None and value != []:
-                data[name] = value
+        given = [(name, getattr(self, name)) for name in _DEFINITION_KEYS]
+        if self.checkType in SUITE_CHECK_TYPES:  # a suite's own fields are kept as given (`kept`)
+            given += [(name, self.kept[name]) for name in SUITE_FIELDS if name in self.kept]
+        data = {name: value for name, value in given if value is not None and value != []}
         if self.environmentVariables:
             data["environmentVariables"] = [variable.model_dump() for variable in self.environmentVariables]
-        if self.checkType in SUITE_CHECK_TYPES:
-            data.update({name: self.kept[name] for name in SUITE_FIELDS if name in self.kept})
         return data
 
     def has_script(self) -> bool:
