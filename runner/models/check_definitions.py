@@ -827,19 +827,27 @@ def _field_names(model: type[BaseModel]) -> tuple[str, ...]:
     return tuple(model.model_fields)
 
 
+@cache
+def _field_models(model: type[BaseModel]) -> dict[str, tuple[type[BaseModel] | None, type[BaseModel] | None]]:
+    """Each field of `model`: the model of its mapping and the model of its list's items (or None),
+    worked out once per model, not twice per key of every request of a world."""
+    return {name: (model_at(model, (name,)), model_at(model, (name, 0))) for name in _field_names(model)}
+
+
 def _unknown_fields(value: Mapping[str, Any], model: type[BaseModel], at: Loc) -> list[tuple[Loc, str]]:
     """Keys of `value` that `model` (and the models of its mappings and lists of mappings) lacks."""
-    allowed = _field_names(model)
+    fields = _field_models(model)
     out: list[tuple[Loc, str]] = []
     for key, item in value.items():
-        if key not in allowed:
+        models = fields.get(key) if isinstance(key, str) else None
+        if models is None:
+            allowed = _field_names(model)
             likely = {str(key): c for c in _LIKELY.get(str(key), ()) if c in allowed}
             out.append(((*at, key), unknown_key_message(str(key), list(allowed), likely)))
             continue
-        inner = model_at(model, (key,))
+        inner, element = models
         if inner is not None and isinstance(item, Mapping):
             out += _unknown_fields(item, inner, (*at, key))
-        element = model_at(model, (key, 0))
         if element is not None and isinstance(item, list):
             for i, entry in enumerate(item):
                 if isinstance(entry, Mapping):

@@ -329,10 +329,17 @@ class WorldCheck(_Strict):
         field its type lacks (an API check's `script`). The values are this check's own, not copies:
         the definition's validation copies the containers it keeps, and reading is all it does
         (a dump copied each request, ~0.7 KiB a check)."""
-        given = [(name, getattr(self, name)) for name in _DEFINITION_KEYS]
+        data: dict[str, Any] = {}
+        fields = self.__dict__
+        for name in _DEFINITION_KEYS:
+            value = fields[name]
+            if value is not None and value != []:
+                data[name] = value
         if self.checkType in SUITE_CHECK_TYPES:  # a suite's own fields are kept as given (`kept`)
-            given += [(name, self.kept[name]) for name in SUITE_FIELDS if name in self.kept]
-        data = {name: value for name, value in given if value is not None and value != []}
+            for name in SUITE_FIELDS:
+                value = self.kept.get(name)
+                if value is not None and value != []:
+                    data[name] = value
         if self.environmentVariables:
             data["environmentVariables"] = [variable.model_dump() for variable in self.environmentVariables]
         return data
