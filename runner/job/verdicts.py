@@ -113,11 +113,12 @@ def check_rows(session: TestSession) -> list[CheckRows]:
     attempts: dict[tuple[str | None, str | None, str], list[SessionResult]] = {}
     finals: list[SessionResult] = []
     for result in session.results:
-        key = (result.checkId, result.runLocation, result.name)
         if result.resultType == "ATTEMPT":
-            attempts.setdefault(key, []).append(result)
+            attempts.setdefault((result.checkId, result.runLocation, result.name), []).append(result)
         else:
             finals.append(result)
+    if not attempts:  # no check retried (most reads): one entry per FINAL row, in their order
+        return [CheckRows(result, []) for result in finals]
     seen = set()
     checks = []
     for result in finals:
