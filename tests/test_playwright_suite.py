@@ -5,6 +5,7 @@ testCommand that is not `npx playwright test ...`, fails closed with one line sa
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -130,6 +131,23 @@ def test_sigterm_mid_suite_ends_the_run_within_5_s_leaving_no_browser_and_no_fil
     assert took < 5.0 and proc.returncode == 143, (took, out, err)
     assert processes_with(marker) == []
     assert sorted(p.name for p in e2e.iterdir()) == before  # our config beside theirs is gone too
+
+
+def test_a_config_left_by_a_killed_run_is_removed_by_the_next_and_a_running_ones_is_kept(
+    tmp_path: Path,
+) -> None:
+    """SIGKILL runs no cleanup: the next run in the project removes what a gone process wrote."""
+    from runner.checks.protocols.playwright.suite import sweep_stale
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    killed = tmp_path / f".testsession-{gone.stdout.strip()}-0a1b2c3d.config.ts"
+    running = tmp_path / f".testsession-{os.getpid()}-0a1b2c3d.config.ts"
+    theirs = [tmp_path / "playwright.config.ts", tmp_path / ".testsession-notes.config.ts"]
+    for path in (killed, running, *theirs):
+        path.write_text("export default {};\n")
+    assert sweep_stale(tmp_path) == [killed]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in (running, *theirs))
 
 
 def test_a_missing_project_fails_closed_saying_what_is_missing(tmp_path: Path) -> None:

@@ -8,8 +8,9 @@ removes it after the run. The command is the user's testCommand as an argument l
 `--config` replaced by ours; the child runs in its own process group with the check's variables as
 process.env and nothing else of ours but what Node and the browser need (node.child_environment),
 bounded by the attempt's deadline and ended with everything it started on a stop. The config written
-beside the project's is removed after the run, and at the latest when testsession exits (a SIGTERM);
-only a SIGKILL can leave a `.testsession-*.config.ts` behind.
+beside the project's is removed after the run, and at the latest when testsession exits (a SIGTERM).
+Only a SIGKILL can leave a `.testsession-PID-*.config.ts` behind: the next run in that project
+removes it, once the process its name gives is gone (`sweep_stale`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import os
+import re
 import secrets
 import threading
 from pathlib import Path
@@ -48,6 +51,41 @@ def _remove_written() -> None:
         _WRITTEN.clear()
 
 
+# `.testsession-PID-RANDOM.config.ts`: the process that wrote it, so a later run can tell a config
+# left by a killed run from one a run in progress still uses.
+_WRAPPER_NAME = re.compile(r"\.testsession-(\d{1,10})-[0-9a-f]{8}\.config\.ts")
+
+
+def sweep_stale(folder: Path) -> list[Path]:
+    """Removes the configs runs killed by SIGKILL left in `folder` (their `finally` and atexit never
+    ran): those whose writer is no longer a process here. A run still going keeps its own."""
+    removed: list[Path] = []
+    try:
+        found = [path for path in folder.iterdir() if _WRAPPER_NAME.fullmatch(path.name)]
+    except OSError:
+        return removed
+    for path in found:
+        match = _WRAPPER_NAME.fullmatch(path.name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return True  # not a process's id: not ours to judge
+    try:
+        os.kill(pid, 0)  # no signal sent: whether the process exists
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process (EPERM), or it cannot be told: left alone
+        return True
+    return True
+
+
 def wrapper_text(config: Path) -> str:
     """The config the run gives Playwright: the project's, with overlay.cjs applied."""
     return (
@@ -71,7 +109,8 @@ def run_suite(
     """OSError when the wrapper config cannot be written beside the project's (a read-only folder)."""
     tools = node_tools()
     with scratch_dir("testsession-suite-") as work:
-        wrapper = project.config.parent / f".testsession-{secrets.token_hex(4)}.config.ts"
+        sweep_stale(project.config.parent)
+        wrapper = project.config.parent / f".testsession-{os.getpid()}-{secrets.token_hex(4)}.config.ts"
         with _WRITTEN_LOCK:
             _WRITTEN.add(wrapper)
         try:
