@@ -30,6 +30,13 @@ def _units(count: int) -> list[Unit]:
     return [Unit(0, f"check-{i:03d}", f"s\x1feu-west-1\x1fcheck-{i:03d}", "eu-west-1") for i in range(count)]
 
 
+def _passed(check: str, seconds: float) -> ResultOutcome:
+    return ResultOutcome(
+        id=check, checkId=check, name=check, status="PASSED", verdict="passed", runLocation="eu-west-1",
+        durationSeconds=seconds,
+    )  # fmt: skip
+
+
 def _load(i: int, parts: list[list[Unit]], seconds: dict[str, float]) -> float:
     return sum(seconds[u.check_id] for u in parts[i])
 
@@ -54,18 +61,7 @@ def test_durations_of_an_earlier_run_balance_the_parts(tmp_path: Path) -> None:
             SessionOutcome(
                 name="s",
                 runLocation="eu-west-1",
-                results=[
-                    ResultOutcome(
-                        id=c,
-                        checkId=c,
-                        name=c,
-                        status="PASSED",
-                        verdict="passed",
-                        runLocation="eu-west-1",
-                        durationSeconds=s,
-                    )
-                    for c, s in seconds.items()
-                ],
+                results=[_passed(c, s) for c, s in seconds.items()],
             )
         ]
     )
@@ -81,20 +77,7 @@ def test_durations_of_an_earlier_run_balance_the_parts(tmp_path: Path) -> None:
     by_count = split(units, 4)
     assert max(_load(i, by_count, seconds) for i in range(4)) > 1.3 * mean
     # Durations rounded onto the ladder: a run 1% slower than the last splits alike.
-    jitter = durations_of(
-        [
-            ResultOutcome(
-                id=c,
-                checkId=c,
-                name=c,
-                status="PASSED",
-                verdict="passed",
-                runLocation="eu-west-1",
-                durationSeconds=s * 1.01,
-            )
-            for c, s in seconds.items()
-        ]
-    )
+    jitter = durations_of([_passed(c, s * 1.01) for c, s in seconds.items()])
     assert split(units, 4, jitter) == balanced
 
 
