@@ -237,9 +237,10 @@ class _Watch:
     def __init__(self, worker: SessionWorker, reader: GroupReader, session: TestSession) -> None:
         self.worker = worker
         self.reader = reader
-        self.kept = KeptRead(session)  # the last read, without its rows (`session` gives it back)
-        self.kept.release()
-        self._first: TestSession | None = session  # the trigger's answer, until `run` observes it
+        # The last read observed, without its rows (`session` gives it back); None until `run`
+        # observes the trigger's answer, which is kept until then.
+        self.kept: KeptRead | None = None
+        self._first: TestSession | None = session
         self.started = worker.clock()
         self.reported: set[str] = set()
         # Every result any answer showed: by id, its check id and name (all `_vanished` asks of it).
@@ -254,6 +255,9 @@ class _Watch:
     def session(self) -> TestSession:
         """The last read of the session, its rows made again (only when the wait ends without a
         final answer: a deadline, a signal, a failed read)."""
+        if self.kept is None:  # nothing observed: the trigger's answer, final as it came
+            assert self._first is not None
+            return self._first
         return self.kept.read()
 
     def results(
@@ -296,14 +300,16 @@ class _Watch:
         worker = self.worker
         plan = worker.plan
         deadline = self.started + plan.timeout_seconds
-        first, self._first = self._first, None
-        assert first is not None  # run once
+        first = self._first
+        assert first is not None
         final = None
         if not first.is_final:
             began = worker.clock()
             self._observe(first)
             session_id = first.testSessionId
-            del first  # its rows are the memo's values from here (the trigger's: ~19 MiB at 10,000)
+            # Its rows are the memo's values from here (the trigger's: ~19 MiB at 10,000).
+            self._first = None
+            del first
             final = wait_for_session(
                 worker.client,
                 session_id,

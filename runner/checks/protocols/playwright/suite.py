@@ -61,11 +61,10 @@ def sweep_stale(folder: Path) -> list[Path]:
     ran): those whose writer is no longer a process here. A run still going keeps its own."""
     removed: list[Path] = []
     try:
-        found = [path for path in folder.iterdir() if _WRAPPER_NAME.fullmatch(path.name)]
+        found = [(path, _WRAPPER_NAME.fullmatch(path.name)) for path in folder.iterdir()]
     except OSError:
         return removed
-    for path in found:
-        match = _WRAPPER_NAME.fullmatch(path.name)
+    for path, match in found:
         if match is None or _alive(int(match.group(1))):
             continue
         with contextlib.suppress(OSError):
