@@ -3,6 +3,10 @@ and behave exactly as with sets of their own: exclude_unset, model_copy, a field
 
 from __future__ import annotations
 
+import copy
+import json
+import pickle
+
 import pytest
 
 from runner.emulator.core.world import parse_world
@@ -50,3 +54,42 @@ def test_a_world_s_checks_and_their_definitions_share_their_sets() -> None:
     assert da.__pydantic_fields_set__ is db.__pydantic_fields_set__
     assert da.request.__pydantic_fields_set__ is db.request.__pydantic_fields_set__
     assert da.request.model_dump(exclude_unset=True)["assertions"] == check["request"]["assertions"]  # type: ignore[index]
+
+
+def test_a_world_s_empty_fields_are_one_value_that_cannot_change_in_place() -> None:
+    check = {"checkType": "API", "request": {"method": "GET", "url": "http://127.0.0.1:9/"}}
+    checks = [{"id": f"c{i}", "name": f"check {i}", **check} for i in range(2)]
+    world = parse_world(
+        {"accounts": [{"id": "a1", "name": "a", "keys": [{"key": "tsk_key_0001"}], "checks": checks}]}
+    )
+    a, b = world.accounts[0].checks
+    assert a.locations is b.locations and a.kept is b.kept and a.locations == [] and a.kept == {}
+    da, db = a.plan.definition, b.plan.definition
+    assert da is not None and db is not None and da.request.headers is db.request.headers
+    with pytest.raises(TypeError, match="assign a new value"):
+        a.locations.append("eu-west-1")  # would give every check that location
+    with pytest.raises(TypeError, match="assign a new value"):
+        a.kept["frequency"] = 5
+    assert b.locations == [] and b.kept == {}
+    # A copy, a dump and JSON see a plain empty list; assignment gives a check its own.
+    copied = a.model_copy(deep=True, update={"locations": ["us-east-1"]})
+    assert copied.locations == ["us-east-1"] and b.locations == []
+    dumped = a.model_dump()
+    assert type(dumped["locations"]) is list and type(dumped["kept"]) is dict
+    assert json.loads(a.model_dump_json())["locations"] == []
+    assert json.dumps({"l": a.locations, "k": a.kept}) == '{"l": [], "k": {}}'
+    assert pickle.loads(pickle.dumps(a.locations)) == [] and copy.copy(a.locations) is a.locations
+
+
+def test_rows_read_again_share_their_names_with_the_last_read() -> None:
+    body = TestSession(
+        testSessionId="s", status="RUNNING",
+        results=[{**ROW, "checkId": "check-1", "testSessionResultLink": "http://x/results/r1"}],
+    ).model_dump_json(exclude_unset=True)  # fmt: skip
+    first, again = (TestSession.model_validate_json(body).results[0] for _ in range(2))
+    for name in ("testSessionResultId", "testSessionResultLink", "checkId", "name"):
+        assert getattr(first, name) is getattr(again, name)  # one object, not one per read
+    assert first.errorGroupIds is again.errorGroupIds and first.errorGroupIds == []
+    failing = TestSession.model_validate({"testSessionId": "s", "status": "FAILED", "results": [
+        {**ROW, "status": "FAILED", "errorGroupIds": ["g1"]}]}).results[0]  # fmt: skip
+    assert failing.errorGroupIds == ["g1"]

@@ -43,3 +43,9 @@ def test_the_node_budget_holds() -> None:
         load_plain_or_bounded(text, max_nodes=120)
     with pytest.raises(TooLarge):
         load_plain_or_bounded("a:" + " [" * 50 + "]" * 50)
+
+
+def test_a_text_written_many_times_is_one_value() -> None:
+    data = load_plain_or_bounded("- {method: GET, tag: 'bench'}\n- {method: GET, tag: \"bench\"}\n")
+    assert data == [{"method": "GET", "tag": "bench"}] * 2
+    assert data[0]["method"] is data[1]["method"] and data[0]["tag"] is data[1]["tag"]

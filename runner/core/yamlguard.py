@@ -132,6 +132,9 @@ def _from_events(text: str, max_nodes: int) -> Any:
         keys: list[bool] = []  # per open collection: is it a mapping
         root: Any = None
         plain_tags: dict[str, str] = {}
+        # Values repeat too (GET, API, STATUS_CODE, EQUALS, a tag): one object per text while the data
+        # lives (~0.3 KiB a check of a world), not one per occurrence; the map goes with the load.
+        texts: dict[str, Any] = {}
         count = 0
         documents = 0
         while True:
@@ -152,7 +155,7 @@ def _from_events(text: str, max_nodes: int) -> Any:
                 else:
                     tag = loader.resolve(yaml.ScalarNode, text_value, event.implicit)
                 if tag == _STR:  # what construct_yaml_str returns, without a node for it
-                    value = text_value
+                    value = texts.setdefault(text_value, text_value)
                 elif tag == _MERGE:
                     raise _NotPlain
                 else:

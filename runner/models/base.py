@@ -8,7 +8,15 @@ from pydantic import BaseModel, ConfigDict
 
 from runner.models.problems import describe_validation_error
 
-__all__ = ["ApiModel", "RequestModel", "describe_validation_error", "empty_dict", "empty_list"]
+__all__ = [
+    "ApiModel",
+    "RequestModel",
+    "describe_validation_error",
+    "empty_dict",
+    "empty_list",
+    "shared_empty_dict",
+    "shared_empty_list",
+]
 
 # A resource's validator is built when it is first used, not when its module is imported: the API
 # has ~60 models and a run uses a few (a local one-check run: the session and the check
@@ -94,9 +102,68 @@ def share_fields_set(model: BaseModel, deep: bool = False) -> None:
 # validator is built, pydantic reads its default factory's signature, and a builtin's is parsed from
 # its text (inspect tokenizes it: compiling tokenize's patterns alone was ~1% of a one-check run's
 # start-up); a function's is read directly. The value is the same fresh `[]` or `{}`.
+#
+# `shared_empty_list` (and `shared_empty_dict`): for the values held by the thousand while a run
+# lasts, and never changed in place (world checks, check definitions, session rows). One shared
+# empty list that refuses to change, not a fresh one per value: a world check, its definition and
+# its request had eight, 0.5 KiB a check. Such a field is given a list of its own by assignment or a
+# copy; changing the default in place raises rather than change every value that shares it.
+
+_FROZEN = "a field's shared empty default cannot change in place: assign a new value instead"
+
+
+class _EmptyList(list[Any]):
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(_FROZEN)
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+
+    def __copy__(self) -> _EmptyList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _EmptyList:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, ())
+
+
+class _EmptyDict(dict[str, Any]):
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(_FROZEN)
+
+    __setitem__ = __delitem__ = __ior__ = setdefault = update = pop = popitem = clear = _refuse
+
+    def __copy__(self) -> _EmptyDict:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _EmptyDict:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, ())
+
+
+_EMPTY_LIST = _EmptyList()
+_EMPTY_DICT = _EmptyDict()
+
+
 def empty_list() -> list[Any]:
     return []
 
 
 def empty_dict() -> dict[str, Any]:
     return {}
+
+
+def shared_empty_list() -> list[Any]:
+    return _EMPTY_LIST
+
+
+def shared_empty_dict() -> dict[str, Any]:
+    return _EMPTY_DICT

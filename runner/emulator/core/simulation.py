@@ -45,7 +45,7 @@ def timeout_message(check_type: str, seconds: float) -> str:
     )
 
 
-@dataclass
+@dataclass(slots=True)  # one or more a check of a session: no __dict__ each
 class SessionAttempt:
     id: str
     start: float
@@ -61,7 +61,7 @@ class SessionAttempt:
     evidence: Attempt | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class SessionRun:
     check: WorldCheck
     final_id: str
