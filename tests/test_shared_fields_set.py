@@ -78,7 +78,10 @@ def test_a_world_s_empty_fields_are_one_value_that_cannot_change_in_place() -> N
     assert type(dumped["locations"]) is list and type(dumped["kept"]) is dict
     assert json.loads(a.model_dump_json())["locations"] == []
     assert json.dumps({"l": a.locations, "k": a.kept}) == '{"l": [], "k": {}}'
-    assert pickle.loads(pickle.dumps(a.locations)) == [] and copy.copy(a.locations) is a.locations
+    assert pickle.loads(pickle.dumps(a.locations)) == []
+    mine = copy.copy(a.locations)  # a copy is its holder's own to change
+    mine.append("eu-west-1")
+    assert mine == ["eu-west-1"] and a.locations == []
 
 
 def test_rows_read_again_share_their_names_with_the_last_read() -> None:
@@ -93,3 +96,7 @@ def test_rows_read_again_share_their_names_with_the_last_read() -> None:
     failing = TestSession.model_validate({"testSessionId": "s", "status": "FAILED", "results": [
         {**ROW, "status": "FAILED", "errorGroupIds": ["g1"]}]}).results[0]  # fmt: skip
     assert failing.errorGroupIds == ["g1"]
+    # No extra field: one shared empty map; a copy that adds one has a map of its own.
+    assert first.__pydantic_extra__ is again.__pydantic_extra__ == {}
+    noted = first.model_copy(update={"errorMessage": "boom"})
+    assert noted.model_extra == {"errorMessage": "boom"} and first.model_extra == {}

@@ -67,9 +67,11 @@ _SHARED: dict[frozenset[str], SharedFieldsSet] = {}
 _LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
-def share_fields_set(model: BaseModel, deep: bool = False) -> None:
-    """Gives `model` (with `deep`, the models in its fields and lists too) the shared set equal to
-    its own. For values read once and not changed in place: rows of a session, check definitions."""
+def share_parts(model: BaseModel, deep: bool = False) -> None:
+    """For values held by the thousand and not changed in place (a session's rows, check definitions,
+    judged outcomes): gives `model` (with `deep`, the models in its fields and lists too) the shared
+    set equal to its set of given fields, and the shared empty list or map (shared_empty_list) for
+    each empty one: its fields', and its extras' when it has none (a `{}` of its own is 64 B)."""
     own = model.__pydantic_fields_set__
     if type(own) is set:
         key = frozenset(own)
@@ -78,17 +80,26 @@ def share_fields_set(model: BaseModel, deep: bool = False) -> None:
             shared = _SHARED.setdefault(key, SharedFieldsSet(key))
         if shared is not None:
             object.__setattr__(model, "__pydantic_fields_set__", shared)
-    if deep:
-        for value in model.__dict__.values():
-            kind = type(value)
-            if kind in _LEAVES:
-                continue
-            if kind is list:
+    extra = model.__pydantic_extra__
+    if type(extra) is dict and not extra:
+        object.__setattr__(model, "__pydantic_extra__", _EMPTY_DICT)
+    values = model.__dict__
+    for name, value in values.items():
+        kind = type(value)
+        if kind in _LEAVES:
+            continue
+        if kind is list:
+            if not value:
+                values[name] = _EMPTY_LIST  # an existing key: the dict does not change size
+            elif deep:
                 for item in value:
                     if type(item) not in _LEAVES and isinstance(item, BaseModel):
-                        share_fields_set(item, deep=True)
-            elif isinstance(value, BaseModel):
-                share_fields_set(value, deep=True)
+                        share_parts(item, deep=True)
+        elif kind is dict:
+            if not value:
+                values[name] = _EMPTY_DICT
+        elif deep and isinstance(value, BaseModel):
+            share_parts(value, deep=True)
 
 
 # The modules of models that a run builds (the resources, sessions, check definitions, spec, outcome)
@@ -121,11 +132,11 @@ class _EmptyList(list[Any]):
     append = extend = insert = remove = pop = clear = sort = reverse = _refuse
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
 
-    def __copy__(self) -> _EmptyList:
-        return self
+    def __copy__(self) -> list[Any]:  # a copy is its holder's own to change (model_copy's update)
+        return []
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> _EmptyList:
-        return self
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        return []
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (list, ())
@@ -139,11 +150,11 @@ class _EmptyDict(dict[str, Any]):
 
     __setitem__ = __delitem__ = __ior__ = setdefault = update = pop = popitem = clear = _refuse
 
-    def __copy__(self) -> _EmptyDict:
-        return self
+    def __copy__(self) -> dict[str, Any]:
+        return {}
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> _EmptyDict:
-        return self
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return {}
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (dict, ())

@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from runner.models.base import ApiModel, RequestModel, empty_list, share_fields_set, shared_empty_list
+from runner.models.base import ApiModel, RequestModel, empty_list, share_parts, shared_empty_list
 
 SESSION_STATUSES = ("RUNNING", "FAILED", "PASSED", "CANCELLED")
 FINAL_SESSION_STATUSES = frozenset({"FAILED", "PASSED", "CANCELLED"})
@@ -189,8 +189,8 @@ class SessionResult(ApiModel):
 
     def model_post_init(self, context: Any, /) -> None:
         # A session of 10,000 rows is read many times; each row's set of given fields is one of a
-        # few (base.share_fields_set), not 728 B of its own, from the moment the row is read.
-        share_fields_set(self)
+        # few (base.share_parts), not 728 B of its own, from the moment the row is read.
+        share_parts(self)
         # A row's names are the same read after read, and the last read's are still held (the
         # watch's values, the judged outcomes) while the next is read: one object for each text,
         # not one per read (~0.3 KiB a row). Interned strings go when nothing holds them.
@@ -199,8 +199,6 @@ class SessionResult(ApiModel):
             value = values[name]
             if type(value) is str:
                 values[name] = intern(value)
-        if not values["errorGroupIds"]:  # most rows: one shared empty list, not one each
-            values["errorGroupIds"] = shared_empty_list()
 
 
 _SAME_EVERY_READ = ("testSessionResultId", "testSessionResultLink", "checkId", "name")

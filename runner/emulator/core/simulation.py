@@ -205,7 +205,7 @@ def _result(
     )
 
 
-_DECLARED = SharedFieldsSet(SessionResult.model_fields)  # one set for every row (base.share_fields_set)
+_DECLARED = SharedFieldsSet(SessionResult.model_fields)  # one set for every row (base.share_parts)
 
 
 def render_run(

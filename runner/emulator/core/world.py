@@ -29,7 +29,7 @@ from runner.core.messages import clean_message
 from runner.core.yamlguard import Loc, TooLarge, lines_later, load_plain_or_bounded
 from runner.emulator.core.faults import FaultSpec
 from runner.models import DEFAULT_ACCOUNT_HEADER, account_header_problem
-from runner.models.base import empty_list, share_fields_set, shared_empty_dict, shared_empty_list
+from runner.models.base import empty_list, share_parts, shared_empty_dict, shared_empty_list
 from runner.models.check_definitions import (
     LOCAL_CHECK_TYPES,
     SCRIPT_CHECK_TYPES,
@@ -312,9 +312,9 @@ class WorldCheck(_Strict):
         # A checks file (checksfile.py) has no behaviour: and no settings: its advice differs.
         self._plan = _decide(self, checks_file=bool(info.context and info.context.get("checks_file")))
         # Kept for the run's life: one set of given fields per distinct set, not one per check.
-        share_fields_set(self)
+        share_parts(self)
         if self._plan.definition is not None:
-            share_fields_set(self._plan.definition, deep=True)
+            share_parts(self._plan.definition, deep=True)
         return self
 
     @property
