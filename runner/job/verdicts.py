@@ -290,7 +290,7 @@ def check_outcome(
     )
     # Kept for every check until the reports. Not a deep walk of its 19 values: its models are in
     # the two lists, empty but for a failure's attempts and a browser check's files.
-    share_parts(outcome)
+    share_parts(outcome, empties=("failedAttempts", "errorGroupIds", "attachments"))
     for item in (*outcome.failedAttempts, *outcome.attachments):
         share_parts(item)
     return outcome

@@ -67,11 +67,13 @@ _SHARED: dict[frozenset[str], SharedFieldsSet] = {}
 _LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
-def share_parts(model: BaseModel, deep: bool = False) -> None:
+def share_parts(model: BaseModel, deep: bool = False, empties: tuple[str, ...] = ()) -> None:
     """For values held by the thousand and not changed in place (a session's rows, check definitions,
     judged outcomes): gives `model` (with `deep`, the models in its fields and lists too) the shared
-    set equal to its set of given fields, and the shared empty list or map (shared_empty_list) for
-    each empty one: its fields', and its extras' when it has none (a `{}` of its own is 64 B)."""
+    set equal to its set of given fields, the shared empty map of extras when it has none (a `{}` of
+    its own is 64 B), and to each field named in `empties` that is empty the shared empty list or
+    map (shared_empty_list). Named, not found by a walk of every field: a row is read 10,000 times
+    a read, and its defaults are shared already."""
     own = model.__pydantic_fields_set__
     if type(own) is set:
         key = frozenset(own)
@@ -83,23 +85,22 @@ def share_parts(model: BaseModel, deep: bool = False) -> None:
     extra = model.__pydantic_extra__
     if type(extra) is dict and not extra:
         object.__setattr__(model, "__pydantic_extra__", _EMPTY_DICT)
-    values = model.__dict__
-    for name, value in values.items():
-        kind = type(value)
-        if kind in _LEAVES:
-            continue
-        if kind is list:
-            if not value:
-                values[name] = _EMPTY_LIST  # an existing key: the dict does not change size
-            elif deep:
+    if empties:
+        values = model.__dict__
+        for name in empties:
+            if not values[name]:  # an existing key: the dict does not change size
+                values[name] = _EMPTY_DICT if isinstance(values[name], dict) else _EMPTY_LIST
+    if deep:
+        for value in model.__dict__.values():
+            kind = type(value)
+            if kind in _LEAVES:
+                continue
+            if kind is list:
                 for item in value:
                     if type(item) not in _LEAVES and isinstance(item, BaseModel):
                         share_parts(item, deep=True)
-        elif kind is dict:
-            if not value:
-                values[name] = _EMPTY_DICT
-        elif deep and isinstance(value, BaseModel):
-            share_parts(value, deep=True)
+            elif isinstance(value, BaseModel):
+                share_parts(value, deep=True)
 
 
 # The modules of models that a run builds (the resources, sessions, check definitions, spec, outcome)

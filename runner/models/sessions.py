@@ -190,7 +190,7 @@ class SessionResult(ApiModel):
     def model_post_init(self, context: Any, /) -> None:
         # A session of 10,000 rows is read many times; each row's set of given fields is one of a
         # few (base.share_parts), not 728 B of its own, from the moment the row is read.
-        share_parts(self)
+        share_parts(self, empties=("errorGroupIds",))
         # A row's names are the same read after read, and the last read's are still held (the
         # watch's values, the judged outcomes) while the next is read: one object for each text,
         # not one per read (~0.3 KiB a row). Interned strings go when nothing holds them.
