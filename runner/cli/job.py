@@ -7,12 +7,11 @@ and the environment; everything after gets what it needs at construction.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import signal
 import sys
 from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -30,6 +29,7 @@ from runner.cli.common import (
 )
 from runner.client import ApiClient
 from runner.client.transport import LocalTransport
+from runner.core import memory
 from runner.core.errors import SpecError, UsageError
 from runner.core.exitcodes import ExitCode
 from runner.core.redact import Redactor, redact_data
@@ -353,15 +353,9 @@ class Job:
         requests, commit = self._requests()
         baseline = None if self.settings.detach else self._baseline()
         events = EventQueue()
-        # The start-up (the client, and for a local run the emulator's modules, the world and its
-        # backend) makes ~50,000 objects that live to the end of the run: the cyclic collector is
-        # paused while they are made, then they are frozen, out of its generations, so that no
-        # collection walks them (one pass over them was ~40 ms of a one-check run at load 4).
-        # handle_run gives them back to the collector and restores its state when the run ends.
-        gc.disable()
-        with self._client(events) as client:
-            gc.freeze()
-            gc.enable()
+        with ExitStack() as scope:
+            with memory.start_up():  # the client, and for a local run the world and its backend
+                client = scope.enter_context(self._client(events))
             self._check_writable()
             plan = self._shard(client, requests)
             if plan is not None:

@@ -247,25 +247,10 @@ def _load(
 
 
 def handle_run(args: argparse.Namespace, ctx: Context) -> int:
-    import gc
+    from runner.core import memory
 
-    # The cyclic collector's young generation is collected every 700 allocations by default: a run
-    # of 10,000 checks allocates millions of short-lived objects (models, parsed answers) that hold
-    # no cycles, and the collections took a quarter of its CPU (18.2 -> 13.8 s at 50,000). The middle
-    # generation at 100 young collections, not 20: each of its collections walked ~1M live objects
-    # (0.3 s) and found 3 objects of garbage; a cycle waits at most 5M allocations. For the
-    # run only: the long-lived `testsession emulator` (and a process that calls main()) keep theirs.
-    before, enabled = gc.get_threshold(), gc.isenabled()
-    gc.set_threshold(50_000, 100, 100)
-    try:
+    with memory.for_a_run():  # the collector's pace and the allocator's thresholds (core/memory.py)
         return _handle_run(args, ctx)
-    finally:
-        gc.unfreeze()  # what the run's start-up froze (Job._run_checks) goes back to the collector
-        gc.set_threshold(*before)
-        if enabled:
-            gc.enable()
-        else:
-            gc.disable()
 
 
 def _handle_run(args: argparse.Namespace, ctx: Context) -> int:
