@@ -151,3 +151,18 @@ def test_a_child_process_evidence_is_kept_bounded_and_reads_back() -> None:
     back = from_data(json.loads(json.dumps(stored)))
     assert back is not None and back.steps == steps and back.files == files
     assert back.console == lines[-MAX_CONSOLE_LINES:]  # the last lines, where a failure shows
+
+
+def test_a_kept_pass_is_the_attempt_without_its_evidence_detail(web: HttpServer) -> None:
+    """What a session keeps of a passed attempt: every field as it was (a field added to Attempt later
+    too) but the detail only an error group's analysis reads, at its default."""
+    seen = run_check(
+        parse_check_definition(api("cart", web.url("/status/200"), status("200"))), max_run_seconds=5
+    ).final
+    seen = dataclasses.replace(seen, files=(EvidenceFile("shot.png", "SCREENSHOT", "/tmp/shot.png"),), body_truncated=True)
+    assert seen.passed and seen.timing is not None and seen.request is not None and seen.assertions
+    detail = ("timing", "body_excerpt", "failed_assertion", "assertions", "request", "steps", "console")
+    defaults = Attempt(number=1, started_at=0.0, duration_ms=0.0, passed=True)
+    assert seen.as_kept_passed() == dataclasses.replace(
+        seen, **{name: getattr(defaults, name) for name in detail}
+    )

@@ -150,11 +150,28 @@ class Attempt:
     def as_kept_passed(self) -> Attempt:
         """A passed attempt as a session keeps it: what its row shows (whether the body was cut, the
         files) without the rest of its evidence (request, timing, assertions, excerpt, steps), which
-        only an error group's analysis reads, and a pass has no group: ~0.9 KiB a check at 10,000."""
-        return dataclasses.replace(
-            self, timing=None, body_excerpt=None, failed_assertion=None, assertions=(), request=None,
-            steps=(), console=(),
-        )  # fmt: skip
+        only an error group's analysis reads, and a pass has no group: ~0.9 KiB a check at 10,000.
+        Built field by field, the left-out ones at their defaults: dataclasses.replace took twice as
+        long (8.6 against 4 us, 10,000 times a run)."""
+        return Attempt(
+            number=self.number,
+            started_at=self.started_at,
+            duration_ms=self.duration_ms,
+            passed=self.passed,
+            degraded=self.degraded,
+            error_class=self.error_class,
+            error_kind=self.error_kind,
+            message=self.message,
+            network_failure=self.network_failure,
+            response_time_ms=self.response_time_ms,
+            status_code=self.status_code,
+            response_code=self.response_code,
+            body_truncated=self.body_truncated,
+            body_bytes=self.body_bytes,
+            cancelled=self.cancelled,
+            fingerprint=self.fingerprint,
+            files=self.files,
+        )
 
     @property
     def truncation(self) -> str | None:
