@@ -132,7 +132,7 @@ def test_a_checks_file_runs_without_an_http_server(web: HttpServer, tmp_path: Pa
 
 
 def test_a_run_in_this_process_leaves_the_collector_as_it_found_it(web: HttpServer, tmp_path: Path) -> None:
-    """A run pauses the cyclic collector for its start-up and freezes what that made (Job._run_checks):
+    """A run pauses the cyclic collector for its start-up and freezes what that made (core/memory.py):
     a process that calls main() gets its collector back as it was, nothing left frozen."""
     _checks(tmp_path, web)
     before = gc.get_threshold()
