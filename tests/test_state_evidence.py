@@ -159,7 +159,9 @@ def test_a_kept_pass_is_the_attempt_without_its_evidence_detail(web: HttpServer)
     seen = run_check(
         parse_check_definition(api("cart", web.url("/status/200"), status("200"))), max_run_seconds=5
     ).final
-    seen = dataclasses.replace(seen, files=(EvidenceFile("shot.png", "SCREENSHOT", "/tmp/shot.png"),), body_truncated=True)
+    seen = dataclasses.replace(
+        seen, files=(EvidenceFile("shot.png", "SCREENSHOT", "/tmp/shot.png"),), body_truncated=True
+    )
     assert seen.passed and seen.timing is not None and seen.request is not None and seen.assertions
     detail = ("timing", "body_excerpt", "failed_assertion", "assertions", "request", "steps", "console")
     defaults = Attempt(number=1, started_at=0.0, duration_ms=0.0, passed=True)

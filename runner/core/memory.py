@@ -68,10 +68,10 @@ def _fix_large_blocks() -> None:
         return
     _fixed = True
     try:
-        import ctypes
+        import ctypes  # a Python built without libffi has none: the thresholds are left as they are
 
         mallopt = ctypes.CDLL(None).mallopt  # the process's C library; musl has none: left as it is
-    except (OSError, AttributeError):
+    except (ImportError, OSError, AttributeError):
         return
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt(_M_MMAP_THRESHOLD, LARGE_BLOCK)
