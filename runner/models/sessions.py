@@ -2,9 +2,9 @@
 
 # No `from __future__ import annotations`: real annotations, as models/base.py says why.
 import re
+import sys
 from collections.abc import Iterable
 from datetime import datetime
-from sys import intern
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -193,15 +193,20 @@ class SessionResult(ApiModel):
         share_parts(self, empties=("errorGroupIds",))
         # A row's names are the same read after read, and the last read's are still held (the
         # watch's values, the judged outcomes) while the next is read: one object for each text,
-        # not one per read (~0.3 KiB a row). Interned strings go when nothing holds them.
-        values = self.__dict__
-        for name in _SAME_EVERY_READ:
-            value = values[name]
-            if type(value) is str:
-                values[name] = intern(value)
+        # not one per read (~0.5 KiB a row, the emulator's rendering included).
+        if _INTERN is not None:
+            values = self.__dict__
+            for name in _SAME_EVERY_READ:
+                value = values[name]
+                if type(value) is str:
+                    values[name] = _INTERN(value)
 
 
 _SAME_EVERY_READ = ("testSessionResultId", "testSessionResultLink", "checkId", "name")
+# An interned string goes when nothing holds it, on every Python but 3.12: there interning makes it
+# immortal, and a service that varies its texts (or a long-lived emulator's sessions) would grow the
+# process for good. On 3.12 each read keeps texts of its own.
+_INTERN = None if sys.version_info[:2] == (3, 12) else sys.intern
 
 
 class TestSession(ApiModel):
