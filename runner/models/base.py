@@ -88,8 +88,9 @@ def share_parts(model: BaseModel, deep: bool = False, empties: tuple[str, ...] =
     if empties:
         values = model.__dict__
         for name in empties:
-            if not values[name]:  # an existing key: the dict does not change size
-                values[name] = _EMPTY_DICT if isinstance(values[name], dict) else _EMPTY_LIST
+            value = values.get(name)  # model_construct may leave a field out
+            if value is not None and not value:  # an existing key: the dict does not change size
+                values[name] = _EMPTY_DICT if isinstance(value, dict) else _EMPTY_LIST
     if deep:
         for value in model.__dict__.values():
             kind = type(value)

@@ -197,7 +197,7 @@ class SessionResult(ApiModel):
         if _INTERN is not None:
             values = self.__dict__
             for name in _SAME_EVERY_READ:
-                value = values[name]
+                value = values.get(name)  # model_construct may leave a field out
                 if type(value) is str:
                     values[name] = _INTERN(value)
 
