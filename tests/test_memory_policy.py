@@ -15,7 +15,11 @@ def test_a_python_without_ctypes_runs_with_the_allocator_as_it_is(monkeypatch: p
     internal error with no verdict and no reports), and the collector is restored after it."""
     monkeypatch.setitem(sys.modules, "ctypes", None)  # `import ctypes` raises ImportError
     monkeypatch.setattr(memory, "_fixed", False)
-    before = gc.get_threshold()
-    with memory.for_a_run():
-        assert gc.get_threshold() == (memory.YOUNG, memory.MIDDLE, memory.OLD)
-    assert gc.get_threshold() == before and gc.isenabled()
+    before, enabled = gc.get_threshold(), gc.isenabled()
+    gc.set_threshold(700, 10, 10)  # a process's own settings, whatever an earlier test left
+    try:
+        with memory.for_a_run():
+            assert gc.get_threshold() == (memory.YOUNG, memory.MIDDLE, memory.OLD)
+        assert gc.get_threshold() == (700, 10, 10) and gc.isenabled() is enabled
+    finally:
+        gc.set_threshold(*before)
