@@ -23,3 +23,22 @@ def test_a_python_without_ctypes_runs_with_the_allocator_as_it_is(monkeypatch: p
         assert gc.get_threshold() == (700, 10, 10) and gc.isenabled() is enabled
     finally:
         gc.set_threshold(*before)
+
+
+def test_two_runs_at_once_leave_the_collector_as_the_process_had_it() -> None:
+    """A process that calls main() twice at once: the run that ends first does not put back what the
+    other found (the run's pace and a paused collector), nor the first what it found."""
+    before, enabled = gc.get_threshold(), gc.isenabled()
+    gc.set_threshold(700, 10, 10)
+    try:
+        first, second = memory.for_a_run(), memory.for_a_run()
+        first.__enter__()
+        with memory.start_up():  # the first run's start-up, the collector paused
+            second.__enter__()  # the second begins meanwhile
+        first.__exit__(None, None, None)
+        assert gc.get_threshold() == (memory.YOUNG, memory.MIDDLE, memory.OLD)  # the second still runs
+        second.__exit__(None, None, None)
+        assert gc.get_threshold() == (700, 10, 10) and gc.isenabled() is enabled
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.set_threshold(*before)

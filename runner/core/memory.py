@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -31,21 +32,37 @@ LARGE_BLOCK = 128 * 1024  # glibc's M_MMAP_THRESHOLD before it adapts, and M_TRI
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (malloc.h)
 
 
+# Runs in this process (a process that calls main() may run two at once): the first to begin keeps
+# what it found, and the last to end puts it back. Each run on its own would put back what it found,
+# and a run that began inside another found that one's settings.
+_runs_lock = threading.Lock()
+_runs = 0
+_found: tuple[tuple[int, int, int], bool] = ((700, 10, 10), True)
+
+
 @contextmanager
 def for_a_run() -> Iterator[None]:
     """The run's collector pace and allocator thresholds; the collector's state is restored after."""
+    global _runs, _found
     _fix_large_blocks()
-    before, enabled = gc.get_threshold(), gc.isenabled()
-    gc.set_threshold(YOUNG, MIDDLE, OLD)
+    with _runs_lock:
+        if _runs == 0:
+            _found = (gc.get_threshold(), gc.isenabled())
+            gc.set_threshold(YOUNG, MIDDLE, OLD)
+        _runs += 1
     try:
         yield
     finally:
-        gc.unfreeze()  # what start_up froze goes back to the collector
-        gc.set_threshold(*before)
-        if enabled:
-            gc.enable()
-        else:
-            gc.disable()
+        with _runs_lock:
+            _runs -= 1
+            if _runs == 0:
+                threshold, enabled = _found
+                gc.unfreeze()  # what start_up froze goes back to the collector
+                gc.set_threshold(*threshold)
+                if enabled:
+                    gc.enable()
+                else:
+                    gc.disable()
 
 
 @contextmanager
