@@ -41,6 +41,7 @@ from runner.checks.protocols.pinging import rtt_statistics
 PROBES_PER_HOP = 3
 HOP_WAIT_S = 1.0
 PTR_WAIT_S = 1.0
+QUEUED_MAX = 64  # ICMP messages read at one wake of a hop's wait
 TIME_EXCEEDED: dict[int, Any] = {socket.AF_INET: 11, socket.AF_INET6: 3}
 UNREACHABLE: dict[int, Any] = {socket.AF_INET: 3, socket.AF_INET6: 1}
 ECHO_REPLY: dict[int, Any] = {socket.AF_INET: 0, socket.AF_INET6: 129}
@@ -283,14 +284,16 @@ def _collect(
         if stop is not None and stop.is_set():
             raise sockets.Stopped
         now = time.monotonic()
-        if now >= until:
-            return
+        # Once `until` has passed, one last look without waiting: what is queued came in time, and a
+        # loaded machine can hold this thread past `until` while it waits (a loopback trace lost 2
+        # of its 3 answered probes so in a busy test run).
+        last = now >= until
         # TCP: a probe's own socket says SYN-ACK (connected) or RST (refused); a UDP one says nothing.
         tcp = protocol == "TCP"
         connecting = [
             p.sock for p in probes if tcp and p.sock is not None and not p.settled and p.source is None
         ]
-        wait = max(0.0, min(sockets.SLICE, until - now))
+        wait = 0.0 if last else min(sockets.SLICE, until - now)
         ready_r, ready_w, _ = select.select([listener.sock], connecting, [], wait)
         for probe in probes:
             if probe.sock is not None and probe.sock in ready_w and not probe.settled:
@@ -301,7 +304,18 @@ def _collect(
                 if code in (0, errno.ECONNREFUSED) and probe.source is None:
                     _answered(probe, destination, time.monotonic(), reached=True)
         if ready_r:
-            _read(listener, family, destination, protocol, probes)
+            _read_queued(listener, family, destination, protocol, probes)
+        if last:
+            return
+
+
+def _read_queued(listener: Any, family: int, destination: str, protocol: str, probes: list[_Probe]) -> None:
+    """Reads the ICMP messages queued on the listener, at most QUEUED_MAX: other processes' ICMP
+    reaches a raw socket too, and it must not keep this loop from its stop and its deadline."""
+    for _ in range(QUEUED_MAX):
+        _read(listener, family, destination, protocol, probes)
+        if all(p.source is not None for p in probes) or not select.select([listener.sock], [], [], 0)[0]:
+            return
 
 
 def _answered(probe: _Probe, source: str, now: float, *, reached: bool) -> None:
