@@ -513,6 +513,18 @@ def test_jobs_that_wait_reach_the_pools_limit_at_once() -> None:
     assert took < (jobs / limit) * 0.3 + 1.0, took  # three waves of 0.3 s, not twelve on EAGER threads
 
 
+def test_the_pool_adds_threads_only_after_quiet_ticks_in_a_row() -> None:
+    """One quiet tick among busy ones is chance (1,000 local checks grew to 9-16 threads on it in half
+    the runs, where 3 kept the CPU busy); QUIET_TICKS in a row mean the threads wait."""
+    from runner.emulator.core.pool import QUIET_TICKS, SPARE, threads_to_add
+
+    busy_blip = [0.1] * (QUIET_TICKS - 1)  # the caller starts the run again at each busy tick
+    assert threads_to_add(3, 16, busy_blip) == 0
+    assert threads_to_add(3, 16, [0.05] * QUIET_TICKS) == 3  # they mostly wait: as many again
+    assert threads_to_add(3, 16, [SPARE - 0.01] * QUIET_TICKS) == 1  # a little room: one more
+    assert threads_to_add(12, 16, [0.0] * QUIET_TICKS) == 4  # never past the limit
+
+
 def test_tcp_and_dns_failures_are_analysed_from_their_answers(
     start: Callable[..., Api], tcp_port: int, dns_server: DnsServer
 ) -> None:

@@ -6,8 +6,8 @@ local server took 25 s of CPU on 16 threads and 19 s on 4, for the same requests
 spent handing the interpreter's lock from thread to thread (850,000 futex calls); on 3 threads,
 in pairs of runs, 1-2 s less again than on 4. So the pool starts EAGER threads at once and adds
 one more, up to its limit, only while jobs wait *and* the process has CPU to spare (under SPARE
-of one core over the last TICK): checks that wait on slow servers, on backoffs or on child
-processes reach the limit within a few ticks; checks that keep the interpreter busy stay on few
+of one core over QUIET_TICKS ticks in a row): checks that wait on slow servers, on backoffs or on
+child processes reach the limit within a few ticks; checks that keep the interpreter busy stay on few
 threads, which is as fast and cheaper.
 """
 
@@ -22,6 +22,10 @@ from collections.abc import Callable
 EAGER = 3  # threads started without looking at the CPU (10,000 local checks, 2 cores: 3 beat 2 and 4)
 TICK = 0.01  # seconds between two looks at the process's CPU while jobs wait
 SPARE = 0.6  # below this share of one core used over a tick, another thread is worth it
+# Ticks in a row under SPARE before threads are added: the threads wait, not just a moment. One quiet
+# tick happens by chance (three checks waiting on the same slow answer, a pause of the server):
+# reacting to it took 1,000 local checks to 9-16 threads in half the runs, where 3 keep the CPU busy.
+QUIET_TICKS = 5
 
 
 class Pool:
@@ -68,20 +72,22 @@ class Pool:
 
     def _governor(self) -> None:
         cpu, at = time.process_time(), time.monotonic()
+        quiet: list[float] = []  # the CPU used in each tick of the current run of quiet ticks
         while True:
             time.sleep(TICK)
             now_cpu, now = time.process_time(), time.monotonic()
             used = (now_cpu - cpu) / max(now - at, 1e-6)
             cpu, at = now_cpu, now
+            quiet = [*quiet, used] if used < SPARE else []
             with self._lock:
                 if self._jobs.empty() or self._workers >= self._limit:
                     self._governed = False
                     return
-                if used >= SPARE:
+                add = threads_to_add(self._workers, self._limit, quiet)
+                if not add:
                     continue
-                # Well under SPARE: the threads mostly wait; double them rather than add one a tick.
-                add = min(self._limit - self._workers, max(1, self._workers if used < SPARE / 2 else 1))
                 self._workers += add
+            quiet = []  # the new threads get QUIET_TICKS of their own before the next look
             for _ in range(add):
                 self._start_worker()
 
@@ -104,3 +110,13 @@ class Pool:
                 if self._workers > self._limit:  # the limit went down
                     self._workers -= 1
                     return
+
+
+def threads_to_add(workers: int, limit: int, quiet: list[float]) -> int:
+    """Threads to add after `quiet`, the CPU used (share of one core) in each of the last ticks in a
+    row under SPARE: none before QUIET_TICKS of them; then, when the threads mostly waited (under
+    half of SPARE on average), as many again (up to `limit`), else one."""
+    if len(quiet) < QUIET_TICKS:
+        return 0
+    idle = sum(quiet) / len(quiet) < SPARE / 2
+    return min(limit - workers, max(1, workers if idle else 1))
