@@ -102,6 +102,12 @@ def entry() -> None:
     import atexit
     import threading
 
+    if sys.argv[1:] != ["--version"]:  # the version needs no class: not even `dataclasses` is imported
+        from runner.core import compiled
+
+        methods = compiled.install()
+        if methods is not None:
+            atexit.register(methods.save)
     code = main()
     if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
         raise SystemExit(code)
