@@ -72,6 +72,24 @@ def test_classes_made_through_the_cache_behave_as_without_it(
     assert not again.new and again.used  # every method came from the file: nothing compiled
 
 
+def test_typings_forward_references_come_from_the_cache_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import typing
+
+    expected = typing.get_type_hints(_Annotated, localns={"Point": int})
+    cache = compiled.CompiledTexts(tmp_path / "methods.marshal")
+    monkeypatch.setattr(typing, "compile", cache.compile, raising=False)
+    assert typing.get_type_hints(_Annotated, localns={"Point": int}) == expected
+    assert "eval\0dict[str, Point] | None" in cache.used
+    with pytest.raises(SyntaxError):  # a bad annotation is still told as typing tells it
+        typing.ForwardRef("list[")
+
+
+class _Annotated:
+    table: dict[str, Point] | None  # noqa: F821  # a string (this module's future import), Point given
+
+
 @pytest.mark.parametrize(
     "content", [b"", b"not marshal at all", marshal.dumps([1, 2]), marshal.dumps({1: b"x"})]
 )

@@ -4,15 +4,16 @@ Python 3.10-3.12 write a dataclass's __init__, __repr__ and __eq__ (and a frozen
 __delattr__ and __hash__) as source text, and compile each text with exec() when the class is
 created. A one-check run creates ~110 such classes (ours, pydantic's and annotated_types'), so ~650
 compilations: 20% of its instructions (cachegrind) and ~0.1 s of its 0.6 s on a 2-core runner. A
-module's own code comes from its .pyc; these texts were compiled on every start.
+module's own code comes from its .pyc; these texts were compiled on every start. So were the string
+annotations that typing turns into a ForwardRef (~600 in pydantic_core's TypedDicts alone, 3%).
 
-`install()` gives the dataclasses module an exec() that looks each text up in a file of compiled code
-(one file per Python build, in the user's cache: $XDG_CACHE_HOME/testsession, default ~/.cache), and
-`save()` writes what was new when the command ends. 3.13 writes one text per class; the same exec()
-serves it.
+`install()` gives the dataclasses module an exec(), and typing a compile(), that look each text up in
+a file of compiled code (one file per Python build, in the user's cache: $XDG_CACHE_HOME/testsession,
+default ~/.cache); `save()` writes what was new when the command ends. 3.13 writes one text per
+class; the same exec() serves it.
 
-Nothing else changes. The text itself is the key. The code is what compile() gives for it in the
-dataclasses module's context: no `from __future__` flags of ours (dont_inherit). exec() runs it with
+Nothing else changes. The text (and the mode) is the key. The code is what compile() gives for it in
+those modules' context: no `from __future__` flags of ours (dont_inherit). exec() runs it with
 the namespaces it was given. A cache that cannot be read, understood or written means each text is
 compiled, as before. PYTHONDONTWRITEBYTECODE (-B) is honoured as for .pyc files: read, never
 written. Bounded: at most MAX_ENTRIES texts, and a file over MAX_BYTES is not read.
@@ -29,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-MAX_ENTRIES = 4096  # a command creates ~650; the rest are other commands' and older versions'
+MAX_ENTRIES = 4096  # a command compiles ~1,300; the rest are other commands' and older versions'
 MAX_BYTES = 16 * 1024 * 1024
 
 
@@ -44,22 +45,38 @@ class CompiledTexts:
 
     def exec(self, source: Any, globals: Any = None, locals: Any = None, /) -> None:
         """builtins.exec, with a text's code from the cache when it has it."""
-        if type(source) is not str:
-            builtins.exec(source, globals, locals)
-            return
-        code = None
-        data = self.codes.get(source)
+        builtins.exec(self._code(source, "exec") if type(source) is str else source, globals, locals)
+
+    def compile(
+        self, source: Any, filename: Any, mode: Any, flags: int = 0, *rest: Any, **options: Any
+    ) -> Any:
+        """builtins.compile, with the code of a plain text (typing's ForwardRef of an annotation)
+        from the cache when it has it."""
+        if (
+            type(source) is str
+            and filename == "<string>"
+            and mode in ("eval", "exec")
+            and not (flags or rest or options)
+        ):
+            return self._code(source, mode)
+        return builtins.compile(source, filename, mode, flags, *rest, **options)
+
+    def _code(self, source: str, mode: str) -> Any:
+        key = source if mode == "exec" else f"{mode}\0{source}"
+        data = self.codes.get(key)
         if data is not None:
             try:
                 code = marshal.loads(data)
             except (EOFError, ValueError, TypeError):
                 code = None
-        if code is None:
-            code = compile(source, "<string>", "exec", dont_inherit=True)
-            self.codes[source] = marshal.dumps(code)
-            self.new = True
-        self.used.add(source)
-        builtins.exec(code, globals, locals)
+            if code is not None:
+                self.used.add(key)
+                return code
+        code = compile(source, "<string>", mode, dont_inherit=True)
+        self.codes[key] = marshal.dumps(code)
+        self.used.add(key)
+        self.new = True
+        return code
 
     def save(self) -> None:
         """Writes the cache when a text was new: atomically (a concurrent reader sees the old file or
@@ -105,9 +122,12 @@ def install(path: Path | None = None) -> CompiledTexts | None:
     imports what it runs); the caller saves it at the end. None when it is installed already. On a
     Python whose dataclasses calls no exec() the name is simply not used."""
     import dataclasses
+    import typing
 
-    if hasattr(dataclasses, "exec"):
+    if hasattr(dataclasses, "exec") or hasattr(typing, "compile"):
         return None
     cache = CompiledTexts(path if path is not None else cache_path())
-    dataclasses.exec = cache.exec  # type: ignore[attr-defined]  # shadows builtins.exec in that module only
+    # Each shadows the builtin in that module only.
+    dataclasses.exec = cache.exec  # type: ignore[attr-defined]
+    typing.compile = cache.compile  # type: ignore[attr-defined]
     return cache
