@@ -525,6 +525,17 @@ def test_the_pool_adds_threads_only_after_quiet_ticks_in_a_row() -> None:
     assert threads_to_add(12, 16, [0.0] * QUIET_TICKS) == 4  # never past the limit
 
 
+def test_the_governor_counts_quiet_ticks_in_a_row_and_starts_again_after_a_busy_one() -> None:
+    from runner.emulator.core.pool import QUIET_TICKS, QuietTicks
+
+    quiet = QuietTicks()
+    blips = [0.1] * (QUIET_TICKS - 1) + [0.9]  # four quiet ticks, then the threads keep a core busy
+    assert [quiet.after(used, 3, 16) for used in blips * 3] == [0] * len(blips) * 3
+    added = [quiet.after(0.1, 3, 16) for _ in range(QUIET_TICKS)]
+    assert added == [0] * (QUIET_TICKS - 1) + [3]  # the threads wait: as many again
+    assert quiet.after(0.1, 6, 16) == 0  # the new ones get QUIET_TICKS of their own
+
+
 def test_tcp_and_dns_failures_are_analysed_from_their_answers(
     start: Callable[..., Api], tcp_port: int, dns_server: DnsServer
 ) -> None:

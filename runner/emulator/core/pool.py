@@ -72,22 +72,20 @@ class Pool:
 
     def _governor(self) -> None:
         cpu, at = time.process_time(), time.monotonic()
-        quiet: list[float] = []  # the CPU used in each tick of the current run of quiet ticks
+        quiet = QuietTicks()
         while True:
             time.sleep(TICK)
             now_cpu, now = time.process_time(), time.monotonic()
             used = (now_cpu - cpu) / max(now - at, 1e-6)
             cpu, at = now_cpu, now
-            quiet = [*quiet, used] if used < SPARE else []
             with self._lock:
                 if self._jobs.empty() or self._workers >= self._limit:
                     self._governed = False
                     return
-                add = threads_to_add(self._workers, self._limit, quiet)
+                add = quiet.after(used, self._workers, self._limit)
                 if not add:
                     continue
                 self._workers += add
-            quiet = []  # the new threads get QUIET_TICKS of their own before the next look
             for _ in range(add):
                 self._start_worker()
 
@@ -110,6 +108,22 @@ class Pool:
                 if self._workers > self._limit:  # the limit went down
                     self._workers -= 1
                     return
+
+
+class QuietTicks:
+    """The governor's memory: the CPU used in each of the last ticks in a row under SPARE."""
+
+    def __init__(self) -> None:
+        self.ticks: list[float] = []
+
+    def after(self, used: float, workers: int, limit: int) -> int:
+        """Threads to add after a tick that used `used` of a core (threads_to_add). A busy tick
+        starts the count again, and so do added threads: they get QUIET_TICKS of their own."""
+        self.ticks = [*self.ticks, used] if used < SPARE else []
+        add = threads_to_add(workers, limit, self.ticks)
+        if add:
+            self.ticks = []
+        return add
 
 
 def threads_to_add(workers: int, limit: int, quiet: list[float]) -> int:
