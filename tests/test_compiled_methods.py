@@ -115,6 +115,49 @@ def test_a_cached_code_that_does_not_load_is_compiled_again(
     assert _behaviour(*_make_classes())["eq"] and cache.new
 
 
+def test_an_entry_that_is_not_code_is_compiled_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = compiled.CompiledTexts(tmp_path / "methods.marshal")
+    _with(monkeypatch, cache)
+    _make_classes()
+    cache.codes = dict.fromkeys(cache.codes, marshal.dumps(7))  # marshal reads it: an int, not code
+    cache.new = False
+    assert _behaviour(*_make_classes())["eq"] and cache.new
+
+
+@pytest.mark.parametrize("writable", ["file", "folder"])
+def test_a_cache_others_can_write_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writable: str
+) -> None:
+    """Its code would run as the user: a planted or shared file (a world-writable XDG_CACHE_HOME)
+    is ignored, and nothing is written into a folder others can write to."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    cache = compiled.CompiledTexts(folder / "methods.marshal")
+    _with(monkeypatch, cache)
+    _make_classes()
+    cache.save()
+    assert compiled.CompiledTexts(folder / "methods.marshal").codes  # the user's own: read
+    (folder / "methods.marshal" if writable == "file" else folder).chmod(
+        0o666 if writable == "file" else 0o777
+    )
+    assert compiled.CompiledTexts(folder / "methods.marshal").codes == {}
+    if writable == "folder":
+        (folder / "methods.marshal").unlink()
+        cache.new = True
+        cache.save()
+        assert list(folder.iterdir()) == []
+
+
+def test_where_the_cache_is(tmp_path: Path) -> None:
+    path = compiled.cache_path({"XDG_CACHE_HOME": str(tmp_path)})
+    assert path is not None and path.parent == tmp_path / "testsession"
+    assert f"-opt{sys.flags.optimize}.marshal" in path.name  # -O compiles differently: a file of its own
+    relative = compiled.cache_path({"XDG_CACHE_HOME": "cache"})  # ignored, as the XDG spec says
+    assert (
+        relative is not None and relative.is_absolute() and relative.parent.parent == Path.home() / ".cache"
+    )
+
+
 def test_nothing_is_written_under_dont_write_bytecode_or_without_a_writable_place(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -131,6 +174,10 @@ def test_nothing_is_written_under_dont_write_bytecode_or_without_a_writable_plac
     cache.path = blocked / "methods.marshal"  # its folder is a file: cannot be made
     cache.save()  # no error: the next run compiles again
     assert list(tmp_path.iterdir()) == [blocked]
+
+    cache.path = tmp_path / "methods.marshal"
+    cache.save()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "methods.marshal"]  # no temporary left
 
 
 def test_the_file_keeps_only_this_runs_texts_past_its_limit(

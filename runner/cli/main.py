@@ -103,11 +103,9 @@ def entry() -> None:
     import threading
 
     if sys.argv[1:] != ["--version"]:  # the version needs no class: not even `dataclasses` is imported
-        from runner.core import compiled
+        from runner.core.compiled import keep_for_this_process
 
-        methods = compiled.install()
-        if methods is not None:
-            atexit.register(methods.save)
+        keep_for_this_process()
     code = main()
     if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
         raise SystemExit(code)

@@ -16,7 +16,10 @@ Nothing else changes. The text (and the mode) is the key. The code is what compi
 those modules' context: no `from __future__` flags of ours (dont_inherit). exec() runs it with
 the namespaces it was given. A cache that cannot be read, understood or written means each text is
 compiled, as before. PYTHONDONTWRITEBYTECODE (-B) is honoured as for .pyc files: read, never
-written. Bounded: at most MAX_ENTRIES texts, and a file over MAX_BYTES is not read.
+written. The file holds code, trusted as one's own .pyc is: it is read only when it and its folder
+are the user's own and writable by no one else, and written through a new file only this process
+could create (mkstemp), then renamed. Bounded: at most MAX_ENTRIES texts, and a file over MAX_BYTES
+is not read.
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ import builtins
 import contextlib
 import marshal
 import os
+import stat
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
 MAX_ENTRIES = 4096  # a command compiles ~1,300; the rest are other commands' and older versions'
@@ -61,7 +66,7 @@ class CompiledTexts:
             return self._code(source, mode)
         return builtins.compile(source, filename, mode, flags, *rest, **options)
 
-    def _code(self, source: str, mode: str) -> Any:
+    def _code(self, source: str, mode: str) -> CodeType:
         key = source if mode == "exec" else f"{mode}\0{source}"
         data = self.codes.get(key)
         if data is not None:
@@ -69,7 +74,7 @@ class CompiledTexts:
                 code = marshal.loads(data)
             except (EOFError, ValueError, TypeError):
                 code = None
-            if code is not None:
+            if type(code) is CodeType:
                 self.used.add(key)
                 return code
         code = compile(source, "<string>", mode, dont_inherit=True)
@@ -84,18 +89,43 @@ class CompiledTexts:
         if not self.new or self.path is None or sys.dont_write_bytecode:
             return
         codes = self.codes if len(self.codes) <= MAX_ENTRIES else {t: self.codes[t] for t in self.used}
-        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        import tempfile  # only when there is something to write
+
+        folder = self.path.parent
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            temporary.write_bytes(marshal.dumps(codes))
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not _ours(folder):
+                return
+            # A name no other process can have made first (O_EXCL, mode 0600): never a symlink's.
+            handle, temporary = tempfile.mkstemp(prefix=f"{self.path.name}.", suffix=".tmp", dir=folder)
+        except OSError:
+            return
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(marshal.dumps(codes))
             os.replace(temporary, self.path)
             self.new = False
         except (OSError, ValueError):
+            pass
+        finally:  # a signal or an error while writing: no temporary file is left behind
             with contextlib.suppress(OSError):
-                temporary.unlink(missing_ok=True)
+                os.unlink(temporary)
+
+
+def _ours(path: Path) -> bool:
+    """The file or folder is this user's and no one else can write to it: its code is trusted as a
+    .pyc of one's own is. A shared or planted cache (a world-writable XDG_CACHE_HOME) is not read."""
+    try:
+        status = path.lstat()
+    except OSError:
+        return False
+    kind_ok = stat.S_ISDIR(status.st_mode) or stat.S_ISREG(status.st_mode)  # not a symlink
+    return kind_ok and status.st_uid == os.geteuid() and not status.st_mode & 0o022
 
 
 def _read(path: Path) -> dict[str, bytes]:
+    if not (_ours(path.parent) and _ours(path)):
+        return {}
     try:
         if path.stat().st_size > MAX_BYTES:
             return {}
@@ -108,13 +138,18 @@ def _read(path: Path) -> dict[str, bytes]:
 
 
 def cache_path(environ: Mapping[str, str] = os.environ) -> Path | None:
-    """This Python build's file, or None when there is no home to put it in."""
+    """This Python build's file (and optimisation level: -O compiles differently), or None when
+    there is no home to put it in. A relative XDG_CACHE_HOME is ignored, as the XDG spec says."""
+    given = environ.get("XDG_CACHE_HOME", "")
     try:
-        base = Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        base = Path(given) if os.path.isabs(given) else Path.home() / ".cache"
     except RuntimeError:  # no HOME and no passwd entry
         return None
+    if not base.is_absolute():  # HOME set but empty
+        return None
     tag = sys.implementation.cache_tag or sys.implementation.name
-    return base / "testsession" / f"dataclass-methods.{tag}-{sys.hexversion:x}.marshal"
+    name = f"dataclass-methods.{tag}-{sys.hexversion:x}-opt{sys.flags.optimize}.marshal"
+    return base / "testsession" / name
 
 
 def install(path: Path | None = None) -> CompiledTexts | None:
@@ -131,3 +166,13 @@ def install(path: Path | None = None) -> CompiledTexts | None:
     dataclasses.exec = cache.exec  # type: ignore[attr-defined]
     typing.compile = cache.compile  # type: ignore[attr-defined]
     return cache
+
+
+def keep_for_this_process() -> None:
+    """install(), and save() when the process exits: for the command's entry points (the console
+    script and `python -m runner`, the GitHub Action's), before they import what they run."""
+    methods = install()
+    if methods is not None:
+        import atexit
+
+        atexit.register(methods.save)
