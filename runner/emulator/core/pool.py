@@ -22,10 +22,12 @@ from collections.abc import Callable
 EAGER = 3  # threads started without looking at the CPU (10,000 local checks, 2 cores: 3 beat 2 and 4)
 TICK = 0.01  # seconds between two looks at the process's CPU while jobs wait
 SPARE = 0.6  # below this share of one core used over a tick, another thread is worth it
-# Ticks in a row under SPARE before threads are added: the threads wait, not just a moment. One quiet
+# Ticks in a row under SPARE before threads are added: the threads wait, not just a moment. A quiet
 # tick happens by chance (three checks waiting on the same slow answer, a pause of the server):
-# reacting to it took 1,000 local checks to 9-16 threads in half the runs, where 3 keep the CPU busy.
-QUIET_TICKS = 5
+# reacting to one took 1,000 local checks to 9-16 threads in half the runs, where 3 keep the CPU
+# busy; 5 in a row still took 10,000 to 6 threads in 1 of 4 runs (1.5 s slower), 10 in none of 6.
+# Checks that wait on slow servers still reach the limit within a few tenths of a second.
+QUIET_TICKS = 10
 
 
 class Pool:
