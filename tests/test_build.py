@@ -306,3 +306,40 @@ def test_the_output_shown_is_bounded_and_the_error_quotes_the_last_lines() -> No
     assert said[-2] == f"build: {501 - MAX_SHOWN} more lines of its output while awaited not shown"
     assert str(caught.value).endswith(" | ".join(str(n) for n in range(501 - TAIL_LINES, 501)))
     assert gone("33.719") == []
+
+
+def test_what_the_build_printed_before_it_answered_is_shown_before_the_line_that_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a loaded runner the URL can answer before the reader thread has queued the build's first
+    line (a clean-clone CI run lost the shop's banner so): here the reader takes 0.6 s for a line,
+    longer than a probe's interval."""
+    import runner.job.build as build_module
+    from runner.core.redact import Redactor
+
+    slow = build_module.for_line
+
+    def for_line(text: str, limit: int) -> str:
+        time.sleep(0.6)
+        return slow(text, limit)
+
+    monkeypatch.setattr(build_module, "for_line", for_line)
+    monkeypatch.setattr(build_module, "CATCH_UP_SECONDS", 3.0, raising=False)
+    port = free_port()
+    serve = (
+        "import http.server as h; "
+        f"h.ThreadingHTTPServer(('127.0.0.1', {port}), h.SimpleHTTPRequestHandler).serve_forever()"
+    )
+    command = f"echo banner of the build; exec {shlex.quote(sys.executable)} -c {shlex.quote(serve)}"
+    said: list[str] = []
+    build = build_module.Build(
+        build_module.BuildPlan(url=f"http://127.0.0.1:{port}/", command=command, timeout_seconds=20),
+        said.append,
+        Redactor(),
+    )
+    try:
+        build.start()
+    finally:
+        build.stop()
+    answered = next(i for i, line in enumerate(said) if " answered 200 " in line)
+    assert "[build] banner of the build" in said[:answered], said

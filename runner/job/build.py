@@ -21,6 +21,7 @@ Decisions (docs/spec.md, "The build"):
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -45,6 +46,7 @@ LINE_CHARS = 300  # a line shown or kept
 MAX_SHOWN = 100  # lines of the build's output shown in the log
 TAIL_LINES = 10  # lines kept for the error
 PREFIX = "[build] "
+CATCH_UP_SECONDS = 0.5  # at most, for the reader to take what the build printed before it answered
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,7 @@ class Build:
         self._read_while_waiting = 0  # lines read before the URL answered (written by the reader)
         self._shown = 0
         self._reader: threading.Thread | None = None
+        self._busy = False  # the reader has a line it has not queued yet (written by the reader)
         self._ready = False  # once the URL answered, the build's output goes to the tail only
         self._up_when_ready = False  # the command still ran when the URL answered (not `up -d`)
 
@@ -150,6 +153,7 @@ class Build:
             status, why = probe(plan.url, max(0.05, min(PROBE_SECONDS, remaining)))
             now = self.clock()
             if answered(status):
+                self._catch_up()
                 self._show_output()
                 self._ready = True  # its output from here on would mix with the checks' lines
                 self._up_when_ready = self.process is not None and self.process.poll() is None
@@ -205,14 +209,38 @@ class Build:
         with suppress(OSError, ValueError):
             while True:
                 raw = stream.readline(MAX_LINE_BYTES)
-                if not raw:
-                    return
-                line = self.redact(for_line(raw.decode("utf-8", "replace"), LINE_CHARS))
-                if line:
-                    self.tail.append(line)
-                    if not self._ready:
-                        self._read_while_waiting += 1
-                        self._unshown.append(line)
+                self._busy = True
+                try:
+                    if not raw:
+                        return
+                    line = self.redact(for_line(raw.decode("utf-8", "replace"), LINE_CHARS))
+                    if line:
+                        self.tail.append(line)
+                        if not self._ready:
+                            self._read_while_waiting += 1
+                            self._unshown.append(line)
+                finally:
+                    self._busy = False
+
+    def _catch_up(self) -> None:
+        """The URL answered: what the build printed before that is shown before the line that says so.
+        On a loaded runner the answer can come before the reader thread's turn, and a line it read
+        after `_ready` would go to the tail only. Waits while the pipe holds output not yet read or
+        the reader holds a line not yet queued, at most CATCH_UP_SECONDS (POSIX: select on the pipe)."""
+        stream = self.process.stdout if self.process is not None else None
+        if stream is None or os.name != "posix":
+            return
+        until = self.clock() + CATCH_UP_SECONDS
+        while self.clock() < until:
+            if self._reader is None or not self._reader.is_alive():  # it has read to the end
+                return
+            try:
+                unread = bool(select.select([stream.fileno()], [], [], 0)[0])
+            except (OSError, ValueError):  # closed meanwhile: the reader has had all of it
+                return
+            if not unread and not self._busy:
+                return
+            time.sleep(0.002)
 
     def _show_output(self) -> None:
         while self._unshown and self._shown < MAX_SHOWN:
