@@ -222,14 +222,15 @@ def main() -> None:
         ports = f"{args.port}, {args.tcp_port} and {args.dns_port}"
         raise SystemExit(f"shop: cannot listen on {args.host} ports {ports} ({exc.strerror}): another "
                          "shop running? stop it, or pick others with --port, --tcp-port and --dns-port") from None
-    for server in servers:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
     build = "broken" if args.broken else "good"
     tcp = "(not started)" if args.broken else f"{args.host}:{args.tcp_port}"
+    # Said before the first answer: the sockets listen already, and what connects waits in the backlog.
     print(
         f"shop ({build} build): http://{args.host}:{args.port}  tcp {tcp}  dns {args.host}:{args.dns_port}",
         flush=True,
     )
+    for server in servers:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
