@@ -121,7 +121,7 @@ def load_durations(path: str) -> Durations:
     except OSError as exc:
         return Durations({}, {}, path, f"shard durations {path}: {exc.strerror or exc}; split by count")
     if header == SQLITE_HEADER:
-        from runner.emulator.core.state import recorded_sessions
+        from runner.state.store import recorded_sessions
         from runner.job.verdicts import build_results
 
         sessions = recorded_sessions(path)

@@ -25,7 +25,7 @@ from runner.models import NO_MATCHING_CHECKS, SessionResult, Target, TestSession
 
 if TYPE_CHECKING:
     from runner.checks.outcome import Attempt
-    from runner.emulator.core.state import SessionRow, StateFile  # with a state file only (backend.py)
+    from runner.state.store import SessionRow, StateFile  # with a state file only (backend.py)
 
 
 @dataclass
