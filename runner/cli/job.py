@@ -49,9 +49,9 @@ if TYPE_CHECKING:
     # The baseline, the build and the shard are imported where a run has one (--baseline,
     # build:/--build-command, --shard): most runs have none, and their modules (a dozen frozen
     # dataclasses, subprocess) were ~4% of a one-check run's start-up.
+    from runner.checks.checksfile import ChecksFile
     from runner.emulator import Emulator
     from runner.emulator.core.answers import LocalService
-    from runner.emulator.core.checksfile import ChecksFile
     from runner.emulator.core.world import World
     from runner.job.baseline import Baseline, BaselineWarning
     from runner.job.build import BuildPlan
@@ -202,8 +202,8 @@ def _checks_file(args: argparse.Namespace, spec: RunSpec, environ: Mapping[str, 
         path = str(base / spec.checks)
     if not path:
         return None
-    from runner.emulator.core.checksfile import load_checks_file
-    from runner.emulator.core.world import WorldError
+    from runner.checks.checksfile import load_checks_file
+    from runner.checks.declared import WorldError
 
     try:
         from runner.checkly import is_project
@@ -219,8 +219,8 @@ def _checkly_project(path: str, spec: RunSpec, environ: Mapping[str, str]) -> Ch
     """The project's checks as a checks file: the session's variables (--env, --secret-env, the
     spec's) reach the project's parse too, where checkly.config.ts may read process.env."""
     from runner.checkly import load_project
-    from runner.emulator.core.checksfile import parse_checks
-    from runner.emulator.core.world import escape_document
+    from runner.checks.checksfile import parse_checks
+    from runner.checks.declared import escape_document
 
     variables = {
         v.key: v.value for session in spec.sessions for v in session.environmentVariables or [] if v.value
@@ -461,10 +461,10 @@ class Job:
                 yield client
             return
         from runner.emulator.core.answers import LocalService, needs_http
-        from runner.emulator.core.world import load_world
+        from runner.emulator.core.world import checks_world, load_world
 
         checks = self.settings.checks
-        world = load_world(checks.world if checks is not None else self.settings.world)
+        world = checks_world(checks) if checks is not None else load_world(self.settings.world)
         if needs_http(world):
             with self._served(world, connection, budget, events) as client:
                 yield client

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from runner.spec import Overrides, RunSpec
 
 DEFAULT_SPEC = "testsession.yml"
-LOCAL = "local"  # as runner.emulator.core.checksfile.LOCAL (not imported here: start-up time)
+LOCAL = "local"  # as runner.checks.checksfile.LOCAL (not imported here: start-up time)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

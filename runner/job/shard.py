@@ -121,8 +121,8 @@ def load_durations(path: str) -> Durations:
     except OSError as exc:
         return Durations({}, {}, path, f"shard durations {path}: {exc.strerror or exc}; split by count")
     if header == SQLITE_HEADER:
-        from runner.state.store import recorded_sessions
         from runner.job.verdicts import build_results
+        from runner.state.store import recorded_sessions
 
         sessions = recorded_sessions(path)
         if isinstance(sessions, str):
