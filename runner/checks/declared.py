@@ -156,6 +156,11 @@ class CheckPlan:
     leave_out: str = WORLD_LEAVE_OUT
 
 
+def cannot_run_message(reason: str, leave_out: str) -> str:
+    """The one failed result of a matched check that cannot run on this machine."""
+    return f"cannot run on this machine: {reason}; {leave_out}"
+
+
 class WorldCheck(Strict):
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)

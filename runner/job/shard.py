@@ -27,10 +27,10 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from runner.client import ApiClient
 from runner.core.errors import UsageError
 from runner.job.baseline import BaselineWarning, load_baseline
 from runner.job.outcome import ResultOutcome, ShardInfo
+from runner.job.source import ResultSource
 from runner.models import Target, TriggerRequest
 
 # GitLab's `parallel: N` sets these (1-based index); `--shard auto` reads them.
@@ -201,10 +201,10 @@ def _listed_tags(requests: Sequence[TriggerRequest]) -> list[str]:
 
 
 def plan_shard(
-    client: ApiClient, requests: Sequence[TriggerRequest], shard: Shard, durations: Durations
+    source: ResultSource, requests: Sequence[TriggerRequest], shard: Shard, durations: Durations
 ) -> ShardPlan:
     """This part's trigger bodies and what its results.json records of the split."""
-    checks = client.list_checks(tags=_listed_tags(requests))
+    checks = source.list_checks(tags=_listed_tags(requests))
     units: list[Unit] = []
     unmatched: list[int] = []
     for index, request in enumerate(requests):

@@ -5,7 +5,7 @@ Which verdicts fail the gate is not decided here: see runner/job/policy.py."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, NamedTuple
 
@@ -24,8 +24,13 @@ MAX_ATTACHMENTS = 10
 
 
 def attachments(result: SessionResult) -> list[Attachment]:
+    return checked_attachments((result.model_extra or {}).get("attachments") or [])
+
+
+def checked_attachments(items: Iterable[object]) -> list[Attachment]:
+    """The files a report may name, of those a check's run says it left ({name, path} each)."""
     out: list[Attachment] = []
-    for item in (result.model_extra or {}).get("attachments") or []:
+    for item in items:
         if not isinstance(item, dict) or len(out) >= MAX_ATTACHMENTS:
             continue
         name, path = item.get("name"), item.get("path")

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from runner.checks.declared import cannot_run_message
 from runner.checks.failures import FailureKind
 from runner.checks.limits import Limits
 from runner.checks.variables import VariableSources, variables_from
@@ -90,11 +91,6 @@ class SessionRecord:
     start: float
     end: float | None
     cancelled_at: float | None
-
-
-def cannot_run_message(reason: str, leave_out: str) -> str:
-    """The one failed result of a matched check that cannot run on this machine."""
-    return f"cannot run on this machine: {reason}; {leave_out}"
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,6 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from runner.checks.checksfile import ACCOUNT_ID, LOCAL, ChecksFile
-
 # What a world shares with a checks file lives below both (runner/checks/declared.py); its names
 # are this module's too, as the emulator and its tests have always imported them.
 from runner.checks.declared import (
@@ -379,24 +377,3 @@ __all__ = [
     "seen_at",
     "world_problems",
 ]  # fmt: skip
-
-
-def checks_world(checks: ChecksFile) -> World:
-    """A checks file as a world of one account whose key is made up here (the emulator serving a
-    checks file; a local run needs none of this: runner/job/local.py)."""
-    import secrets
-
-    given = {str(place) for check in checks.checks for place in check.locations}
-    locations = [LOCAL, *CHECK_LOCATIONS, *sorted(given - {LOCAL, *CHECK_LOCATIONS})]
-    # Constructed, not validated again: the checks were validated as a checks file's (their plans
-    # say how to leave them out of it), and a validation here would decide them again as a world's.
-    account = Account.model_construct(
-        id=ACCOUNT_ID,
-        name=checks.name,
-        keys=[Key(key="tsk_local_" + secrets.token_urlsafe(18))],
-        checks=list(checks.checks),
-        environmentVariables=list(checks.variables),
-    )
-    # Analyses of real failures are ready at once: the evidence is all there is.
-    settings = Settings(locations=locations, analysisDelaySeconds=0)
-    return World.model_construct(settings=settings, accounts=[account])
