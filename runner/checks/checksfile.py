@@ -44,7 +44,7 @@ from runner.checks.declared import (
 )
 from runner.core.expand import Expansion, expand
 from runner.core.text import for_line
-from runner.models.check_definitions import LOCAL_CHECK_TYPES, RUNNABLE_CHECK_TYPES, SUITE_CHECK_TYPES
+from runner.models.check_definitions import Runs, kind_of
 from runner.models.problems import Loc, described_with_hints, unknown_key_message
 from runner.models.sessions import CHECK_TYPES
 
@@ -146,7 +146,7 @@ def parse_checks(data: Any, source: str, environ: Mapping[str, str], lines: Line
                     ((*at, "checkType"), f"unknown check type {kind!r}: did you mean {close[0]!r}?")
                 )
         world_checks.append(_as_world_check(check, index, taken, Path(source).parent))
-        if check.get("request") is None and str(check.get("checkType", "API")) in LOCAL_CHECK_TYPES:
+        if check.get("request") is None and kind_of(str(check.get("checkType", "API"))).runs is Runs.REQUEST:
             problems.append(((*at, "request"), "required: what to send (url:, assertions: ... for API)"))
     found = _problems({"checks": world_checks, "environmentVariables": variables}, environ)
     problems += [(_in_file(loc, prefix), message) for loc, message in found[1]] if not problems else []
@@ -198,9 +198,10 @@ def _as_world_check(check: dict[str, Any], index: int, taken: set[str], folder: 
             made = f"{base}-{n}"
         out["id"] = made
     taken.add(str(out["id"]))
-    if str(out.get("checkType", "API")) not in RUNNABLE_CHECK_TYPES:
+    runs = kind_of(str(out.get("checkType", "API"))).runs  # CHECK_KINDS, the one table
+    if runs is None:
         out["runsLocally"] = False  # its reason is the type's own, without a world's behaviour hint
-    if out.get("checkType") in SUITE_CHECK_TYPES and not out.get("projectDir"):
+    if runs is Runs.SUITE and not out.get("projectDir"):
         out["projectDir"] = str(folder.resolve())
     return out
 

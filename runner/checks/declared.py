@@ -21,11 +21,10 @@ from runner.core.errors import SpecError
 from runner.core.yamlguard import Loc, TooLarge, lines_later, load_plain_or_bounded
 from runner.models.base import share_parts, shared_empty_dict, shared_empty_list
 from runner.models.check_definitions import (
-    LOCAL_CHECK_TYPES,
-    SCRIPT_CHECK_TYPES,
-    SUITE_CHECK_TYPES,
     CheckDefinition,
+    Runs,
     hand_written_problems,
+    kind_of,
     parse_check_definition,
     unknown_request_fields,
 )
@@ -276,7 +275,7 @@ class WorldCheck(Strict):
             value = fields[name]
             if value is not None and value != []:
                 data[name] = value
-        if self.checkType in SUITE_CHECK_TYPES:  # a suite's own fields are kept as given (`kept`)
+        if kind_of(self.checkType).runs is Runs.SUITE:  # a suite's own fields are kept as given (`kept`)
             for name in SUITE_FIELDS:
                 value = self.kept.get(name)
                 if value is not None and value != []:
@@ -300,7 +299,8 @@ def _decide(check: WorldCheck, checks_file: bool = False) -> CheckPlan:
     a request) left at `pass`. A BROWSER check written by hand without one is not scripted: it cannot
     run here, and it fails closed like a check `checks export` marked `runsLocally: false`."""
     by_hand = check.request is None and check.runsLocally is not False and not check.has_script()
-    if by_hand and ("behaviour" in check.model_fields_set or check.checkType in LOCAL_CHECK_TYPES):
+    runs = kind_of(check.checkType).runs  # how the type runs here: CHECK_KINDS, the one table
+    if by_hand and ("behaviour" in check.model_fields_set or runs is Runs.REQUEST):
         return CheckPlan(Mode.SCRIPTED)
     try:
         definition = parse_check_definition(check.definition_data())
@@ -311,7 +311,7 @@ def _decide(check: WorldCheck, checks_file: bool = False) -> CheckPlan:
     reason = definition.local_support(scripts=runner_for(definition) is not None)
     if reason is not None and by_hand and not checks_file:  # a behaviour is all it lacks to be scripted
         reason += " (give it a behaviour: to script it here)"
-    browser = check.checkType in SCRIPT_CHECK_TYPES
+    browser = runs is Runs.SCRIPT
     if reason is None and browser and not check.script and check.runsLocally is not False:
         give = "give it a script: to run it" + ("" if checks_file else ", or a behaviour: to script it here")
         reason = f"{check.checkType} check without a script ({give})"
@@ -319,7 +319,7 @@ def _decide(check: WorldCheck, checks_file: bool = False) -> CheckPlan:
         reason = "checks with a script cannot run locally"
     if reason is None and check.runsLocally is False:
         reason = "marked runsLocally: false"
-    suite = check.checkType in SUITE_CHECK_TYPES  # its project is what runs: testCommand has a default
+    suite = runs is Runs.SUITE  # its project is what runs: testCommand has a default
     if reason is None and check.request is None and not browser and not suite:
         reason = f"{check.checkType} check without a request"
     leave_out = CHECKS_FILE_LEAVE_OUT if checks_file else WORLD_LEAVE_OUT
