@@ -193,6 +193,8 @@ class _Session:
         self.runs: list[_Run] = []
         self.results: dict[int, ResultOutcome] = {}  # by run: its final result as first reported
         self.analysed: dict[str, AnalysisOutcome] = {}  # by group, in the order they were started
+        self.new_failure = False  # a failure was recorded since the analyses were last looked at
+        self.running: dict[int, ResultOutcome] = {}  # a check's placeholder while it runs, made once
 
     def _outcome(
         self,
@@ -297,7 +299,8 @@ class _Session:
             for index in fresh:
                 result = self.results[index] = self._result(index)
                 context.emit(ResultFinished(context.where, result, self.started_at))
-            self._analyse()
+            if self.new_failure:  # most drains bring passes only: nothing to analyse
+                self._analyse()
             now = context.clock()
             if now >= next_progress or not left:
                 context.emit(Progress(context.where, now - begun, tuple(self._current())))
@@ -315,6 +318,7 @@ class _Session:
             message = attempt.message or str(attempt.error_kind or "failed")
             # Only the failure's own evidence is kept: a pass says nothing a group needs.
             group = self.source.book.record(run.check, message, attempt, ended, self.context.environment)
+            self.new_failure = True
         if final or attempt.cancelled:
             run.final, run.group, run.ended = attempt, group, ended
             return True
@@ -373,7 +377,13 @@ class _Session:
 
     def _current(self) -> list[ResultOutcome]:
         """Every check of the session as it stands: its final result, or running."""
-        return [self.results[i] if i in self.results else self._result(i) for i in range(len(self.runs))]
+        return [self.results.get(i) or self._running_result(i) for i in range(len(self.runs))]
+
+    def _running_result(self, index: int) -> ResultOutcome:
+        held = self.running.get(index)
+        if held is None or held.attempts != 1 + len(self.runs[index].tries):
+            held = self.running[index] = self._result(index)
+        return held
 
     def _ranked(self) -> list[tuple[str, int]]:
         """The session's error groups, most frequent first (ties: in the order the results show them)."""
@@ -385,7 +395,8 @@ class _Session:
     def _analyse(self) -> None:
         """Analyses of the groups seen so far, most frequent first, up to rca.max in all."""
         plan = self.context.plan.analyses
-        if not plan.enabled:
+        self.new_failure = False
+        if not plan.enabled or len(self.analysed) >= plan.max_groups:
             return
         names: dict[str, list[str]] = {}
         for run in self.runs:
