@@ -320,7 +320,9 @@ class _Session:
             group = self.source.book.record(run.check, message, attempt, ended, self.context.environment)
             self.new_failure = True
         if final or attempt.cancelled:
-            run.final, run.group, run.ended = attempt, group, ended
+            # A pass keeps what its result shows (its time, its files), not its evidence (~0.9 KiB).
+            run.final = attempt.as_kept_passed() if attempt.passed else attempt
+            run.group, run.ended = group, ended
             return True
         run.tries.append((str(uuid.uuid4()), attempt, group or ""))
         return False
@@ -436,7 +438,11 @@ class _Session:
         context.emit(SessionFinished(context.where, status, context.clock() - self.begun))
         self._analyse()
         groups = self._groups()
-        results = [self._result(i) for i in range(len(self.runs))]  # the groups' messages as they are now
+        # A failure's result again, with its groups' messages as they are now; a pass is as reported.
+        results = [
+            self.results[i] if i in self.results and not self._groups_of(run) else self._result(i)
+            for i, run in enumerate(self.runs)
+        ]
         self._save(status, results)
         problem = unexplained_end(status, results, vanished=0)
         if problem is not None:
