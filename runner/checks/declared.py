@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from runner.core.errors import SpecError
 from runner.core.yamlguard import Loc, TooLarge, lines_later, load_plain_or_bounded
-from runner.models.base import share_parts, shared_empty_dict, shared_empty_list
+from runner.models.base import empty_dict, empty_list
 from runner.models.check_definitions import (
     CheckDefinition,
     Runs,
@@ -164,15 +164,15 @@ class WorldCheck(Strict):
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)
     checkType: str = "API"
-    tags: list[str] = Field(default_factory=shared_empty_list)
+    tags: list[str] = Field(default_factory=empty_list)
     activated: bool = True
-    locations: list[str] = Field(default_factory=shared_empty_list)
+    locations: list[str] = Field(default_factory=empty_list)
     frequency: int = 10
     frequencyOffset: int | None = None
     behaviour: Behaviour = "pass"
     durationSeconds: float = Field(default=1.0, ge=0)
     errorMessage: str | None = None
-    when: list[Rule] = Field(default_factory=shared_empty_list)
+    when: list[Rule] = Field(default_factory=empty_list)
     # Overrides settings.maxRunSeconds for this check. `never` (for tests only): a hanging run
     # never ends on its own, so its session runs until it is cancelled.
     maxRunSeconds: Annotated[float, Field(gt=0)] | Literal["never"] | None = None
@@ -184,7 +184,7 @@ class WorldCheck(Strict):
     degradedPacketLossThreshold: float | None = Field(default=None, gt=0, le=100)
     maxPacketLossThreshold: float | None = Field(default=None, gt=0, le=100)
     shouldFail: bool = False
-    environmentVariables: list[WorldVariable] = Field(default_factory=shared_empty_list)
+    environmentVariables: list[WorldVariable] = Field(default_factory=empty_list)
     script: str | None = None  # BROWSER and MULTI_STEP: the Playwright Test code, run for real
     runtimeId: str | None = None  # production's runtime of a script (its Playwright version)
     localSetupScript: str | None = None
@@ -194,7 +194,7 @@ class WorldCheck(Strict):
     setupScriptPath: str | None = None
     tearDownScriptPath: str | None = None
     scriptPath: str | None = None  # a browser check's: its sharedFiles are imported relative to it
-    sharedFiles: list[dict[str, str]] = Field(default_factory=shared_empty_list)
+    sharedFiles: list[dict[str, str]] = Field(default_factory=empty_list)
     projectDir: str | None = None
     playwrightConfig: dict[str, Any] | None = None  # a browser check's timeout and `use` (the CLI's)
     # The check's own retry strategy, as production applies it: a session without one of its own
@@ -204,7 +204,7 @@ class WorldCheck(Strict):
     # it fails closed unless settings.notRunnable is `skip`.
     runsLocally: bool | None = None
     # Production's other properties (PRODUCTION_ONLY_FIELDS), as given.
-    kept: dict[str, Any] = Field(default_factory=shared_empty_dict)
+    kept: dict[str, Any] = Field(default_factory=empty_dict)
 
     # The plan (set once, when the check is validated) is in a slot, not a pydantic private
     # attribute: that is a dict of its own per check (184 B). A copy carries it (__copy__).
@@ -241,10 +241,6 @@ class WorldCheck(Strict):
         # A checks file (checksfile.py) has no behaviour: and no settings: its advice differs.
         plan = _decide(self, checks_file=bool(info.context and info.context.get("checks_file")))
         object.__setattr__(self, "_plan", plan)
-        # Kept for the run's life: one set of given fields per distinct set, not one per check.
-        share_parts(self)
-        if plan.definition is not None:
-            share_parts(plan.definition, deep=True)
         return self
 
     @property

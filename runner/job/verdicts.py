@@ -12,7 +12,6 @@ from typing import Any, NamedTuple
 from runner.job.known import UNKNOWN, classify
 from runner.job.outcome import Attachment, AttemptOutcome, ErrorGroupOutcome, ResultOutcome, ResultVerdict
 from runner.models import SessionResult, TestSession
-from runner.models.base import share_parts
 from runner.models.sessions import RESULT_TYPES, SESSION_STATUSES
 
 # A file's path as the reports may show it: relative, plain characters, no way up. The service (or an
@@ -161,7 +160,6 @@ def row_of(value: RowValue) -> SessionResult:
     row = SessionResult.model_construct(set(given), **fields)
     # Not as keywords: an extra field may be named as model_construct's own parameters (`cls`).
     object.__setattr__(row, "__pydantic_extra__", dict(extra) if extra else {})
-    share_parts(row)
     return row
 
 
@@ -293,9 +291,4 @@ def check_outcome(
         lastSeenBefore=knowledge.lastSeenBefore,
         attachments=attachments(result),
     )
-    # Kept for every check until the reports. Not a deep walk of its 19 values: its models are in
-    # the two lists, empty but for a failure's attempts and a browser check's files.
-    share_parts(outcome, empties=("failedAttempts", "errorGroupIds", "attachments"))
-    for item in (*outcome.failedAttempts, *outcome.attachments):
-        share_parts(item)
     return outcome

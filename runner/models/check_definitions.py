@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Discriminator, Field, Tag, TypeAdapter, ValidationError, field_validator
 
-from runner.models.base import ApiModel, shared_empty_list
+from runner.models.base import ApiModel, empty_list
 from runner.models.problems import Loc, clean_loc, error_message, format_loc, model_at, unknown_key_message
 from runner.models.test_command import DEFAULT_TEST_COMMAND, TestCommandError, parse_test_command
 
@@ -223,7 +223,7 @@ class Assertion(ApiModel):
 
 
 class _Request(ApiModel):
-    assertions: list[Assertion] = Field(default_factory=shared_empty_list)
+    assertions: list[Assertion] = Field(default_factory=empty_list)
 
     @field_validator("assertions", mode="before")
     @classmethod
@@ -239,8 +239,8 @@ class ApiRequest(_Request):
     ipFamily: str = "IPv4"
     body: str = ""
     bodyType: str = "NONE"
-    headers: list[KeyValue] = Field(default_factory=shared_empty_list)
-    queryParameters: list[KeyValue] = Field(default_factory=shared_empty_list)
+    headers: list[KeyValue] = Field(default_factory=empty_list)
+    queryParameters: list[KeyValue] = Field(default_factory=empty_list)
     basicAuth: BasicAuth | None = None
 
     _body = field_validator("body", mode="before")(_text)
@@ -387,10 +387,10 @@ class CheckDefinition(ApiModel):
     checkType: str = ""
     activated: bool | None = None
     shouldFail: bool = False
-    tags: list[str] = Field(default_factory=shared_empty_list)
+    tags: list[str] = Field(default_factory=empty_list)
     degradedResponseTime: float | None = None
     maxResponseTime: float | None = None
-    environmentVariables: list[CheckEnvironmentVariable] = Field(default_factory=shared_empty_list)
+    environmentVariables: list[CheckEnvironmentVariable] = Field(default_factory=empty_list)
     request: Any = None
     localSetupScript: str | None = None
     localTearDownScript: str | None = None
@@ -400,7 +400,7 @@ class CheckDefinition(ApiModel):
     # and the project's folder (its node_modules). Ours, next to production's fields.
     setupScriptPath: str | None = None
     tearDownScriptPath: str | None = None
-    sharedFiles: list[SharedFileRef] = Field(default_factory=shared_empty_list)
+    sharedFiles: list[SharedFileRef] = Field(default_factory=empty_list)
     projectDir: str | None = None
     # A browser check's Playwright settings as the CLI deploys them ({timeout, use: {baseURL, ...}}):
     # for the browser runner (issue 29) to honour.
