@@ -249,7 +249,7 @@ def _load(
 def handle_run(args: argparse.Namespace, ctx: Context) -> int:
     from runner.core import memory
 
-    with memory.for_a_run():  # the collector's pace and the allocator's thresholds (core/memory.py)
+    with memory.for_a_run():  # the collector's pace (core/memory.py)
         return _handle_run(args, ctx)
 
 
