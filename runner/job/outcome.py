@@ -177,6 +177,9 @@ class ShardInfo(OutcomeModel):
     checks: int  # of them in this part
     fingerprint: str  # of the whole matched set: the same in every part of one run
     split: str  # of the assignment (the set and the durations that balanced it)
+    # Of this part's own checks (session, location, check id): what its results must be, each once.
+    # None in a part written by an older testsession, which did not record it: `merge` refuses it.
+    own: str | None = None
 
     @property
     def label(self) -> str:

@@ -12,8 +12,9 @@ unit; the units are split into n parts and part i is triggered as the sessions' 
 - Balanced: longest first, each unit to the part with the least work so far (ties: the lowest part);
   with durations of an earlier run (a results.json, or an emulator state file) the work is seconds, a
   check without one weighs the median; without durations every check weighs the same.
-- Checked: each part records the set's size, a fingerprint of it and one of the assignment
-  (`ShardInfo`): `testsession merge` refuses parts of different sets or different splits.
+- Checked: each part records the set's size, a fingerprint of it, one of its own checks and one of the
+  assignment (`ShardInfo`): `testsession merge` verifies each part's results against its own header
+  and the parts against each other (runner/job/merge_check.py), and refuses a part that does not add up.
 - A session whose target matches nothing is triggered unchanged by part 1 only, so the service's own
   no-match answer is judged once, as in a run that is not split.
 """
@@ -170,11 +171,24 @@ def split(units: Sequence[Unit], total: int, durations: Durations = NO_DURATIONS
 
 
 def fingerprint(units: Sequence[Unit]) -> str:
-    return _digest(sorted(u.key for u in units))
+    return key_fingerprint([u.key for u in units])
 
 
-def split_fingerprint(parts: Sequence[Sequence[Unit]]) -> str:
-    return _digest([f"{i}\t{u.key}" for i, part in enumerate(parts) for u in sorted(part)])
+def key_fingerprint(keys: Sequence[str]) -> str:
+    """Of a set of unit keys: the whole matched set's, or one part's own (`ShardInfo.own`)."""
+    return _digest(sorted(keys))
+
+
+def split_fingerprint(parts: Sequence[Sequence[str]]) -> str:
+    """Of the assignment: each part's unit keys, in part order. From keys alone, so that a merge can
+    compute it again from the parts' results."""
+    return _digest([f"{i}\t{key}" for i, part in enumerate(parts) for key in sorted(part)])
+
+
+def unit_key(session: str, location: str, check_id: str) -> str:
+    """What identifies a unit: the session's name and location and the id the run gives the check.
+    A part's results name the same three (`SessionOutcome.name`, `.runLocation`, `.checkId`)."""
+    return f"{session}\x1f{location}\x1f{check_id}"
 
 
 @dataclass(frozen=True)
@@ -184,7 +198,7 @@ class ShardPlan:
 
 
 def _unit(session: int, request: TriggerRequest, check_id: str) -> Unit:
-    key = f"{request.name}\x1f{request.runLocation}\x1f{check_id}"
+    key = unit_key(request.name, request.runLocation, check_id)
     return Unit(session, check_id, key, request.runLocation)
 
 
@@ -230,6 +244,7 @@ def plan_shard(
         matched=len(units),
         checks=len(mine),
         fingerprint=fingerprint(units),
-        split=split_fingerprint(parts),
+        split=split_fingerprint([[u.key for u in part] for part in parts]),
+        own=fingerprint(mine),
     )
     return ShardPlan(narrowed, info)
