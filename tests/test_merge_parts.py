@@ -242,3 +242,25 @@ def test_a_part_given_twice_and_a_part_missing_write_the_reports(
     assert "merge refused" in (tmp_path / "merged" / "junit.xml").read_text(encoding="utf-8")
     nowhere, report = _merge(tmp_path, parts[1]["file"], tmp_path / "nowhere.json")
     _refused(nowhere, report, "nowhere.json", "no such file")
+
+
+def test_a_part_cut_short_may_hold_fewer_results_and_the_merge_never_passes(
+    tmp_path: Path, parts: dict[int, dict[str, Any]]
+) -> None:
+    def timed_out(data: dict[str, Any]) -> None:
+        for session in data["sessions"]:
+            session["results"] = [r for r in session["results"] if r["checkId"] != FAILING]
+        data.update(exitCode=3, verdict="timeout", partial=True, message="the deadline passed")
+
+    forged, other = _forged(parts, tmp_path, timed_out)
+    ran, report = _merge(tmp_path, forged, other)
+    assert ran.returncode == 3 and report["exitCode"] == 3 and report["verdict"] == "timeout"
+
+
+def test_a_part_whose_header_does_not_name_its_checks_is_refused(
+    tmp_path: Path, parts: dict[int, dict[str, Any]]
+) -> None:
+    data = copy.deepcopy(parts[1]["data"])
+    del data["shard"]["own"]  # as an older testsession wrote it
+    ran, report = _merge(tmp_path, _write(tmp_path, "old.json", data), parts[2]["file"])
+    _refused(ran, report, "old.json", "does not name its own checks")
