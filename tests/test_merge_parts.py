@@ -215,6 +215,10 @@ def test_a_part_over_the_size_bound_is_refused_before_it_is_read(
     assert time.monotonic() - started < 2
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before < 20 * 1024  # KiB: not read
     _refused(ran, report, "huge.json", "MiB", "not read")
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)  # nothing writes to it: a read would block for ever
+    ran, report = _merge(tmp_path, fifo, parts[3 - index]["file"])
+    _refused(ran, report, "fifo.json", "not a regular file")
 
 
 def test_parts_of_two_commits_are_refused_unless_allowed(

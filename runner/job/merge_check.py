@@ -77,7 +77,8 @@ def part_problems(label: str, outcome: Outcome, shard: ShardInfo) -> list[str]:
         return found
     if held != shard.checks:
         ended = outcome.exitCode not in (ExitCode.OK, ExitCode.CHECKS_FAILED)
-        why = f" (the part ended with exit code {outcome.exitCode}: {outcome.message})" if ended else ""
+        said = outcome.message or outcome.verdict
+        why = f" (the part ended with exit code {outcome.exitCode}: {said})" if ended else ""
         found.append(
             f"{label}: holds {counted(held, 'result')}, but its header says the part ran "
             f"{counted(shard.checks, 'check')}{why}"
