@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -266,3 +271,26 @@ def test_a_reset_connection_is_not_a_crash(emulator: Emulator) -> None:
     sock.sendall((head + f"X-Service-Account: {ACCOUNT}\r\nContent-Length: 100\r\n\r\n{{").encode())
     sock.close()
     assert requests.get(f"{emulator.url}/v1/checks", headers=API, timeout=5).status_code == 200
+
+
+@pytest.mark.timeout(60)
+def test_the_emulator_command_answers_to_a_name_given_with_allow_host(repo_root: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TESTSESSION_")}
+    argv = [sys.executable, "-m", "runner", "emulator", "--port", "0", "--allow-host", "emulator.test"]
+    process = subprocess.Popen(
+        argv, cwd=repo_root, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip().removeprefix("export TESTSESSION_BASE_URL=")
+        port = url.rsplit(":", 1)[1]
+        given = requests.get(f"{url}/openapi.json", headers={"Host": f"emulator.test:{port}"}, timeout=5)
+        assert given.status_code == 200
+        other = requests.get(f"{url}/openapi.json", headers={"Host": f"attacker.example:{port}"}, timeout=5)
+        assert other.status_code == 421
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

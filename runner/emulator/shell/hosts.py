@@ -79,8 +79,9 @@ class AllowedHosts:
         return name in self.names or (self.any_ip and _is_ip(name))
 
 
-def _headers(scope: Scope) -> dict[str, str]:
-    # Latin-1: header bytes as the wire gave them; a repeated header keeps its first value.
+def request_headers(scope: Scope) -> dict[str, str]:
+    """An ASGI request's headers by lower-case name (Latin-1, as the wire gave them; a repeated
+    header keeps its first value)."""
     found: dict[str, str] = {}
     for key, value in scope.get("headers", []):
         found.setdefault(key.decode("latin-1").lower(), value.decode("latin-1"))
@@ -112,7 +113,7 @@ class HostGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = _headers(scope)
+        headers = request_headers(scope)
         refusal: tuple[int, str] | None = None
         if not self.allowed.allows(headers.get("host")):
             refusal = (

@@ -22,18 +22,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from runner.emulator.core.backend import Backend
 from runner.emulator.core.failures import ApiFailure
 from runner.emulator.shell.errors import error_response
+from runner.emulator.shell.hosts import request_headers
 from runner.models.operations import find
 
 MAX_BODY_BYTES = 1024 * 1024  # 1 MiB
 ACCOUNT_STATE = "account"  # the key in the request's state where the authenticated account id waits
-
-
-def _header(scope: Scope, name: str) -> str | None:
-    wanted = name.lower().encode("latin-1")
-    for key, value in scope.get("headers", []):
-        if key.lower() == wanted:
-            return str(value.decode("latin-1"))
-    return None
 
 
 async def _refuse(failure: ApiFailure, scope: Scope, receive: Receive, send: Send) -> None:
@@ -59,18 +52,19 @@ class V1Intake:
         if scope["type"] != "http" or find(scope["method"], scope["path"]) is None:
             await self.app(scope, receive, send)
             return
+        headers = request_headers(scope)
         try:
             account = self.backend.authenticate(
-                _header(scope, "authorization"),
-                _header(scope, self.backend.settings.accountHeader),
+                headers.get("authorization"),
+                headers.get(self.backend.settings.accountHeader.lower()),
                 scope["method"],
             )
-            declared = _header(scope, "content-length")
+            declared = headers.get("content-length")
             if declared is not None and int(declared) > MAX_BODY_BYTES:  # h11/httptools checked the digits
                 raise _too_large()
             # No body declared (a GET, a DELETE): nothing to read, and the route runs even if the
             # client has gone meanwhile (a slow fault holds a request longer than its client waits).
-            chunked = _header(scope, "transfer-encoding") is not None
+            chunked = "transfer-encoding" in headers
             body = await self._read(receive) if chunked or (declared or "0").strip() != "0" else b""
         except ApiFailure as failure:
             await _refuse(failure, scope, receive, send)
