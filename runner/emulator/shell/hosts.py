@@ -91,7 +91,8 @@ def request_headers(scope: Scope) -> dict[str, str]:
 def control_refusal(path: str, headers: dict[str, str]) -> tuple[int, str] | None:
     """Why a request to the control API is refused (status, message), or None when it may go on."""
     if headers.get(CONTROL_HEADER.lower()) != "1":
-        return 403, f"the control API needs the header `{CONTROL_HEADER}: 1` (a page of another site cannot send it without a preflight, never granted)"
+        # A page of another site cannot send it without a preflight, which is never granted.
+        return 403, f"the control API needs the header `{CONTROL_HEADER}: 1`"
     origin = headers.get("origin")
     if origin is not None and origin.lower() != f"http://{headers.get('host', '')}".lower():
         return 403, "the control API answers no request from another web origin"
