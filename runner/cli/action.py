@@ -343,7 +343,4 @@ def main(environ: MutableMapping[str, str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from runner.core.compiled import keep_for_this_process
-
-    keep_for_this_process()  # before main() imports the run (its dataclasses' methods, compiled once)
     raise SystemExit(main())
