@@ -29,6 +29,15 @@ Input formats:
 - verbose: true says more (`run --verbose`).
 - comment: true posts the summary as a sticky pull-request comment with GITHUB_TOKEN (the
   github-token input; the job needs `permissions: pull-requests: write`).
+- browsers: auto, true or false: whether the action sets up Node, Playwright and a browser before
+  the run (`python -m runner.cli.action --browsers`, below); auto: when the checks file (the checks
+  input, else the spec's `checks:`) holds a BROWSER, MULTI_STEP or PLAYWRIGHT check that runs here.
+
+`python -m runner.cli.action --browsers` prints `browsers=true|false` and `playwright=<versions>`
+(the @playwright/test versions the browser checks' runtimes use, space-separated): the lines the
+Action writes to its step outputs and the GitLab template reads (TESTSESSION_BROWSERS, _CHECKS, _SPEC
+as INPUT_BROWSERS, _CHECKS, _SPEC). A checks file that cannot be read says false: the run itself
+names its problems.
 """
 
 from __future__ import annotations
@@ -342,7 +351,82 @@ def main(environ: MutableMapping[str, str] | None = None) -> int:
     return code
 
 
+BROWSER_MODES = ("auto", "true", "false")
+
+
+def browser_needs(environ: Mapping[str, str]) -> tuple[bool, tuple[str, ...]]:
+    """Whether the run needs Node and a browser, and the @playwright/test versions its browser checks'
+    runtimes use (a PLAYWRIGHT suite brings its own). The browsers input: auto, true or false."""
+    from runner.checks.protocols.browser.setup import DEFAULT_RUNTIME, RUNTIMES
+
+    mode = environ.get("INPUT_BROWSERS", "").strip().lower() or "auto"
+    if mode not in BROWSER_MODES:
+        raise InputError(f"input browsers: expected auto, true or false, got {mode!r}")
+    if mode == "false":
+        return False, ()
+    types, runtimes = _check_types(environ)
+    from runner.models.check_definitions import SCRIPT_CHECK_TYPES, SUITE_CHECK_TYPES
+
+    needed = mode == "true" or bool(types & {*SCRIPT_CHECK_TYPES, *SUITE_CHECK_TYPES})
+    default = RUNTIMES[DEFAULT_RUNTIME]
+    versions = tuple(sorted({RUNTIMES.get(r or DEFAULT_RUNTIME, default) for r in runtimes})) or (default,)
+    return needed, versions if needed else ()
+
+
+def _checks_path(environ: Mapping[str, str]) -> str | None:
+    """The checks file the run reads: the checks input, else the spec's `checks:` (relative to the
+    spec's folder; the spec: the spec input, else testsession.yml when it exists)."""
+    checks = environ.get("INPUT_CHECKS", "").strip()
+    if checks:
+        return checks
+    spec = environ.get("INPUT_SPEC", "").strip() or "testsession.yml"
+    try:
+        import yaml
+
+        with open(spec, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    named = data.get("checks") if isinstance(data, dict) else None
+    return os.path.join(os.path.dirname(spec), named) if isinstance(named, str) and named else None
+
+
+def _check_types(environ: Mapping[str, str]) -> tuple[set[str], list[str | None]]:
+    """The types of the checks that run here, and the runtimeIds of the BROWSER and MULTI_STEP ones."""
+    path = _checks_path(environ)
+    if path is None:
+        return set(), []
+    from runner.checkly import is_project
+
+    if is_project(path):  # a Checkly project: its checks are known once Node has read it
+        return {"PLAYWRIGHT"}, []
+    from runner.emulator.core.checksfile import load_checks_file
+    from runner.emulator.core.world import Mode, WorldError
+    from runner.models.check_definitions import SCRIPT_CHECK_TYPES
+
+    try:
+        checks = load_checks_file(path, environ).world.accounts[0].checks
+    except (WorldError, OSError, ValueError):
+        return set(), []
+    real = [check for check in checks if check.plan.mode is Mode.REAL]
+    runtimes = [check.runtimeId for check in real if check.checkType in SCRIPT_CHECK_TYPES]
+    return {check.checkType for check in real}, runtimes
+
+
+def browsers_main(environ: Mapping[str, str]) -> int:
+    try:
+        needed, versions = browser_needs(environ)
+    except InputError as exc:
+        print(f"testsession: error: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    print(f"browsers={'true' if needed else 'false'}")
+    print(f"playwright={' '.join(versions)}")
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--browsers"]:
+        raise SystemExit(browsers_main(os.environ))
     from runner.core.compiled import keep_for_this_process
 
     keep_for_this_process()  # before main() imports the run (its dataclasses' methods, compiled once)
