@@ -34,10 +34,13 @@ Input formats:
   input, else the spec's `checks:`) holds a BROWSER, MULTI_STEP or PLAYWRIGHT check that runs here.
 
 `python -m runner.cli.action --browsers` prints `browsers=true|false` and `playwright=<versions>`
-(the @playwright/test versions the browser checks' runtimes use, space-separated): the lines the
-Action writes to its step outputs and the GitLab template reads (TESTSESSION_BROWSERS, _CHECKS, _SPEC
-as INPUT_BROWSERS, _CHECKS, _SPEC). A checks file that cannot be read says false: the run itself
-names its problems.
+(the @playwright/test versions the browser checks' runtimes use, joined by `-`: a part of the cache's
+key): the lines the Action writes to its step outputs and the GitLab template reads
+(TESTSESSION_BROWSERS, _CHECKS, _SPEC as INPUT_BROWSERS, _CHECKS, _SPEC). A checks file that cannot be
+read says false: the run itself names its problems.
+`python -m runner.cli.action --setup-browsers` installs those versions (PLAYWRIGHT_VERSIONS) where the
+engine looks for them, and Playwright's Chromium when the machine has no Chrome or Chromium; what
+cannot be set up is a warning, and the run reports its browser checks as not runnable here.
 """
 
 from __future__ import annotations
@@ -362,7 +365,7 @@ def browser_needs(environ: Mapping[str, str]) -> tuple[bool, tuple[str, ...]]:
     mode = environ.get("INPUT_BROWSERS", "").strip().lower() or "auto"
     if mode not in BROWSER_MODES:
         raise InputError(f"input browsers: expected auto, true or false, got {mode!r}")
-    if mode == "false":
+    if mode == "false" or os.name == "nt":  # the engine's browser checks run on Linux and macOS
         return False, ()
     types, runtimes = _check_types(environ)
     from runner.models.check_definitions import SCRIPT_CHECK_TYPES, SUITE_CHECK_TYPES
@@ -420,13 +423,56 @@ def browsers_main(environ: Mapping[str, str]) -> int:
         print(f"testsession: error: {exc}", file=sys.stderr)
         return int(ExitCode.USAGE)
     print(f"browsers={'true' if needed else 'false'}")
-    print(f"playwright={' '.join(versions)}")
+    print(f"playwright={'-'.join(versions)}")
     return 0
+
+
+def setup_browsers_main(environ: Mapping[str, str]) -> int:
+    """The Playwright of each version in PLAYWRIGHT_VERSIONS (installed once into the engine's cache)
+    and a browser for it; a warning, never a failed step, when one cannot be had."""
+    import subprocess
+
+    from runner.checks.protocols.browser import setup
+
+    by_version = {version: runtime for runtime, version in setup.RUNTIMES.items()}
+    versions = [v for v in environ.get("PLAYWRIGHT_VERSIONS", "").split("-") if v in by_version]
+    for version in versions or [setup.RUNTIMES[setup.DEFAULT_RUNTIME]]:
+        try:
+            found = _set_up(by_version[version])
+        except (setup.SetupError, OSError, subprocess.TimeoutExpired) as exc:
+            print(f"::warning::testsession: browser checks cannot run on this runner: {exc}", flush=True)
+            continue
+        print(f"browser checks: {found}", flush=True)
+    return 0
+
+
+def _set_up(runtime: str) -> str:
+    import subprocess
+    import time
+    from pathlib import Path
+
+    from runner.checks.protocols.browser import setup
+
+    deadline = time.monotonic() + setup.INSTALL_SECONDS
+    playwright = setup.find_playwright(
+        Path("/nonexistent"), runtime, progress=print, deadline=deadline, stop=None
+    )
+    try:
+        browser = setup.find_browser(playwright)
+    except setup.SetupError:
+        print("no Chrome or Chromium on this runner: installing Playwright's Chromium ...", flush=True)
+        command = [str(setup.node_tools().node), str(playwright.cli), "install", "chromium"]
+        subprocess.run(command, check=False, timeout=setup.INSTALL_SECONDS)
+        setup._BROWSERS.pop(playwright.root, None)  # asked once per folder: ask again, it may be there now
+        browser = setup.find_browser(playwright)
+    return f"Playwright {playwright.version} ({playwright.root}), browser {browser}"
 
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--browsers"]:
         raise SystemExit(browsers_main(os.environ))
+    if sys.argv[1:] == ["--setup-browsers"]:
+        raise SystemExit(setup_browsers_main(os.environ))
     from runner.core.compiled import keep_for_this_process
 
     keep_for_this_process()  # before main() imports the run (its dataclasses' methods, compiled once)
