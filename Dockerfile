@@ -34,7 +34,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # give a non-root user: the container is the sandbox (as Playwright's own images run it).
 # apt-get clean: the downloaded packages stay in /var/cache/apt on a base without Debian's docker-clean
 # hook (138 MB measured on the stand-in base); a no-op on the official image.
-# hadolint ignore=DL3008
+# hadolint ignore=DL3008,SC2016
 RUN apt-get update \
     && apt-get install -y --no-install-recommends git nodejs npm chromium tini \
     && apt-get clean \
