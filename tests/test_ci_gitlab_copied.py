@@ -237,3 +237,31 @@ def test_the_template_is_valid_for_gitlab() -> None:
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_node_npm_and_chromium_are_installed_with_apt_get_only_when_missing(tmp_path: Path) -> None:
+    """An image without them (python:3.12-slim-bookworm): the before_script apt-gets Debian's packages
+    (apt-get recorded here, not run); an image without apt-get: one line saying what is missing."""
+    (tmp_path / "browser.yml").write_text(CHECKS.format(url="http://x", password="p"))
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (shim / "apt-get").write_text(f'#!/bin/sh\necho "$*" >> {tmp_path}/apt.log\n')
+    for tool in shim.iterdir():
+        tool.chmod(0o755)
+    (step,) = [line for line in job("testsession")["before_script"] if "--browsers" in line]
+    bash = shutil.which("bash") or "/bin/bash"
+    env = {"PATH": str(shim), "TESTSESSION_CHECKS": "browser.yml", "HOME": str(tmp_path)}  # no node, npm
+    done = subprocess.run([bash, "-eo", "pipefail", "-c", step + '\necho "cache: $XDG_CACHE_HOME"'],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "testsession: browser checks: installing nodejs npm chromium (Debian's packages)" in done.stdout
+    assert (tmp_path / "apt.log").read_text().splitlines() == [
+        "update -qq", "install -y -qq --no-install-recommends nodejs npm chromium",
+    ]  # fmt: skip
+    assert f"cache: {tmp_path}/.testsession-cache" in done.stdout  # where the job's cache: keeps it
+    (shim / "apt-get").unlink()
+    done = subprocess.run([bash, "-eo", "pipefail", "-c", step], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "need nodejs npm chromium and this image has no apt-get" in done.stdout

@@ -360,15 +360,16 @@ BROWSER_MODES = ("auto", "true", "false")
 def browser_needs(environ: Mapping[str, str]) -> tuple[bool, tuple[str, ...]]:
     """Whether the run needs Node and a browser, and the @playwright/test versions its browser checks'
     runtimes use (a PLAYWRIGHT suite brings its own). The browsers input: auto, true or false."""
-    from runner.checks.protocols.browser.setup import DEFAULT_RUNTIME, RUNTIMES
-
     mode = environ.get("INPUT_BROWSERS", "").strip().lower() or "auto"
     if mode not in BROWSER_MODES:
         raise InputError(f"input browsers: expected auto, true or false, got {mode!r}")
-    if mode == "false" or os.name == "nt":  # the engine's browser checks run on Linux and macOS
+    # The engine's browser checks run on Linux and macOS (browser/setup.py locks its cache with fcntl).
+    if mode == "false" or os.name == "nt":
         return False, ()
-    types, runtimes = _check_types(environ)
+    from runner.checks.protocols.browser.setup import DEFAULT_RUNTIME, RUNTIMES
     from runner.models.check_definitions import SCRIPT_CHECK_TYPES, SUITE_CHECK_TYPES
+
+    types, runtimes = _check_types(environ)
 
     needed = mode == "true" or bool(types & {*SCRIPT_CHECK_TYPES, *SUITE_CHECK_TYPES})
     default = RUNTIMES[DEFAULT_RUNTIME]
