@@ -1,0 +1,81 @@
+"""The defects a new user's trial found (issue 39, its points 4-9; issue 40, point 8): each as the user
+met it, through the command they ran, against real local servers."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from checks_servers import HttpServer, start_http
+from helpers import run_here
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[HttpServer]:
+    server = start_http()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def bare_env() -> dict[str, str]:
+    """A newcomer's shell: no TESTSESSION_* variable, not in CI."""
+    return {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp")}
+
+
+def run(tmp_path: Path, *argv: str, out: str = "testsession-reports") -> tuple[int, str, str, dict[str, Any]]:
+    ran = run_here(["run", *argv, "--no-rca"], bare_env(), tmp_path)
+    results = tmp_path / out / "results.json"
+    data = json.loads(results.read_text(encoding="utf-8")) if results.exists() else {}
+    return ran.returncode, ran.stdout, ran.stderr, data
+
+
+def results_of(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for s in data.get("sessions", []) for r in s["results"]]
+
+
+# --- 1. shards of checks without `id:` ------------------------------------------------------------
+
+
+def test_shards_of_checks_without_ids_run_and_merge(web: HttpServer, tmp_path: Path) -> None:
+    checks = [
+        {"name": name, "checkType": "API", "request": {"url": web.url(path), "method": "GET"}}
+        for name, path in [("Home", "/json"), ("Gone", "/status/404"), ("Echo", "/echo"), ("Home", "/json")]
+    ]
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(checks), encoding="utf-8")
+    code, _, err, whole = run(tmp_path, "--checks", "checks.yml", "--json", "whole/results.json", out="whole")
+    assert code == 1, err
+    every = sorted(r["checkId"] for r in results_of(whole))
+    assert len(set(every)) == 4  # the two named Home are two checks
+    again = run(tmp_path, "--checks", "checks.yml", "--json", "again/results.json", out="again")[3]
+    assert sorted(r["checkId"] for r in results_of(again)) == every  # the same ids in every run
+    parts = []
+    for index in (1, 2):
+        flags = ["--shard", f"{index}/2", "--json", f"p{index}/results.json"]
+        code, _, err, part = run(tmp_path, "--checks", "checks.yml", *flags, out=f"p{index}")
+        assert "Traceback" not in err and code in (0, 1), err
+        parts.append(part)
+    assert sorted(r["checkId"] for p in parts for r in results_of(p)) == every
+    merged = run_here(["merge", "p1/results.json", "p2/results.json", "-o", "m"], bare_env(), tmp_path)
+    assert merged.returncode == 1, merged.stderr
+    merged_ids = [r["checkId"] for r in results_of(json.loads((tmp_path / "m" / "results.json").read_text()))]
+    assert sorted(merged_ids) == every
+    # The id a run gave a check is the one --check-id takes.
+    gone = next(r["checkId"] for r in results_of(whole) if r["name"] == "Gone")
+    flags = ["--check-id", gone, "--json", "o/results.json"]
+    code, _, err, one = run(tmp_path, "--checks", "checks.yml", *flags, out="o")
+    assert code == 1 and [r["name"] for r in results_of(one)] == ["Gone"], err
+
+
+def test_a_shard_of_checks_whose_ids_are_not_uuids_is_a_usage_error(web: HttpServer, tmp_path: Path) -> None:
+    checks = [{"id": "home", "name": "Home", "checkType": "API", "request": {"url": web.url("/json")}}]
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(checks), encoding="utf-8")
+    code, _, err, _ = run(tmp_path, "--checks", "checks.yml", "--shard", "1/2")
+    assert code == 2 and "Traceback" not in err
+    assert "--shard" in err and "'home'" in err
