@@ -79,3 +79,34 @@ def test_a_shard_of_checks_whose_ids_are_not_uuids_is_a_usage_error(web: HttpSer
     code, _, err, _ = run(tmp_path, "--checks", "checks.yml", "--shard", "1/2")
     assert code == 2 and "Traceback" not in err
     assert "--shard" in err and "'home'" in err
+
+
+# --- 3. a degraded result says why -----------------------------------------------------------------
+
+
+def test_a_degraded_result_names_its_threshold_and_its_time_in_every_report(
+    web: HttpServer, tmp_path: Path
+) -> None:
+    checks = [
+        {
+            "name": "Slow page",
+            "checkType": "API",
+            "degradedResponseTime": 100,
+            "maxResponseTime": 20000,
+            "request": {"url": web.url("/slow?ms=300"), "method": "GET"},
+        }
+    ]
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(checks), encoding="utf-8")
+    code, out, err, data = run(tmp_path, "--checks", "checks.yml", "--fail-on-degraded")
+    assert code == 1, err
+    (result,) = results_of(data)
+    assert result["verdict"] == "degraded"
+    error = result["error"] or ""
+    assert error.startswith("response time ") and "exceeded the degradedResponseTime of 100 ms" in error
+    took = int(error.split()[2].replace(",", ""))
+    assert 300 <= took < 20000
+    summary = (tmp_path / "testsession-reports" / "summary.md").read_text(encoding="utf-8")
+    junit = (tmp_path / "testsession-reports" / "junit.xml").read_text(encoding="utf-8")
+    for text in (summary, junit, out + err):
+        assert "degradedResponseTime of 100 ms" in text, text
+    assert "No error message was reported" not in summary

@@ -87,6 +87,16 @@ def _not_understood(result: SessionResult) -> str | None:
     return _contradiction(result)
 
 
+def _degraded_reason(result: SessionResult) -> str:
+    """Why a result passed degraded: the threshold and the measure where the service says (the
+    emulator's `degradedReason`); else what the run knows, its response time."""
+    said = (result.model_extra or {}).get("degradedReason")
+    if isinstance(said, str) and said.strip():
+        return said
+    took = f" (response time {result.responseTime:,.0f} ms)" if result.responseTime is not None else ""
+    return f"the service marked the result degraded{took} and did not say which threshold it passed"
+
+
 def _first_message(group_ids: list[str], groups: Mapping[str, ErrorGroupOutcome]) -> str | None:
     for group_id in group_ids:
         group = groups.get(group_id)
@@ -282,7 +292,11 @@ def check_outcome(
             for t in failed_tries
         ],
         errorGroupIds=list(result.errorGroupIds),
-        error=_first_message(result.errorGroupIds, groups) or _not_understood(result),
+        error=(
+            _degraded_reason(result)
+            if verdict == "degraded"
+            else _first_message(result.errorGroupIds, groups) or _not_understood(result)
+        ),
         known=knowledge.known,
         firstSeen=knowledge.firstSeen,
         lastSeenBefore=knowledge.lastSeenBefore,

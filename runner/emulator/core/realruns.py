@@ -139,7 +139,10 @@ def finish(run: SessionRun, evidence: Attempt, final: bool, at: float) -> None:
     attempt.error_class = (
         None if evidence.passed else (evidence.error_class or ErrorClass.CONFIGURATION_ERROR)
     )
-    attempt.message = None if evidence.passed else (evidence.message or str(evidence.error_kind or "failed"))
+    if evidence.passed:  # a pass says nothing, a degraded one why (the threshold and the measure)
+        attempt.message = evidence.message if attempt.degraded else None
+    else:
+        attempt.message = evidence.message or str(evidence.error_kind or "failed")
     attempt.response_ms = (
         evidence.response_time_ms if evidence.response_time_ms is not None else evidence.duration_ms
     )

@@ -29,6 +29,8 @@ DEFAULT_MESSAGES = {
     "error": "ReferenceError: page is not defined",
     "flaky": "connect ECONNRESET 10.0.0.12:443",
 }
+# Why a scripted `degrade` is degraded, unless its errorMessage says.
+SCRIPTED_DEGRADED = "degraded as the world scripts it (behaviour: degrade)"
 # The error class of each scripted behaviour that fails.
 BEHAVIOUR_CLASSES = {
     "fail": ErrorClass.ASSERTION_FAILURE,
@@ -86,7 +88,7 @@ def _outcome(
     if behaviour == "pass" or (behaviour == "flaky" and number > 1):
         return True, False, None, None
     if behaviour == "degrade":
-        return True, True, None, None
+        return True, True, None, message or SCRIPTED_DEGRADED
     return False, False, BEHAVIOUR_CLASSES[behaviour], message or DEFAULT_MESSAGES[behaviour]
 
 
@@ -178,6 +180,8 @@ def _result(
     extra: dict[str, Any] = {"bodyTruncated": cut} if cut else {}
     if failed:  # an extra field, left out when there is nothing to say (no dict of extras per row)
         extra["errorMessage"] = attempt.message
+    elif finished and attempt.degraded and attempt.message:  # why: the threshold and the measure
+        extra["degradedReason"] = attempt.message
     files = attempt.evidence.files if finished and attempt.evidence is not None else ()
     if files:  # a browser check's screenshot and trace (an extra field)
         extra["attachments"] = [{"name": f.name, "path": f.path} for f in files]
