@@ -110,3 +110,42 @@ def test_a_degraded_result_names_its_threshold_and_its_time_in_every_report(
     for text in (summary, junit, out + err):
         assert "degradedResponseTime of 100 ms" in text, text
     assert "No error message was reported" not in summary
+
+
+# --- 8. every failure keeps its reason, however many error groups -------------------------------------
+
+
+def _word(n: int) -> str:
+    """A distinct word of letters for each n (digits are cleaned out of a group's message)."""
+    letters = ""
+    n += 1
+    while n:
+        n, rest = divmod(n - 1, 26)
+        letters = chr(ord("a") + rest) + letters
+    return "missing" + letters
+
+
+def test_every_failure_keeps_its_reason_past_200_error_groups(web: HttpServer, tmp_path: Path) -> None:
+    count = 230
+    checks = [
+        {
+            "name": f"Check {i}",
+            "checkType": "API",
+            "request": {
+                "url": web.url("/json"),
+                "assertions": [{"source": "TEXT_BODY", "comparison": "CONTAINS", "target": _word(i)}],
+            },
+        }
+        for i in range(count)
+    ]
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(checks), encoding="utf-8")
+    code, _, err, data = run(tmp_path, "--checks", "checks.yml")
+    assert code == 1, err
+    results = results_of(data)
+    assert len(results) == count and all(r["verdict"] == "failed" for r in results)
+    assert len({g for r in results for g in r["errorGroupIds"]}) > 200  # past the groups a run reads
+    for result in results:
+        word = _word(int(result["name"].split()[1]))
+        assert result["error"] and word in result["error"], result
+    junit = (tmp_path / "testsession-reports" / "junit.xml").read_text(encoding="utf-8")
+    assert "could not run to a verdict" not in junit and "without an error message" not in junit

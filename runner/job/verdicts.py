@@ -21,6 +21,7 @@ from runner.models.sessions import RESULT_TYPES, SESSION_STATUSES
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9._@+-]+(/[A-Za-z0-9._@+-]+)*")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,40}")
 MAX_ATTACHMENTS = 10
+MAX_ROW_MESSAGE = 8192  # characters of a result row's own errorMessage kept (a group's is the service's)
 
 
 def attachments(result: SessionResult) -> list[Attachment]:
@@ -102,6 +103,22 @@ def _first_message(group_ids: list[str], groups: Mapping[str, ErrorGroupOutcome]
         group = groups.get(group_id)
         if group is not None and group.message:
             return group.message
+    return None
+
+
+def failure_message(result: SessionResult, groups: Mapping[str, ErrorGroupOutcome]) -> str | None:
+    """Why a result failed, however many error groups the run has: its group's message when the run
+    read the group; else the row's own `errorMessage` where the service gives one (the emulator);
+    else which group holds it (a run reads at most job/analyses.py's MAX_GROUPS_READ groups)."""
+    found = _first_message(result.errorGroupIds, groups)
+    if found:
+        return found
+    said = (result.model_extra or {}).get("errorMessage")
+    if isinstance(said, str) and said.strip():
+        return said[:MAX_ROW_MESSAGE]
+    unread = [g for g in result.errorGroupIds if g not in groups]
+    if unread:
+        return f"the reason is in error group {unread[0][:100]}; its message was not read"
     return None
 
 
@@ -287,7 +304,7 @@ def check_outcome(
                 link=t.testSessionResultLink,
                 status=t.status,
                 durationSeconds=_duration(t),
-                error=_first_message(t.errorGroupIds, groups),
+                error=failure_message(t, groups),
             )
             for t in failed_tries
         ],
@@ -295,7 +312,7 @@ def check_outcome(
         error=(
             _degraded_reason(result)
             if verdict == "degraded"
-            else _first_message(result.errorGroupIds, groups) or _not_understood(result)
+            else failure_message(result, groups) or _not_understood(result)
         ),
         known=knowledge.known,
         firstSeen=knowledge.firstSeen,
