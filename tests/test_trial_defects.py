@@ -149,3 +149,24 @@ def test_every_failure_keeps_its_reason_past_200_error_groups(web: HttpServer, t
         assert result["error"] and word in result["error"], result
     junit = (tmp_path / "testsession-reports" / "junit.xml").read_text(encoding="utf-8")
     assert "could not run to a verdict" not in junit and "without an error message" not in junit
+
+
+# --- 4. a build that never becomes healthy: the build did not start --------------------------------
+
+
+def test_a_build_that_does_not_start_has_its_own_headline_exit_code_and_reports(
+    web: HttpServer, tmp_path: Path
+) -> None:
+    checks = [{"name": "Home", "checkType": "API", "request": {"url": web.url("/json")}}]
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(checks), encoding="utf-8")
+    dead = "http://127.0.0.1:9/health"  # the discard port: nothing listens
+    argv = ["--checks", "checks.yml", "--build-command", "echo booting; exit 3", "--build-url", dead]
+    code, out, err, data = run(tmp_path, *argv, "--build-timeout", "5")
+    assert code == 6 and "Traceback" not in err, out + err
+    assert data["verdict"] == "build-not-started" and data["exitCode"] == 6
+    assert "exited with code 3 before http://127.0.0.1:9/health answered" in data["message"]
+    summary = (tmp_path / "testsession-reports" / "summary.md").read_text(encoding="utf-8")
+    assert summary.startswith("## ⚠️ The build did not start") and "Service error" not in summary
+    junit = (tmp_path / "testsession-reports" / "junit.xml").read_text(encoding="utf-8")
+    assert "exited with code 3" in junit
+    assert "6 BUILD_NOT_STARTED" in run_here(["run", "--help"], bare_env(), tmp_path).stdout

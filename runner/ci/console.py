@@ -455,6 +455,7 @@ class Console:
                 "timeout": "31",
                 "service-error": "31",
                 "usage-error": "31",
+                "build-not-started": "31",
                 "interrupted": "31",
             },
         )

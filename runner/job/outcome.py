@@ -21,7 +21,15 @@ AnalysisState = Literal["completed", "pending", "unavailable", "error", "timeout
 BaselineMark = Literal["newly-failing", "still-failing", "fixed", "still-passing", "new-check"]
 FailOn = Literal["any", "new"]
 RunVerdict = Literal[
-    "passed", "failed", "no-match", "timeout", "service-error", "usage-error", "interrupted", "detached"
+    "passed",
+    "failed",
+    "no-match",
+    "timeout",
+    "service-error",
+    "usage-error",
+    "interrupted",
+    "detached",
+    "build-not-started",
 ]
 
 

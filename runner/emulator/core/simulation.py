@@ -88,8 +88,17 @@ def _outcome(
     if behaviour == "pass" or (behaviour == "flaky" and number > 1):
         return True, False, None, None
     if behaviour == "degrade":
-        return True, True, None, message or SCRIPTED_DEGRADED
+        return True, True, None, message
     return False, False, BEHAVIOUR_CLASSES[behaviour], message or DEFAULT_MESSAGES[behaviour]
+
+
+def _scripted_degraded(check: WorldCheck) -> str:
+    """Why a scripted `degrade` is degraded: its time against its degradedResponseTime when the world
+    gives one below it, as a real run says it (checks/judge.py)."""
+    took, limit = check.durationSeconds * 1000, check.degradedResponseTime
+    if limit is not None and took > limit:
+        return f"response time {took:,.0f} ms exceeded the degradedResponseTime of {limit:,g} ms"
+    return SCRIPTED_DEGRADED
 
 
 def plan_run(
@@ -105,6 +114,8 @@ def plan_run(
     maximum) ends at `max_run` as a failed, timed-out run. `max_run` None: a hang never ends.
     """
     behaviour, message = resolve_behaviour(check, env)
+    if behaviour == "degrade" and not message:
+        message = _scripted_degraded(check)
     run = SessionRun(check=check, final_id=str(uuid.uuid4()))
     if behaviour == "hang" and max_run is None:
         run.attempts.append(SessionAttempt(id=run.final_id, start=start, end=None, passed=False))
