@@ -170,3 +170,71 @@ def test_a_build_that_does_not_start_has_its_own_headline_exit_code_and_reports(
     junit = (tmp_path / "testsession-reports" / "junit.xml").read_text(encoding="utf-8")
     assert "exited with code 3" in junit
     assert "6 BUILD_NOT_STARTED" in run_here(["run", "--help"], bare_env(), tmp_path).stdout
+
+
+# --- 7. the docs and --help say what runs -----------------------------------------------------------
+
+
+def _shown(readme_line: str, real: list[str]) -> bool:
+    """The README's line is one the run printed, as the README cuts a long line: `start…` or
+    `start… [tag]` (the middle cut)."""
+    if "…" not in readme_line:
+        return readme_line in real
+    start, _, end = readme_line.partition("…")
+    return any(
+        line.startswith(start) and line.endswith(end) and len(line) > len(readme_line) for line in real
+    )
+
+
+def test_the_readmes_demo_output_is_what_the_demo_prints(tmp_path: Path) -> None:
+    import re
+
+    from doc_blocks import README, code_blocks
+    from helpers import fast_world
+
+    (block,) = code_blocks(README, "## Watching a run", "text")
+    world = fast_world(tmp_path)
+    spec = Path(__file__).resolve().parent.parent / "examples" / "testsession.yml"
+    env = {**bare_env(), "NO_COLOR": "1"}
+    ran = run_here(["run", str(spec), "--emulator", "--world", str(world)], env, tmp_path)
+    assert ran.returncode == 1, ran.stderr
+    uuid = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+    took = re.compile(r"finished: (\w+) after [0-9.]+ s")  # the real time: the world here runs 40 x faster
+
+    def plain(line: str) -> str:
+        return took.sub(r"finished: \1 after <n> s", uuid.sub("<id>", line))
+
+    real = [plain(line) for line in ran.stdout.splitlines()]
+    for line in block.splitlines():
+        if line == "..." or line.startswith("DEMO "):  # elided; the demo's banner (--world has none)
+            continue
+        assert _shown(plain(line), real), f"README shows {line!r}; the run printed:\n{ran.stdout}"
+
+
+def test_the_help_and_docs_say_what_runs(tmp_path: Path) -> None:
+    import fnmatch
+    import re
+
+    from doc_blocks import DOCS, code_blocks
+
+    raw = run_here(["run", "--help"], bare_env(), tmp_path).stdout
+    help_text = " ".join(raw.split())
+    found = re.search(r"^ +--state PATH +(.*?)^ +--detach", raw, re.DOTALL | re.MULTILINE)
+    assert found and found.group(1).startswith("with --checks"), raw  # a local run's state file
+    # A run whose reader goes away exits with the gate's code and writes its reports (test_closed_stdout).
+    assert "`run` goes on to the gate's code and reports" in help_text
+    # Shards: what each part writes is what the merge reads.
+    (block,) = code_blocks(DOCS / "ci.md", "## Split a run over CI jobs", "sh")
+    written = re.search(r"--json (\S+)", block)
+    read = re.search(r"merge (\S+)", block)
+    assert written and read and fnmatch.fnmatch(written.group(1), read.group(1)), block
+    # `checks export` writes a checks file unless --format world.
+    api = (DOCS / "api-commands.md").read_text(encoding="utf-8")
+    export = next(line for line in api.splitlines() if line.startswith("testsession checks export"))
+    assert "[-o world.yml]" not in export and "--format world" in export
+    # Browser checks run now: no page says they fail closed for want of a runner.
+    checkly = (DOCS / "checkly-project.md").read_text(encoding="utf-8")
+    emulator = " ".join((DOCS / "emulator.md").read_text(encoding="utf-8").split())
+    assert "Until it is merged, a browser check fails closed" not in checkly
+    assert "A BROWSER, MULTI_STEP, ... check is kept and fails closed" not in emulator
+    assert "a check of any other type (BROWSER, MULTI_STEP, ...) is scripted only" not in emulator

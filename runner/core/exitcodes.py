@@ -21,8 +21,9 @@ class ExitCode(IntEnum):
                         0 when gate.failOnNoMatchingChecks is false
     6 BUILD_NOT_STARTED the build did not start: `build:` (--build-command) exited, or its URL did not
                         answer within its timeout; nothing was triggered
-    130 INTERRUPTED     SIGINT: the session was cancelled and partial reports written; also a reader
-                        that closed the output before any verdict (broken pipe)
+    130 INTERRUPTED     SIGINT: the session was cancelled and partial reports written; also a command
+                        ended by a closed output (broken pipe) before any verdict; `run` goes on
+                        to the gate's code and reports when its reader goes away
     143 TERMINATED      SIGTERM: the session was cancelled and partial reports written
     """
 
