@@ -238,3 +238,32 @@ def test_the_help_and_docs_say_what_runs(tmp_path: Path) -> None:
     assert "Until it is merged, a browser check fails closed" not in checkly
     assert "A BROWSER, MULTI_STEP, ... check is kept and fails closed" not in emulator
     assert "a check of any other type (BROWSER, MULTI_STEP, ...) is scripted only" not in emulator
+
+
+# --- 6. validate knows a checks file ----------------------------------------------------------------
+
+
+def test_validate_checks_a_checks_file_offline_as_run_reads_it(tmp_path: Path) -> None:
+    good = [
+        {"name": "Home", "checkType": "API", "request": {"url": "http://127.0.0.1:9/", "assertions": []}},
+        {"name": "Login", "checkType": "BROWSER"},  # no script: it cannot run here
+    ]
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(good), encoding="utf-8")
+    (tmp_path / "checks.json").write_text(json.dumps({"checks": good[:1], "variables": []}), encoding="utf-8")
+    ran = run_here(["validate", "checks.yml", "checks.json"], bare_env(), tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert "checks.yml: ok (a checks file: 2 checks, 1 run here, 1 cannot" in ran.stdout
+    assert "checks.json: ok (a checks file: 1 check, 1 run here)" in ran.stdout
+    assert "Login: cannot run on this machine: BROWSER check without a script" in ran.stderr
+    assert "expected a mapping" not in ran.stderr and "unknown field" not in ran.stderr
+    bad = [{"name": "Home", "checkType": "API"}]  # an API check without its request
+    (tmp_path / "bad.yml").write_text(yaml.safe_dump(bad), encoding="utf-8")
+    ran = run_here(["validate", "bad.yml"], bare_env(), tmp_path)
+    assert ran.returncode == 2 and "Traceback" not in ran.stderr
+    assert ran.stderr.splitlines() == [
+        "bad.yml:1: [0].request: required: what to send (url:, assertions: ... for API)",
+        "bad.yml: 1 problem (a checks file)",
+    ]
+    # What `run --checks` says of the same file.
+    run_err = run(tmp_path, "--checks", "bad.yml")[2]
+    assert "[0].request: required: what to send" in run_err
