@@ -267,3 +267,33 @@ def test_validate_checks_a_checks_file_offline_as_run_reads_it(tmp_path: Path) -
     # What `run --checks` says of the same file.
     run_err = run(tmp_path, "--checks", "bad.yml")[2]
     assert "[0].request: required: what to send" in run_err
+
+
+# --- 5. an internal error is exit 4 with its traceback, never the user's configuration error ------------
+
+
+def test_an_internal_error_of_the_executor_is_exit_4_with_its_traceback(
+    web: HttpServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner.checks.protocols import protocol_for
+
+    http = protocol_for("API")
+    assert http is not None
+
+    def broken(*_args: object, **_kwargs: object) -> None:  # a bug: a file the package should ship
+        raise FileNotFoundError(2, "No such file or directory", "/site-packages/runner/fixtures.cjs")
+
+    monkeypatch.setattr(type(http), "perform", broken)
+    checks = [{"name": "Home", "checkType": "API", "request": {"url": web.url("/json")}}]
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(checks), encoding="utf-8")
+    ran = run_here(["run", "--checks", "checks.yml"], bare_env(), tmp_path)  # with its analysis
+    assert ran.returncode == 4, ran.stdout + ran.stderr
+    assert "Traceback (most recent call last)" in ran.stderr and "in broken" in ran.stderr
+    assert "FileNotFoundError" in ran.stderr
+    assert "CONFIGURATION ERROR" not in ran.stdout + ran.stderr
+    assert "This is a bug in testsession" in ran.stdout + ran.stderr
+    data = json.loads((tmp_path / "testsession-reports" / "results.json").read_text(encoding="utf-8"))
+    assert data["exitCode"] == 4 and data["verdict"] == "service-error"
+    assert "internal error of the local executor" in data["message"]
+    summary = (tmp_path / "testsession-reports" / "summary.md").read_text(encoding="utf-8")
+    assert "CONFIGURATION ERROR" not in summary and "internal error of the local executor" in summary

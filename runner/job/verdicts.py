@@ -98,6 +98,15 @@ def _degraded_reason(result: SessionResult) -> str:
     return f"the service marked the result degraded{took} and did not say which threshold it passed"
 
 
+MAX_TRACEBACK = 16_000
+
+
+def _internal_error(result: SessionResult) -> str | None:
+    """The emulator's `internalError` of a failed row: its executor failed on the check (a bug)."""
+    said = (result.model_extra or {}).get("internalError") if result.status == "FAILED" else None
+    return said[-MAX_TRACEBACK:] if isinstance(said, str) and said.strip() else None
+
+
 def _first_message(group_ids: list[str], groups: Mapping[str, ErrorGroupOutcome]) -> str | None:
     for group_id in group_ids:
         group = groups.get(group_id)
@@ -318,6 +327,7 @@ def check_outcome(
         firstSeen=knowledge.firstSeen,
         lastSeenBefore=knowledge.lastSeenBefore,
         attachments=attachments(result),
+        internalError=_internal_error(result),
     )
     # Kept for every check until the reports. Not a deep walk of its 19 values: its models are in
     # the two lists, empty but for a failure's attempts and a browser check's files.

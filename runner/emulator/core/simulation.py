@@ -191,6 +191,9 @@ def _result(
     extra: dict[str, Any] = {"bodyTruncated": cut} if cut else {}
     if failed:  # an extra field, left out when there is nothing to say (no dict of extras per row)
         extra["errorMessage"] = attempt.message
+        if attempt.evidence is not None and attempt.evidence.error_kind is FailureKind.INTERNAL_ERROR:
+            # A bug of the executor, not a verdict on the check: the run exits 4 and prints it.
+            extra["internalError"] = attempt.evidence.traceback or attempt.message
     elif finished and attempt.degraded and attempt.message:  # why: the threshold and the measure
         extra["degradedReason"] = attempt.message
     files = attempt.evidence.files if finished and attempt.evidence is not None else ()
