@@ -297,3 +297,56 @@ def test_an_internal_error_of_the_executor_is_exit_4_with_its_traceback(
     assert "internal error of the local executor" in data["message"]
     summary = (tmp_path / "testsession-reports" / "summary.md").read_text(encoding="utf-8")
     assert "CONFIGURATION ERROR" not in summary and "internal error of the local executor" in summary
+
+
+# --- 2. the newest attempt's evidence replaces an older one -----------------------------------------
+
+BROWSER_SCRIPT = """const { test, expect } = require('@playwright/test')
+test('home shows the heading', async ({ page }) => {
+  await page.goto(process.env.TARGET)
+  await expect(page.getByRole('heading', { level: 1 })).toHaveText('never there', { timeout: 1000 })
+})
+"""
+
+
+@pytest.mark.browser
+def test_a_second_failing_browser_run_reports_its_own_screenshot_and_trace(
+    web: HttpServer, tmp_path: Path
+) -> None:
+    """Each run is a process of its own (its attempts count from 1 again, as in CI): the second run's
+    files replace the first's, and every report names files of the second run."""
+    import subprocess
+    import sys
+    import time
+
+    from browser_env import missing
+
+    if missing():
+        pytest.skip(missing() or "")
+    checks = {
+        "checks": [{"name": "Home page", "checkType": "BROWSER", "script": BROWSER_SCRIPT}],
+        "variables": [{"key": "TARGET", "value": web.url("/html")}],
+    }
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(checks), encoding="utf-8")
+    testsession = Path(sys.executable).parent / "testsession"
+    env = {**os.environ, "NO_COLOR": "1"}
+    for key in [k for k in env if k.startswith(("GITHUB_", "GITLAB", "CI"))]:
+        del env[key]
+    starts = []
+    for _ in range(2):
+        starts.append(time.time_ns())
+        ran = subprocess.run(
+            [testsession, "run", "--checks", "checks.yml", "--no-rca"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert ran.returncode == 1, ran.stdout + ran.stderr
+    data = json.loads((tmp_path / "testsession-reports" / "results.json").read_text(encoding="utf-8"))
+    (result,) = results_of(data)
+    files = [tmp_path / a["path"] for a in result["attachments"]]
+    assert {f.suffix for f in files} >= {".png", ".zip"}, result["attachments"]
+    for file in files:
+        assert file.stat().st_mtime_ns >= starts[1], f"{file} is the first run's"
+    summary = (tmp_path / "testsession-reports" / "summary.md").read_text(encoding="utf-8")
+    junit = (tmp_path / "testsession-reports" / "junit.xml").read_text(encoding="utf-8")
+    for attachment in result["attachments"]:
+        assert attachment["path"] in summary and attachment["path"] in junit
