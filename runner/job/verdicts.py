@@ -93,7 +93,7 @@ def _degraded_reason(result: SessionResult) -> str:
     emulator's `degradedReason`); else what the run knows, its response time."""
     said = (result.model_extra or {}).get("degradedReason")
     if isinstance(said, str) and said.strip():
-        return said
+        return said[:MAX_ROW_MESSAGE]
     took = f" (response time {result.responseTime:,.0f} ms)" if result.responseTime is not None else ""
     return f"the service marked the result degraded{took} and did not say which threshold it passed"
 
