@@ -9,6 +9,7 @@ import os
 import stat
 
 _NO_WAIT = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 class NotRegularFile(OSError):
@@ -17,6 +18,49 @@ class NotRegularFile(OSError):
     def __init__(self, path: str) -> None:
         super().__init__(f"{path}: not a regular file")
         self.strerror = "not a regular file"
+
+
+class PlantedLink(OSError):
+    """A symbolic (or hard) link where testsession writes a file of its own: a poisoned CI cache or a
+    shared folder can plant one to make the tool overwrite the link's target, so it is never followed."""
+
+    def __init__(self, path: str, hard: bool = False) -> None:
+        what = "a hard link to another file" if hard else "a symbolic link"
+        self.message = (
+            f"{path}: is {what}; testsession writes its own files only where no link was planted "
+            "(remove the link, or choose another path)"
+        )
+        super().__init__(self.message)
+        self.strerror = f"is {what}"
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def refuse_link(path: str | os.PathLike[str]) -> None:
+    """PlantedLink when `path` itself (its last part) is a symbolic link; nothing when it is missing."""
+    if os.path.islink(path):
+        raise PlantedLink(os.fspath(path))
+
+
+def open_own(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
+    """os.open of a file testsession owns (a lock, a state file): the last part of `path` is never a
+    link followed (O_NOFOLLOW), and a regular file with more than one name (a planted hard link) is
+    refused through the same descriptor. PlantedLink for either; OSError otherwise."""
+    name = os.fspath(path)
+    if not _NO_FOLLOW:  # Windows: no O_NOFOLLOW; the check before the open is what it has
+        refuse_link(name)
+    try:
+        fd = os.open(name, flags | _NO_FOLLOW, mode)
+    except OSError as exc:
+        if os.path.islink(name):  # ELOOP on Linux, EMLINK on FreeBSD, EFTYPE on NetBSD
+            raise PlantedLink(name) from None
+        raise exc from None
+    status = os.fstat(fd)
+    if stat.S_ISREG(status.st_mode) and status.st_nlink > 1:
+        os.close(fd)
+        raise PlantedLink(name, hard=True)
+    return fd
 
 
 def read_regular(path: str, limit: int) -> bytes:
