@@ -73,6 +73,46 @@ def read_regular(path: str, limit: int) -> bytes:
         return handle.read(limit + 1)
 
 
+MAX_INPUT_BYTES = 16 * 1024 * 1024  # a checks file, world or request body: 10,000 checks take ~4 MB
+
+
+class InputFileError(ValueError):
+    """A user's input file that cannot be read as text: one line naming it, what is wrong and what is
+    allowed. Each reader turns it into its own error (SpecError, WorldError, UsageError): exit 2."""
+
+
+def read_input_text(path: str | os.PathLike[str], what: str, limit: int = MAX_INPUT_BYTES) -> str:
+    """The UTF-8 text (a BOM dropped) of the regular file at `path`, read with a cap, or InputFileError.
+    A FIFO, device or socket is refused before a byte is read (a FIFO nobody writes would hang the run,
+    /dev/zero fill the memory); `what` names the file's role in the messages ("checks file")."""
+    name = os.fspath(path)
+    try:
+        data = read_regular(name, limit)
+    except FileNotFoundError:
+        raise InputFileError(f"{name}: no such file") from None
+    except (IsADirectoryError, NotRegularFile):
+        if os.path.isdir(name):
+            raise InputFileError(f"{name}: is a directory, expected a {what}") from None
+        raise InputFileError(
+            f"{name}: not a regular file (a FIFO, device or socket); give the {what} as a file"
+        ) from None
+    except PermissionError:
+        raise InputFileError(f"{name}: cannot read: permission denied") from None
+    except OSError as exc:
+        raise InputFileError(f"{name}: cannot read: {exc.strerror or type(exc).__name__}") from None
+    if len(data) > limit:
+        size = f"{limit // (1024 * 1024)} MiB" if limit % (1024 * 1024) == 0 else f"{limit} bytes"
+        raise InputFileError(f"{name}: larger than {size} (the bound of a {what}); is this the right file?")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputFileError(
+            f"{name}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "save it as UTF-8"
+        ) from None
+
+
 def append_text(path: str, text: str, truncate: bool = False) -> None:
     """Appends (or, with `truncate`, writes) UTF-8 `text`, creating the file (0644). A FIFO without a
     reader is an OSError (ENXIO), not a wait; one with a reader gets the text."""
