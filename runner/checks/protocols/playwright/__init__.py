@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from runner.checks.failures import FailureKind, NotRun
 from runner.checks.protocols import browser
 from runner.checks.protocols.base import CheckProtocol, Job, Observation
+from runner.checks.protocols.browser import folders
 from runner.checks.protocols.browser.setup import SetupError, find_browser
 from runner.checks.protocols.playwright.project import ProjectMissing, find_project
 from runner.checks.protocols.playwright.suite import run_suite
@@ -52,6 +54,11 @@ class PlaywrightSuiteProtocol(CheckProtocol[PlaywrightCheckDefinition]):
                 raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, why) from None
         finally:
             pool.release()
+        if run.report is not None:  # each test's folder as test-<n>, never its title (folders.py)
+            tests = run.report.get("tests")
+            moved = folders.renamed(tests if isinstance(tests, list) else [], out_dir, out_dir)
+            run = replace(run, report={**run.report, "tests": moved})
+        folders.drop_title_folders(out_dir)
         browser._drop_if_empty(out_dir)
         return browser._judged(check, run, start, job, code="testCommand")
 
