@@ -91,3 +91,18 @@ def test_a_check_suites_test_folders_are_counted_not_titled(tmp_path: Path) -> N
     folders = [p.relative_to(browser).parts for p in browser.rglob("*") if p.is_dir()]
     assert all(len(parts) < 3 or parts[2].startswith("test-") for parts in folders), folders
     assert not [parts for parts in folders if any("signs-in" in part for part in parts)], folders
+
+
+def test_a_link_planted_as_a_checks_evidence_folder_is_not_followed(tmp_path: Path) -> None:
+    """testsession-reports/browser/<id> -> elsewhere would have taken the screenshots and traces there;
+    the check does not run and says why (the gate never passes), the link's target stays empty."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "testsession-reports" / "browser").mkdir(parents=True)
+    (tmp_path / "testsession-reports" / "browser" / "x").symlink_to(elsewhere, target_is_directory=True)
+    (tmp_path / "b.yml").write_text(TITLED_BY_A_SECRET % (SECRET, tmp_path / "note"), encoding="utf-8")
+    ran = run_here(["run", "--checks", "b.yml", "--no-rca"], child_env(), tmp_path)
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert "evidence folder testsession-reports/browser/x: is a symbolic link" in ran.stdout, ran.stdout
+    assert list(elsewhere.iterdir()) == []
+    assert not (tmp_path / "note").exists()  # the script never ran

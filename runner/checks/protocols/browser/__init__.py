@@ -117,7 +117,7 @@ class BrowserProtocol(CheckProtocol[ScriptCheckDefinition]):
             browser = find_browser(playwright)
         except SetupError as exc:
             raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, str(exc)) from None
-        out_dir = (OPTIONS.artifacts_dir / _folder(check) / f"attempt-{_next_attempt(check)}").resolve()
+        out_dir = attempt_dir(check)
         public = {"CHECK_NAME": check.name, "CHECK_ID": check.id, "CHECK_TYPE": check.checkType}
         shared, own = batch.split_environment(job.subst.environment(), public)
         config = check.playwrightConfig
@@ -236,6 +236,22 @@ def _drop_if_empty(folder: Path) -> None:
         (folder / ".last-run.json").unlink(missing_ok=True)  # Playwright's note for --last-failed
         for path in (folder, folder.parent):
             path.rmdir()  # only when empty
+
+
+def attempt_dir(check: CheckDefinition) -> Path:
+    """The next attempt's evidence folder (absolute). Its check folder and itself are ours: a link
+    planted there (a shared cache or checkout) would take the files elsewhere, so the check does not
+    run (NotRun naming it; the gate never passes)."""
+    from runner.core.files import PlantedLink, refuse_link
+
+    folder = OPTIONS.artifacts_dir / _folder(check)
+    attempt = folder / f"attempt-{_next_attempt(check)}"
+    try:
+        refuse_link(folder)
+        refuse_link(attempt)
+    except PlantedLink as exc:
+        raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, f"evidence folder {exc}") from None
+    return attempt.resolve()
 
 
 def _folder(check: CheckDefinition) -> str:

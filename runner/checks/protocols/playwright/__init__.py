@@ -43,8 +43,7 @@ class PlaywrightSuiteProtocol(CheckProtocol[PlaywrightCheckDefinition]):
                 executable = find_browser(project.playwright)
             except (ProjectMissing, SetupError) as exc:
                 raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, str(exc)) from None
-            folder = browser.OPTIONS.artifacts_dir / browser._folder(check)
-            out_dir = (folder / f"attempt-{browser._next_attempt(check)}").resolve()
+            out_dir = browser.attempt_dir(check)
             try:
                 run = run_suite(project, browser=executable, output_dir=out_dir,
                                 variables=job.subst.environment(), deadline=deadline,
