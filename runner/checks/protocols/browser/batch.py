@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from runner.checks.protocols.browser import folders
+from runner.checks.protocols.browser.folders import renamed
 from runner.checks.protocols.browser.script import BatchRun, Member, ScriptRun, run_batch
 from runner.checks.protocols.browser.setup import Playwright
 
@@ -252,7 +252,7 @@ def _resolve(
         report: dict[str, object] | None = None
         if own is not None or result.end is not None:
             # Its files to its own folder, each test's as test-<n> (folders.py: never a title)
-            moved = folders.renamed(tests, out, member.output_dir, f"{member.folder}-")
+            moved = renamed(tests, out, member.output_dir, f"{member.folder}-")
             report = {"status": (result.end or {}).get("status", "ended"), "tests": moved, "errors": errors}
         if report is not None and _took_ms(tests) > request.seconds * 1000:
             child = replace(child, timed_out=True)

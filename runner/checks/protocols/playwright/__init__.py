@@ -19,7 +19,7 @@ from pathlib import Path
 from runner.checks.failures import FailureKind, NotRun
 from runner.checks.protocols import browser
 from runner.checks.protocols.base import CheckProtocol, Job, Observation
-from runner.checks.protocols.browser import folders
+from runner.checks.protocols.browser.folders import drop_title_folders, renamed
 from runner.checks.protocols.browser.setup import SetupError, find_browser
 from runner.checks.protocols.playwright.project import ProjectMissing, find_project
 from runner.checks.protocols.playwright.suite import run_suite
@@ -55,9 +55,9 @@ class PlaywrightSuiteProtocol(CheckProtocol[PlaywrightCheckDefinition]):
             pool.release()
         if run.report is not None:  # each test's folder as test-<n>, never its title (folders.py)
             tests = run.report.get("tests")
-            moved = folders.renamed(tests if isinstance(tests, list) else [], out_dir, out_dir)
+            moved = renamed(tests if isinstance(tests, list) else [], out_dir, out_dir)
             run = replace(run, report={**run.report, "tests": moved})
-        folders.drop_title_folders(out_dir)
+        drop_title_folders(out_dir)
         browser._drop_if_empty(out_dir)
         return browser._judged(check, run, start, job, code="testCommand")
 
