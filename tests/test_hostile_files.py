@@ -210,3 +210,14 @@ def test_shared_file_paths_no_file_can_have_are_refused_at_load(
     (tmp_path / "browser.yml").write_text(text, encoding="utf-8")
     ran = run_here(["run", "--checks", "browser.yml", "-q"], child_env(), tmp_path)
     one_line_error(ran, f"browser.yml:7: checks[0].{says}")
+
+
+def test_a_fifo_as_shard_durations_is_a_warning_not_a_hang(tmp_path: Path) -> None:
+    name = special(tmp_path, "fifo")
+    # An id of production's shape: a shard of checks without one is another issue's (ids made from names)
+    checks = CHECKS.replace("  - name: ok", "  - id: 0b9a3c4d-1111-4a5b-8c6d-000000000001\n    name: ok")
+    (tmp_path / "ok.yml").write_text(checks, encoding="utf-8")
+    argv = ["run", "--checks", "ok.yml", "--no-rca", "--shard", "1/1", "--shard-durations", name]
+    ran = run_here(argv, child_env(), tmp_path)
+    assert ran.returncode == 1, ran.stderr  # the run goes on, split by count
+    assert f"shard durations {name}: not a regular file; split by count" in ran.stdout + ran.stderr
