@@ -221,3 +221,14 @@ def test_a_fifo_as_shard_durations_is_a_warning_not_a_hang(tmp_path: Path) -> No
     ran = run_here(argv, child_env(), tmp_path)
     assert ran.returncode == 1, ran.stderr  # the run goes on, split by count
     assert f"shard durations {name}: not a regular file; split by count" in ran.stdout + ran.stderr
+
+
+def test_an_analysis_of_another_shape_in_the_state_file_is_named(tmp_path: Path) -> None:
+    """Valid JSON, not an analysis: it used to end in pydantic's ValidationError (exit 4)."""
+    (tmp_path / "ok.yml").write_text(CHECKS, encoding="utf-8")
+    argv = ["run", "--checks", "ok.yml", "-q", "--state", "state.db"]
+    assert run_here(argv, child_env(), tmp_path).returncode == 1  # with its root cause analysis
+    with sqlite3.connect(tmp_path / "state.db") as db:
+        assert db.execute("UPDATE analyses SET content = '{\"x\": 1}'").rowcount == 1
+    db.close()
+    one_line_error(run_here(argv, child_env(), tmp_path), "state.db: damaged state file (table analyses, id ")

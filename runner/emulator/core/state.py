@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner.core.errors import UsageError
 from runner.core.words import counted
-from runner.models import TestSession
+from runner.models import Analysis, TestSession
 
 if TYPE_CHECKING:  # sqlite3 is imported where a state file is opened: most runs keep no state
     import sqlite3
@@ -508,6 +508,12 @@ class StateFile:
                 " FROM analyses WHERE account_id = ?",
                 (account_id,),
             ).fetchall()
+        for row in rows:  # read when the emulator starts: one this version cannot read is named here
+            try:
+                if row[7] is not None:
+                    Analysis.model_validate_json(row[7])
+            except ValueError:
+                raise damaged(self.path, f"table analyses, id {row[0]}: content is not an analysis") from None
         return [AnalysisRow(*row) for row in rows]
 
     # --- sessions ----------------------------------------------------------------------------
