@@ -118,9 +118,10 @@ def load_durations(path: str) -> Durations:
     """Durations from a results.json or an emulator state file; one that cannot be read gives a
     warning, and the split weighs every check the same (every part that cannot read it splits
     alike; one that can splits otherwise, which `testsession merge` refuses)."""
-    try:
-        with open(path, "rb") as handle:
-            header = handle.read(len(SQLITE_HEADER))
+    from runner.core.files import read_regular
+
+    try:  # a FIFO or device is refused before a byte is read (a FIFO nobody writes hung the run)
+        header = read_regular(path, len(SQLITE_HEADER))[: len(SQLITE_HEADER)]
     except OSError as exc:
         return Durations({}, {}, path, f"shard durations {path}: {exc.strerror or exc}; split by count")
     if header == SQLITE_HEADER:

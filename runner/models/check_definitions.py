@@ -393,9 +393,13 @@ class CheckDefinition(ApiModel):
         """Whether a retry strategy (the check's or the session's) retries a failed run."""
         return True
 
+    def definition_problems(self) -> list[Problem]:
+        """Every field's problems: the files a script imports (any type may carry them), then the type's."""
+        return [*_file_path_problems(self), *self.field_problems()]
+
     def problems(self) -> list[str]:
-        """field_problems() as `field.path: what is allowed` lines."""
-        return [f"{format_loc(loc)}: {message}" for loc, message in self.field_problems()]
+        """definition_problems() as `field.path: what is allowed` lines."""
+        return [f"{format_loc(loc)}: {message}" for loc, message in self.definition_problems()]
 
     def attempt_limit(self) -> tuple[float, str]:
         """How long one attempt may take, and how its timeout names that bound: maxResponseTime (a type
@@ -411,6 +415,62 @@ class CheckDefinition(ApiModel):
         if self.maxResponseTime is not None:
             maximum = self.maxResponseTime
         return degraded, maximum
+
+
+MAX_NAME_BYTES = 255  # a file or folder name's bound on Linux, macOS and Windows file systems
+MAX_PATH_BYTES = 1024  # a path's, well inside every system's (macOS: 1024)
+
+
+def _path_problem(path: str) -> str | None:
+    """Why a file's path in a Checkly project cannot be written as a file on this machine; None: it can
+    (a path that leaves the project is skipped when the files are written, as before)."""
+    bad = next((c for c in path if ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF), None)
+    if bad is not None:
+        return f"contains the character U+{ord(bad):04X}; a path is printable text without control characters"
+    if len(path.encode("utf-8")) > MAX_PATH_BYTES:
+        return f"{len(path.encode('utf-8'))} bytes long; a path is at most {MAX_PATH_BYTES} bytes"
+    long = next((part for part in _parts(path) if len(part.encode("utf-8")) > MAX_NAME_BYTES), None)
+    if long is not None:
+        size = len(long.encode("utf-8"))
+        return f"has a name of {size} bytes; a file or folder name is at most {MAX_NAME_BYTES} bytes"
+    return None
+
+
+def _parts(path: str) -> tuple[str, ...]:
+    """The names of a path as the script runners write it (a Windows-made path has backslashes)."""
+    return tuple(part for part in path.replace("\\", "/").split("/") if part not in ("", "."))
+
+
+def _file_path_problems(check: CheckDefinition) -> list[Problem]:
+    """sharedFiles and the script paths: each path a file can have, and no path both a file and the
+    folder of another (bad names used to fail each attempt as "internal error of the local executor")."""
+    out: list[Problem] = []
+    files: dict[tuple[str, ...], Loc] = {}
+    folders: dict[tuple[str, ...], Loc] = {}
+    named: list[tuple[Loc, str]] = [
+        ((name,), value)
+        for name in ("scriptPath", "setupScriptPath", "tearDownScriptPath")
+        if isinstance(value := getattr(check, name, None), str)
+    ]
+    named += [(("sharedFiles", index, "path"), f.path) for index, f in enumerate(check.sharedFiles)]
+    for loc, path in named:
+        problem = _path_problem(path)
+        if problem is not None:
+            out.append((loc, problem))
+            continue
+        if loc[0] != "sharedFiles":
+            continue  # a script path names the script's folder; its file is written under our own name
+        parts = _parts(path)
+        files.setdefault(parts, loc)
+        for end in range(1, len(parts)):
+            folders.setdefault(parts[:end], loc)
+    for parts, loc in files.items():
+        if parts in folders:
+            other = format_loc(folders[parts])
+            out.append(
+                (loc, f"{'/'.join(parts)} is a file here and a folder in {other}; a path is one or the other")
+            )
+    return out
 
 
 def _assertion_problems(check_type: str, assertions: list[Assertion]) -> list[Problem]:

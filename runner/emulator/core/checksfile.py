@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.core.files import InputFileError, read_input_text
 from runner.core.text import for_line
 from runner.emulator.core.world import (
     CHECK_KEYS,
@@ -77,9 +78,9 @@ class ChecksFile:
 def load_checks_file(path: str | Path, environ: Mapping[str, str]) -> ChecksFile:
     """The checks of FILE as a world of their own; WorldError with every problem, one line each."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WorldError(f"{path}: cannot read the checks file ({exc.strerror or exc})") from None
+        text = read_input_text(path, "checks file")
+    except InputFileError as exc:
+        raise WorldError(str(exc)) from None
     data, lines = read_document(text, str(path))
     return parse_checks(data, str(path), environ, lines)
 

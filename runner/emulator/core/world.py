@@ -24,6 +24,7 @@ from pydantic import (
 
 from runner.core.errors import SpecError
 from runner.core.expand import Expansion, expand
+from runner.core.files import InputFileError, read_input_text
 from runner.core.messages import clean_message
 from runner.core.yamlguard import Loc, TooLarge, lines_later, load_plain_or_bounded
 from runner.emulator.core.faults import FaultSpec
@@ -569,7 +570,7 @@ def _check_problems(check: WorldCheck, world_runs_real_checks: bool) -> list[Pro
     problems: list[Problem] = list(hand_written_problems(data, parsed=parsed))
     if problems or plan.mode is not Mode.REAL or plan.definition is None:
         return problems
-    return plan.definition.field_problems()
+    return plan.definition.definition_problems()
 
 
 def _group_problems(a: int, account: Account, check_ids: set[str]) -> list[Problem]:
@@ -730,7 +731,7 @@ def load_world(
         return parse_world(world, environ=environ)
     path = Path(world) if world is not None else DEFAULT_WORLD
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WorldError(f"{path}: cannot read the world file ({exc.strerror or exc})") from None
+        text = read_input_text(path, "world file")
+    except InputFileError as exc:
+        raise WorldError(str(exc)) from None
     return parse_world_text(text, str(path), environ)

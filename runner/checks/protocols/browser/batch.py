@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import shutil
 import threading
 import time
@@ -44,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from runner.checks.protocols.browser.folders import renamed
 from runner.checks.protocols.browser.script import BatchRun, Member, ScriptRun, run_batch
 from runner.checks.protocols.browser.setup import Playwright
 
@@ -251,7 +251,8 @@ def _resolve(
             child = replace(child, timed_out=False)  # it finished before the run was ended
         report: dict[str, object] | None = None
         if own is not None or result.end is not None:
-            moved = [_moved(t, out, member) for t in tests]
+            # Its files to its own folder, each test's as test-<n> (folders.py: never a title)
+            moved = renamed(tests, out, member.output_dir, f"{member.folder}-")
             report = {"status": (result.end or {}).get("status", "ended"), "tests": moved, "errors": errors}
         if report is not None and _took_ms(tests) > request.seconds * 1000:
             child = replace(child, timed_out=True)
@@ -259,43 +260,6 @@ def _resolve(
         if not request.future.done():
             request.future.set_result(ScriptRun(child, report, started, own_ms, len(group)))
     return judged, left
-
-
-def _moved(test: Any, out: Path, member: Member) -> Any:
-    """The test with its files moved from the run's output folder to the member's own, paths updated."""
-    if not isinstance(test, dict):
-        return test
-    attachments = []
-    for a in _list(test.get("attachments")):
-        if isinstance(a, dict) and isinstance(a.get("path"), str):
-            a = {**a, "path": str(_move(Path(a["path"]), out, member))}
-        attachments.append(a)
-    return {**test, "attachments": attachments}
-
-
-def _move(path: Path, out: Path, member: Member) -> Path:
-    """Playwright's test folder (`c3-check-shopper-signs-in`) becomes the member's
-    `<output_dir>/check-shopper-signs-in`, as a check run alone names it."""
-    try:
-        rel = path.relative_to(out)
-    except ValueError:
-        return path
-    top = rel.parts[0]
-    target = member.output_dir / top.removeprefix(f"{member.folder}-")
-    if (out / top).exists():  # not moved yet (a test's other attachments are in the same folder)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(OSError):
-            _remove(target)  # an earlier run's files (its attempts counted from 1 too): the newest win
-            os.replace(out / top, target)
-    return target.joinpath(*rel.parts[1:])
-
-
-def _remove(path: Path) -> None:
-    """`path` gone, whatever it is; a link is removed, never followed."""
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.is_dir():
-        shutil.rmtree(path)
 
 
 def _took_ms(tests: Sequence[Any]) -> float:
