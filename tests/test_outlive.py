@@ -52,7 +52,11 @@ def wait_until(ready: Any, proc: subprocess.Popen[str], what: str, within: float
 
 
 def files_in(folder: Path) -> list[str]:
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+    """What is in `folder`, also while a watchdog removes it (a folder gone meanwhile is skipped)."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        found += [os.path.relpath(os.path.join(root, name), folder) for name in dirs + files]
+    return sorted(found)
 
 
 HARNESS = textwrap.dedent("""

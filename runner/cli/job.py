@@ -198,9 +198,9 @@ def _remove_leftovers(local: bool) -> None:
 
     supervise.remove_stale()
     if local:
-        from runner.checks.protocols.browser import OPTIONS
+        from runner.checks.artifacts import artifacts_dir
 
-        supervise.remove_stale_fragments(OPTIONS.artifacts_dir)
+        supervise.remove_stale_fragments(artifacts_dir())
 
 
 def _in_ci(environ: Mapping[str, str]) -> bool:
