@@ -41,6 +41,7 @@ from runner.core.watchdog import TOKEN_VARIABLE as RUN_TOKEN_VARIABLE
 
 FOLDER_PREFIX = "testsession-run-"
 WATCHDOG_GRACE = 1.0  # seconds from SIGTERM to SIGKILL once the run is gone: it can no longer wait
+MAX_WATCHDOG_STARTS = 3  # a watchdog that ended (killed) is started again, this often at most
 WATCHDOG_BOUND = 10.0  # the watchdog's sweep gives up after this long (a process we may not signal)
 _FOLDER_NAME = re.compile(re.escape(FOLDER_PREFIX) + r"(\d+)\.(\d+)-[0-9a-z_]+")  # mkdtemp's
 FRAGMENT_PREFIX = ".run-"  # a folder of a run under the reports (Playwright's output of a shared run)
@@ -58,6 +59,8 @@ class _Run:
         self.folder: Path | None = None
         self.pipe: IO[bytes] | None = None
         self.watchdog: subprocess.Popen[bytes] | None = None
+        self.starts = 0  # of the watchdog: one that cannot run is not started again and again
+        self.groups: set[int] = set()  # watch_group()
 
 
 _LOCK = threading.Lock()
@@ -162,11 +165,17 @@ def kept(path: Path) -> None:
 def _tell(line: bytes) -> None:
     with _LOCK:
         run = _run()
+        if line[:1] in (b"+", b"-"):
+            (run.groups.add if line[:1] == b"+" else run.groups.discard)(int(line[1:]))
         _ensure(run)
-        if run.pipe is not None:
-            with contextlib.suppress(OSError, ValueError):
-                run.pipe.write(line)
-                run.pipe.flush()
+        _write(run, line)
+
+
+def _write(run: _Run, line: bytes) -> None:
+    if run.pipe is not None:
+        with contextlib.suppress(OSError, ValueError):
+            run.pipe.write(line)
+            run.pipe.flush()
 
 
 def _ensure(run: _Run) -> Path:
@@ -177,11 +186,11 @@ def _ensure(run: _Run) -> Path:
         run.folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{owner_tag()}-", dir=base))
     else:
         run.folder.mkdir(mode=0o700, exist_ok=True)  # removed meanwhile: the same name, the watchdog's
-    if (
-        (run.watchdog is None or run.watchdog.poll() is not None)
-        and os.name == "posix"
-        and os.path.isdir("/proc")
-    ):
+    missing = run.watchdog is None or run.watchdog.poll() is not None
+    # A frozen executable has no interpreter to run watchdog.py with.
+    runnable = os.name == "posix" and os.path.isdir("/proc") and not getattr(sys, "frozen", False)
+    if missing and runnable and run.starts < MAX_WATCHDOG_STARTS:
+        run.starts += 1
         try:
             run.watchdog = subprocess.Popen(  # our own program, fixed text
                 [sys.executable, "-I", "-S", str(WATCHDOG), run.token, str(run.folder),
@@ -192,6 +201,12 @@ def _ensure(run: _Run) -> Path:
             run.pipe = run.watchdog.stdin
         except OSError:
             run.watchdog, run.pipe = None, None
+        # A watchdog started again (the last one was killed) learns what the last one knew.
+        for pgid in run.groups:
+            _write(run, b"+%d\n" % pgid)
+        for path in _OWNED:
+            if b"\n" not in os.fsencode(path):
+                _write(run, b"d" + os.fsencode(path) + b"\n")
     return run.folder
 
 
