@@ -196,20 +196,26 @@ def _cmdline(pid: int) -> list[str]:
         return []
 
 
+def b36(n: int) -> str:
+    return (b36(n // 36) if n >= 36 else "") + "0123456789abcdefghijklmnopqrstuvwxyz"[n % 36]
+
+
 def test_the_next_run_removes_what_a_killed_run_left_and_keeps_a_live_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tmp = tmp_path / "tmp"
     browser = tmp_path / "testsession-reports" / "browser"
-    pid = os.getpid()
-    me = f"{pid}.{Path('/proc/self/stat').read_bytes().rsplit(b')', 1)[1].split()[19].decode()}"
+    pid = b36(os.getpid())
+    me = f"{pid}.{b36(int(Path('/proc/self/stat').read_bytes().rsplit(b')', 1)[1].split()[19]))}"
     dead = f"{pid}.1"  # this pid with another start time: a process that no longer runs
     left = [
-        tmp / f"testsession-run-{dead}-ab_c12x",
+        tmp / f"tsr-{dead}",
+        tmp / f"tsr-{dead}-ab_c12x",
         browser / f".run-{dead}-0123456789ab",
         browser / ".run-0123456789ab",
     ]  # the last: the form of the version before the owner tag
-    kept = [tmp / f"testsession-run-{me}-zz9_", browser / f".run-{me}-abcdefabcdef", browser / "check-x-1"]
+    kept = [tmp / f"tsr-{me}", tmp / f"tsr-{me}-zz9_", browser / f".run-{me}-abcdefabcdef",
+            browser / "check-x-1", tmp / "tsr-notours"]  # fmt: skip
     for folder in left + kept:
         (folder / "c1-check").mkdir(parents=True)
         (folder / "c1-check" / "trace.zip").write_bytes(b"x" * 1000)

@@ -129,7 +129,7 @@ def run_child(
     start = time.monotonic()
     # Its TMPDIR is a folder of the run (Chromium's profile, Playwright's artifacts): removed below, at
     # exit, or by the watchdog (core/supervise.py) when the run was killed.
-    temp = Path(tempfile.mkdtemp(prefix="tmp-", dir=supervise.run_folder()))
+    temp = Path(tempfile.mkdtemp(prefix="t", dir=supervise.run_folder()))  # short: Chromium's socket
     child_env = supervise.child_env(
         {**(os.environ if env is None else env), TOKEN_VARIABLE: token}, temp=temp
     )

@@ -15,7 +15,7 @@ then the watchdog ends (SIGTERM, SIGKILL after WATCHDOG_GRACE) every process of 
 told about and every process whose environment carries the run's token (RUN_TOKEN_VARIABLE: a
 process that calls setsid leaves the group but keeps its environment), and removes the run's folder.
 
-The run's folder (`<tmp>/testsession-run-<pid>.<start>-<hex>`): the scratch of children (a browser
+The run's folder (`<tmp>/tsr-<pid>.<start>`, base 36): the scratch of children (a browser
 check's project, Node's and Chromium's TMPDIR: Chromium's profile, Playwright's artifacts) is made in
 it, so that one removal takes all of it: at exit (atexit), by the watchdog after a SIGKILL, and, when
 even the watchdog was killed, by the next run (`remove_stale`): a folder whose owner (pid and start
@@ -29,6 +29,7 @@ import contextlib
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -39,13 +40,15 @@ from typing import IO
 
 from runner.core.watchdog import TOKEN_VARIABLE as RUN_TOKEN_VARIABLE
 
-FOLDER_PREFIX = "testsession-run-"
+# Short: Chromium puts its socket under TMPDIR, and a socket's path has at most 107 bytes (a child's
+# TMPDIR of `$TMPDIR/testsession-run-<pid>.<start>-<random>/tmp-<random>` made Chromium's launch fail).
+FOLDER_PREFIX = "tsr-"
 WATCHDOG_GRACE = 1.0  # seconds from SIGTERM to SIGKILL once the run is gone: it can no longer wait
 MAX_WATCHDOG_STARTS = 3  # a watchdog that ended (killed) is started again, this often at most
 WATCHDOG_BOUND = 10.0  # the watchdog's sweep gives up after this long (a process we may not signal)
-_FOLDER_NAME = re.compile(re.escape(FOLDER_PREFIX) + r"(\d+)\.(\d+)-[0-9a-z_]+")  # mkdtemp's
+_FOLDER_NAME = re.compile(re.escape(FOLDER_PREFIX) + r"([0-9a-z]+)\.([0-9a-z]+)(?:-[0-9a-z_]+)?")
 FRAGMENT_PREFIX = ".run-"  # a folder of a run under the reports (Playwright's output of a shared run)
-_FRAGMENT_NAME = re.compile(re.escape(FRAGMENT_PREFIX) + r"(?:(\d+)\.(\d+)-)?[0-9a-f]+")
+_FRAGMENT_NAME = re.compile(re.escape(FRAGMENT_PREFIX) + r"(?:([0-9a-z]+)\.([0-9a-z]+)-)?[0-9a-f]+")
 
 WATCHDOG = Path(__file__).with_name("watchdog.py")  # its program: standard library only
 
@@ -76,10 +79,20 @@ def _run() -> _Run:
 
 
 def owner_tag(pid: int | None = None) -> str:
-    """`<pid>.<start>`: a process, told apart from a later one that gets its pid (the start time in
-    clock ticks since boot, from /proc; 0 where there is none)."""
+    """`<pid>.<start>` in base 36: a process, told apart from a later one that gets its pid (the start
+    time in clock ticks since boot, from /proc; 0 where there is none)."""
     pid = os.getpid() if pid is None else pid
-    return f"{pid}.{_start_time(pid) or 0}"
+    return f"{_b36(pid)}.{_b36(_start_time(pid) or 0)}"
+
+
+def _b36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, d = divmod(n, 36)
+        out = digits[d] + out
+        if n == 0:
+            return out
 
 
 def owner_alive(pid: int, start: int) -> bool:
@@ -182,10 +195,10 @@ def _ensure(run: _Run) -> Path:
     """The folder and the watchdog, made when missing (called with _LOCK held). The watchdog runs on
     POSIX with /proc only (its sweep reads it); elsewhere the atexit handlers are all there is."""
     if run.folder is None:
-        base = tempfile.gettempdir()
-        run.folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{owner_tag()}-", dir=base))
-    else:
-        run.folder.mkdir(mode=0o700, exist_ok=True)  # removed meanwhile: the same name, the watchdog's
+        run.folder = _new_folder(Path(tempfile.gettempdir()) / f"{FOLDER_PREFIX}{owner_tag()}")
+    elif not _ours(run.folder):  # removed meanwhile (or replaced): made again, the watchdog told
+        run.folder = _new_folder(run.folder)
+        _write(run, b"d" + os.fsencode(run.folder) + b"\n")
     missing = run.watchdog is None or run.watchdog.poll() is not None
     # A frozen executable has no interpreter to run watchdog.py with.
     runnable = os.name == "posix" and os.path.isdir("/proc") and not getattr(sys, "frozen", False)
@@ -208,6 +221,25 @@ def _ensure(run: _Run) -> Path:
             if b"\n" not in os.fsencode(path):
                 _write(run, b"d" + os.fsencode(path) + b"\n")
     return run.folder
+
+
+def _new_folder(path: Path) -> Path:
+    """`path` made (mode 700); when the name is taken (planted, or another pid namespace's), a new
+    folder beside it with the same name and a random suffix."""
+    try:
+        path.mkdir(mode=0o700)
+        return path
+    except FileExistsError:
+        return Path(tempfile.mkdtemp(prefix=f"{path.name}-", dir=path.parent))
+
+
+def _ours(path: Path) -> bool:
+    """A folder (not a link) of this user."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
 
 
 def holders(marker: str) -> list[int]:
@@ -254,7 +286,7 @@ def remove_stale_fragments(folder: Path) -> list[Path]:
         match = _FRAGMENT_NAME.fullmatch(entry.name)
         if match is None or not entry.is_dir(follow_symlinks=False):
             continue
-        if match[1] is not None and owner_alive(int(match[1]), int(match[2])):
+        if match[1] is not None and owner_alive(int(match[1], 36), int(match[2], 36)):
             continue
         shutil.rmtree(entry.path, ignore_errors=True)
         removed.append(Path(entry.path))
@@ -273,7 +305,7 @@ def remove_stale(base: Path | None = None) -> list[Path]:
         match = _FOLDER_NAME.fullmatch(entry.name)
         if match is None or not entry.is_dir(follow_symlinks=False):
             continue
-        if owner_alive(int(match[1]), int(match[2])):
+        if owner_alive(int(match[1], 36), int(match[2], 36)):
             continue
         shutil.rmtree(entry.path, ignore_errors=True)
         removed.append(Path(entry.path))
