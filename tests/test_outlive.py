@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -283,3 +284,23 @@ def test_a_browser_run_ended_by_a_signal_leaves_no_process_and_no_scratch(tmp_pa
         time.sleep(0.05)
     assert browser_scratch(tmp_path) == []
     print(f"{signal.Signals(sig).name}: the last process of the run gone {took:.2f} s after the run's end")
+
+
+def test_a_link_planted_at_the_run_folders_name_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner.core import supervise
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(supervise, "_RUN", None)  # this process's run as if new: its folder not made yet
+    (tmp_path / f"tsr-{supervise.owner_tag()}").symlink_to(victim)
+    folder = supervise.run_folder()
+    assert folder.parent == tmp_path and folder.name.startswith(f"tsr-{supervise.owner_tag()}-")
+    assert not folder.is_symlink() and oct(folder.stat().st_mode & 0o777) == "0o700"
+    assert list(victim.iterdir()) == []
+    shutil.rmtree(folder)
+    (tmp_path / folder.name).symlink_to(victim)  # removed during the run and replaced by a link
+    again = supervise.run_folder()
+    assert again != folder and not again.is_symlink() and list(victim.iterdir()) == []
