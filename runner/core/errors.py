@@ -182,6 +182,11 @@ class DeadlineExceeded(TestSessionError):
     """The run's deadline passed before the session finished."""
 
 
+class BuildPortTaken(UsageError):
+    """The build's URL answers before its command was started, where reuse is not allowed (in CI, as
+    Playwright's reuseExistingServer): exit 2, the user must free the port or allow reuse."""
+
+
 class BuildNotReady(TestSessionError):
     """The build under test (`build:`, --build-command) exited or did not answer at its URL: exit 6
     (BUILD_NOT_STARTED), nothing ran."""

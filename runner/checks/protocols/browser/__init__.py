@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.checks.artifacts import artifacts_dir
 from runner.checks.failures import ErrorClass, Failure, FailureKind, NotRun
 from runner.checks.outcome import EvidenceFile, Step, TimingPhases
 from runner.checks.protocols.base import CheckProtocol, Job, Observation
@@ -57,11 +58,7 @@ def _concurrency() -> int:
 
 @dataclass
 class BrowserOptions:
-    artifacts_dir: Path = field(
-        default_factory=lambda: Path(
-            os.environ.get("TESTSESSION_ARTIFACTS_DIR", "testsession-reports/browser")
-        )
-    )
+    artifacts_dir: Path = field(default_factory=artifacts_dir)
     concurrency: int = field(default_factory=_concurrency)
     workdir: Path | None = None
     progress: Progress = _stderr_line

@@ -36,7 +36,6 @@ import math
 import shutil
 import threading
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -46,6 +45,7 @@ from typing import Any
 from runner.checks.protocols.browser.folders import renamed
 from runner.checks.protocols.browser.script import BatchRun, Member, ScriptRun, run_batch
 from runner.checks.protocols.browser.setup import Playwright
+from runner.core import supervise
 
 GATHER_QUIET = 0.1  # seconds without a new request before a run starts
 GATHER_MAX = 1.0  # the longest a request waits for others to arrive
@@ -202,7 +202,10 @@ def _run_once(
             return len(group), []
     start = time.monotonic()
     deadline = start + max(r.seconds for r in group) * math.ceil(len(group) / count)
-    out = first.output_dir.parent.parent / f".run-{uuid.uuid4().hex[:12]}"
+    # Beside the checks' folders (the same file system: its files are moved, not copied); a fragment a
+    # killed run left is removed by the next run (core/supervise.py, remove_stale_fragments).
+    out = first.output_dir.parent.parent / supervise.fragment_name()
+    supervise.remove_with_run(out)  # at exit too: a SIGTERM's run does not wait for this thread
     members = [
         Member(folder=f"c{n}", script=r.script, output_dir=r.output_dir, own_variables=r.own,
                script_path=r.script_path, shared_files=r.shared_files)
@@ -223,6 +226,7 @@ def _run_once(
         return _resolve(group, members, result, out, start)
     finally:
         shutil.rmtree(out, ignore_errors=True)
+        supervise.kept(out)
 
 
 def _resolve(
