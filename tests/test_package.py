@@ -8,7 +8,6 @@ files, so neither the checkout's egg-info nor its __pycache__ takes part: ~2 s."
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -16,21 +15,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT
+from tracked import fresh_clone, tracked
 
 BUILD = """
 import sys
 from setuptools import build_meta
 print(getattr(build_meta, sys.argv[1])(sys.argv[2]))
 """
-
-
-def tracked(under: str = "") -> list[str]:
-    if not (REPO_ROOT / ".git").exists():
-        pytest.skip("not a git checkout: nothing to compare the package with")
-    listed = subprocess.run(["git", "ls-files", "-z", "--", under or "."], cwd=REPO_ROOT, check=True,
-                            capture_output=True, text=True).stdout  # fmt: skip
-    return sorted(name for name in listed.split("\0") if name)
 
 
 def build(hook: str, source: Path, out: Path) -> Path:
@@ -46,11 +37,7 @@ def build(hook: str, source: Path, out: Path) -> Path:
 def packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     """The runner/ files of each package, by how it was built."""
     work = tmp_path_factory.mktemp("package")
-    source = work / "source"
-    for name in tracked():  # the working tree's content of each tracked file
-        if (REPO_ROOT / name).is_file():
-            (source / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO_ROOT / name, source / name)
+    source = fresh_clone(work / "source")
     for package in ("runner", "runner/checks/protocols/browser"):  # a checkout that has run the tests
         (source / package / "__pycache__").mkdir()
         (source / package / "__pycache__" / "setup.cpython-311.pyc").write_bytes(b"")
