@@ -85,22 +85,31 @@ class Install:
                               timeout=timeout)  # fmt: skip
 
 
-def interpreter(version: str) -> str | None:
-    """python3.X on PATH, else pyenv's, when it runs and is that version."""
+ASK = "import sys, venv, ensurepip; print('%d.%d' % sys.version_info[:2])"
+
+
+def interpreter(version: str) -> str:
+    """python3.X on PATH, else pyenv's, when it runs, is that version and can make a venv with pip;
+    else why there is none (Debian's python3.X without python3.X-venv has no ensurepip)."""
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
     candidates = [
         shutil.which(f"python{version}"),
         *sorted(map(str, pyenv.glob(f"{version}.*/bin/python{version}"))),
     ]
+    tried = []
     for candidate in filter(None, candidates):
         try:
-            said = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                                  capture_output=True, text=True, timeout=30).stdout.strip()  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired):
+            said = subprocess.run([candidate, "-c", ASK], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            tried.append(f"{candidate}: {exc}")
             continue
-        if said == version:
+        if said.stdout.strip() == version:
             return candidate
-    return None
+        tried.append(f"{candidate}: {(said.stderr.strip().splitlines() or [said.stdout.strip()])[-1]}")
+    raise LookupError(
+        f"LOUD SKIP: no Python {version} with venv and ensurepip here (python{version} on PATH, or "
+        f"pyenv's){': ' if tried else ''}{'; '.join(tried)}"
+    )
 
 
 def install(python: str, wheel: Path, where: Path) -> Install:
@@ -129,9 +138,10 @@ def other_pythons(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
     disk as much as on a core): the venv, or why there is none."""
 
     def one(version: str) -> Install | str:
-        python = interpreter(version)
-        if python is None:
-            return f"LOUD SKIP: no Python {version} here (python{version} on PATH, or pyenv's)"
+        try:
+            python = interpreter(version)
+        except LookupError as exc:
+            return str(exc)
         return install(python, wheel, tmp_path_factory.mktemp(f"python{version}"))
 
     versions = [v for v in VERSIONS if v != HERE]

@@ -8,6 +8,7 @@ files, so neither the checkout's egg-info nor its __pycache__ takes part: ~2 s."
 
 from __future__ import annotations
 
+import importlib.metadata
 import subprocess
 import sys
 import tarfile
@@ -27,6 +28,8 @@ print(getattr(build_meta, sys.argv[1])(sys.argv[2]))
 def build(hook: str, source: Path, out: Path) -> Path:
     """`hook` (build_sdist or build_wheel) of setuptools' backend in `source`: the file it wrote."""
     out.mkdir()
+    have = importlib.metadata.version("setuptools")
+    assert int(have.split(".")[0]) >= 77, f"setuptools {have}: >= 77 needed (pip install -e '.[test]')"
     done = subprocess.run([sys.executable, "-c", BUILD, hook, str(out)], cwd=source, capture_output=True,
                           text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
