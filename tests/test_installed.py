@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,15 +127,12 @@ def install(python: str, wheel: Path, where: Path) -> Install:
 
 
 @pytest.fixture(scope="module")
-def user(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Install:
-    """The wheel in a venv of this Python: the full set of the README's commands runs here."""
-    return install(sys.executable, wheel, tmp_path_factory.mktemp("user"))
-
-
-@pytest.fixture(scope="module")
-def other_pythons(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Install | str]:
-    """The wheel in a venv of each other Python, two installs at a time (pip waits on the index and the
-    disk as much as on a core): the venv, or why there is none."""
+def other_pythons(
+    wheel: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Future[Install | str]]]:
+    """The wheel in a venv of each other Python, installed in the background from the module's first
+    test on (two at a time, beside this Python's install and the README's commands: pip waits on the
+    index and the disk as much as on a core); each one the venv, or why there is none."""
 
     def one(version: str) -> Install | str:
         try:
@@ -144,9 +141,16 @@ def other_pythons(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
             return str(exc)
         return install(python, wheel, tmp_path_factory.mktemp(f"python{version}"))
 
-    versions = [v for v in VERSIONS if v != HERE]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(zip(versions, pool.map(one, versions), strict=True))
+        yield {version: pool.submit(one, version) for version in VERSIONS if version != HERE}
+
+
+@pytest.fixture(scope="module")
+def user(
+    wheel: Path, other_pythons: dict[str, Future[Install | str]], tmp_path_factory: pytest.TempPathFactory
+) -> Install:
+    """The wheel in a venv of this Python: the full set of the README's commands runs here."""
+    return install(sys.executable, wheel, tmp_path_factory.mktemp("user"))
 
 
 class Shop:
@@ -276,7 +280,7 @@ def test_each_python_of_requires_python_imports_starts_and_runs_the_shops_checks
     found = (
         request.getfixturevalue("user")
         if version == HERE
-        else request.getfixturevalue("other_pythons")[version]
+        else request.getfixturevalue("other_pythons")[version].result()
     )
     if isinstance(found, str):
         pytest.skip(found)
