@@ -71,8 +71,8 @@ from runner.checks.outcome import AssertionResult, Cut, plain_cut, quote_actual
 from runner.checks.regex_budget import DEFAULT_REGEX_SECONDS, RegexBudget, budget_of, regex_budget
 from runner.models.check_definitions import Assertion
 
-TEXT_SOURCES = frozenset({"TEXT_BODY", "TEXT_ANSWER", "RESPONSE_DATA"})
-JSON_SOURCES = frozenset({"JSON_BODY", "JSON_ANSWER", "JSON_RESPONSE"})
+TEXT_SOURCES = frozenset({"TEXT_BODY", "TEXT_ANSWER", "RESPONSE_DATA", "TEXT_RESPONSE"})
+JSON_SOURCES = frozenset({"JSON_BODY", "JSON_ANSWER", "JSON_RESPONSE", "GRPC_RESPONSE"})
 _PATTERN_SOURCES = TEXT_SOURCES | JSON_SOURCES | {"HEADERS"}  # where an assertion may run a regex
 ELEMENTWISE = frozenset({"EQUALS", "NOT_EQUALS", "GREATER_THAN", "LESS_THAN", "CONTAINS", "NOT_CONTAINS"})
 NEGATIONS = {
