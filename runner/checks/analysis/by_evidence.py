@@ -715,9 +715,12 @@ def _certificate(f: _Facts) -> tuple[Analysis, str]:
         classification, happened = "INFRA ERROR", why.format(at=f.at)
         rule = f"run-{kind.value.replace('_', '-')}"
     else:
-        detail = _assertion_detail(ev)
         classification, rule = "ASSERTION FAILURE", "run-ssl-assertion"
-        happened = f"The certificate or connection{f.at} is not what the check expects: {detail}."
+        happened = (
+            f"The certificate or the connection{f.at} is not what the check expects: either the "
+            "certificate (its expiry, issuer, names) or the server's TLS setup changed, or the "
+            "expectation is out of date."
+        )
         fix = (
             "Renew or redeploy the certificate (its expiry, issuer and names) or fix the server's TLS "
             "settings; update the assertion only if the new certificate is intended."
