@@ -24,7 +24,9 @@ from tls_server import TlsServer
 
 from runner.checks import Attempt, run_check
 from runner.checks.analysis.by_evidence import analyse_run
+from runner.checks.assertions import ByProperty
 from runner.checks.failures import ErrorClass, FailureKind
+from runner.checks.protocols.ssl_monitor import TLS_ORDER
 from runner.models.check_definitions import SslCheckDefinition, parse_check_definition
 
 NOW = datetime.datetime.now(datetime.timezone.utc)
@@ -124,6 +126,7 @@ def test_a_valid_90_day_certificate_from_a_trusted_ca_passes(
     assertions = [
         days_over("30"), connection("chainTrusted", "true"), connection("hostnameVerified", "true"),
         {"source": "CONNECTION", "property": "tlsVersion", "comparison": "EQUALS", "target": "TLS1.3"},
+        {"source": "CONNECTION", "property": "tlsVersion", "comparison": "GREATER_THAN", "target": "TLS1.1"},
         {"source": "CERTIFICATE", "property": "sans", "comparison": "CONTAINS", "target": "localhost"},
         {"source": "JSON_RESPONSE", "property": "$.resolvedIp", "comparison": "EQUALS",
          "target": "127.0.0.1"},
@@ -208,6 +211,27 @@ def test_refused_silent_and_stopped() -> None:
         assert ran.cancelled and time.monotonic() - set_at[0] < STOPPED_WITHIN
     finally:
         silent.close()
+
+
+def test_tls_versions_are_ordered_and_a_target_off_the_scale_says_so() -> None:
+    from runner.checks.assertions import Ranked, evaluate
+    from runner.models.check_definitions import Assertion
+
+    def check(comparison: str, target: str) -> tuple[bool, str]:
+        assertion = Assertion(
+            source="CONNECTION", property="tlsVersion", comparison=comparison, target=target
+        )
+        result = evaluate(assertion, {"CONNECTION": ByProperty({"tlsVersion": Ranked("TLS1.2", TLS_ORDER)})})
+        return result.passed, result.detail
+
+    assert check("GREATER_THAN", "TLS1.1") == (True, "received TLS1.2")
+    assert check("GREATER_THAN", "TLS1.2") == (False, "received TLS1.2")
+    assert check("LESS_THAN", "TLS1.3") == (True, "received TLS1.2")
+    assert check("EQUALS", "TLS1.2") == (True, "received TLS1.2")
+    assert check("GREATER_THAN", "1.1") == (
+        False,
+        "the target 1.1 is not one of TLS1.0 < TLS1.1 < TLS1.2 < TLS1.3",
+    )
 
 
 def test_the_definition_s_defaults_and_problems() -> None:

@@ -122,6 +122,16 @@ class ByProperty:
     default: str | None = None
 
 
+@dataclass(frozen=True)
+class Ranked:
+    """A value on an ordered scale that is not a number (SSL's tlsVersion, TLS1.0 < TLS1.1 < TLS1.2 <
+    TLS1.3: production's "ordered" comparisons): GREATER_THAN and LESS_THAN compare places on `scale`,
+    the other comparisons the text."""
+
+    text: str
+    scale: tuple[str, ...]
+
+
 class _Problem(Exception):
     """The assertion cannot be evaluated (invalid JSONPath, not JSON ...): it fails with this text."""
 
@@ -297,6 +307,8 @@ def as_text(value: Any) -> str:
     """A value as production's JavaScript would write it."""
     if isinstance(value, str):
         return value
+    if isinstance(value, Ranked):
+        return value.text
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -335,6 +347,11 @@ def _one(comparison: str, value: Any, target: str) -> bool:
     """A positive comparison of one value (not an array to split)."""
     if comparison == "EQUALS":
         return _equal(value, target)
+    if comparison in ("GREATER_THAN", "LESS_THAN") and isinstance(value, Ranked):
+        if value.text not in value.scale or target not in value.scale:
+            return False
+        place, wanted = value.scale.index(value.text), value.scale.index(target)
+        return place > wanted if comparison == "GREATER_THAN" else place < wanted
     if comparison in ("GREATER_THAN", "LESS_THAN"):
         left, right = as_number(value), as_number(target)
         if left is None or right is None:
@@ -373,6 +390,11 @@ def _compare(comparison: str, value: Any, target: str, cut: Cut) -> tuple[bool, 
     if value is MISSING:
         return passed, "found nothing", None
     shown = quote_actual(as_text(value), cut=cut)
+    if not passed and comparison in ("GREATER_THAN", "LESS_THAN") and isinstance(value, Ranked):
+        if target not in value.scale:
+            scale = " < ".join(value.scale)
+            return False, f"the target {quote_actual(target, cut=cut)} is not one of {scale}", shown
+        return False, f"received {shown}", shown
     if not passed and comparison in ("GREATER_THAN", "LESS_THAN"):
         if as_number(target) is None:
             return False, f"the target {quote_actual(target, cut=cut)} is not a number", shown

@@ -13,8 +13,8 @@ Production's rules (ssl-monitors/overview.mdx and configuration.mdx, constructs/
 - degraded/maxResponseTime (3000/10000 ms) apply to the handshake's time, which RESPONSE_TIME reads.
 - CERTIFICATE and CONNECTION read the documented properties (daysUntilExpiry, subjectCN, issuerCN,
   sans, keySizeBits ... ; tlsVersion `TLS1.3`, cipherSuite, hostnameVerified, chainTrusted,
-  resolvedIp); JSON_RESPONSE a JSONPath into the response document (`$.certificate.subjectCN`),
-  TEXT_RESPONSE that document as text.
+  resolvedIp; tlsVersion ordered TLS1.0 < TLS1.3 for GREATER_THAN and LESS_THAN); JSON_RESPONSE a
+  JSONPath into the response document (`$.certificate.subjectCN`), TEXT_RESPONSE that document as text.
 Ours, where production is silent or Python cannot see it:
 - Trust is the machine's (trust.py: SSL_CERT_FILE, the system's store, certifi, NODE_EXTRA_CA_CERTS)
   verified by OpenSSL; a chain that does not verify (self-signed, unknown CA, expired) is
@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import runner.checks.protocols.sockets as sockets
-from runner.checks.assertions import ByProperty
+from runner.checks.assertions import ByProperty, Ranked
 from runner.checks.failures import Failure, FailureKind
 from runner.checks.outcome import RequestSummary, TimingPhases
 from runner.checks.protocols.base import CheckProtocol, Job, Observation
@@ -52,7 +52,7 @@ from runner.checks.variables import Substitution
 from runner.models.check_definitions import SslCheckDefinition
 
 TLS_VERSIONS = {"TLSv1": "TLS1.0", "TLSv1.1": "TLS1.1", "TLSv1.2": "TLS1.2", "TLSv1.3": "TLS1.3"}
-_ORDER = ("TLS1.0", "TLS1.1", "TLS1.2", "TLS1.3")
+TLS_ORDER = ("TLS1.0", "TLS1.1", "TLS1.2", "TLS1.3")
 # ssl-monitors/overview.mdx: weak signature algorithms (Go's names).
 WEAK_SIGNATURES = frozenset({"MD2-RSA", "MD5-RSA", "SHA1-RSA", "DSA-SHA1", "ECDSA-SHA1"})
 # ChecksV1SslConfig.securityBaseline's defaults: (value, severity) of each rule evaluated here.
@@ -91,7 +91,9 @@ class SslProtocol(CheckProtocol[SslCheckDefinition]):
             document = seen.document(probe.resolved_ip)
             values |= {
                 "CERTIFICATE": ByProperty(seen.certificate),
-                "CONNECTION": ByProperty(document["connection"]),
+                "CONNECTION": ByProperty(
+                    {**document["connection"], "tlsVersion": Ranked(seen.tls_version, TLS_ORDER)}
+                ),
                 "JSON_RESPONSE": document,
                 "TEXT_RESPONSE": json.dumps(document, separators=(",", ":")),
             }
@@ -389,8 +391,8 @@ def baseline(
         if severity == "ignore":
             continue
         if rule.endswith("TLSVersion"):
-            rank = _ORDER.index(tls_version) if tls_version in _ORDER else -1
-            passed = rank >= (_ORDER.index(value) if value in _ORDER else 0)
+            rank = TLS_ORDER.index(tls_version) if tls_version in TLS_ORDER else -1
+            passed = rank >= (TLS_ORDER.index(value) if value in TLS_ORDER else 0)
             detail = f"negotiated {tls_version or 'an unknown version'}, {rule} {value}"
         elif rule.endswith("KeySizeBits"):
             size = certificate.get("keySizeBits")
