@@ -5,6 +5,7 @@ The service (package `shop`, no .proto compiler needed: its descriptor is built 
     service Greeter { rpc SayHello (HelloRequest) returns (HelloReply); }
     message HelloRequest { string name = 1; int32 delay_ms = 2; }
     message HelloReply { string message = 1; int32 length = 2; }
+PROTO is the same service as a .proto file's text (a check's `protoContent`).
 SayHello answers `hello <name>` with the trailing metadata `x-served-by: test-greeter` (and the
 request's `x-echo`), after `delay_ms`; the name `fail` answers NOT_FOUND. Health: the server and
 `shop.Greeter` SERVING, `shop.Down` NOT_SERVING (each can be changed through `health`).
@@ -23,6 +24,12 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 SERVICE = "shop.Greeter"
+PROTO = """syntax = "proto3";
+package shop;
+service Greeter { rpc SayHello (HelloRequest) returns (HelloReply); }
+message HelloRequest { string name = 1; int32 delay_ms = 2; }
+message HelloReply { string message = 1; int32 length = 2; }
+"""
 
 
 def _pool() -> descriptor_pool.DescriptorPool:
@@ -67,8 +74,9 @@ class GrpcServer:
         self.server.stop(grace=None).wait(2)
 
 
-def start_grpc(tls: tuple[bytes, bytes] | None = None) -> GrpcServer:
-    """A server on 127.0.0.1; `tls`: (private key PEM, certificate chain PEM)."""
+def start_grpc(tls: tuple[bytes, bytes] | None = None, reflection_on: bool = True) -> GrpcServer:
+    """A server on 127.0.0.1; `tls`: (private key PEM, certificate chain PEM); `reflection_on`: False
+    for a server without reflection (as many in production)."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     handler = grpc.method_handlers_generic_handler(
         SERVICE,
@@ -86,7 +94,8 @@ def start_grpc(tls: tuple[bytes, bytes] | None = None) -> GrpcServer:
     servicer.set("shop.Down", health_pb2.HealthCheckResponse.NOT_SERVING)
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
     names = (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)
-    reflection.enable_server_reflection(names, server, pool=POOL)
+    if reflection_on:
+        reflection.enable_server_reflection(names, server, pool=POOL)
     if tls is None:
         port = server.add_insecure_port("127.0.0.1:0")
     else:

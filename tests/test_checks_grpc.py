@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trustme
 from checks_servers import free_port
-from grpc_server import GrpcServer, start_grpc
+from grpc_server import PROTO, GrpcServer, start_grpc
 
 from runner.checks import Attempt, Variable, VariableSources, run_check
 from runner.checks.analysis.by_evidence import analyse_run
@@ -219,6 +219,36 @@ def test_a_stopped_call_is_cancelled_within_a_quarter_second(server: GrpcServer)
     assert ran.cancelled and time.monotonic() - set_at[0] < STOPPED_WITHIN
 
 
+def test_without_reflection_the_check_s_own_proto_finds_the_method(tmp_path: Path) -> None:
+    """Production's PROTO_FILE: "the runner compiles it locally — no server reflection required"."""
+    closed = start_grpc(reflection_on=False)
+    try:
+        answer = [
+            {
+                "source": "GRPC_RESPONSE",
+                "property": "$.message",
+                "comparison": "EQUALS",
+                "target": "hello ada",
+            }
+        ]
+        reflected = run(grpc_check(closed.port, call("ada"), answer))
+        assert reflected.error_kind is FailureKind.GRPC_REFLECTION and reflected.message is not None
+        assert reflected.message.startswith("failed to list services via reflection (UNIMPLEMENTED")
+        own = {**call("ada"), "serviceDefinition": "PROTO_FILE", "protoContent": PROTO}
+        attempt = run(grpc_check(closed.port, own, answer))
+        assert attempt.passed, attempt.message
+        broken = {**own, "protoContent": PROTO.replace("string name = 1;", "strin name = 1;")}
+        invalid = run(grpc_check(closed.port, broken))
+        assert invalid.error_class is ErrorClass.CONFIGURATION_ERROR and invalid.message is not None
+        assert invalid.message.startswith(
+            "request.grpcConfig.protoContent: does not compile: protoContent:4:"
+        )
+        elsewhere = run(grpc_check(closed.port, {**own, "method": "shop.Other/SayHello"}))
+        assert elsewhere.message == f"the protoContent has no service shop.Other: 127.0.0.1:{closed.port}"
+    finally:
+        closed.stop()
+
+
 # --- TLS ----------------------------------------------------------------------------------------------
 
 
@@ -260,8 +290,10 @@ def test_what_cannot_run_here_or_is_wrong_is_named() -> None:
     assert grpc_check(1, {"mode": "BEHAVIOR"}).problems() == [
         "request.grpcConfig.method: required in BEHAVIOR mode: package.Service/Method"
     ]
-    proto = grpc_check(1, {**call("a"), "serviceDefinition": "PROTO_FILE", "protoContent": "syntax"})
-    assert proto.local_support() is not None and "PROTO_FILE cannot run locally" in proto.local_support()
+    proto = grpc_check(1, {**call("a"), "serviceDefinition": "PROTO_FILE"})
+    assert proto.problems() == [
+        "request.grpcConfig.protoContent: required with serviceDefinition PROTO_FILE: the .proto file's text"
+    ]
     skip_ssl = {"url": "h", "port": 1, "skipSSL": True, "grpcConfig": {}}
     skip = parse_check_definition({"name": "g", "checkType": "GRPC", "request": skip_ssl})
     assert skip.local_support() is not None and "skipSSL" in str(skip.local_support())

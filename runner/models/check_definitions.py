@@ -849,7 +849,8 @@ def _grpc_assertion_problems(assertions: list[Assertion]) -> list[Problem]:
 
 class GrpcCheckDefinition(CheckDefinition):
     """ChecksV1GrpcMonitor: a gRPC health check (grpc.health.v1 Health/Check) or one unary call
-    (BEHAVIOR, the method found through server reflection), protocols/grpc_monitor.py."""
+    (BEHAVIOR, the method found through server reflection or the check's protoContent),
+    protocols/grpc_monitor.py."""
 
     checkType: Literal["GRPC"] = "GRPC"
     request: GrpcRequest = Field(default_factory=GrpcRequest)
@@ -859,11 +860,6 @@ class GrpcCheckDefinition(CheckDefinition):
         if reason is not None:
             return reason
         config = self.request.grpcConfig
-        if config.mode == "BEHAVIOR" and config.serviceDefinition == "PROTO_FILE":
-            return (
-                "GRPC checks with serviceDefinition PROTO_FILE cannot run locally (no .proto compiler "
-                "here); enable server reflection on the service and use REFLECTION"
-            )
         if config.encoding == "FLATBUFFERS":
             return "GRPC checks with encoding FLATBUFFERS cannot run locally; only PROTOBUF does"
         if self.request.skipSSL and config.tls:
@@ -896,6 +892,9 @@ class GrpcCheckDefinition(CheckDefinition):
             if config.serviceDefinition not in (None, "", *GRPC_SERVICE_DEFINITIONS):
                 allowed = ", ".join(GRPC_SERVICE_DEFINITIONS)
                 out.append((("request", "grpcConfig", "serviceDefinition"), f"expected one of {allowed}"))
+            if config.serviceDefinition == "PROTO_FILE" and not (config.protoContent or "").strip():
+                needed = "required with serviceDefinition PROTO_FILE: the .proto file's text"
+                out.append((("request", "grpcConfig", "protoContent"), needed))
         if r.timeout is not None:
             out += _range("request.timeout", r.timeout, 1, 180)
         for i, item in enumerate(config.metadata):

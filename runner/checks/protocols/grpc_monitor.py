@@ -6,7 +6,8 @@ Production's rules (grpc-monitors/overview.mdx and configuration.mdx, constructs
 - HEALTH calls grpc.health.v1.Health/Check for `grpcConfig.service` ("" : the server as a whole);
   GRPC_HEALTHCHECK_STATUS is the serving status as a number (UNKNOWN 0, SERVING 1, NOT_SERVING 2,
   SERVICE_UNKNOWN 3).
-- BEHAVIOR finds `grpcConfig.method` (`package.Service/Method`) through server reflection, sends
+- BEHAVIOR finds `grpcConfig.method` (`package.Service/Method`) through server reflection (or the
+  check's own .proto: `serviceDefinition: PROTO_FILE`, `protoContent`, grpc_proto.py), sends
   `grpcConfig.message` (JSON, the request message's proto3 JSON form) and reads the answer:
   GRPC_RESPONSE is the response message as JSON (JSONPath by `property`), TEXT_BODY its text.
 - GRPC_STATUS_CODE is the call's status (0 OK, 5 NOT_FOUND, 14 UNAVAILABLE ...), GRPC_METADATA the
@@ -22,8 +23,8 @@ Ours, where production is silent:
   is `grpc_reflection` (the run fails naming the services it lists). A request message that is not
   JSON of the method's input type is INVALID_DEFINITION.
 - TLS trusts the machine's CAs (trust.py: SSL_CERT_FILE, the system's store, certifi,
-  NODE_EXTRA_CA_CERTS) and checks the certificate against `url`; skipSSL and PROTO_FILE do not run
-  here (the definition says why: check_definitions.py).
+  NODE_EXTRA_CA_CERTS) and checks the certificate against `url`; skipSSL does not run here (the
+  definition says why: check_definitions.py).
 - `{{VARIABLES}}` in url, port, the metadata's values, service and message.
 - The answer is read up to `Limits.body_cap_bytes` (gRPC's own receive limit): a longer one is
   RESOURCE_EXHAUSTED.
@@ -203,6 +204,16 @@ class _Run:
 
     def _call(self, address: sockets.Target) -> tuple[Failure | None, Answer | None]:
         config, limits = self.check.request.grpcConfig, self.job.limits
+        own: Any = None  # the method's message classes from the check's own .proto
+        if config.mode == "BEHAVIOR" and config.serviceDefinition == "PROTO_FILE":
+            from runner.checks.protocols.grpc_proto import proto_pool  # protoc only for such a check
+
+            pool = proto_pool(config.protoContent or "", self.job.bounds.deadline, self.job.stop)
+            if isinstance(pool, Failure):
+                return pool, None
+            own = self._method_classes(pool, FailureKind.INVALID_DEFINITION, "the protoContent")
+            if isinstance(own, Failure):
+                return own, None
         options: list[tuple[str, Any]] = [
             ("grpc.default_authority", self.target),
             ("grpc.enable_retries", 0),
@@ -221,7 +232,7 @@ class _Run:
         def work() -> None:
             try:
                 box["outcome"] = dataclasses.replace(
-                    self._exchange(channel, metadata, timeout), at=time.monotonic()
+                    self._exchange(channel, metadata, timeout, own), at=time.monotonic()
                 )
             except Exception as exc:  # a bug or a library's surprise: the check fails closed, named
                 failed = f"gRPC call failed ({type(exc).__name__}): {self.where}"
@@ -245,14 +256,14 @@ class _Run:
         return outcome.failure, outcome.answer
 
     def _exchange(
-        self, channel: grpc.Channel, metadata: tuple[tuple[str, str], ...], timeout: float
+        self, channel: grpc.Channel, metadata: tuple[tuple[str, str], ...], timeout: float, own: Any
     ) -> _Outcome:
         config = self.check.request.grpcConfig
         if config.mode == "HEALTH":
             request: Any = health_pb2.HealthCheckRequest(service=config.service or "")
             response_type: Any = health_pb2.HealthCheckResponse
         else:
-            found = self._find_method(channel)
+            found = own or self._find_method(channel)
             if isinstance(found, Failure):
                 return _Outcome(failure=found)
             request_type, response_type = found
@@ -273,11 +284,11 @@ class _Run:
 
     def _find_method(self, channel: grpc.Channel) -> tuple[Any, Any] | Failure:
         """The input and output message classes of the method, through server reflection."""
-        service_name, _, method_name = self.method.strip("/").rpartition("/")
+        service_name = self.method.strip("/").rpartition("/")[0]
         database = ProtoReflectionDescriptorDatabase(channel)
         pool = descriptor_pool.DescriptorPool(database)
         try:
-            service = pool.FindServiceByName(service_name)
+            pool.FindServiceByName(service_name)  # asks the server: its answer stays in the pool
         except grpc.RpcError as error:
             code = error.code()
             if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
@@ -293,10 +304,20 @@ class _Run:
             return Failure(FailureKind.GRPC_REFLECTION,
                            f"reflection does not know the service {service_name} (it lists {listed}): "
                            f"{self.where}", network=False)  # fmt: skip
+        return self._method_classes(pool, FailureKind.GRPC_REFLECTION, "reflection")
+
+    def _method_classes(self, pool: Any, kind: FailureKind, source: str) -> tuple[Any, Any] | Failure:
+        """The method's input and output message classes from `pool` (reflection's, or the check's
+        own .proto's); `kind` for a service or method it does not have."""
+        service_name, _, method_name = self.method.strip("/").rpartition("/")
+        try:
+            service = pool.FindServiceByName(service_name)
+        except KeyError:
+            return Failure(kind, f"{source} has no service {service_name}: {self.where}", network=False)
         method = service.methods_by_name.get(method_name)
         if method is None:
             listed = ", ".join(sorted(service.methods_by_name)) or "none"
-            return Failure(FailureKind.GRPC_REFLECTION,
+            return Failure(kind,
                            f"the service {service_name} has no method {method_name} (it has {listed}): "
                            f"{self.where}", network=False)  # fmt: skip
         if method.client_streaming or method.server_streaming:
