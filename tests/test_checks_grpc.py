@@ -281,6 +281,29 @@ def test_plaintext_to_a_tls_server_fails_as_a_network_error(tls_server: GrpcServ
 # --- definitions --------------------------------------------------------------------------------------
 
 
+def test_a_port_given_as_a_variable(server: GrpcServer) -> None:
+    check = grpc_check("{{GRPC_PORT}}", {"mode": "HEALTH"}, [health("1")])  # type: ignore[arg-type]
+    assert run(check, VariableSources(session=(Variable("GRPC_PORT", str(server.port)),))).passed
+    wrong = run(check, VariableSources(session=(Variable("GRPC_PORT", "grpc"),)))
+    assert wrong.error_class is ErrorClass.CONFIGURATION_ERROR
+    assert (
+        wrong.message
+        == "request.port: expected a port number from 1 to 65535 once its variables are filled in"
+    )
+
+
+def test_a_typo_in_a_hand_written_check_is_named() -> None:
+    from runner.models.check_definitions import hand_written_problems
+
+    typo = {
+        "name": "g",
+        "checkType": "GRPC",
+        "request": {"url": "h", "port": 1, "grpcConfig": {"mod": "HEALTH"}},
+    }
+    ((loc, message),) = hand_written_problems(typo)
+    assert loc == ("request", "grpcConfig", "mod") and "did you mean 'mode'?" in message
+
+
 def test_what_cannot_run_here_or_is_wrong_is_named() -> None:
     label = grpc_check(1, {"mode": "HEALTH"}, [health("SERVING")])
     assert label.problems() == [

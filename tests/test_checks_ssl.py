@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from tls_server import TlsServer
 
-from runner.checks import Attempt, run_check
+from runner.checks import Attempt, Variable, VariableSources, run_check
 from runner.checks.analysis.by_evidence import analyse_run
 from runner.checks.assertions import ByProperty
 from runner.checks.failures import ErrorClass, FailureKind
@@ -178,6 +179,29 @@ def test_a_certificate_for_another_name_fails_hostname_verified(
     assert bare.error_kind is FailureKind.HOSTNAME_MISMATCH
     assert bare.message == "the certificate does not cover 127.0.0.1: its names are other.example"
     assert analyse_run(bare, bare.message, "SSL", "Cert")[1] == "rules-v1/run-hostname-mismatch"
+
+
+def test_the_security_baseline_fails_or_degrades_an_old_tls_version(
+    ca: trustme.CA, tmp_path: Path, trusted: None, servers: list[TlsServer]
+) -> None:
+    """A server that speaks TLS 1.2 at most; a port given as a variable, as for TCP checks."""
+    cert = ca.issue_cert("127.0.0.1", not_after=NOW + datetime.timedelta(days=90))
+    pem, key = cert.cert_chain_pems[0].bytes(), cert.private_key_pem.bytes()
+    servers.append(old := TlsServer(pem, key, tmp_path, ssl.TLSVersion.TLSv1_2))
+    variables = VariableSources(session=(Variable("SSL_PORT", str(old.port)),))
+    by_variable = ssl_check("{{SSL_PORT}}")  # type: ignore[arg-type]
+    default = run_check(by_variable, max_run_seconds=30, variables=variables).final
+    assert default.passed and not default.degraded, default.message  # production's minimum: TLS1.2
+    strict = {"enabled": True, "minTLSVersion": {"value": "TLS1.3", "severity": "fail"}}
+    failed = run(ssl_check(old.port, securityBaseline=strict))
+    assert failed.error_kind is FailureKind.SECURITY_BASELINE
+    assert failed.message == (
+        "security baseline minTLSVersion failed: negotiated TLS1.2, minTLSVersion TLS1.3"
+    )
+    advice = {"recommendedTLSVersion": {"value": "TLS1.3", "severity": "degrade"}}
+    degraded = run(ssl_check(old.port, securityBaseline=advice))
+    assert degraded.passed and degraded.degraded
+    assert run(ssl_check(old.port, securityBaseline={**strict, "enabled": False})).passed
 
 
 def test_an_expired_certificate_fails(

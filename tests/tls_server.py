@@ -13,11 +13,15 @@ class TlsServer:
     """Accepts connections on 127.0.0.1 and completes a TLS handshake with its certificate (read
     once, at the start: the files in `tmp` may be written again for the next server)."""
 
-    def __init__(self, cert_pem: bytes, key_pem: bytes, tmp: Path) -> None:
+    def __init__(
+        self, cert_pem: bytes, key_pem: bytes, tmp: Path, highest: ssl.TLSVersion | None = None
+    ) -> None:
         (tmp / "cert.pem").write_bytes(cert_pem)
         (tmp / "key.pem").write_bytes(key_pem)
         self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self.context.load_cert_chain(str(tmp / "cert.pem"), str(tmp / "key.pem"))
+        if highest is not None:
+            self.context.maximum_version = highest
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.sock.settimeout(0.05)

@@ -62,8 +62,9 @@ from runner.checks.assertions import ByProperty
 from runner.checks.failures import Failure, FailureKind
 from runner.checks.outcome import RequestSummary, TimingPhases
 from runner.checks.protocols.base import CheckProtocol, Job, Observation
+from runner.checks.protocols.socket_fields import filled_port
 from runner.checks.protocols.trust import trusted_pem
-from runner.checks.variables import Substitution, VariableError
+from runner.checks.variables import Substitution
 from runner.models.check_definitions import GRPC_HEALTH_STATUSES, GrpcCheckDefinition
 
 HEALTH_METHOD = "/grpc.health.v1.Health/Check"
@@ -78,12 +79,7 @@ class GrpcProtocol(CheckProtocol[GrpcCheckDefinition]):
         if "{{" in r.url:
             changes["url"] = subst.render(r.url, "request.url", encode=False).strip()
         if isinstance(r.port, str) and "{{" in r.port:
-            port = subst.render(r.port, "request.port", encode=False).strip()
-            if not port.isdigit() or not 0 < int(port) < 65536:
-                raise VariableError(FailureKind.INVALID_DEFINITION,
-                                    "request.port: expected a port number from 1 to 65535 once its "
-                                    "variables are filled in")  # fmt: skip
-            changes["port"] = int(port)
+            changes["port"] = filled_port(r.port, subst, "request.port")
         config_changes: dict[str, Any] = {}
         for name in ("service", "message"):
             value = getattr(config, name)
@@ -280,6 +276,9 @@ class _Run:
             response, state = call.with_call(request, timeout=timeout, metadata=metadata or None)
         except grpc.RpcError as error:
             return self._failed(error)
+        except ValueError as exc:  # gRPC refuses a metadata key or value before sending anything
+            message = f"request.grpcConfig.metadata: not sendable as gRPC metadata ({exc})"
+            return _Outcome(failure=Failure(FailureKind.INVALID_DEFINITION, message, network=False))
         return _Outcome(answer=self._answer(state, response))
 
     def _find_method(self, channel: grpc.Channel) -> tuple[Any, Any] | Failure:

@@ -47,6 +47,7 @@ from runner.checks.assertions import ByProperty, Ranked
 from runner.checks.failures import Failure, FailureKind
 from runner.checks.outcome import RequestSummary, TimingPhases
 from runner.checks.protocols.base import CheckProtocol, Job, Observation
+from runner.checks.protocols.socket_fields import filled_port
 from runner.checks.protocols.trust import inspecting_context, verifying_context
 from runner.checks.variables import Substitution
 from runner.models.check_definitions import SslCheckDefinition
@@ -68,13 +69,15 @@ NOT_EVALUATED = ("weakCipherSuite", "knownBadCA", "ocspMustStapleRespected", "sc
 
 class SslProtocol(CheckProtocol[SslCheckDefinition]):
     def fill(self, check: SslCheckDefinition, subst: Substitution) -> SslCheckDefinition:
-        """`{{VARIABLES}}` in hostname and serverName, as in TCP's hostname (socket_fields.py)."""
+        """`{{VARIABLES}}` in hostname, serverName and port, as in TCP's (socket_fields.py)."""
         config = check.request.sslConfig
         changes: dict[str, Any] = {}
         for name in ("hostname", "serverName"):
             value = getattr(config, name)
             if isinstance(value, str) and "{{" in value:
                 changes[name] = subst.render(value, f"request.sslConfig.{name}", encode=False).strip()
+        if isinstance(config.port, str) and "{{" in config.port:
+            changes["port"] = filled_port(config.port, subst, "request.sslConfig.port")
         if not changes:
             return check
         request = check.request.model_copy(update={"sslConfig": config.model_copy(update=changes)})
