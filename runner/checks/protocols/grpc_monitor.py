@@ -44,6 +44,7 @@ import os
 import socket
 import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -221,18 +222,17 @@ class _Run:
             channel = grpc.secure_channel(address.shown, credentials, options=options)
         else:
             channel = grpc.insecure_channel(address.shown, options=options)
-        box: dict[str, _Outcome] = {}
+        handed: Future[_Outcome] = Future()  # the thread's outcome, handed back once
         metadata = tuple((item.key.lower(), item.value) for item in config.metadata)
         timeout = max(0.001, self.job.bounds.left())
 
         def work() -> None:
             try:
-                box["outcome"] = dataclasses.replace(
-                    self._exchange(channel, metadata, timeout, own), at=time.monotonic()
-                )
-            except Exception as exc:  # a bug or a library's surprise: the check fails closed, named
-                failed = f"gRPC call failed ({type(exc).__name__}): {self.where}"
-                box["outcome"] = _Outcome(failure=Failure(FailureKind.NETWORK, failed))
+                outcome = self._exchange(channel, metadata, timeout, own)
+                handed.set_result(dataclasses.replace(outcome, at=time.monotonic()))
+            except Exception as exc:  # a library's surprise at what the server sent: fails closed, named
+                failed = f"gRPC call failed ({type(exc).__name__}: {str(exc)[:200]}): {self.where}"
+                handed.set_result(_Outcome(failure=Failure(FailureKind.NETWORK, failed)))
 
         thread = threading.Thread(target=work, name="check-grpc", daemon=True)
         thread.start()
@@ -246,7 +246,7 @@ class _Run:
                     return self._timeout(), None
         finally:
             channel.close()  # cancels the calls still under way; the thread then ends
-        outcome = box.get("outcome", _Outcome(failure=self._timeout()))
+        outcome = handed.result() if handed.done() else _Outcome(failure=self._timeout())
         if outcome.at is not None:
             self.clock.marks["answered"] = self.end = outcome.at
         return outcome.failure, outcome.answer
