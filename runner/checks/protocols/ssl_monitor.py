@@ -228,7 +228,11 @@ class _Probe:
         handshake_end = min(deadline, started + self.config.handshakeTimeoutMs / 1000)
         name = self.config.serverName or self.config.hostname
         sni = None if _is_ip(name) else name
-        tls = context.wrap_socket(sock, server_hostname=sni, do_handshake_on_connect=False)
+        try:
+            tls = context.wrap_socket(sock, server_hostname=sni, do_handshake_on_connect=False)
+        except BaseException:
+            sock.close()
+            raise
         try:
             while True:
                 try:
