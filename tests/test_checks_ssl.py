@@ -225,7 +225,7 @@ def test_refused_silent_and_stopped() -> None:
     try:
         quiet = silent.getsockname()[1]
         timed_out = run(ssl_check(quiet, handshakeTimeoutMs=1000))
-        assert timed_out.error_class is ErrorClass.TIMEOUT and 1000 <= timed_out.duration_ms < 1500
+        assert timed_out.error_class is ErrorClass.TIMEOUT and 1000 <= timed_out.duration_ms < 4000
         assert timed_out.message == (
             f"timeout: no TLS handshake within the handshakeTimeoutMs of 1000 ms: 127.0.0.1:{quiet}"
         )

@@ -26,6 +26,7 @@ import certifi
 from runner.checks.limits import Limits
 
 MAX_BYTES = 16 * 1024 * 1024
+_BEGIN, _END = "-----BEGIN CERTIFICATE-----", "-----END CERTIFICATE-----"
 
 
 def _read(path: str | None) -> str:
@@ -61,8 +62,13 @@ def trusted_pem(limits: Limits) -> str:
 
 @functools.lru_cache(maxsize=4)
 def _pem(sources: Sources) -> str:
-    parts = [_read(path) for path, _, _ in sources]
-    return "\n".join(part for part in parts if "-----BEGIN CERTIFICATE-----" in part)
+    blocks: dict[str, None] = {}  # each certificate once (certifi repeats most of the system's)
+    for path, _, _ in sources:
+        for block in _read(path).split(_END)[:-1]:
+            start = block.find(_BEGIN)
+            if start >= 0:
+                blocks[block[start:].strip() + "\n" + _END] = None
+    return "\n".join(blocks)
 
 
 def verifying_context(limits: Limits) -> ssl.SSLContext:
