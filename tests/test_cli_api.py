@@ -18,6 +18,7 @@ from helpers import child_env
 
 from runner.cli.main import main
 from runner.emulator import Emulator
+from runner.emulator.shell.hosts import CONTROL_HEADERS
 
 # A check that hangs must stay running until the test cancels or interrupts it (see conftest).
 EMULATOR_WORLD = never_ending_world()
@@ -340,7 +341,12 @@ def test_400_from_the_service_exit_2(cli: Run, tmp_path: Path) -> None:
 def test_429_exit_4(cli: Run, emulator: Emulator) -> None:
     # Retry-After 0 keeps the test fast; the client retries 4 times, then gives up.
     fault = {"route": "get_error_group", "kind": "rate_limit", "retryAfterSeconds": 0, "count": 10}
-    assert requests.post(f"{emulator.url}/_emulator/faults", json=[fault], timeout=5).status_code == 200
+    assert (
+        requests.post(
+            f"{emulator.url}/_emulator/faults", headers=CONTROL_HEADERS, json=[fault], timeout=5
+        ).status_code
+        == 200
+    )
     code, out, err = cli("error-groups", "get", CHECK_ERROR_GROUP)
     assert (code, out) == (4, "")
     assert "429 Too Many Requests" in err and "gave up after 5 attempts" in err

@@ -18,6 +18,7 @@ from conftest import CI_PREFIXES
 from runner.cli.main import main
 from runner.emulator.core.export import export_world
 from runner.emulator.core.world import Mode, WorldError, parse_world_text
+from runner.emulator.shell.hosts import CONTROL_HEADERS
 from runner.models.check_definitions import (
     ApiRequest,
     Assertion,
@@ -427,7 +428,7 @@ def test_the_control_api_answers_a_malformed_definition_with_400(emulator: Any) 
     world = {"accounts": [{"id": "a", "keys": [{"key": "tsk_control_key_1"}], "checks": [
         {"id": "c", "name": "C",
          "request": {"url": "http://x.test", "headers": "X-A: b", "assertion": []}}]}]}  # fmt: skip
-    answer = requests.post(f"{emulator.url}/_emulator/world", json=world, timeout=10)
+    answer = requests.post(f"{emulator.url}/_emulator/world", headers=CONTROL_HEADERS, json=world, timeout=10)
     assert answer.status_code == 400
     assert (
         answer.json()["message"].split("; ")[0]

@@ -124,7 +124,7 @@ class JobSettings:
             )
         state = getattr(args, "state", None)
         if state is not None and not emulator:
-            raise UsageError("--state needs --emulator")
+            raise UsageError("--state needs --emulator or --checks FILE: it keeps a local run's history")
         if state == "":
             raise UsageError("--state: give the state file's path")
         if state is None and emulator:

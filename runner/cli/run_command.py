@@ -115,7 +115,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="run the shipped demo world (scripted results, never your build's); every output says "
         "DEMO. In CI, --emulator without --checks or --world is refused unless --demo is given",
     )
-    service.add_argument("--state", metavar="PATH", help=f"with --emulator: {STATE_HELP}")
+    service.add_argument("--state", metavar="PATH", help=f"with --checks (or --emulator): {STATE_HELP}")
     service.add_argument(
         "--detach", action="store_true", help="trigger, print the session ids and links, and exit"
     )

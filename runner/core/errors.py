@@ -183,7 +183,8 @@ class DeadlineExceeded(TestSessionError):
 
 
 class BuildNotReady(TestSessionError):
-    """The build under test (`build:`, --build-command) did not answer at its URL: exit 4, nothing ran."""
+    """The build under test (`build:`, --build-command) exited or did not answer at its URL: exit 6
+    (BUILD_NOT_STARTED), nothing ran."""
 
 
 class Interrupted(BaseException):
@@ -215,6 +216,8 @@ def exit_code_for(exc: BaseException) -> ExitCode:
         return ExitCode.USAGE
     if isinstance(exc, DeadlineExceeded):
         return ExitCode.TIMEOUT
+    if isinstance(exc, BuildNotReady):
+        return ExitCode.BUILD_NOT_STARTED
     if isinstance(exc, ApiError):
         return ExitCode.SERVICE
     if isinstance(exc, TestSessionError):

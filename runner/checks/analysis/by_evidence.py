@@ -467,6 +467,29 @@ _CONFIGURATION_FIX = {
 _OTHER_FIX = "Fix the check's definition as the message says, or leave the check out of this run."
 
 
+def _internal(f: _Facts) -> tuple[Analysis, str]:
+    """A bug of the local executor: neither the check's nor the build's fault (the run exits 4)."""
+    message = _q(f.ev.message, 300)
+    return (
+        Analysis(
+            classification="INTERNAL ERROR",
+            userImpact=f"{f.check[0].upper()}{f.check[1:]} was not run to a verdict, so it says nothing "
+            "about the build under test.",
+            rootCause=f"testsession's local executor failed on the check (a bug in testsession): {message}.",
+            codeFix="Nothing in the check or the build: report the bug with the traceback the run printed "
+            "(and the version, `testsession --version`).",
+            evidence=[
+                Evidence(
+                    artifacts=[Artifact(name="CHECK_DEFINITION", type="CONFIGURATION")],
+                    description=f"The executor raised: {message}.",
+                )
+            ],
+            referenceLinks=[],
+        ),
+        "run-internal-error",
+    )
+
+
 def _configuration(f: _Facts) -> tuple[Analysis, str]:
     ev = f.ev
     message = _q(ev.message, 300)
@@ -537,10 +560,11 @@ def _by_kind(f: _Facts, kind: FailureKind) -> tuple[Analysis, str] | None:
             | FailureKind.VARIABLE_WITHOUT_VALUE
             | FailureKind.SECRET_TOO_SHORT
             | FailureKind.UNSUPPORTED_HELPER
-            | FailureKind.INTERNAL_ERROR
             | FailureKind.NO_SOCKET_PERMISSION
         ):
             return _configuration(f)
+        case FailureKind.INTERNAL_ERROR:
+            return _internal(f)
         case (
             FailureKind.NO_REPLY
             | FailureKind.HOST_UNREACHABLE

@@ -282,11 +282,20 @@ def _move(path: Path, out: Path, member: Member) -> Path:
         return path
     top = rel.parts[0]
     target = member.output_dir / top.removeprefix(f"{member.folder}-")
-    if (out / top).exists() and not target.exists():
+    if (out / top).exists():  # not moved yet (a test's other attachments are in the same folder)
         target.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(OSError):
+            _remove(target)  # an earlier run's files (its attempts counted from 1 too): the newest win
             os.replace(out / top, target)
     return target.joinpath(*rel.parts[1:])
+
+
+def _remove(path: Path) -> None:
+    """`path` gone, whatever it is; a link is removed, never followed."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
 
 
 def _took_ms(tests: Sequence[Any]) -> float:
