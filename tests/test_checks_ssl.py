@@ -117,6 +117,10 @@ def test_a_certificate_expiring_in_9_days_fails_days_until_expiry_over_30(
     # alertDaysBeforeExpiry days of the expiry, and fails only once it has expired.
     bare = run(ssl_check(server.port))
     assert bare.passed and bare.degraded
+    assert (
+        bare.message
+        == "the certificate for 127.0.0.1 expires in 9 days, within the alertDaysBeforeExpiry of 30"
+    )
     assert run(ssl_check(server.port, alert_days=5)).degraded is False
 
 
@@ -201,6 +205,10 @@ def test_the_security_baseline_fails_or_degrades_an_old_tls_version(
     advice = {"recommendedTLSVersion": {"value": "TLS1.3", "severity": "degrade"}}
     degraded = run(ssl_check(old.port, securityBaseline=advice))
     assert degraded.passed and degraded.degraded
+    assert degraded.message == (
+        "security baseline recommendedTLSVersion (severity degrade): negotiated TLS1.2, "
+        "recommendedTLSVersion TLS1.3"
+    )
     assert run(ssl_check(old.port, securityBaseline={**strict, "enabled": False})).passed
 
 

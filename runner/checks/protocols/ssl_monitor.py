@@ -87,7 +87,7 @@ class SslProtocol(CheckProtocol[SslCheckDefinition]):
         probe = _Probe(check, job)
         failure = probe.run()
         seen = probe.seen
-        implicit, degraded = (None, False) if failure or seen is None else verdict(check, seen)
+        implicit, degraded = (None, None) if failure or seen is None else verdict(check, seen)
         values: dict[str, Any] = {"RESPONSE_TIME": round(probe.handshake_ms or probe.clock.ms())}
         document: dict[str, Any] = {}
         if seen is not None:
@@ -413,28 +413,35 @@ def baseline(
     return out
 
 
-def verdict(check: SslCheckDefinition, seen: Seen) -> tuple[Failure | None, bool]:
-    """(the failure the handshake's facts imply, degraded) in production's order of stages."""
+def verdict(check: SslCheckDefinition, seen: Seen) -> tuple[Failure | None, str | None]:
+    """(the failure the handshake's facts imply, why it is degraded) in production's order of stages."""
     config, cert = check.request.sslConfig, seen.certificate
     host = config.hostname
     days, alert = cert["daysUntilExpiry"], config.alertDaysBeforeExpiry
     if not seen.hostname_verified:
         names = cert["sans"] or "none"
         message = f"the certificate does not cover {host}: its names are {names}"
-        return Failure(FailureKind.HOSTNAME_MISMATCH, message, network=False), False
+        return Failure(FailureKind.HOSTNAME_MISMATCH, message, network=False), None
     if seen.expired:
         message = f"the certificate for {host} expired {-days} days ago (notAfter {cert['notAfter']})"
-        return Failure(FailureKind.CERTIFICATE_EXPIRED, message, network=False), False
+        return Failure(FailureKind.CERTIFICATE_EXPIRED, message, network=False), None
     if seen.chain_trusted is False:
         issuer = cert["issuerCN"] or "an unnamed issuer"
         message = f"the certificate chain for {host} is not trusted ({seen.trust_reason}); issued by {issuer}"
-        return Failure(FailureKind.CHAIN_UNTRUSTED, message, network=False), False
+        return Failure(FailureKind.CHAIN_UNTRUSTED, message, network=False), None
     failed = [r for r in seen.baseline if not r["passed"]]
     for rule in failed:
         if rule["severity"] == "fail":
             message = f"security baseline {rule['rule']} failed: {rule['detail']}"
-            return Failure(FailureKind.SECURITY_BASELINE, message, network=False), False
-    return None, days <= alert or any(r["severity"] == "degrade" for r in failed)
+            return Failure(FailureKind.SECURITY_BASELINE, message, network=False), None
+    if days <= alert:
+        return (
+            None,
+            f"the certificate for {host} expires in {days} days, within the alertDaysBeforeExpiry of {alert}",
+        )
+    for rule in failed:  # severity degrade (fail returned above)
+        return None, f"security baseline {rule['rule']} (severity degrade): {rule['detail']}"
+    return None, None
 
 
 def transcript(check: SslCheckDefinition, seen: Seen | None, target: str) -> str:
