@@ -292,6 +292,32 @@ def test_a_port_given_as_a_variable(server: GrpcServer) -> None:
     )
 
 
+LAZY_PROBE = """
+import sys
+from runner.checks import run_check
+from runner.models.check_definitions import parse_check_definition
+def loaded():
+    return sorted(m for m in ("grpc", "google.protobuf", "grpc_tools", "cryptography") if m in sys.modules)
+request = {"url": "127.0.0.1", "port": int(sys.argv[1]), "grpcConfig": {"mode": "HEALTH", "tls": False}}
+check = parse_check_definition({"name": "g", "checkType": "GRPC", "request": request})
+print(loaded())
+run_check(check, max_run_seconds=5)
+print(loaded())
+"""
+
+
+def test_the_grpc_libraries_load_only_when_a_grpc_check_runs() -> None:
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-c", LAZY_PROBE, str(free_port())]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    before, after = done.stdout.splitlines()
+    assert before == "[]", done.stderr  # parsing a GRPC definition loads none of them
+    # Running one loads gRPC and protobuf (grpc itself looks for grpc_tools), not cryptography (SSL's).
+    assert "'google.protobuf', 'grpc'" in after and "cryptography" not in after, after
+
+
 def test_a_typo_in_a_hand_written_check_is_named() -> None:
     from runner.models.check_definitions import hand_written_problems
 
