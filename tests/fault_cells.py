@@ -24,6 +24,8 @@ from typing import Any
 import requests
 from helpers import junit_xsd_errors
 
+from runner.emulator.shell.hosts import CONTROL_HEADERS
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SPEED = 100.0  # simulated seconds per real second: the demo checks (2-4 s) end in < 0.05 s
 
@@ -329,17 +331,19 @@ def service_env(url: str, api_key: str, account_id: str) -> Iterator[None]:
 
 def inject(url: str, specs: list[dict[str, Any]]) -> None:
     if specs:
-        answer = requests.post(f"{url}/_emulator/faults", json=specs, timeout=5)
+        answer = requests.post(f"{url}/_emulator/faults", headers=CONTROL_HEADERS, json=specs, timeout=5)
         answer.raise_for_status()
 
 
 def emulator_stats(url: str) -> dict[str, Any]:
-    data: dict[str, Any] = requests.get(f"{url}/_emulator/stats", timeout=5).json()
+    data: dict[str, Any] = requests.get(f"{url}/_emulator/stats", headers=CONTROL_HEADERS, timeout=5).json()
     return data
 
 
 def revoke(url: str, key: str) -> None:
-    requests.post(f"{url}/_emulator/keys/revoke", json={"key": key}, timeout=5).raise_for_status()
+    requests.post(
+        f"{url}/_emulator/keys/revoke", headers=CONTROL_HEADERS, json={"key": key}, timeout=5
+    ).raise_for_status()
 
 
 class Revoker(threading.Thread):

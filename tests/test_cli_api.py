@@ -18,6 +18,7 @@ from helpers import child_env
 
 from runner.cli.main import main
 from runner.emulator import Emulator
+from runner.emulator.shell.hosts import CONTROL_HEADERS
 
 # A check that hangs must stay running until the test cancels or interrupts it (see conftest).
 EMULATOR_WORLD = never_ending_world()
@@ -289,7 +290,7 @@ def test_missing_file_exits_2(cli: Run, emulator: Emulator, tmp_path: Path) -> N
     missing = str(tmp_path / "nope.yml")
     code, out, err = cli("dashboards", "create", missing)
     assert (code, out) == (2, "")
-    assert err.strip() == f"testsession: error: {missing}: file not found"
+    assert err.strip() == f"testsession: error: {missing}: no such file"
     assert requests_total(emulator) == 0
 
 
@@ -340,7 +341,12 @@ def test_400_from_the_service_exit_2(cli: Run, tmp_path: Path) -> None:
 def test_429_exit_4(cli: Run, emulator: Emulator) -> None:
     # Retry-After 0 keeps the test fast; the client retries 4 times, then gives up.
     fault = {"route": "get_error_group", "kind": "rate_limit", "retryAfterSeconds": 0, "count": 10}
-    assert requests.post(f"{emulator.url}/_emulator/faults", json=[fault], timeout=5).status_code == 200
+    assert (
+        requests.post(
+            f"{emulator.url}/_emulator/faults", headers=CONTROL_HEADERS, json=[fault], timeout=5
+        ).status_code
+        == 200
+    )
     code, out, err = cli("error-groups", "get", CHECK_ERROR_GROUP)
     assert (code, out) == (4, "")
     assert "429 Too Many Requests" in err and "gave up after 5 attempts" in err

@@ -24,6 +24,7 @@ from runner.core.errors import (
 )
 from runner.core.exitcodes import ExitCode
 from runner.emulator import Emulator
+from runner.emulator.shell.hosts import CONTROL_HEADERS
 
 CHECKOUT = "0b9a3c4d-1111-4a5b-8c6d-000000000003"
 TRIGGER = {"name": "faulty", "runLocation": "eu-west-1", "target": {"checkId": [CHECKOUT]}}
@@ -58,7 +59,9 @@ def client(emulator: Emulator, sleeps: Sleeps) -> Iterator[ApiClient]:
 
 
 def inject(emulator: Emulator, *faults: dict[str, Any]) -> None:
-    answer = requests.post(f"{emulator.url}/_emulator/faults", json=list(faults), timeout=5)
+    answer = requests.post(
+        f"{emulator.url}/_emulator/faults", headers=CONTROL_HEADERS, json=list(faults), timeout=5
+    )
     assert answer.status_code == 200, answer.text
 
 

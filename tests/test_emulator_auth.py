@@ -14,6 +14,8 @@ from emulator_ids import (
     READ_ONLY_KEY,
 )
 
+from runner.emulator.shell.hosts import CONTROL_HEADERS
+
 # One emulator for the module, reset before each test (conftest's `emulator`).
 SHARE_EMULATOR = True
 
@@ -32,7 +34,12 @@ def test_missing_unknown_and_revoked_keys_are_401_bad_token(emulator: Any, api: 
         f"{emulator.url}/v1/error-groups/x", headers={"Authorization": "Basic abc"}, timeout=5
     )
     assert response.status_code == 401
-    revoke = requests.post(f"{emulator.url}/_emulator/keys/revoke", json={"key": READ_ONLY_KEY}, timeout=5)
+    revoke = requests.post(
+        f"{emulator.url}/_emulator/keys/revoke",
+        headers=CONTROL_HEADERS,
+        json={"key": READ_ONLY_KEY},
+        timeout=5,
+    )
     assert revoke.status_code == 204
     assert api("GET", "/v1/error-groups/x", key=READ_ONLY_KEY).status_code == 401
     assert "tsk_" not in api("GET", "/v1/error-groups/x", key=READ_ONLY_KEY).text  # the key is not echoed
@@ -88,7 +95,12 @@ def test_resources_of_another_account_are_404(api: Any) -> None:
 
 
 def test_rate_limit_429_with_retry_after(emulator: Any, api: Any) -> None:
-    patch = requests.patch(f"{emulator.url}/_emulator/settings", json={"rateLimit": {"limit": 3}}, timeout=5)
+    patch = requests.patch(
+        f"{emulator.url}/_emulator/settings",
+        headers=CONTROL_HEADERS,
+        json={"rateLimit": {"limit": 3}},
+        timeout=5,
+    )
     assert patch.status_code == 200 and patch.json()["rateLimit"]["limit"] == 3
     statuses = [api("GET", "/v1/error-groups/none").status_code for _ in range(3)]
     assert statuses == [404, 404, 404]
@@ -102,7 +114,10 @@ def test_rate_limit_429_with_retry_after(emulator: Any, api: Any) -> None:
     # Per key: another account's key is not limited by this one's traffic; control routes never are.
     assert api("GET", "/v1/error-groups/none", key=OTHER_KEY, account=OTHER_ACCOUNT).status_code == 404
     for _ in range(5):
-        assert requests.get(f"{emulator.url}/_emulator/stats", timeout=5).status_code == 200
+        assert (
+            requests.get(f"{emulator.url}/_emulator/stats", headers=CONTROL_HEADERS, timeout=5).status_code
+            == 200
+        )
     stats = emulator.backend.stats()
     assert stats["rateLimited"] == 1 and stats["requests"]["get_error_group"] == {"404": 4, "429": 1}
 
@@ -120,13 +135,26 @@ def test_unknown_routes_methods_and_errors_share_the_error_shape(emulator: Any, 
 
 def test_injected_fault_reaches_the_client_and_is_counted(emulator: Any, api: Any) -> None:
     fault = [{"route": "get_error_group", "kind": "status", "status": 503, "count": 1}]
-    assert requests.post(f"{emulator.url}/_emulator/faults", json=fault, timeout=5).status_code == 200
-    assert len(requests.get(f"{emulator.url}/_emulator/faults", timeout=5).json()) == 1
+    assert (
+        requests.post(
+            f"{emulator.url}/_emulator/faults", headers=CONTROL_HEADERS, json=fault, timeout=5
+        ).status_code
+        == 200
+    )
+    assert (
+        len(requests.get(f"{emulator.url}/_emulator/faults", headers=CONTROL_HEADERS, timeout=5).json()) == 1
+    )
     assert api("GET", "/v1/error-groups/none").status_code == 503
     assert api("GET", "/v1/error-groups/none").status_code == 404
-    assert requests.delete(f"{emulator.url}/_emulator/faults", timeout=5).status_code == 204
+    assert (
+        requests.delete(f"{emulator.url}/_emulator/faults", headers=CONTROL_HEADERS, timeout=5).status_code
+        == 204
+    )
     assert emulator.backend.stats()["requests"]["get_error_group"] == {"503": 1, "404": 1}
     bad = requests.post(
-        f"{emulator.url}/_emulator/faults", json=[{"route": "nope", "kind": "status"}], timeout=5
+        f"{emulator.url}/_emulator/faults",
+        headers=CONTROL_HEADERS,
+        json=[{"route": "nope", "kind": "status"}],
+        timeout=5,
     )
     assert bad.status_code == 400 and "route" in bad.json()["message"]

@@ -20,6 +20,7 @@ import requests
 from emulator_ids import ACCOUNT, KEY, OTHER_ACCOUNT, OTHER_KEY
 
 from runner.emulator import Emulator
+from runner.emulator.shell.hosts import CONTROL_HEADERS
 
 BOMB = """\
 a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]
@@ -34,6 +35,7 @@ settings: {bomb: *h}
 accounts: []
 """
 TOKEN = "ctl-0123456789abcdef-token"
+YAML = {**CONTROL_HEADERS, "Content-Type": "application/yaml"}  # a world in its own format
 
 
 @pytest.fixture
@@ -45,16 +47,21 @@ def emulator(module_emulator: Emulator) -> Emulator:
 @pytest.mark.timeout(60)
 def test_alias_bomb_world_is_refused_quickly(emulator: Emulator) -> None:
     started = time.monotonic()
-    response = requests.post(f"{emulator.url}/_emulator/world", data=BOMB.encode(), timeout=15)
+    response = requests.post(f"{emulator.url}/_emulator/world", headers=YAML, data=BOMB.encode(), timeout=15)
     assert time.monotonic() - started < 2
     assert response.status_code == 400
     assert "too large" in response.json()["message"]
     # Still serving, with its world unchanged.
-    assert requests.get(f"{emulator.url}/_emulator/settings", timeout=5).status_code == 200
+    assert (
+        requests.get(f"{emulator.url}/_emulator/settings", headers=CONTROL_HEADERS, timeout=5).status_code
+        == 200
+    )
 
 
 def test_world_body_is_capped(emulator: Emulator) -> None:
-    response = requests.post(f"{emulator.url}/_emulator/world", data=b"#" * 2_000_000, timeout=15)
+    response = requests.post(
+        f"{emulator.url}/_emulator/world", headers=YAML, data=b"#" * 2_000_000, timeout=15
+    )
     assert response.status_code == 413
 
 
@@ -76,13 +83,15 @@ def test_world_parse_does_not_block_other_requests(
     monkeypatch.setattr(control, "parse_world_text", slow_parse)
     world = (Path(__file__).resolve().parent.parent / "runner" / "emulator" / "world.yml").read_text()
     loader = threading.Thread(
-        target=requests.post, args=(f"{emulator.url}/_emulator/world",), kwargs={"data": world, "timeout": 15}
+        target=requests.post,
+        args=(f"{emulator.url}/_emulator/world",),
+        kwargs={"data": world, "headers": YAML, "timeout": 15},
     )
     loader.start()
     try:
         assert parsing.wait(5)
         started = time.monotonic()
-        answer = requests.get(f"{emulator.url}/_emulator/settings", timeout=10)
+        answer = requests.get(f"{emulator.url}/_emulator/settings", headers=CONTROL_HEADERS, timeout=10)
         assert answer.status_code == 200
         assert time.monotonic() - started < 0.5
     finally:
@@ -93,13 +102,12 @@ def test_world_parse_does_not_block_other_requests(
 def test_control_token_is_required_when_set(route: tuple[str, str]) -> None:
     method, path = route
     with Emulator(control_token=TOKEN) as emu:
-        for headers in ({}, {"Authorization": "Bearer wrong-token-0123456789"}, {"Authorization": TOKEN}):
+        for token in ({}, {"Authorization": "Bearer wrong-token-0123456789"}, {"Authorization": TOKEN}):
+            headers = {**CONTROL_HEADERS, **token}
             refused = requests.request(method, emu.url + path, headers=headers, timeout=5)
             assert refused.status_code == 401, headers
             assert TOKEN not in refused.text
-        allowed = requests.request(
-            method, emu.url + path, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5
-        )
+        allowed = requests.request(method, emu.url + path, headers=emu.control_headers, timeout=5)
         assert allowed.status_code in (200, 204)
         # The service's API is not affected: it takes its own keys.
         api = {"Authorization": f"Bearer {KEY}", "X-Service-Account": ACCOUNT}
@@ -130,8 +138,10 @@ def exposed() -> Iterator[Emulator]:
 
 def test_non_loopback_emulator_generates_a_control_token(exposed: Emulator) -> None:
     assert exposed.control_token_generated and exposed.control_token
-    assert requests.post(f"{exposed.url}/_emulator/reset", timeout=5).status_code == 401
-    good = {"Authorization": f"Bearer {exposed.control_token}"}
+    assert (
+        requests.post(f"{exposed.url}/_emulator/reset", headers=CONTROL_HEADERS, timeout=5).status_code == 401
+    )
+    good = {**CONTROL_HEADERS, "Authorization": f"Bearer {exposed.control_token}"}
     assert requests.post(f"{exposed.url}/_emulator/reset", headers=good, timeout=5).status_code == 204
 
 
@@ -194,8 +204,8 @@ def test_emulator_command_on_a_public_address_warns_and_prints_a_control_token(r
         )
         token = exports["TESTSESSION_EMULATOR_CONTROL_TOKEN"]
         url = exports["TESTSESSION_BASE_URL"]
-        assert requests.post(f"{url}/_emulator/reset", timeout=5).status_code == 401
-        good = {"Authorization": f"Bearer {token}"}
+        assert requests.post(f"{url}/_emulator/reset", headers=CONTROL_HEADERS, timeout=5).status_code == 401
+        good = {**CONTROL_HEADERS, "Authorization": f"Bearer {token}"}
         assert requests.post(f"{url}/_emulator/reset", headers=good, timeout=5).status_code == 204
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0

@@ -14,6 +14,7 @@ from emulator_ids import (
     STARTER_KEY,
 )
 
+from runner.emulator.shell.hosts import CONTROL_HEADERS
 from runner.models import RootCauseAnalysis
 
 # One emulator for the module, reset before each test (conftest's `emulator`).
@@ -38,7 +39,9 @@ def test_analysis_of_a_test_session_error_group_goes_pending_then_completed(api:
     analysis_id = created.json()["id"]
     pending = api("GET", f"/v1/root-cause-analyses/{analysis_id}")
     assert pending.status_code == 202 and pending.json() == {"id": analysis_id, "status": "PENDING"}
-    requests.post(f"{emulator.url}/_emulator/clock/advance", json={"seconds": 5}, timeout=5)
+    requests.post(
+        f"{emulator.url}/_emulator/clock/advance", headers=CONTROL_HEADERS, json={"seconds": 5}, timeout=5
+    )
     done = api("GET", f"/v1/root-cause-analyses/{analysis_id}")
     assert done.status_code == 200
     rca = RootCauseAnalysis.model_validate(done.json())

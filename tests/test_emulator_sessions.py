@@ -11,6 +11,7 @@ import requests
 from conftest import never_ending_world
 from emulator_ids import ACCOUNT, BANNER, CHECKOUT, HOMEPAGE, LEGACY, PAYMENTS, PROFILE, SEARCH
 
+from runner.emulator.shell.hosts import CONTROL_HEADERS
 from runner.models import STILL_RUNNING_MESSAGE, TestSession
 
 # A check that hangs must stay running until the test cancels or interrupts it (see conftest).
@@ -244,7 +245,9 @@ def test_clock_advance_finishes_a_session(world_factory: Any) -> None:
         f"{emu.url}/v1/test-sessions/trigger", json=body, headers=headers, timeout=5
     ).json()
     assert (
-        requests.post(f"{emu.url}/_emulator/clock/advance", json={"seconds": 10}, timeout=5).status_code
+        requests.post(
+            f"{emu.url}/_emulator/clock/advance", headers=CONTROL_HEADERS, json={"seconds": 10}, timeout=5
+        ).status_code
         == 200
     )
     got = requests.get(f"{emu.url}/v1/test-sessions/{session['testSessionId']}", headers=headers, timeout=5)

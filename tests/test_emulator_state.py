@@ -24,6 +24,7 @@ from helpers import child_env, run_here
 
 from runner.cli.main import main
 from runner.emulator import Emulator
+from runner.emulator.shell.hosts import CONTROL_HEADERS
 from runner.state.store import APPLICATION_ID, StateFile
 
 EXAMPLES = REPO_ROOT / "examples"
@@ -308,7 +309,9 @@ def test_a_reset_keeps_the_files_history_and_a_restart_reads_it(
         (group_id,) = first["errorGroupIds"]
         group_url = f"/v1/test-session-error-groups/{group_id}"
         group = requests.get(emu.url + group_url, headers=headers, timeout=5)
-        assert requests.post(f"{emu.url}/_emulator/reset", timeout=5).status_code == 204
+        assert (
+            requests.post(f"{emu.url}/_emulator/reset", headers=CONTROL_HEADERS, timeout=5).status_code == 204
+        )
         # After the reset: the session still answers, and the same failure lands in the same group.
         kept = requests.get(
             f"{emu.url}/v1/test-sessions/{first['testSessionId']}", headers=headers, timeout=5

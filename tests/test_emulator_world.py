@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from runner.emulator.core.world import WorldError, load_world, parse_world, parse_world_text
+from runner.emulator.shell.hosts import CONTROL_HEADERS
 
 
 def minimal(**check: Any) -> dict[str, Any]:
@@ -58,7 +59,7 @@ def test_world_errors_name_the_field(world: Any, expected: str) -> None:
 
 
 def test_world_file_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(WorldError, match="cannot read"):
+    with pytest.raises(WorldError, match=r"missing\.yml: no such file"):
         load_world(tmp_path / "missing.yml")
     broken = tmp_path / "broken.yml"
     broken.write_text("accounts: [unclosed\n")
@@ -77,21 +78,29 @@ def test_world_file_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_control_api_loads_a_world_and_resets(emulator: Any) -> None:
     control = f"{emulator.url}/_emulator"
-    bad = requests.post(f"{control}/world", data="accounts: []", timeout=5)
+    bad = requests.post(
+        f"{control}/world",
+        headers={**CONTROL_HEADERS, "Content-Type": "application/yaml"},
+        data="accounts: []",
+        timeout=5,
+    )
     assert bad.status_code == 400 and bad.json()["message"] == "world:1: accounts: at least 1 item"
     new_world = minimal(behaviour="fail", errorMessage="boom", durationSeconds=0)
-    assert requests.post(f"{control}/world", json=new_world, timeout=5).status_code == 204
+    assert (
+        requests.post(f"{control}/world", headers=CONTROL_HEADERS, json=new_world, timeout=5).status_code
+        == 204
+    )
     headers = {"Authorization": "Bearer tsk_minimal_key", "X-Service-Account": "acc-1"}
     body = {"name": "x", "runLocation": "eu-west-1"}
     session = requests.post(f"{emulator.url}/v1/test-sessions/trigger", json=body, headers=headers, timeout=5)
     assert session.status_code == 201 and session.json()["results"][0]["name"] == "Check one"
-    assert requests.post(f"{control}/reset", timeout=5).status_code == 204
+    assert requests.post(f"{control}/reset", headers=CONTROL_HEADERS, timeout=5).status_code == 204
     # After a reset, the loaded world stays; its state (sessions) is gone.
     again = requests.get(
         f"{emulator.url}/v1/test-sessions/{session.json()['testSessionId']}", headers=headers, timeout=5
     )
     assert again.status_code == 404
-    assert requests.get(f"{control}/stats", timeout=5).json()["sessionsTotal"] == 0
+    assert requests.get(f"{control}/stats", headers=CONTROL_HEADERS, timeout=5).json()["sessionsTotal"] == 0
 
 
 def test_emulator_command_prints_url_and_stops_on_sigterm(repo_root: Path) -> None:

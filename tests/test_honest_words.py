@@ -18,6 +18,7 @@ from runner.cli.main import main
 from runner.client import ApiClient
 from runner.core.errors import ConnectionRefusedByPeerError
 from runner.emulator import Emulator
+from runner.emulator.shell.hosts import CONTROL_HEADERS
 from runner.job.events import EventQueue, Progress, ResultFinished, Where
 from runner.job.outcome import ResultOutcome
 from runner.job.policy import Gate
@@ -134,24 +135,26 @@ def test_a_json_world_gets_lines_too(tmp_path: Path) -> None:
 def test_reset_returns_patched_settings_to_the_loaded_worlds(world_factory: Any) -> None:
     emu: Emulator = world_factory(speed=None)  # the world's own speed
     control = f"{emu.url}/_emulator"
-    before = requests.get(f"{control}/settings", timeout=5).json()
+    before = requests.get(f"{control}/settings", headers=CONTROL_HEADERS, timeout=5).json()
     patch = {"speed": 77.0, "analysisDelaySeconds": 9.0, "rateLimit": {"limit": 3, "windowSeconds": 5}}
-    patched = requests.patch(f"{control}/settings", json=patch, timeout=5).json()
+    patched = requests.patch(f"{control}/settings", headers=CONTROL_HEADERS, json=patch, timeout=5).json()
     assert (patched["speed"], patched["analysisDelaySeconds"], patched["rateLimit"]["limit"]) == (
         77.0,
         9.0,
         3,
     )
     fault = {"route": "trigger", "kind": "status", "status": 503}
-    assert requests.post(f"{control}/faults", json=[fault], timeout=5).ok
-    assert requests.post(f"{control}/reset", timeout=5).status_code == 204
-    assert requests.get(f"{control}/settings", timeout=5).json() == before
-    assert requests.get(f"{control}/faults", timeout=5).json() == []
+    assert requests.post(f"{control}/faults", headers=CONTROL_HEADERS, json=[fault], timeout=5).ok
+    assert requests.post(f"{control}/reset", headers=CONTROL_HEADERS, timeout=5).status_code == 204
+    assert requests.get(f"{control}/settings", headers=CONTROL_HEADERS, timeout=5).json() == before
+    assert requests.get(f"{control}/faults", headers=CONTROL_HEADERS, timeout=5).json() == []
 
 
 def test_reset_keeps_the_speed_given_at_start(world_factory: Any) -> None:
     emu: Emulator = world_factory(speed=40.0)
     control = f"{emu.url}/_emulator"
-    requests.patch(f"{control}/settings", json={"speed": 2.0}, timeout=5).raise_for_status()
-    requests.post(f"{control}/reset", timeout=5).raise_for_status()
-    assert requests.get(f"{control}/settings", timeout=5).json()["speed"] == 40.0
+    requests.patch(
+        f"{control}/settings", headers=CONTROL_HEADERS, json={"speed": 2.0}, timeout=5
+    ).raise_for_status()
+    requests.post(f"{control}/reset", headers=CONTROL_HEADERS, timeout=5).raise_for_status()
+    assert requests.get(f"{control}/settings", headers=CONTROL_HEADERS, timeout=5).json()["speed"] == 40.0

@@ -25,6 +25,7 @@ from conftest import auth_headers, never_ending_world
 from helpers import child_env, junit_xsd_errors
 
 from runner.emulator import Emulator
+from runner.emulator.shell.hosts import CONTROL_HEADERS
 from runner.reports import load_outcome
 
 # A check that hangs must stay running until the test cancels or interrupts it (see conftest).
@@ -171,7 +172,9 @@ def session_status(emulator: Emulator, session_id: str) -> str:
 
 
 def stats(emulator: Emulator) -> dict[str, Any]:
-    data: dict[str, Any] = requests.get(f"{emulator.url}/_emulator/stats", timeout=5).json()
+    data: dict[str, Any] = requests.get(
+        f"{emulator.url}/_emulator/stats", headers=CONTROL_HEADERS, timeout=5
+    ).json()
     return data
 
 
@@ -217,7 +220,10 @@ def test_signal_during_analyses_reports_them_interrupted(
 ) -> None:
     # Analyses stay pending for the whole test (1e6 simulated seconds).
     requests.patch(
-        f"{emulator.url}/_emulator/settings", json={"analysisDelaySeconds": 1e6}, timeout=5
+        f"{emulator.url}/_emulator/settings",
+        headers=CONTROL_HEADERS,
+        json={"analysisDelaySeconds": 1e6},
+        timeout=5,
     ).raise_for_status()
     run = start_run(ANALYSES_SPEC)
     link = run.wait_for_line("Test session 'interrupted during analyses' (eu-west-1): ")
@@ -248,6 +254,7 @@ def test_signal_while_the_trigger_is_in_flight_cancels_the_late_session(
     held = emulator.backend.faults.stats.get("trigger", {}).get("slow", 0)
     requests.post(
         f"{emulator.url}/_emulator/faults",
+        headers=CONTROL_HEADERS,
         json=[{"route": "trigger", "kind": "slow", "delaySeconds": 1.5, "count": 1}],
         timeout=5,
     ).raise_for_status()
@@ -270,7 +277,9 @@ SHUTDOWN_LIMIT = 5.0  # seconds from the first signal to the exit, reports writt
 
 def slow_cancels(emulator: Emulator, seconds: float = 60.0) -> None:
     fault = {"route": "cancel", "kind": "slow", "phase": "before", "delaySeconds": seconds, "rate": 1.0}
-    requests.post(f"{emulator.url}/_emulator/faults", json=[fault], timeout=5).raise_for_status()
+    requests.post(
+        f"{emulator.url}/_emulator/faults", headers=CONTROL_HEADERS, json=[fault], timeout=5
+    ).raise_for_status()
 
 
 @pytest.mark.parametrize(("sig", "code"), SIGNALS)

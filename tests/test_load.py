@@ -29,6 +29,7 @@ from emulator_ids import (
 )
 
 from runner.cli.main import main
+from runner.emulator.shell.hosts import CONTROL_HEADERS
 from runner.models.operations import NAMES, OPERATIONS, find
 
 # A check that hangs must stay running until the test cancels or interrupts it (see conftest).
@@ -191,6 +192,7 @@ def test_rate_limit_holds_under_a_concurrent_flood(emulator: Any) -> None:
     limit, window, total, threads = 50, 3, 200, 16
     patch = requests.patch(
         f"{emulator.url}/_emulator/settings",
+        headers=CONTROL_HEADERS,
         json={"rateLimit": {"limit": limit, "windowSeconds": window}},
         timeout=5,
     )

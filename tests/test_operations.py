@@ -11,6 +11,7 @@ import requests
 from runner.client import ApiClient
 from runner.core.errors import InvalidRequestError, NotFoundError, ServerError
 from runner.emulator import Emulator
+from runner.emulator.shell.hosts import CONTROL_HEADERS
 from runner.models.operations import OPERATIONS, CallKind, Operation, find
 
 
@@ -67,6 +68,7 @@ def test_a_delete_is_retried_after_a_500_and_a_create_is_not(module_emulator: Em
     fault = {"kind": "status", "status": 500, "phase": "before", "count": 1}
     answer = requests.post(
         f"{emu.url}/_emulator/faults",
+        headers=CONTROL_HEADERS,
         json=[{**fault, "route": "delete_client_certificate"}, {**fault, "route": "create_dashboard"}],
         timeout=5,
     )

@@ -21,6 +21,7 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
 )
 
 from runner.emulator import Emulator  # noqa: E402
+from runner.emulator.shell.hosts import CONTROL_HEADERS  # noqa: E402
 
 CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance]
 # Generated examples per operation, on top of schemathesis' coverage phase (its ~1,400 boundary and
@@ -36,7 +37,10 @@ def st_emulator() -> Iterator[Emulator]:
     emu = Emulator(world=never_ending_world(), speed=200.0).start()  # the hanging check stays running
     try:
         patch = requests.patch(
-            f"{emu.url}/_emulator/settings", json={"rateLimit": {"limit": 1_000_000}}, timeout=5
+            f"{emu.url}/_emulator/settings",
+            headers=CONTROL_HEADERS,
+            json={"rateLimit": {"limit": 1_000_000}},
+            timeout=5,
         )
         assert patch.status_code == 200
         yield emu

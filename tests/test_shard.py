@@ -165,7 +165,9 @@ def test_a_merge_that_is_not_whole_fails_closed_naming_it(tmp_path: Path, shards
     files = {i: shards[f"shard{i}"][2] / "results.json" for i in range(1, 5)}
     missing = _merge(tmp_path, files[1], files[2], files[4])
     assert missing.returncode == 2 and "shard 3/4" in missing.stderr and "missing" in missing.stderr
-    assert not (tmp_path / "merged").exists()  # no report that reads like a verdict
+    refused = json.loads((tmp_path / "merged" / "results.json").read_text())  # reports on every exit
+    assert (refused["exitCode"], refused["verdict"]) == (2, "usage-error")
+    assert "shard 3/4" in refused["message"] and "missing" in refused["message"]
     twice = _merge(tmp_path, files[1], files[2], files[2], files[3], files[4])
     assert twice.returncode == 2 and "shard 2/4" in twice.stderr and "given twice" in twice.stderr
     # A part of another run of the same checks: same set, split by other durations.
@@ -255,12 +257,16 @@ def test_a_part_without_checks_triggers_nothing_and_a_bad_part_is_a_usage_error(
 
 def test_the_parts_comparisons_with_one_baseline_are_one_comparison() -> None:
     from runner.job.merge import merge
+    from runner.job.shard import key_fingerprint, split_fingerprint
 
     def ref(name: str) -> dict[str, str]:
         return {"checkId": f"id-{name}", "name": name, "runLocation": "eu-west-1"}
 
+    nothing = key_fingerprint([])  # parts of no checks: the comparison is what is tested here
+
     def part(index: int, missing: list[str], fixed: list[str]) -> Part:
-        shard = {"index": index, "total": 2, "matched": 2, "checks": 1, "fingerprint": "f", "split": "s"}
+        shard = {"index": index, "total": 2, "matched": 0, "checks": 0, "fingerprint": nothing}
+        shard.update(split=split_fingerprint([[], []]), own=nothing)
         baseline = {"path": "base.json", "used": True, "missing": [ref(m) for m in missing]}
         baseline["fixed"] = [ref(f) for f in fixed]
         data = {"schemaVersion": 1, "shard": shard, "baseline": baseline}

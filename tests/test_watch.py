@@ -30,6 +30,7 @@ from helpers import Ran, child_env, run_here
 
 from runner.ci.console import HEARTBEAT_SECONDS, Console
 from runner.emulator import Emulator
+from runner.emulator.shell.hosts import CONTROL_HEADERS
 from runner.job.events import Progress, ResultFinished, Tick, Where
 from runner.job.outcome import ResultOutcome
 from runner.job.policy import Gate
@@ -293,11 +294,13 @@ def test_a_retried_request_says_what_the_service_answered(watched: Emulator, tmp
     import requests
 
     fault = {"route": "trigger", "kind": "status", "status": 503, "count": 1}
-    requests.post(f"{watched.url}/_emulator/faults", json=[fault], timeout=5).raise_for_status()
+    requests.post(
+        f"{watched.url}/_emulator/faults", headers=CONTROL_HEADERS, json=[fault], timeout=5
+    ).raise_for_status()
     try:
         proc = here(watched, tmp_path, "--tag", "smoke")
     finally:
-        requests.delete(f"{watched.url}/_emulator/faults", timeout=5)
+        requests.delete(f"{watched.url}/_emulator/faults", headers=CONTROL_HEADERS, timeout=5)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     retry = next(line for line in proc.stdout.splitlines() if "the service answered" in line)
     assert re.fullmatch(

@@ -368,7 +368,7 @@ def check_problems(check: WorldCheck, world_runs_real_checks: bool) -> list[Prob
     problems: list[Problem] = list(hand_written_problems(data, parsed=parsed))
     if problems or plan.mode is not Mode.REAL or plan.definition is None:
         return problems
-    return plan.definition.field_problems()
+    return plan.definition.definition_problems()
 
 
 # The line of each field, or how to find them (a large file is read once, without its node graph;

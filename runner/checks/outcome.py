@@ -130,6 +130,8 @@ class Attempt:
     steps: tuple[Step, ...] = ()
     console: tuple[str, ...] = ()
     files: tuple[EvidenceFile, ...] = ()
+    # INTERNAL_ERROR: where the engine failed (a bug in the tool), for the run to print and exit 4.
+    traceback: str | None = None
 
     @classmethod
     def not_run(

@@ -34,6 +34,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "the control API then requires a control token (one is generated and printed if none is set)",
     )
     parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host name to answer to beside the address bound, localhost, 127.0.0.1 and ::1 (and any IP "
+        "address when bound to 0.0.0.0 or ::); repeatable. A request naming another host is refused "
+        "(421): a web page cannot reach the emulator through a name of its own (DNS rebinding)",
+    )
+    parser.add_argument(
         "--control-token",
         default=os.environ.get(ENV_CONTROL_TOKEN) or None,
         metavar="TOKEN",
@@ -97,6 +106,7 @@ def handle(args: argparse.Namespace, ctx: Context) -> int:
         speed=args.speed,
         control_token=args.control_token,
         state=args.state,
+        allow_hosts=tuple(args.allow_host),
     )
     try:
         emulator.start()

@@ -81,11 +81,9 @@ def settle(stream: TextIO | None) -> None:
             pass
 
 
-def main(argv: Sequence[str] | None = None, *, keep_compiled: bool = False) -> int:
-    """`keep_compiled`: the command's own process (entry()): a command that runs keeps the methods
-    Python compiles for its dataclasses (core/compiled.py) for the next run."""
+def main(argv: Sequence[str] | None = None) -> int:
     try:
-        return _main(sys.argv[1:] if argv is None else list(argv), keep_compiled)
+        return _main(sys.argv[1:] if argv is None else list(argv))
     finally:
         for stream in (sys.stdout, sys.stderr):  # the exit code stands even when one was closed early
             settle(stream)
@@ -104,7 +102,7 @@ def entry() -> None:
     import atexit
     import threading
 
-    code = main(keep_compiled=True)
+    code = main()
     if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
         raise SystemExit(code)
     atexit._run_exitfuncs()
@@ -113,7 +111,7 @@ def entry() -> None:
     os._exit(code)
 
 
-def _main(argv: list[str], keep_compiled: bool = False) -> int:
+def _main(argv: list[str]) -> int:
     if argv == ["--version"]:  # needs nothing: answered before argparse and the commands load
         print(VERSION)
         return int(ExitCode.OK)
@@ -131,10 +129,6 @@ def _main(argv: list[str], keep_compiled: bool = False) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return int(ExitCode.USAGE)
-    if keep_compiled:  # a command that runs, not --help or --version: those make no dataclass
-        from runner.core.compiled import keep_for_this_process
-
-        keep_for_this_process()
     from runner.cli.common import run_handler
 
     return run_handler(args)

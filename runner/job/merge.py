@@ -3,7 +3,9 @@
 The parts are checked first, every problem at once, and a merge that cannot be whole fails closed
 (exit 2, naming the part): a part of a split missing or given twice, parts of different check sets or
 split differently (other durations), a check in two parts, parts judged by different gates, a part
-only triggered (--detach). Results of different runs (local checks and a cloud session, or two
+only triggered (--detach), a part whose results are not the checks its header names (emptied, a result
+deleted, copied or added: runner/job/merge_check.py), parts of different commits or builds of the
+tool unless `allow_mixed`. Results of different runs (local checks and a cloud session, or two
 sharded runs) are merged only when asked (`combine`); each session keeps where it ran (`origin`).
 
 The merged outcome comes from `judge` (runner/job/run.py), the one path to a verdict: known or new
@@ -21,6 +23,13 @@ from runner import __version__
 from runner.core.errors import SpecError
 from runner.core.exitcodes import ExitCode, most_severe
 from runner.core.text import for_line
+from runner.job.merge_check import (
+    CUT_SHORT,
+    common_commit,
+    mixed_problems,
+    part_problems,
+    run_problems,
+)
 from runner.job.outcome import (
     BaselineOutcome,
     CheckRef,
@@ -32,9 +41,6 @@ from runner.job.outcome import (
 )
 from runner.job.policy import Gate
 from runner.job.run import judge
-
-# A part whose run was cut short: the merged run was too (its checks' results are not all there).
-_CUT_SHORT = (ExitCode.TIMEOUT, ExitCode.INTERRUPTED, ExitCode.TERMINATED)
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,7 @@ def _run_key(shard: ShardInfo) -> tuple[str, int]:
     return (shard.fingerprint, shard.total)
 
 
-def problems(parts: Sequence[Part], combine: bool = False) -> list[str]:
+def problems(parts: Sequence[Part], combine: bool = False, allow_mixed: bool = False) -> list[str]:
     """Why these parts cannot be judged as one run; [] when they can."""
     found: list[str] = []
     if not parts:
@@ -68,6 +74,7 @@ def problems(parts: Sequence[Part], combine: bool = False) -> list[str]:
         if part.shard is None:
             whole.append(part)
         else:
+            found += part_problems(part.label, part.outcome, part.shard)
             runs.setdefault(_run_key(part.shard), []).append(part)
     if not combine and (len(runs) > 1 or (runs and whole) or len(whole) > 1):
         described = ", ".join(_describe(p) for p in parts)
@@ -75,9 +82,15 @@ def problems(parts: Sequence[Part], combine: bool = False) -> list[str]:
             f"merge: the files are not the parts of one sharded run ({described}); merge the parts of "
             "one run, or pass --combine to join different runs (each keeps where it ran)"
         )
+    verified = not found
     for members in runs.values():
-        found += _split_problems(members)
+        split_found = _split_problems(members)
+        found += split_found
+        if verified and not split_found:  # every part of it once, each its own checks
+            found += run_problems([(p.label, p.outcome, p.shard) for p in members if p.shard])
     found += _repeated_sessions(parts)
+    if not allow_mixed:
+        found += mixed_problems([(p.label, p.outcome) for p in parts])
     gates = {(p.outcome.failOn, p.outcome.failOnDegraded) for p in parts}
     if len(gates) > 1:
         described = ", ".join(
@@ -165,9 +178,9 @@ def _same_part(one: Part, other: Part) -> bool:
     return one.shard is not None and other.shard is not None and one.shard.label == other.shard.label
 
 
-def merge(parts: Sequence[Part], combine: bool = False) -> Outcome:
+def merge(parts: Sequence[Part], combine: bool = False, allow_mixed: bool = False) -> Outcome:
     """The parts as one judged run; SpecError (exit 2) with every problem when they cannot be one."""
-    found = problems(parts, combine)
+    found = problems(parts, combine, allow_mixed)
     if found:  # file names and the parts' messages are text from outside: one clean line each
         raise SpecError([for_line(problem, 2000) for problem in found])
     gate = Gate.of(parts[0].outcome)
@@ -185,12 +198,12 @@ def merge(parts: Sequence[Part], combine: bool = False) -> Outcome:
     draft = Outcome(
         toolVersion=__version__,
         startedAt=min(starts) if starts else None,
-        commit=parts[0].outcome.commit,
+        commit=common_commit([p.outcome for p in parts]),
         sessions=sessions,
         service=services.pop() if len(services) == 1 else None,
         merged=merged,
     )
-    cut = [p for p in parts if p.outcome.exitCode in _CUT_SHORT]
+    cut = [p for p in parts if p.outcome.exitCode in CUT_SHORT]
     stop_code = most_severe([ExitCode(p.outcome.exitCode) for p in cut]) if cut else None
     reason = "; ".join(f"{p.label}: {p.outcome.message or p.outcome.verdict}" for p in cut) or None
     judged = judge(draft, gate, stop_code=stop_code, stop_reason=reason)

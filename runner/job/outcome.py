@@ -21,7 +21,15 @@ AnalysisState = Literal["completed", "pending", "unavailable", "error", "timeout
 BaselineMark = Literal["newly-failing", "still-failing", "fixed", "still-passing", "new-check"]
 FailOn = Literal["any", "new"]
 RunVerdict = Literal[
-    "passed", "failed", "no-match", "timeout", "service-error", "usage-error", "interrupted", "detached"
+    "passed",
+    "failed",
+    "no-match",
+    "timeout",
+    "service-error",
+    "usage-error",
+    "interrupted",
+    "detached",
+    "build-not-started",
 ]
 
 
@@ -90,6 +98,9 @@ class ResultOutcome(OutcomeModel):
     lastSeenBefore: datetime | None = None  # last seen before this run; None when not knowable
     baseline: BaselineMark | None = None  # None without a usable baseline
     attachments: list[Attachment] = Field(default_factory=empty_list)
+    # The local executor failed on the check (a bug in the tool): its traceback. Not in results.json:
+    # the session's exit code (4) and problem say it there; the console prints the traceback.
+    internalError: str | None = Field(default=None, exclude=True)
 
 
 class Origin(OutcomeModel):
@@ -177,6 +188,9 @@ class ShardInfo(OutcomeModel):
     checks: int  # of them in this part
     fingerprint: str  # of the whole matched set: the same in every part of one run
     split: str  # of the assignment (the set and the durations that balanced it)
+    # Of this part's own checks (session, location, check id): what its results must be, each once.
+    # None in a part written by an older testsession, which did not record it: `merge` refuses it.
+    own: str | None = None
 
     @property
     def label(self) -> str:

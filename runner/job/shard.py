@@ -12,8 +12,9 @@ unit; the units are split into n parts and part i is triggered as the sessions' 
 - Balanced: longest first, each unit to the part with the least work so far (ties: the lowest part);
   with durations of an earlier run (a results.json, or an emulator state file) the work is seconds, a
   check without one weighs the median; without durations every check weighs the same.
-- Checked: each part records the set's size, a fingerprint of it and one of the assignment
-  (`ShardInfo`): `testsession merge` refuses parts of different sets or different splits.
+- Checked: each part records the set's size, a fingerprint of it, one of its own checks and one of the
+  assignment (`ShardInfo`): `testsession merge` verifies each part's results against its own header
+  and the parts against each other (runner/job/merge_check.py), and refuses a part that does not add up.
 - A session whose target matches nothing is triggered unchanged by part 1 only, so the service's own
   no-match answer is judged once, as in a run that is not split.
 """
@@ -32,6 +33,7 @@ from runner.job.baseline import BaselineWarning, load_baseline
 from runner.job.outcome import ResultOutcome, ShardInfo
 from runner.job.source import ResultSource
 from runner.models import Target, TriggerRequest
+from runner.models.sessions import UUID_PATTERN
 
 # GitLab's `parallel: N` sets these (1-based index); `--shard auto` reads them.
 CI_NODE_INDEX = "CI_NODE_INDEX"
@@ -41,6 +43,7 @@ MAX_SHARDS = 1000
 LADDER = 1.25  # durations are rounded to the nearest power of this: 1.0, 1.25, 1.56, 1.95, ...
 SQLITE_HEADER = b"SQLite format 3\x00"
 _PART = re.compile(r"^\s*([0-9]+)\s*/\s*([0-9]+)\s*$")
+_UUID = re.compile(UUID_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -115,9 +118,10 @@ def load_durations(path: str) -> Durations:
     """Durations from a results.json or an emulator state file; one that cannot be read gives a
     warning, and the split weighs every check the same (every part that cannot read it splits
     alike; one that can splits otherwise, which `testsession merge` refuses)."""
-    try:
-        with open(path, "rb") as handle:
-            header = handle.read(len(SQLITE_HEADER))
+    from runner.core.files import read_regular
+
+    try:  # a FIFO or device is refused before a byte is read (a FIFO nobody writes hung the run)
+        header = read_regular(path, len(SQLITE_HEADER))[: len(SQLITE_HEADER)]
     except OSError as exc:
         return Durations({}, {}, path, f"shard durations {path}: {exc.strerror or exc}; split by count")
     if header == SQLITE_HEADER:
@@ -170,11 +174,24 @@ def split(units: Sequence[Unit], total: int, durations: Durations = NO_DURATIONS
 
 
 def fingerprint(units: Sequence[Unit]) -> str:
-    return _digest(sorted(u.key for u in units))
+    return key_fingerprint([u.key for u in units])
 
 
-def split_fingerprint(parts: Sequence[Sequence[Unit]]) -> str:
-    return _digest([f"{i}\t{u.key}" for i, part in enumerate(parts) for u in sorted(part)])
+def key_fingerprint(keys: Sequence[str]) -> str:
+    """Of a set of unit keys: the whole matched set's, or one part's own (`ShardInfo.own`)."""
+    return _digest(sorted(keys))
+
+
+def split_fingerprint(parts: Sequence[Sequence[str]]) -> str:
+    """Of the assignment: each part's unit keys, in part order. From keys alone, so that a merge can
+    compute it again from the parts' results."""
+    return _digest([f"{i}\t{key}" for i, part in enumerate(parts) for key in sorted(part)])
+
+
+def unit_key(session: str, location: str, check_id: str) -> str:
+    """What identifies a unit: the session's name and location and the id the run gives the check.
+    A part's results name the same three (`SessionOutcome.name`, `.runLocation`, `.checkId`)."""
+    return f"{session}\x1f{location}\x1f{check_id}"
 
 
 @dataclass(frozen=True)
@@ -184,7 +201,7 @@ class ShardPlan:
 
 
 def _unit(session: int, request: TriggerRequest, check_id: str) -> Unit:
-    key = f"{request.name}\x1f{request.runLocation}\x1f{check_id}"
+    key = unit_key(request.name, request.runLocation, check_id)
     return Unit(session, check_id, key, request.runLocation)
 
 
@@ -200,6 +217,20 @@ def _listed_tags(requests: Sequence[TriggerRequest]) -> list[str]:
     return list(dict.fromkeys(tags))
 
 
+def _ids_are_uuids(units: Sequence[Unit]) -> None:
+    """A part is triggered with `target.checkId`, which takes check ids (uuids): a world or checks file
+    whose `id:` is another text cannot be split (a check without `id:` gets a uuid made from its name)."""
+    others = sorted({u.check_id for u in units if not _UUID.match(u.check_id)})
+    if others:
+        shown = ", ".join(repr(i[:40]) for i in others[:3]) + (
+            f" and {len(others) - 3} more" if len(others) > 3 else ""
+        )
+        raise UsageError(
+            f"--shard: a part names its checks by id, a uuid, and these ids are not: {shown}; give each "
+            "check a uuid as its id, or leave `id:` out of a checks file (an id is made from the name)"
+        )
+
+
 def plan_shard(
     source: ResultSource, requests: Sequence[TriggerRequest], shard: Shard, durations: Durations
 ) -> ShardPlan:
@@ -213,6 +244,7 @@ def plan_shard(
         if not matched:
             unmatched.append(index)
         units += [_unit(index, request, check_id) for check_id in dict.fromkeys(matched)]
+    _ids_are_uuids(units)
     parts = split(units, shard.total, durations)
     mine = parts[shard.index - 1]
     narrowed: list[TriggerRequest] = []
@@ -230,6 +262,7 @@ def plan_shard(
         matched=len(units),
         checks=len(mine),
         fingerprint=fingerprint(units),
-        split=split_fingerprint(parts),
+        split=split_fingerprint([[u.key for u in part] for part in parts]),
+        own=fingerprint(mine),
     )
     return ShardPlan(narrowed, info)

@@ -46,6 +46,7 @@ from runner.checks.declared import (
     short_problems,
 )
 from runner.core.expand import Expansion, expand
+from runner.core.files import InputFileError, read_input_text
 from runner.core.messages import clean_message
 from runner.core.yamlguard import Loc
 from runner.emulator.core.faults import FaultSpec
@@ -334,9 +335,9 @@ def load_world(
         return parse_world(world, environ=environ)
     path = Path(world) if world is not None else DEFAULT_WORLD
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WorldError(f"{path}: cannot read the world file ({exc.strerror or exc})") from None
+        text = read_input_text(path, "world file")
+    except InputFileError as exc:
+        raise WorldError(str(exc)) from None
     return parse_world_text(text, str(path), environ)
 
 

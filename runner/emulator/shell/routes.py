@@ -20,6 +20,7 @@ from runner.emulator.core.accounts import CheckFilter
 from runner.emulator.core.answers import OMIT, completion_step, content_range
 from runner.emulator.core.backend import Backend
 from runner.emulator.shell.errors import documented, error_response
+from runner.emulator.shell.intake import ACCOUNT_STATE
 from runner.models import (
     STILL_RUNNING_MESSAGE,
     Check,
@@ -50,7 +51,12 @@ CurrentBackend = Annotated[Backend, Depends(backend_of)]
 
 
 def account_of(request: Request, backend: CurrentBackend) -> str:
-    """The authenticated account id; the 401/403/429 the request deserves otherwise."""
+    """The authenticated account id; the 401/403/429 the request deserves otherwise. The intake
+    (intake.py) has checked the key before the body was read and left the account here; a request it
+    did not take in (none in the app as built) is checked now."""
+    account = request.scope.get("state", {}).get(ACCOUNT_STATE)
+    if isinstance(account, str):
+        return account
     return backend.authenticate(
         request.headers.get("authorization"),
         request.headers.get(backend.settings.accountHeader),

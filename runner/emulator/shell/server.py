@@ -26,9 +26,13 @@ class Emulator:
         speed: float | None = None,
         control_token: str | None = None,
         state: str | Path | None = None,
+        allow_hosts: tuple[str, ...] = (),
     ) -> None:
+        """`allow_hosts`: Host names served beside the address bound and the loopback names
+        (hosts.py: any other Host is 421)."""
         self.world = load_world(world)
         self.host, self.port = host, port
+        self.allow_hosts = allow_hosts
         # Bound beyond loopback, the control API (which can load any world, revoke keys, inject
         # faults) is never left open: without a token of the caller's, one is made up here.
         self.control_token_generated = control_token is None and not is_loopback(host)
@@ -48,13 +52,25 @@ class Emulator:
 
     @property
     def url(self) -> str:
-        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "[::1]"}.get(self.host, self.host)
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"
         return f"http://{host}:{self.port}"
+
+    @property
+    def control_headers(self) -> dict[str, str]:
+        """The headers a request to the control API (/_emulator/) needs: hosts.py's CONTROL_HEADERS,
+        and the control token when one is set."""
+        from runner.emulator.shell.hosts import CONTROL_HEADERS
+
+        token = {"Authorization": f"Bearer {self.control_token}"} if self.control_token else {}
+        return {**CONTROL_HEADERS, **token}
 
     def start(self) -> Emulator:
         import uvicorn
 
         from runner.emulator.shell.app import create_app
+        from runner.emulator.shell.hosts import AllowedHosts
 
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted sockets only when the listening
@@ -66,7 +82,7 @@ class Emulator:
         self._socket = sock
         self.backend.base_url = self.url
         config = uvicorn.Config(
-            create_app(self.backend, self.control_token),
+            create_app(self.backend, self.control_token, AllowedHosts(self.host, self.allow_hosts)),
             log_level="warning",
             lifespan="off",
             timeout_graceful_shutdown=1,
