@@ -49,6 +49,8 @@ from runner.job.events import (
     Triggered,
     Where,
 )
+from runner.job.history import READY_RUNS, describe_unstable
+from runner.job.history import describe as describe_history
 from runner.job.known import history
 from runner.job.outcome import ResultOutcome
 from runner.job.policy import LABELS, Gate, failing_verdict
@@ -413,6 +415,7 @@ class Console:
             explained: dict[str, str] = {}  # a root cause already printed -> for which check
             for number, item in enumerate(digest.failing, 1):
                 self._details(number, item, digest.outcome.message, explained)
+        self._quarantine(digest)
         for kind, path in written.items():
             self.line(f"{kind} report: {_s(path)}")
         if digest.failure_split:
@@ -432,6 +435,8 @@ class Console:
                 self.line(f"  the run ended before it finished{': ' + _s(why, 500) if why else ''}")
             if item.history is not None:
                 self.line(f"  {item.history.label}: {item.history.reason}")
+            if result.history is not None:
+                self.line(f"  history: {describe_history(result.history)} {_marks(result.history.recent)}")
             if item.classification or item.root_cause:
                 cause = f"({_s(item.classification, 100)}): {_s(item.root_cause, 2000)}"
                 same = explained.get(_same_cause(cause))
@@ -442,6 +447,34 @@ class Console:
                     self.line(f"  root cause {cause}")
             if result.link and self.show_links:
                 self.line(f"  {_s(result.link, 500)}")
+
+    def _quarantine(self, digest: Digest) -> None:
+        """Quarantined failures (not gating), quarantined checks ready to leave, and checks that pass
+        now though their recent runs did not all pass. (An expired entry was said at the start.)"""
+        for item in digest.quarantined:
+            held = item.result.quarantined
+            assert held is not None
+            why = f": {_s(held.reason, 300)}" if held.reason else ""
+            recorded = item.result.history
+            lately = f"; {describe_history(recorded)}" if recorded is not None else ""
+            self.always(
+                f"QUARANTINED: {_s(item.result.name, 200)} ({_s(item.location, 100)}) {item.label}, not "
+                f"gating: owner {_s(held.owner, 200)}, until {held.until.isoformat()}{why}{lately}"
+            )
+        for item in digest.ready_to_leave:
+            held = item.result.quarantined
+            owner = f" (owner {_s(held.owner, 200)})" if held is not None else ""
+            self.line(
+                f"ready to leave quarantine: {_s(item.result.name, 200)}{owner} passed its last "
+                f"{READY_RUNS} runs in a row"
+            )
+        if digest.unstable:
+            shown = [
+                f"{_s(item.result.name, 100)} ({describe_unstable(item.result.history)})"
+                for item in digest.unstable
+                if item.result.history is not None
+            ]
+            self.line(f"unstable lately: {first_of(shown, 5)}")
 
     def verdict_line(self, digest: Digest) -> str:
         outcome = digest.outcome
@@ -461,6 +494,11 @@ class Console:
         return (
             f"{head} — {digest.summary} · {digest.count_line()} · exit code {int(digest.exit_code)}{detail}"
         )
+
+
+def _marks(recent: str) -> str:
+    """The history's marks of recent runs, only its own characters."""
+    return "".join(c for c in recent if c in ".fdX")[:40]
 
 
 def _isatty(stream: TextIO) -> bool:

@@ -59,6 +59,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         default="TESTSESSION_GITLAB_TOKEN",
         help="the environment variable holding the GitLab token for the note",
     )
+    parser.add_argument(
+        "--state",
+        metavar="FILE",
+        help="add the merged run to each check's history in this state file, as one run (the parts of "
+        "a sharded run record nothing themselves)",
+    )
     loudness = parser.add_mutually_exclusive_group()
     loudness.add_argument("-v", "--verbose", action="store_true", help="say more, on stderr")
     loudness.add_argument("-q", "--quiet", action="store_true", help="print only failures and the verdict")
@@ -82,6 +88,12 @@ def handle(args: argparse.Namespace, ctx: Context) -> int:
 
     parts = [Part(path, load_outcome(read_results(path), path)) for path in args.results]
     outcome = merge(parts, combine=args.combine)
+    if args.state:
+        import sys
+
+        from runner.cli.history_command import record_history
+
+        outcome = record_history(outcome, args.state, lambda text: print(ctx.redact(text), file=sys.stderr))
     if args.comment:
         for token in comment_tokens(os.environ, args.gitlab_token_env):
             ctx.redact.add(token)

@@ -40,12 +40,16 @@ if TYPE_CHECKING:  # sqlite3 is imported where a state file is opened: most runs
     import sqlite3
 
 APPLICATION_ID = 0x54534553  # "TSES": PRAGMA application_id of a testsession state file
-SCHEMA_VERSION = 1  # PRAGMA user_version; MIGRATIONS[v] turns version v into v + 1
+SCHEMA_VERSION = 2  # PRAGMA user_version; MIGRATIONS[v] turns version v into v + 1
 LOCK_WAIT_SECONDS = 2.0
 # The file stays bounded however many pipelines use it: the newest sessions and the most recently seen
 # error groups are kept (a group is what makes a failure known; a session only answers a late GET).
 MAX_SESSIONS = 500
 MAX_GROUPS = 10_000
+# A check's history (`testsession history`, the reports' "failed 3 of the last 20 runs"): its newest
+# MAX_RUNS_PER_CHECK runs, for the MAX_HISTORY_CHECKS checks that ran most recently.
+MAX_RUNS_PER_CHECK = 200
+MAX_HISTORY_CHECKS = 10_000
 SQLITE_HEADER = b"SQLite format 3\x00"
 _LOCK_OFFSET = 64  # Windows locks a byte range; the pid is written before it, where others can read it
 
@@ -88,7 +92,26 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX sessions_open ON sessions (final)",
     ),
+    (  # 1 -> 2: each check's runs (issue 43)
+        """CREATE TABLE check_runs (
+            check_key TEXT NOT NULL,         -- the check's id, else 'name:' and its name
+            check_id TEXT,
+            name TEXT NOT NULL,
+            location TEXT,
+            at REAL NOT NULL,                -- when the run was recorded, seconds since the epoch, UTC
+            verdict TEXT NOT NULL,           -- passed, failed, degraded, flaky, error, cancelled, running
+            duration_ms INTEGER,
+            attempts INTEGER NOT NULL,
+            error_group TEXT,                -- its first error group's id
+            error TEXT,                      -- its error message, cut to MAX_ERROR_CHARS
+            novelty TEXT,                    -- a failure's new, known or untold
+            commit_id TEXT,
+            quarantined INTEGER NOT NULL DEFAULT 0
+        )""",
+        "CREATE INDEX check_runs_key ON check_runs (check_key, at)",
+    ),
 )
+MAX_ERROR_CHARS = 500
 
 
 class StateFileError(UsageError):
@@ -146,6 +169,25 @@ class AnalysisRow:
     user_context: str | None
     model: str | None
     content: str | None  # JSON
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    """One run of one check, as the history keeps it."""
+
+    check_key: str
+    check_id: str | None
+    name: str
+    location: str | None
+    at: float  # epoch seconds
+    verdict: str
+    duration_ms: int | None
+    attempts: int
+    error_group: str | None = None
+    error: str | None = None
+    novelty: str | None = None
+    commit_id: str | None = None
+    quarantined: bool = False
 
 
 @dataclass(frozen=True)
@@ -349,7 +391,7 @@ class StateFile:
                 return {}
             return {
                 table: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-                for table in ("error_groups", "analyses", "sessions")
+                for table in ("error_groups", "analyses", "sessions", "check_runs")
             }
 
     def describe(self) -> str:
@@ -447,6 +489,45 @@ class StateFile:
             ).fetchall()
         return [AnalysisRow(*row) for row in rows]
 
+    # --- each check's runs --------------------------------------------------------------------
+
+    def record_runs(self, runs: list[CheckRun]) -> None:
+        """Adds one run of each check, in one transaction; a check keeps its newest MAX_RUNS_PER_CHECK."""
+        with self._connection() as db:
+            if db is None:
+                return
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany(
+                    "INSERT INTO check_runs (check_key, check_id, name, location, at, verdict, duration_ms,"
+                    " attempts, error_group, error, novelty, commit_id, quarantined)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            r.check_key, r.check_id, r.name, r.location, r.at, r.verdict, r.duration_ms,
+                            r.attempts, r.error_group, (r.error or "")[:MAX_ERROR_CHARS] or None, r.novelty,
+                            r.commit_id, int(r.quarantined),
+                        )
+                        for r in runs
+                    ],
+                )  # fmt: skip
+                for key in {r.check_key for r in runs}:
+                    db.execute(
+                        "DELETE FROM check_runs WHERE check_key = ? AND rowid NOT IN (SELECT rowid FROM"
+                        " check_runs WHERE check_key = ? ORDER BY at DESC, rowid DESC LIMIT ?)",
+                        (key, key, MAX_RUNS_PER_CHECK),
+                    )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def check_runs(
+        self, keys: list[str] | None = None, last: int = MAX_RUNS_PER_CHECK
+    ) -> dict[str, list[CheckRun]]:
+        """Each check's newest `last` runs, oldest first, by check key (every check when `keys` is None)."""
+        return _check_runs(self._connection, keys, last)
+
     # --- sessions ----------------------------------------------------------------------------
 
     def save_session(self, account_id: str, session: TestSession, base_url: str, at: float) -> None:
@@ -523,6 +604,11 @@ def _tidy(connection: sqlite3.Connection) -> None:
         stale = "SELECT id FROM error_groups ORDER BY last_seen DESC LIMIT -1 OFFSET ?"
         connection.execute(f"DELETE FROM analyses WHERE group_id IN ({stale})", (MAX_GROUPS,))
         connection.execute(f"DELETE FROM error_groups WHERE id IN ({stale})", (MAX_GROUPS,))
+        connection.execute(
+            "DELETE FROM check_runs WHERE check_key IN (SELECT check_key FROM check_runs"
+            " GROUP BY check_key ORDER BY max(at) DESC LIMIT -1 OFFSET ?)",
+            (MAX_HISTORY_CHECKS,),
+        )
         connection.execute("COMMIT")
     except BaseException:
         connection.execute("ROLLBACK")
@@ -557,3 +643,66 @@ def recorded_sessions(path: str | Path, limit: int = MAX_SESSIONS) -> list[TestS
         except ValueError:  # a body this version cannot read: its durations are not needed
             continue
     return sessions
+
+
+_RUN_COLUMNS = (
+    "check_key, check_id, name, location, at, verdict, duration_ms, attempts, error_group, error, novelty,"
+    " commit_id, quarantined"
+)
+
+
+def _check_runs(connection: Any, keys: list[str] | None, last: int) -> dict[str, list[CheckRun]]:
+    """Each check's newest `last` runs, oldest first (the reads of an open file and a read-only one)."""
+    with connection() as db:
+        if db is None:
+            return {}
+        query = (
+            f"SELECT {_RUN_COLUMNS} FROM (SELECT *, row_number() OVER (PARTITION BY check_key ORDER BY at"
+            " DESC, rowid DESC) AS n FROM check_runs{where}) WHERE n <= ? ORDER BY check_key, at, n DESC"
+        )
+        if keys is None:
+            rows = db.execute(query.format(where=""), (last,)).fetchall()
+        else:
+            rows = []
+            for start in range(0, len(keys), 500):  # SQLite's limit of bound parameters
+                chunk = keys[start : start + 500]
+                where = f" WHERE check_key IN ({', '.join('?' * len(chunk))})"
+                rows += db.execute(query.format(where=where), (*chunk, last)).fetchall()
+    runs: dict[str, list[CheckRun]] = {}
+    for row in rows:
+        fields = dict(zip(CheckRun.__dataclass_fields__, row, strict=True))
+        runs.setdefault(row[0], []).append(CheckRun(**{**fields, "quarantined": bool(row[12])}))
+    return runs
+
+
+def read_check_runs(path: str | Path, last: int = MAX_RUNS_PER_CHECK) -> dict[str, list[CheckRun]]:
+    """Every check's newest `last` runs in the state file at `path`, read without its lock and without
+    changing it (`testsession history` while a run writes it); StateFileError (exit 2) naming the file
+    when it cannot be read."""
+    import sqlite3
+
+    path = Path(path)
+    if not path.is_file():
+        raise StateFileError(f"{path}: no such state file (give the --state PATH your runs use)")
+    _check_header(path)
+    try:
+        uri = f"{path.resolve().as_uri()}?mode=ro"
+        connection = sqlite3.connect(uri, uri=True, timeout=LOCK_WAIT_SECONDS)
+    except sqlite3.Error as exc:
+        raise StateFileError(f"{path}: cannot be opened ({exc})") from None
+    try:
+        refusal = _refusal(path, connection)
+        if refusal:
+            raise StateFileError(refusal)
+        if connection.execute("PRAGMA user_version").fetchone()[0] < 2:
+            return {}  # a file of an earlier version: no run recorded yet
+
+        @contextmanager
+        def reader() -> Iterator[sqlite3.Connection]:
+            yield connection
+
+        return _check_runs(reader, None, last)
+    except sqlite3.Error as exc:
+        raise StateFileError(f"{path}: cannot be read ({exc})") from None
+    finally:
+        connection.close()
