@@ -86,6 +86,12 @@ def result(data: dict[str, Any], name: str) -> dict[str, Any]:
     return found
 
 
+def check_line(out: str, name: str) -> str:
+    """The check's line in the list of results (`  FAILED         Payments API (API, local) ...`)."""
+    [line] = [line for line in out.splitlines() if line.strip().startswith(f"FAILED         {name} (")]
+    return line
+
+
 def junit_case(out: Path, name: str) -> Any:
     root = valid_junit((out / "junit.xml").read_text(encoding="utf-8"))
     [case] = [c for c in root.iter("testcase") if c.get("name", "").startswith(name)]
@@ -104,6 +110,9 @@ def test_four_runs_of_one_state_file_give_the_flaky_check_a_pass_rate_of_three_i
         codes.append(ran.returncode)
         if n == 2:  # the failing run: its line says how often the check failed lately
             assert "history: failed 1 of the last 3 runs; flaky" in ran.stdout, ran.stdout
+            assert check_line(ran.stdout, "Payments API").endswith(
+                "— STATUS_CODE EQUALS 200: received 500 [new] · failed 1 of the last 3 runs; flaky"
+            )
             payments = result(data, "Payments API")
             assert payments["history"]["failed"] == 1
             assert payments["history"]["recent"] == "..X"
@@ -177,6 +186,9 @@ def test_a_failing_quarantined_check_passes_the_gate_until_its_day_then_gates_ag
         "sandbox flaps, TICKET-42; its first recorded run"
     ) in ran.stdout
     assert "verdict: PASSED — gate passed: 1 quarantined check failed" in ran.stdout
+    assert check_line(ran.stdout, "Payments API").endswith(
+        "received 500 [new] · quarantined, not gating (owner @payments-team)"
+    )
     payments = result(data, "Payments API")
     assert payments["verdict"] == "failed"
     assert payments["quarantined"] == {

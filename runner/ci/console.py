@@ -22,9 +22,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from runner.ci.platform import CiPlatform, platform_for
+from runner.core import clock as wall
 from runner.core.ciprovider import in_ci
 from runner.core.redact import Redactor
 from runner.core.text import for_line
@@ -49,11 +50,15 @@ from runner.job.events import (
     Triggered,
     Where,
 )
-from runner.job.history import READY_RUNS, describe_unstable
+from runner.job.history import READY_RUNS, describe_unstable, key_of, lately
 from runner.job.history import describe as describe_history
 from runner.job.known import history
 from runner.job.outcome import ResultOutcome
 from runner.job.policy import LABELS, Gate, failing_verdict
+
+if TYPE_CHECKING:
+    from runner.job.quarantine import Quarantine
+    from runner.state.store import CheckRun
 
 HEARTBEAT_SECONDS = 25.0  # a CI log is never silent for 30 s while the run waits
 QUIET, NORMAL, VERBOSE = -1, 0, 1
@@ -123,6 +128,10 @@ class Console:
         self._elapsed = 0.0
         # False on a local run: the embedded service's pages are gone once the run is over.
         self.show_links = True
+        # With --state: each check's recorded runs before this one, by check key (job/history.py),
+        # so that a failure's line says how often it failed lately; and the quarantine of the run.
+        self.past_runs: Mapping[str, Sequence[CheckRun]] = {}
+        self.quarantine: Quarantine | None = None
         self._printed: set[str] = set()  # checks whose result line is out
         self._held: dict[str, list[AnalysisReady]] = {}  # analyses waiting for their check's line
         self._causes: dict[str, str] = {}  # an analysis already printed -> for which checks
@@ -248,6 +257,13 @@ class Console:
                 text += f" — {_s(result.error, 300)}"
             if note:
                 text += f" [{note}]"
+            past = self.past_runs.get(key_of(result))
+            recorded = result.history or (lately(past, result, wall.now()) if past else None)
+            if recorded is not None:
+                text += f" · {describe_history(recorded)}"
+            held = result.quarantined or (self.quarantine.of(result) if self.quarantine else None)
+            if held is not None:
+                text += f" · quarantined, not gating (owner {_s(held.owner, 200)})"
         return text
 
     def _result(self, event: ResultFinished) -> None:

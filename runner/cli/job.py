@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from runner.job.quarantine import Quarantine
     from runner.job.shard import Shard, ShardPlan
     from runner.job.source import ResultSource
+    from runner.state.store import CheckRun
 
 STDOUT = "-"  # a report path that means standard output
 
@@ -356,6 +357,9 @@ class Job:
         requests, commit = self._requests()
         baseline = None if self.settings.detach else self._baseline()
         quarantine = self._quarantine()
+        self.console.quarantine = quarantine
+        if not self.settings.detach:
+            self.console.past_runs = self._past_runs()
         events = EventQueue()
         with ExitStack() as scope:
             with memory.start_up():  # the client, or a checks file's engine and state
@@ -440,6 +444,22 @@ class Job:
         for entry in quarantine.expired:
             self.observer.notify(Note(expired_line(entry)))
         return quarantine
+
+    def _past_runs(self) -> dict[str, list[CheckRun]]:
+        """Each check's runs before this one (with --state; a sharded part records none): the
+        console's line of a failure says how often it failed lately. Read before the file is opened
+        for the run; a file that cannot be read is said by the run's own open, or is new."""
+        if self.settings.state is None or self.settings.shard is not None:
+            return {}
+        from runner.job.history import REPORT_RUNS, check_key
+        from runner.state.store import StateFileError, read_check_runs
+
+        checks = self.settings.checks
+        keys = [check_key(c.id, c.name) for c in checks.checks] if checks is not None else None
+        try:
+            return read_check_runs(self.settings.state, last=REPORT_RUNS - 1, keys=keys)
+        except StateFileError:
+            return {}
 
     def _unmatched_quarantine(self, outcome: Outcome) -> None:
         """A run of the service learns its checks from the results: an entry that matched none is said."""

@@ -40,34 +40,45 @@ def key_of(result: ResultOutcome) -> str:
     return check_key(result.checkId, result.name)
 
 
-def runs_of(outcome: Outcome, at: datetime) -> list[CheckRun]:
-    """The rows this run adds, one per finished result, recorded at `at`."""
+def run_of(result: ResultOutcome, location: str | None, at: datetime, commit_id: str | None) -> CheckRun:
+    """The row one finished result adds to its check's history."""
     from runner.state.store import CheckRun
 
-    rows = []
-    for session in outcome.sessions:
-        for result in session.results:
-            if result.verdict not in RECORDED:
-                continue
-            duration = result.durationSeconds
-            rows.append(
-                CheckRun(
-                    check_key=key_of(result),
-                    check_id=result.checkId,
-                    name=result.name,
-                    location=result.runLocation or session.runLocation,
-                    at=at.timestamp(),
-                    verdict=result.verdict,
-                    duration_ms=round(duration * 1000) if duration is not None else None,
-                    attempts=result.attempts,
-                    error_group=result.errorGroupIds[0] if result.errorGroupIds else None,
-                    error=result.error if result.verdict in FAILED | {"degraded"} else None,
-                    novelty=novelty(result) if result.verdict in FAILED else None,
-                    commit_id=outcome.commit.commitId,
-                    quarantined=result.quarantined is not None,
-                )
-            )
-    return rows
+    duration = result.durationSeconds
+    return CheckRun(
+        check_key=key_of(result),
+        check_id=result.checkId,
+        name=result.name,
+        location=result.runLocation or location,
+        at=at.timestamp(),
+        verdict=result.verdict,
+        duration_ms=round(duration * 1000) if duration is not None else None,
+        attempts=result.attempts,
+        error_group=result.errorGroupIds[0] if result.errorGroupIds else None,
+        error=result.error if result.verdict in FAILED | {"degraded"} else None,
+        novelty=novelty(result) if result.verdict in FAILED else None,
+        commit_id=commit_id,
+        quarantined=result.quarantined is not None,
+    )
+
+
+def runs_of(outcome: Outcome, at: datetime) -> list[CheckRun]:
+    """The rows this run adds, one per finished result, recorded at `at`."""
+    return [
+        run_of(result, session.runLocation, at, outcome.commit.commitId)
+        for session in outcome.sessions
+        for result in session.results
+        if result.verdict in RECORDED
+    ]
+
+
+def lately(past: Sequence[CheckRun], result: ResultOutcome, at: datetime) -> HistoryOutcome | None:
+    """What a result's check's history says with this result added (the console's line, written as
+    the result arrives, before the run records it); None for a result that is not recorded."""
+    if result.verdict not in RECORDED:
+        return None
+    runs = [*past, run_of(result, result.runLocation, at, None)]
+    return summarize(runs[-REPORT_RUNS:], quarantined=result.quarantined is not None)
 
 
 def _percentile(values: Sequence[int], share: float) -> int:

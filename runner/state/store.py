@@ -675,10 +675,12 @@ def _check_runs(connection: Any, keys: list[str] | None, last: int) -> dict[str,
     return runs
 
 
-def read_check_runs(path: str | Path, last: int = MAX_RUNS_PER_CHECK) -> dict[str, list[CheckRun]]:
-    """Every check's newest `last` runs in the state file at `path`, read without its lock and without
-    changing it (`testsession history` while a run writes it); StateFileError (exit 2) naming the file
-    when it cannot be read."""
+def read_check_runs(
+    path: str | Path, last: int = MAX_RUNS_PER_CHECK, keys: list[str] | None = None
+) -> dict[str, list[CheckRun]]:
+    """Each check's newest `last` runs in the state file at `path` (of the checks `keys`, else every
+    check), read without its lock and without changing it (`testsession history` while a run writes
+    it); StateFileError (exit 2) naming the file when it cannot be read."""
     import sqlite3
 
     path = Path(path)
@@ -701,7 +703,7 @@ def read_check_runs(path: str | Path, last: int = MAX_RUNS_PER_CHECK) -> dict[st
         def reader() -> Iterator[sqlite3.Connection]:
             yield connection
 
-        return _check_runs(reader, None, last)
+        return _check_runs(reader, keys, last)
     except sqlite3.Error as exc:
         raise StateFileError(f"{path}: cannot be read ({exc})") from None
     finally:
