@@ -291,7 +291,8 @@ def test_missing_required_field_points_at_its_session() -> None:
             "runLocation: x\nrunlocation: y\n",
             "spec.yml:2: runlocation: unknown field 'runlocation': did you mean 'runLocation'? "
             "allowed: name, runLocation, target, environmentVariables, retryStrategy, refreshCache, "
-            "metadata, wait, rca, reports, gate, baseline, build, comment, shard, checks, quarantine, sessions",
+            "metadata, wait, rca, reports, gate, baseline, build, comment, shard, checks, quarantine, "
+            "sessions",
         ),
         (
             "runLocation: x\nname: a\nname: b\n",

@@ -16,6 +16,9 @@ only and nothing here runs.
   groups (with their analyses) are kept. A group keeps its occurrence count and the evidence of its
   latest real failure in `extra` (at most checks/evidence.MAX_EVIDENCE_CHARS of JSON), so that a
   known group is counted on and analysed from the same evidence after a restart.
+- Each check's runs (`check_runs`, schema version 2, migrated from 1): the newest MAX_RUNS_PER_CHECK of
+  each of the MAX_HISTORY_CHECKS checks that ran last, recorded by the job after a run's verdict
+  (runner/job/history.py says what they mean); `read_check_runs` reads them without the lock.
 """
 
 from __future__ import annotations
