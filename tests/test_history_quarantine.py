@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from checks_servers import HttpServer, start_http
-from helpers import Ran, child_env, run_here, valid_junit
+from helpers import EXAMPLES, Ran, child_env, run_here, valid_junit
 
 from runner.core import clock
 
@@ -325,3 +325,69 @@ def test_an_older_state_file_is_migrated_and_a_check_keeps_its_newest_200_runs(t
     assert len(kept) == 200
     assert (kept[0].at, kept[-1].at) == (5.0, 204.0)
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 2
+
+
+def test_a_spec_quarantines_checks_of_the_service_and_an_emulator_run_records_its_history(
+    tmp_path: Path, day: Any
+) -> None:
+    """A run of the service (here the emulator, world and spec of examples/) reads its quarantine from
+    the spec; it learns its checks from the results, so an entry that matched none is a warning."""
+    world = yaml.safe_load((EXAMPLES / "emulator-world.yml").read_text(encoding="utf-8"))
+    world["settings"]["speed"] = 40
+    (tmp_path / "world.yml").write_text(yaml.safe_dump(world), encoding="utf-8")
+    spec = yaml.safe_load((EXAMPLES / "testsession.yml").read_text(encoding="utf-8"))
+    spec["quarantine"] = [
+        {"check": "Checkout flow", "owner": "@shop", "until": "2026-12-31"},
+        {"check": "Profile page script", "owner": "@profile", "until": "2026-12-31"},
+        {"check": "Gone check", "owner": "@nobody", "until": "2026-12-31"},
+    ]
+    (tmp_path / "spec.yml").write_text(yaml.safe_dump(spec), encoding="utf-8")
+    argv = [
+        "run", str(tmp_path / "spec.yml"), "--emulator", "--world", str(tmp_path / "world.yml"), "--no-rca",
+        "--state", str(tmp_path / "state.db"), "--json", "results.json", "--junit", "", "--markdown", "",
+    ]  # fmt: skip
+    for n in range(2):
+        day(DAY + timedelta(days=n))
+        ran = run_here(argv, child_env(), tmp_path)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "QUARANTINED: Checkout flow (eu-west-1) failed, not gating: owner @shop" in ran.stdout
+    assert "QUARANTINED: Profile page script (eu-west-1) error, not gating: owner @profile" in ran.stdout
+    assert "warning: quarantine entry 'Gone check' matched no check of this run" in ran.stdout
+    data = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    checkout = result(data, "Checkout flow")
+    assert checkout["quarantined"]["owner"] == "@shop"
+    assert (checkout["history"]["runs"], checkout["history"]["failed"]) == (2, 2)
+
+
+@pytest.mark.parametrize("passes", [9, 10])
+def test_a_quarantined_check_that_passed_its_last_ten_runs_is_named_ready_to_leave(passes: int) -> None:
+    import io
+    from datetime import date
+
+    from outcome_factory import outcome, session
+    from outcome_factory import result as made_result
+
+    from runner.ci.console import Console
+    from runner.job.digest import digest
+    from runner.job.history import summarize
+    from runner.job.outcome import QuarantineOutcome
+    from runner.job.policy import Gate
+    from runner.job.run import judge
+    from runner.reports import render_markdown
+    from runner.state.store import CheckRun
+
+    runs = [CheckRun("c", "c", "Payments API", "local", float(n), "failed", 5, 1) for n in range(3)]
+    runs += [
+        CheckRun("c", "c", "Payments API", "local", float(10 + n), "passed", 5, 1) for n in range(passes)
+    ]
+    summary = summarize(runs, quarantined=True)
+    assert summary.readyToLeaveQuarantine == (passes >= 10)
+    assert not summarize(runs).readyToLeaveQuarantine  # only a quarantined check leaves quarantine
+    held = QuarantineOutcome(owner="@payments-team", until=date(2026, 12, 15))
+    one = made_result("passed", "Payments API", quarantined=held, history=summary)
+    judged = judge(outcome([session([one])]), Gate())
+    stream = io.StringIO()
+    Console(stream=stream, environ={"NO_COLOR": "1"}).finish(digest(judged), {})
+    said = "ready to leave quarantine: Payments API (owner @payments-team) passed its last 10 runs in a row"
+    assert (said in stream.getvalue()) == (passes >= 10)
+    assert ("**Ready to leave quarantine (1)**" in render_markdown(judged)) == (passes >= 10)
