@@ -97,17 +97,20 @@ def handle(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
-def record_history(outcome: Outcome, state: str, warn: Callable[[str], None]) -> Outcome:
+def record_history(
+    outcome: Outcome, state: str, warn: Callable[[str], None], mask: Callable[[str], str]
+) -> Outcome:
     """The run's results added to each check's history in the state file at `state`, and the
     history (this run included) on each result. A file that cannot be written costs the history,
-    said by `warn`, never the run's verdict or reports."""
+    said by `warn`, never the run's verdict or reports. `mask` takes the run's secrets out of what
+    the file keeps."""
     import sqlite3
 
     from runner.core import clock
     from runner.job.history import REPORT_RUNS, mark_history, runs_of
     from runner.state.store import StateFile, StateFileError
 
-    rows = runs_of(outcome, clock.now())
+    rows = runs_of(outcome, clock.now(), mask)
     if not rows:
         return outcome
     try:

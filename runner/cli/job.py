@@ -477,7 +477,10 @@ class Job:
             return outcome
         from runner.cli.history_command import record_history
 
-        return record_history(outcome, self.settings.state, lambda text: self.observer.notify(Note(text)))
+        def warn(text: str) -> None:
+            self.observer.notify(Note(text))
+
+        return record_history(outcome, self.settings.state, warn, self.redact)
 
     def _shard(self, source: ResultSource, requests: list[TriggerRequest]) -> ShardPlan | None:
         """This job's part of the matched checks (--shard), said on the console; None unsplit."""

@@ -93,7 +93,10 @@ def handle(args: argparse.Namespace, ctx: Context) -> int:
 
         from runner.cli.history_command import record_history
 
-        outcome = record_history(outcome, args.state, lambda text: print(ctx.redact(text), file=sys.stderr))
+        def warn(text: str) -> None:
+            print(ctx.redact(text), file=sys.stderr)
+
+        outcome = record_history(outcome, args.state, warn, ctx.redact)
     if args.comment:
         for token in comment_tokens(os.environ, args.gitlab_token_env):
             ctx.redact.add(token)

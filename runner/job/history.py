@@ -14,7 +14,7 @@ reads and writes the file, the reports render the `HistoryOutcome` values made h
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
@@ -40,8 +40,15 @@ def key_of(result: ResultOutcome) -> str:
     return check_key(result.checkId, result.name)
 
 
-def run_of(result: ResultOutcome, location: str | None, at: datetime, commit_id: str | None) -> CheckRun:
-    """The row one finished result adds to its check's history."""
+def run_of(
+    result: ResultOutcome,
+    location: str | None,
+    at: datetime,
+    commit_id: str | None,
+    mask: Callable[[str], str] = str,
+) -> CheckRun:
+    """The row one finished result adds to its check's history; `mask` takes the run's secrets out of
+    its error message (the file outlives the run, and is shown by `testsession history`)."""
     from runner.state.store import CheckRun
 
     duration = result.durationSeconds
@@ -55,17 +62,17 @@ def run_of(result: ResultOutcome, location: str | None, at: datetime, commit_id:
         duration_ms=round(duration * 1000) if duration is not None else None,
         attempts=result.attempts,
         error_group=result.errorGroupIds[0] if result.errorGroupIds else None,
-        error=result.error if result.verdict in FAILED | {"degraded"} else None,
+        error=mask(result.error) if result.error and result.verdict in FAILED | {"degraded"} else None,
         novelty=novelty(result) if result.verdict in FAILED else None,
         commit_id=commit_id,
         quarantined=result.quarantined is not None,
     )
 
 
-def runs_of(outcome: Outcome, at: datetime) -> list[CheckRun]:
+def runs_of(outcome: Outcome, at: datetime, mask: Callable[[str], str] = str) -> list[CheckRun]:
     """The rows this run adds, one per finished result, recorded at `at`."""
     return [
-        run_of(result, session.runLocation, at, outcome.commit.commitId)
+        run_of(result, session.runLocation, at, outcome.commit.commitId, mask)
         for session in outcome.sessions
         for result in session.results
         if result.verdict in RECORDED

@@ -350,8 +350,11 @@ def _baseline_lines(d: Digest) -> list[str]:
 def _row(result: ResultOutcome, session: SessionOutcome) -> str:
     location = result.runLocation or session.runLocation
     attempts = str(result.attempts) if result.attempts else "–"
+    status = STATUS.get(result.verdict, escape_cell(result.verdict, 40))
+    if result.quarantined is not None and result.verdict != "passed":
+        status += " (quarantined)"
     cells = (
-        STATUS.get(result.verdict, escape_cell(result.verdict, 40)),
+        status,
         escape_cell(result.name or result.checkId or result.id),
         escape_cell(result.checkType, 40) or "–",
         escape_cell(location, 60),
