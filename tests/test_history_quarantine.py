@@ -253,14 +253,18 @@ def test_a_quarantined_check_that_passes_gates_nothing_and_an_error_of_another_c
             "(the latest allowed today is 2027-03-01)",
         ),
         ({**QUARANTINE, "team": "x"}, "quarantine[0].team"),
+        (
+            [QUARANTINE, {**QUARANTINE, "owner": "@other"}],
+            "quarantine[1].check: 'Payments API' is quarantined already",
+        ),
         ({k: v for k, v in QUARANTINE.items() if k != "owner"}, "quarantine[0].owner"),
         ({**QUARANTINE, "until": 20261215}, "quarantine[0].until: expected a day as YYYY-MM-DD"),
     ],
 )
 def test_a_quarantine_entry_that_cannot_hold_is_refused_before_anything_runs(
-    tmp_path: Path, server: HttpServer, day: Any, entry: dict[str, Any], said: str
+    tmp_path: Path, server: HttpServer, day: Any, entry: dict[str, Any] | list[dict[str, Any]], said: str
 ) -> None:
-    write_checks(tmp_path / "checks.yml", server, 500, [entry])
+    write_checks(tmp_path / "checks.yml", server, 500, entry if isinstance(entry, list) else [entry])
     ran, data, _out = run(tmp_path, "refused")
     assert ran.returncode == 2, ran.stdout + ran.stderr
     assert said in ran.stderr

@@ -61,8 +61,15 @@ def resolve(
     problems: list[str] = []
     holding: dict[str, QuarantineOutcome] = {}
     expired: list[ExpiredQuarantine] = []
+    first: dict[str, int] = {}
     for index, entry in enumerate(entries):
         where = f"{source}: quarantine[{index}]"
+        if entry.check in first:
+            problems.append(
+                f"{where}.check: {for_line(entry.check, 120)!r} is quarantined already by "
+                f"quarantine[{first[entry.check]}]: one entry per check"
+            )
+        first.setdefault(entry.check, index)
         if checks is not None and entry.check not in ids and entry.check not in names:
             close = difflib.get_close_matches(entry.check, sorted(names | ids), n=1, cutoff=0.6)
             hint = f"; did you mean {for_line(close[0], 120)!r}?" if close else ""
