@@ -11,10 +11,11 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping, Sequence
 
     from runner.cli.common import Context
     from runner.job.outcome import HistoryOutcome, Outcome
+    from runner.state.store import CheckRun
 
 DEFAULT_LAST = 200
 
@@ -98,12 +99,16 @@ def handle(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def record_history(
-    outcome: Outcome, state: str, warn: Callable[[str], None], mask: Callable[[str], str]
+    outcome: Outcome,
+    state: str,
+    warn: Callable[[str], None],
+    mask: Callable[[str], str],
+    past: Mapping[str, Sequence[CheckRun]] | None = None,
 ) -> Outcome:
     """The run's results added to each check's history in the state file at `state`, and the
     history (this run included) on each result. A file that cannot be written costs the history,
     said by `warn`, never the run's verdict or reports. `mask` takes the run's secrets out of what
-    the file keeps."""
+    the file keeps. `past`: each check's runs read before this run (the file is not read again)."""
     import sqlite3
 
     from runner.core import clock
@@ -117,12 +122,17 @@ def record_history(
         file = StateFile.open(state)
         try:
             file.record_runs(rows)
-            runs = file.check_runs(sorted({r.check_key for r in rows}), last=REPORT_RUNS)
+            if past is None:
+                runs = file.check_runs(sorted({r.check_key for r in rows}), last=REPORT_RUNS)
         finally:
             file.close()
     except (StateFileError, sqlite3.Error) as exc:
         warn(f"warning: the run's history was not recorded: {exc}")
         return outcome
+    if past is not None:
+        runs = {}
+        for row in rows:
+            runs.setdefault(row.check_key, list(past.get(row.check_key, ()))).append(row)
     return mark_history(outcome, runs)
 
 

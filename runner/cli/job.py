@@ -480,7 +480,7 @@ class Job:
         def warn(text: str) -> None:
             self.observer.notify(Note(text))
 
-        return record_history(outcome, self.settings.state, warn, self.redact)
+        return record_history(outcome, self.settings.state, warn, self.redact, self.console.past_runs)
 
     def _shard(self, source: ResultSource, requests: list[TriggerRequest]) -> ShardPlan | None:
         """This job's part of the matched checks (--shard), said on the console; None unsplit."""
