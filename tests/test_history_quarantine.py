@@ -395,3 +395,24 @@ def test_a_quarantined_check_that_passed_its_last_ten_runs_is_named_ready_to_lea
     said = "ready to leave quarantine: Payments API (owner @payments-team) passed its last 10 runs in a row"
     assert (said in stream.getvalue()) == (passes >= 10)
     assert ("**Ready to leave quarantine (1)**" in render_markdown(judged)) == (passes >= 10)
+
+
+def test_wait_reads_the_quarantine_of_its_spec(
+    cli_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`run --detach`, then `wait ID --spec SPEC` (another job): the spec's quarantine holds there too."""
+    from runner.cli.main import main
+
+    spec = yaml.safe_load((EXAMPLES / "testsession.yml").read_text(encoding="utf-8"))
+    spec["quarantine"] = [
+        {"check": "Checkout flow", "owner": "@shop", "until": "2026-12-31"},
+        {"check": "Profile page script", "owner": "@profile", "until": "2026-12-31"},
+    ]
+    (tmp_path / "spec.yml").write_text(yaml.safe_dump(spec), encoding="utf-8")
+    assert main(["run", str(EXAMPLES / "testsession.yml"), "--detach"]) == 0
+    session_id = capsys.readouterr().out.split()[0]
+    off = ["--junit", "", "--markdown", "", "--json", "", "--no-rca", "--timeout", "60"]
+    assert main(["wait", session_id, *off]) == 1  # without the spec, both fail the gate
+    capsys.readouterr()
+    assert main(["wait", session_id, "--spec", str(tmp_path / "spec.yml"), *off]) == 0
+    assert "QUARANTINED: Checkout flow (eu-west-1) failed, not gating: owner @shop" in capsys.readouterr().out

@@ -399,11 +399,19 @@ class Job:
         with self._signals():
             baseline = self._baseline()
             events = EventQueue()
+            quarantine = self._quarantine()  # the spec's (--spec): the checks are known from the results
+            self.console.quarantine = quarantine
             with self._client(events, use_emulator=False) as client:
                 self._check_writable()
                 plan, observer = self.settings.plan, self.observer
                 runner = self._runner = Runner(
-                    client, plan, observer, SessionMetadata(), baseline=baseline, events=events
+                    client,
+                    plan,
+                    observer,
+                    SessionMetadata(),
+                    baseline=baseline,
+                    quarantine=quarantine,
+                    events=events,
                 )
                 outcome = runner.wait_for(session_id)
             return self._finish(outcome)
