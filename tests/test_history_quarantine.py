@@ -398,7 +398,7 @@ def test_a_quarantined_check_that_passed_its_last_ten_runs_is_named_ready_to_lea
 
 
 def test_wait_reads_the_quarantine_of_its_spec(
-    cli_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cli_env: Any, tmp_path: Path, day: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`run --detach`, then `wait ID --spec SPEC` (another job): the spec's quarantine holds there too."""
     from runner.cli.main import main
