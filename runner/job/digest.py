@@ -256,6 +256,10 @@ class Digest:
             # "the 1 check failed the gate", "1 of 4 checks failed the gate"
             which = f"the {checks}" if total == 1 else f"{len(self.failing)} of {checks}"
             return f"{which} failed the gate ({breakdown(self.failing)})"
+        if self.quarantined and self.outcome.exitCode != ExitCode.OK:
+            # Never a headline that reads like a pass: the run ended without a verdict.
+            failed = counted(len(self.quarantined), "quarantined check")
+            return f"{failed} failed (not gating), but that is no verdict (exit code {self.outcome.exitCode})"
         excused = []
         if self.forgiven:
             excused.append(f"{counted(len(self.forgiven), 'known failure')}, no new ones")
