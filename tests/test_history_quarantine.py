@@ -416,3 +416,26 @@ def test_wait_reads_the_quarantine_of_its_spec(
     capsys.readouterr()
     assert main(["wait", session_id, "--spec", str(tmp_path / "spec.yml"), *off]) == 0
     assert "QUARANTINED: Checkout flow (eu-west-1) failed, not gating: owner @shop" in capsys.readouterr().out
+
+
+def test_hostile_text_of_a_quarantine_reaches_each_output_only_through_its_sanitiser(
+    tmp_path: Path, server: HttpServer, day: Any
+) -> None:
+    entry = {
+        **QUARANTINE,
+        "owner": "@team\x1b[31m<b>|",
+        "reason": "line one\nline two | <script>x</script> ::error::pwned \u202e",
+    }
+    write_checks(tmp_path / "checks.yml", server, 500, [entry])
+    ran, _data, out = run(tmp_path, "hostile")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "\x1b" not in ran.stdout and "\u202e" not in ran.stdout
+    [line] = [x for x in ran.stdout.splitlines() if x.startswith("QUARANTINED:")]
+    assert "line one line two" in line or "line one" in line
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "<script>" not in summary and "\x1b" not in summary and "\u202e" not in summary
+    [row] = [x for x in summary.splitlines() if x.startswith("- Payments API")]
+    assert "|" not in row.replace("\\|", "")  # no cell or table broken open
+    junit_case(out, "Payments API")  # valid against junit-10.xsd
+    shown = run_here(["history", "--state", str(tmp_path / "state.db")], child_env(), tmp_path)
+    assert "\x1b" not in shown.stdout

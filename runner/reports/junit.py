@@ -309,7 +309,8 @@ class _Renderer:
                 held = result.quarantined
                 assert held is not None
                 why = f": {held.reason}" if held.reason else ""
-                said = f"quarantined until {held.until.isoformat()}, owner {held.owner}{why}"
+                # The file's text (owner, reason) through the sanitiser: the note is written as it is.
+                said = one_line(f"quarantined until {held.until.isoformat()}, owner {held.owner}{why}", 600)
                 message = one_line(f"{message} ({said})", MAX_NAME)
                 excused = f"{note.rstrip('.')}. It did not fail the gate: {said}.".lstrip(". ")
                 text = self.body(result, groups, lead, note=excused)
