@@ -439,3 +439,34 @@ def test_hostile_text_of_a_quarantine_reaches_each_output_only_through_its_sanit
     junit_case(out, "Payments API")  # valid against junit-10.xsd
     shown = run_here(["history", "--state", str(tmp_path / "state.db")], child_env(), tmp_path)
     assert "\x1b" not in shown.stdout
+
+
+def test_a_secret_never_reaches_the_state_files_history(tmp_path: Path, server: HttpServer, day: Any) -> None:
+    """The file outlives the run and `history` prints it: a secret in a failure's message is masked
+    there as in every report (the engine masks a checks file's secrets; the run's redactor, any other)."""
+    secret = "s3cr3t-token-4242"
+    check = {
+        "id": IDS["Payments API"],
+        "name": "Payments API",
+        "checkType": "API",
+        "request": {
+            "method": "GET",
+            "url": server.url("/status/500"),
+            "assertions": [{"source": "TEXT_BODY", "comparison": "CONTAINS", "target": "{{TOKEN}}"}],
+        },
+    }
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump({"checks": [check]}), encoding="utf-8")
+    argv = [
+        "run", "--checks", str(tmp_path / "checks.yml"), "--state", str(tmp_path / "state.db"),
+        "--secret-env", "TOKEN", "--json", "", "--junit", "", "--markdown", "", "--no-rca",
+    ]  # fmt: skip
+    ran = run_here(argv, child_env(TOKEN=secret), tmp_path)
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    shown = run_here(["history", "--state", str(tmp_path / "state.db"), "--json"], child_env(), tmp_path)
+    [row] = json.loads(shown.stdout)["checks"]
+    assert row["lastFailure"]["error"].startswith("TEXT_BODY CONTAINS")
+    assert secret not in shown.stdout
+    with sqlite3.connect(tmp_path / "state.db") as db:
+        assert not db.execute(
+            "SELECT count(*) FROM check_runs WHERE error LIKE ?", (f"%{secret}%",)
+        ).fetchone()[0]
