@@ -5,14 +5,13 @@ Which verdicts fail the gate is not decided here: see runner/job/policy.py."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, NamedTuple
 
 from runner.job.known import UNKNOWN, classify
 from runner.job.outcome import Attachment, AttemptOutcome, ErrorGroupOutcome, ResultOutcome, ResultVerdict
 from runner.models import SessionResult, TestSession
-from runner.models.base import share_parts
 from runner.models.sessions import RESULT_TYPES, SESSION_STATUSES
 
 # A file's path as the reports may show it: relative, plain characters, no way up. The service (or an
@@ -25,8 +24,13 @@ MAX_ROW_MESSAGE = 8192  # characters of a result row's own errorMessage kept (a 
 
 
 def attachments(result: SessionResult) -> list[Attachment]:
+    return checked_attachments((result.model_extra or {}).get("attachments") or [])
+
+
+def checked_attachments(items: Iterable[object]) -> list[Attachment]:
+    """The files a report may name, of those a check's run says it left ({name, path} each)."""
     out: list[Attachment] = []
-    for item in (result.model_extra or {}).get("attachments") or []:
+    for item in items:
         if not isinstance(item, dict) or len(out) >= MAX_ATTACHMENTS:
             continue
         name, path = item.get("name"), item.get("path")
@@ -192,7 +196,6 @@ def row_of(value: RowValue) -> SessionResult:
     row = SessionResult.model_construct(set(given), **fields)
     # Not as keywords: an extra field may be named as model_construct's own parameters (`cls`).
     object.__setattr__(row, "__pydantic_extra__", dict(extra) if extra else {})
-    share_parts(row)
     return row
 
 
@@ -329,9 +332,4 @@ def check_outcome(
         attachments=attachments(result),
         internalError=_internal_error(result),
     )
-    # Kept for every check until the reports. Not a deep walk of its 19 values: its models are in
-    # the two lists, empty but for a failure's attempts and a browser check's files.
-    share_parts(outcome, empties=("failedAttempts", "errorGroupIds", "attachments"))
-    for item in (*outcome.failedAttempts, *outcome.attachments):
-        share_parts(item)
     return outcome
