@@ -154,7 +154,8 @@ class Build:
                     f"build: {url} already answers ({status}) before `{self._command()}` was started, "
                     "and reuse is off (the default in CI, CI=true, as Playwright's reuseExistingServer): "
                     "it may be a build that a killed run left. Stop what answers there, or allow reuse "
-                    "(build.reuseExisting: true, --build-reuse) to check it as it is"
+                    "(build.reuseExisting: true, --build-reuse; the Action's build-reuse input, GitLab's "
+                    "TESTSESSION_BUILD_REUSE) to check it as it is"
                 )
             skipped = f": `{self._command()}` not started" if plan.command else ""
             self.say(f"build: {url} already answers ({status}){skipped}")
