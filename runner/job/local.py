@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from runner.checks.checksfile import ACCOUNT_ID, LOCAL, ChecksFile
 from runner.checks.declared import DEFAULT_MAX_RUN_SECONDS, Mode, WorldCheck, cannot_run_message
 from runner.checks.failures import ErrorClass, FailureKind
+from runner.checks.internal import internal_error
 from runner.checks.limits import Limits
 from runner.checks.outcome import Attempt
 from runner.checks.variables import VariableSources, variables_from
@@ -63,7 +64,7 @@ from runner.job.policy import (
     unexplained_end,
     unrun_named_checks,
 )
-from runner.job.session import session_outcome
+from runner.job.session import session_outcome, with_internal_errors
 from runner.job.source import ListedCheck, SessionContext
 from runner.job.threads import DaemonPool
 from runner.job.verdicts import checked_attachments
@@ -170,11 +171,8 @@ class LocalSource:
                 limits=Limits(body_cap_bytes=BODY_BYTES),
                 scripts=runner_for(definition),
             )
-        except Exception as exc:
-            message = (
-                f"the check could not be run: internal error of the local executor ({type(exc).__name__})"
-            )
-            inbox.put((index, Attempt.not_run(FailureKind.INTERNAL_ERROR, message), True))
+        except Exception as exc:  # a bug in the engine: exit 4 with its traceback (with_internal_errors)
+            inbox.put((index, internal_error(exc, variables), True))
 
 
 class _Session:
@@ -365,11 +363,15 @@ class _Session:
             verdict=verdict,
             durationSeconds=_seconds(final),
             errorGroupIds=ids,
-            error=groups[run.group].message if run.group else None,
+            # A degraded pass says why (the threshold and the measure: checks/judge.py), a failure its group.
+            error=(
+                final.message if verdict == "degraded" else groups[run.group].message if run.group else None
+            ),
             known=knowledge.known,
             firstSeen=knowledge.firstSeen,
             lastSeenBefore=knowledge.lastSeenBefore,
             attachments=checked_attachments({"name": f.name, "path": f.path} for f in final.files),
+            internalError=final.traceback if final.error_kind is FailureKind.INTERNAL_ERROR else None,
         )
 
     @staticmethod
@@ -447,9 +449,9 @@ class _Session:
         problem = unexplained_end(status, results, vanished=0)
         if problem is not None:
             return self._outcome(NOTHING_JUDGED_CODE, problem, results, groups, status=status)
-        return self._outcome(
-            checks_exit_code(results, context.plan.gate), None, results, groups, status=status
-        )
+        code = checks_exit_code(results, context.plan.gate)
+        judged = self._outcome(code, None, results, groups, status=status)
+        return with_internal_errors(judged, context.where, context.emit)
 
     def _timed_out(self) -> SessionOutcome:
         context = self.context

@@ -17,13 +17,13 @@ fraction of a second (the executor's own guarantee).
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from runner.checks.failures import ErrorClass, FailureKind
+from runner.checks.failures import ErrorClass
+from runner.checks.internal import internal_error
 from runner.checks.outcome import Attempt
 from runner.emulator.core.simulation import SessionAttempt, SessionRun
 from runner.emulator.core.world import WorldCheck
@@ -104,29 +104,7 @@ def execute(job: RealJob, hooks: RealRunHooks) -> None:
             scripts=runner_for(job.definition),
         )
     except Exception as exc:  # a bug in the executor: the check fails closed instead of hanging
-        hooks.attempt_finished(job, internal_error(exc, job), True)
-
-
-MAX_TRACEBACK = 16_000  # characters of an internal error's traceback kept (its end: where it failed)
-
-
-def internal_error(exc: BaseException, job: RealJob | None = None) -> Attempt:
-    """A bug of the executor as the check's attempt: INTERNAL_ERROR, with its traceback. Not the
-    user's configuration: the run ends with exit 4 and prints the traceback (job/session.py). Masked
-    with the check's secrets, as every attempt."""
-    import traceback
-
-    from runner.checks.outcome import mask
-    from runner.checks.variables import Substitution, VariableSources
-
-    message = (
-        f"internal error of the local executor: {type(exc).__name__}: {str(exc)[:300]} "
-        "(a bug in testsession, not in the check or the build)"
-    )
-    text = "".join(traceback.format_exception(exc)).rstrip()[-MAX_TRACEBACK:]
-    attempt = dataclasses.replace(Attempt.not_run(FailureKind.INTERNAL_ERROR, message), traceback=text)
-    redact = Substitution(job.variables if job is not None else VariableSources()).redact
-    return attempt if redact.empty else mask(attempt, redact)
+        hooks.attempt_finished(job, internal_error(exc, job.variables), True)
 
 
 # --- a real check's run in the session, changed only under the Backend's lock --------------------------
