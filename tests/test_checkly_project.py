@@ -126,6 +126,31 @@ def test_a_project_without_checkly_exits_2_naming_what_to_install(tmp_path: Path
     assert "npm install --save-dev checkly@8" in ran.stdout + ran.stderr
 
 
+def test_a_project_whose_packages_are_not_installed_exits_2_naming_its_install_command(
+    tmp_path: Path,
+) -> None:
+    """No node_modules at all, or one without a package the package.json declares (@playwright/test,
+    which its browser checks and suite need): one exit code, 2, naming the lock file's command."""
+    (tmp_path / "checkly.config.ts").write_text("export default {}\n")
+    (tmp_path / "package.json").write_text(
+        json.dumps({"devDependencies": {"checkly": "9.5.0", "@playwright/test": "1.65.1"}})
+    )
+    (tmp_path / "package-lock.json").write_text("{}\n")
+    ran = run_here(["run", "--checks", str(tmp_path), "--json", ""], {"PATH": "/usr/bin:/bin"}, tmp_path)
+    said = ran.stdout + ran.stderr
+    assert ran.returncode == 2, said
+    assert "the project's packages are not installed (checkly, @playwright/test of its package.json" in said
+    assert f"run `npm ci` in {tmp_path}" in said
+    package = tmp_path / "node_modules" / "checkly"
+    package.mkdir(parents=True)
+    (package / "package.json").write_text(json.dumps({"name": "checkly", "version": "9.5.0"}))
+    ran = run_here(["run", "--checks", str(tmp_path), "--json", ""], {"PATH": "/usr/bin:/bin"}, tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert (
+        "not installed (@playwright/test of its package.json not in node_modules)" in ran.stdout + ran.stderr
+    )
+
+
 def test_a_checkly_older_than_7_exits_2(tmp_path: Path) -> None:
     (tmp_path / "checkly.config.js").write_text("module.exports = {}\n")
     package = tmp_path / "node_modules" / "checkly"

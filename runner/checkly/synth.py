@@ -149,6 +149,35 @@ def find_config(path: str | Path) -> Path | None:
     return None
 
 
+def missing_packages(directory: Path) -> list[str]:
+    """The dependencies and devDependencies of the project's package.json that Node would not find
+    (node_modules/NAME in its folder or a parent's): the project is not installed. [] without a
+    package.json (then only `checkly` is looked for)."""
+    try:
+        data = json.loads((directory / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    names: list[str] = []
+    for field in ("dependencies", "devDependencies"):
+        declared = data.get(field) if isinstance(data, dict) else None
+        names += [str(name) for name in declared] if isinstance(declared, dict) else []
+    folders = [f / "node_modules" for f in (directory, *directory.parents) if (f / "node_modules").is_dir()]
+    return [
+        name
+        for name in dict.fromkeys(names)
+        if not any((folder / name / "package.json").is_file() for folder in folders)
+    ]
+
+
+def install_command(directory: Path) -> str:
+    """What installs the project, by the lock file it has (the command production picks)."""
+    for lock, command in (("pnpm-lock.yaml", "pnpm install"), ("yarn.lock", "yarn install"),
+                          ("package-lock.json", "npm ci"), ("bun.lock", "bun install")):  # fmt: skip
+        if (directory / lock).is_file():
+            return command
+    return "npm install"
+
+
 def checkly_package(directory: Path) -> Path | None:
     """node_modules/checkly/package.json as Node resolves it from `directory` (walking up)."""
     for folder in (directory, *directory.parents):
@@ -202,8 +231,15 @@ def synthesize(
     """Runs the project's `checkly debug parse-project`; UsageError (exit 2) for every way it cannot.
     `environ`: the job's environment (default: ours), `hidden`: more names to withhold from it."""
     directory = config.parent
-    package_json = checkly_package(directory)
     where = f"--checks {config}"
+    missing = missing_packages(directory)
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise UsageError(
+            f"{where}: the project's packages are not installed ({for_line(shown, 300)} of its package.json "
+            f"not in node_modules): run `{install_command(directory)}` in {directory}"
+        )
+    package_json = checkly_package(directory)
     if package_json is None:
         raise UsageError(f"{where}: the project has no `checkly` package: in {directory}, run {INSTALL}")
     try:
