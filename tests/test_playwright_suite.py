@@ -152,7 +152,9 @@ def test_a_config_left_by_a_killed_run_is_removed_by_the_next_and_a_running_ones
 
 @SKIP_WITHOUT_BROWSER
 @BROWSER
-def test_chromium_runs_and_a_browser_without_its_build_fails_closed_naming_the_install(tmp_path: Path) -> None:
+def test_chromium_runs_and_a_browser_without_its_build_fails_closed_naming_its_install(
+    tmp_path: Path,
+) -> None:
     """browsers [chromium, firefox] (a config with both projects, as checkly's parse reports it): the
     Chromium project runs, the Firefox one is left out, and the check fails closed saying how to
     install Firefox; at load nothing is refused."""
