@@ -8,7 +8,13 @@ from dataclasses import replace
 from runner.checks.analysis.by_evidence import analyse_run
 from runner.checks.failures import ErrorClass, FailureKind
 from runner.checks.outcome import Attempt, EvidenceFile, Step
-from runner.checks.protocols.browser.report import BrowserTest, browser_tests, describe_failure, verdict
+from runner.checks.protocols.browser.report import (
+    BrowserTest,
+    browser_tests,
+    describe_failure,
+    suite_tests,
+    verdict,
+)
 
 TIMED_OUT = {
     "title": "checkout",
@@ -91,6 +97,18 @@ def test_a_multi_step_failure_is_named_by_the_answer_that_failed_not_the_page() 
     analysis, model = analyse_run(plain, message, "MULTI_STEP", "Cart")
     assert (analysis.classification, model) == ("ASSERTION FAILURE", "rules-v1/run-browser-assertion")
     assert analysis.rootCause.startswith("The requests were answered and an expectation failed")
+
+
+def test_a_suites_tests_are_listed_with_their_runs_and_a_retried_pass_is_flaky() -> None:
+    passed = {"title": "a", "status": "passed", "expected": "passed", "durationMs": 5, "runs": ["passed"]}
+    retried = {**passed, "title": "b", "runs": ["failed", "timedOut", "passed"]}
+    failed = {**passed, "title": "c", "status": "failed", "runs": ["failed", "failed"]}
+    tests = suite_tests(browser_tests({"tests": [passed, retried, failed]}))
+    assert [(t.name, t.status, t.runs) for t in tests] == [
+        ("a", "passed", 1),
+        ("b", "flaky", 3),
+        ("c", "failed", 2),
+    ]
 
 
 def test_only_checks_with_the_same_variables_share_a_playwright_run() -> None:

@@ -190,12 +190,18 @@ def test_browser_multi_step_and_the_two_browser_suite_each_get_a_verdict(
     assert results["Cart multi-step"]["status"] == "PASSED", ran.stdout + ran.stderr
     assert results["02-health.spec.ts"]["status"] == "PASSED", ran.stdout + ran.stderr
     suite = results["Playwright Check Suite"]
+    tests = {t["name"]: (t["status"], t["runs"]) for t in suite["tests"]}
+    # Each test listed with its outcome and runs: the one that passed on Playwright's retry is flaky.
+    assert tests["[Chromium] › src/tests/shop.spec.ts › health says ok"] == ("passed", 1)
+    assert tests["[Chromium] › src/tests/shop.spec.ts › login page has a form"] == ("flaky", 2)
+    assert "flaky     [Chromium] › src/tests/shop.spec.ts › login page has a form (2 runs)" in ran.stdout
     if suite["status"] == "PASSED":  # Playwright's own Firefox is installed here: both projects ran
         assert ran.returncode == 0, ran.stdout + ran.stderr
     else:
         assert ran.returncode == 1 and suite["verdict"] == "error", ran.stdout + ran.stderr
         assert "firefox cannot run here" in suite["error"]
         assert "`npx playwright install firefox`" in suite["error"]
+        assert tests["[firefox] (its projects)"] == ("not run", 0)
     print(f"browser, multi-step and suite: {seconds:.1f} s")
 
 

@@ -70,6 +70,15 @@ class Attachment(OutcomeModel):
     path: str  # relative to the working directory
 
 
+class SuiteTestOutcome(OutcomeModel):
+    """One test of a Playwright check suite: its outcome (passed, failed, flaky, skipped, timedOut,
+    interrupted, not run) and how many times Playwright ran it (1 + its retries)."""
+
+    name: str
+    status: str
+    runs: int = 1
+
+
 class ResultOutcome(OutcomeModel):
     id: str
     link: str | None = None
@@ -90,6 +99,7 @@ class ResultOutcome(OutcomeModel):
     lastSeenBefore: datetime | None = None  # last seen before this run; None when not knowable
     baseline: BaselineMark | None = None  # None without a usable baseline
     attachments: list[Attachment] = Field(default_factory=empty_list)
+    tests: list[SuiteTestOutcome] = Field(default_factory=empty_list)  # a Playwright check suite's
 
 
 class Origin(OutcomeModel):

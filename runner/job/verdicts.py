@@ -9,8 +9,16 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, NamedTuple
 
+from runner.core.text import for_line
 from runner.job.known import UNKNOWN, classify
-from runner.job.outcome import Attachment, AttemptOutcome, ErrorGroupOutcome, ResultOutcome, ResultVerdict
+from runner.job.outcome import (
+    Attachment,
+    AttemptOutcome,
+    ErrorGroupOutcome,
+    ResultOutcome,
+    ResultVerdict,
+    SuiteTestOutcome,
+)
 from runner.models import SessionResult, TestSession
 from runner.models.base import share_parts
 from runner.models.sessions import RESULT_TYPES, SESSION_STATUSES
@@ -33,6 +41,25 @@ def attachments(result: SessionResult) -> list[Attachment]:
             continue
         if len(path) <= 500 and _PLAIN_PATH.fullmatch(path) and ".." not in path.split("/"):
             out.append(Attachment(name=name, path=path))
+    return out
+
+
+_STATUS = re.compile(r"[a-zA-Z][a-zA-Z ]{0,20}")
+MAX_TESTS = 500
+
+
+def suite_tests(result: SessionResult) -> list[SuiteTestOutcome]:
+    """A Playwright check suite's tests as the service (or the emulator) listed them: a name in one
+    line, a status word, a count of runs; anything else left out."""
+    out: list[SuiteTestOutcome] = []
+    for item in (result.model_extra or {}).get("tests") or []:
+        if not isinstance(item, dict) or len(out) >= MAX_TESTS:
+            continue
+        name, status, runs = item.get("name"), item.get("status"), item.get("runs")
+        if not isinstance(name, str) or not isinstance(status, str) or not _STATUS.fullmatch(status):
+            continue
+        count = runs if isinstance(runs, int) and not isinstance(runs, bool) and 0 <= runs <= 1000 else 1
+        out.append(SuiteTestOutcome(name=for_line(name, 300), status=status, runs=count))
     return out
 
 
@@ -287,10 +314,11 @@ def check_outcome(
         firstSeen=knowledge.firstSeen,
         lastSeenBefore=knowledge.lastSeenBefore,
         attachments=attachments(result),
+        tests=suite_tests(result),
     )
     # Kept for every check until the reports. Not a deep walk of its 19 values: its models are in
     # the two lists, empty but for a failure's attempts and a browser check's files.
-    share_parts(outcome, empties=("failedAttempts", "errorGroupIds", "attachments"))
-    for item in (*outcome.failedAttempts, *outcome.attachments):
+    share_parts(outcome, empties=("failedAttempts", "errorGroupIds", "attachments", "tests"))
+    for item in (*outcome.failedAttempts, *outcome.attachments, *outcome.tests):
         share_parts(item)
     return outcome

@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from runner.checks.failures import Failure, FailureKind, NotRun
-from runner.checks.outcome import Step
+from runner.checks.outcome import Step, SuiteTest
 from runner.checks.protocols import browser
 from runner.checks.protocols.base import CheckProtocol, Job, Observation
+from runner.checks.protocols.browser.report import browser_tests, suite_tests
 from runner.checks.protocols.browser.setup import Playwright, SetupError, find_browser, own_build
 from runner.checks.protocols.playwright.project import ProjectMissing, find_project
 from runner.checks.protocols.playwright.suite import run_suite
@@ -64,13 +65,16 @@ class PlaywrightSuiteProtocol(CheckProtocol[PlaywrightCheckDefinition]):
             pool.release()
         browser._drop_if_empty(out_dir)
         seen = browser._judged(check, run, start, job, code="testCommand")
+        if run.report is not None:  # each test with its outcome and runs, the passed ones too
+            seen = dataclasses.replace(seen, tests=suite_tests(browser_tests(run.report)))
         if not missing or seen.cancelled:
             return seen
         # The other browsers ran; the check still fails closed: part of it did not run.
         message = _gap_message(missing, project.folder, ran=True)
         gaps = tuple(Step(f"[{name}] not run", False, 0.0, message) for name in missing)
         failure = seen.failure or Failure(FailureKind.NOT_RUNNABLE_LOCALLY, message, network=False)
-        return dataclasses.replace(seen, failure=failure, steps=seen.steps + gaps)
+        not_run = tuple(SuiteTest(f"[{name}] (its projects)", "not run", 0) for name in missing)
+        return dataclasses.replace(seen, failure=failure, steps=seen.steps + gaps, tests=seen.tests + not_run)
 
 
 def browser_gaps(playwright: Playwright, browsers: Sequence[str]) -> tuple[str, ...]:
