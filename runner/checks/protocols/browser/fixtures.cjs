@@ -14,7 +14,8 @@ const test = base.test.extend({
     const watched = new Proxy(request, {
       get (target, name) {
         const value = Reflect.get(target, name, target);
-        if (!METHODS.includes(name) || typeof value !== 'function') return value;
+        if (typeof value !== 'function') return value;
+        if (!METHODS.includes(name)) return value.bind(target);
         return async (url, options) => {
           const method = name === 'fetch' ? ((options && options.method) || 'GET').toUpperCase() : name.toUpperCase();
           const shown = typeof url === 'string' ? url : (url && typeof url.url === 'function' ? url.url() : String(url));
