@@ -181,7 +181,8 @@ def test_the_parse_sees_the_jobs_environment_but_not_testsessions_credentials(tm
     (tmp_path / "package.json").write_text('{"name": "p", "private": true}\n')
     (tmp_path / "a.check.ts").write_text(
         "import { TcpMonitor } from 'checkly/constructs'\n"
-        "const seen = ['TESTSESSION_API_KEY', 'GITHUB_TOKEN', 'CI_JOB_TOKEN', 'MY_TOKEN_VAR']\n"
+        "const seen = ['TESTSESSION_API_KEY', 'GITHUB_TOKEN', 'CI_JOB_TOKEN', 'MY_TOKEN_VAR',\n"
+        "  'INPUT_API_KEY']\n"
         "  .filter((k) => process.env[k] !== undefined).join(',')\n"
         "new TcpMonitor('line', { name: `saw:${seen}|${process.env.WHO}`,\n"
         "  request: { hostname: '127.0.0.1', port: Number(process.env.LINE_PORT) } })\n"
@@ -189,6 +190,7 @@ def test_the_parse_sees_the_jobs_environment_but_not_testsessions_credentials(tm
     environ = {
         "PATH": os.environ["PATH"], "HOME": str(tmp_path), "LINE_PORT": "4242", "WHO": "job",
         "TESTSESSION_API_KEY": "tsk", "GITHUB_TOKEN": "ghs", "CI_JOB_TOKEN": "glc", "MY_TOKEN_VAR": "x",
+        "INPUT_API_KEY": "tsk",
     }  # fmt: skip
     scratch = set(Path(tempfile.gettempdir()).glob("cli-*"))
     project = load_project(tmp_path, {"WHO": "session"}, environ=environ, hidden=("MY_TOKEN_VAR",))

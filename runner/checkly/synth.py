@@ -46,7 +46,8 @@ TESTED_CHECKLY = "9.5.0"  # and 8.9.0 (tests/checkly_project, tests/checkly_proj
 INSTALL = "npm install --save-dev checkly@8 (Node 20.19+) or checkly@9 (Node 22.13+)"
 # Withheld from the parse: testsession's own credentials and the CI's tokens (a config has no use for
 # them, and a check file is code from the repository). Every other variable of the job reaches it.
-WITHHELD_PREFIXES = ("TESTSESSION_",)
+# INPUT_*: the Action's inputs (action.yml hands them over so, the API key among them).
+WITHHELD_PREFIXES = ("TESTSESSION_", "INPUT_")
 WITHHELD = frozenset({
     "GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
     "ACTIONS_ID_TOKEN_REQUEST_URL", "CI_JOB_TOKEN", "CI_JOB_JWT", "CI_JOB_JWT_V1", "CI_JOB_JWT_V2",
