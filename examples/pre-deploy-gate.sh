@@ -51,6 +51,7 @@ case "$code" in
     3) echo "pre-deploy gate: the checks did not finish in time; not deploying" >&2 ;;
     4) echo "pre-deploy gate: the monitoring service could not be used; not deploying" >&2 ;;
     5) echo "pre-deploy gate: no check matched the target; not deploying" >&2 ;;
+    6) echo "pre-deploy gate: the build did not start; not deploying" >&2 ;;
     *) echo "pre-deploy gate: testsession exited $code; not deploying" >&2 ;;
 esac
 if [ "$code" -ne 0 ]; then

@@ -30,4 +30,5 @@ eval "$exports"
 echo "test-image: podman set up in $(( $(date +%s) - started )) s"
 python=python3
 [ -x .venv/bin/python ] && python=.venv/bin/python
-exec "$python" -m pytest -q -n 0 -m container -rs --durations=3 tests/test_image.py tests/test_ci_docker.py "$@"
+exec "$python" -m pytest -q -n 0 -m container -rs --durations=5 tests/test_image.py tests/test_ci_docker.py \
+    tests/test_ci_gitlab_copied.py "$@"

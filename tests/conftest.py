@@ -62,12 +62,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     stand-in step). pyproject's `-m 'not container'` is replaced by any `-m` given on the command line,
     so `pytest -m "not browser"` used to replay the Dockerfile's install (~30 s of pip) in the middle
     of the suite, a second time after .ci/run's own step."""
-    if "container" in (config.option.markexpr or ""):
-        return
-    dropped = [item for item in items if item.get_closest_marker("container") is not None]
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if item.get_closest_marker("container") is None]
+    # The same for the installed-package tests (`-m installed`, .ci/run's own step: ~1-2 min of pip).
+    named = config.option.markexpr or ""
+    for marker in (m for m in ("container", "installed") if m not in named):
+        dropped = [item for item in items if item.get_closest_marker(marker) is not None]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [item for item in items if item.get_closest_marker(marker) is None]
 
 
 def pytest_report_header() -> str:

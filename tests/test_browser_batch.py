@@ -80,11 +80,11 @@ def test_two_checks_in_one_playwright_run_each_keep_their_verdict_variables_and_
     assert 'expected "Welcome, admin", received "Welcome, shopper"' in failed["error"], failed["error"]
     files = {a["name"]: tmp_path / a["path"] for a in failed["attachments"]}
     assert files["screenshot"].is_file() and files["trace"].is_file(), files
-    # Its own folder, named as when it runs alone.
+    # Its own folder, named as when it runs alone: its id, the attempt, the test (never its title).
     assert files["trace"].relative_to(tmp_path / "testsession-reports" / "browser").parts[:3] == (
-        "Fails-5e0c7a1b",
+        "5e0c7a1b-0000-4c2d-9e8f-000000000091",
         "attempt-1",
-        "check-signs-in",
+        "test-1",
     )
     assert not list((tmp_path / "testsession-reports" / "browser").glob(".run-*"))
     assert PASSWORD not in ran.stdout + ran.stderr + json.dumps(results)

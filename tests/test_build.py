@@ -1,7 +1,7 @@
 """`build:` / --build-command and --build-url with real processes: the command is started in its own
 process group, awaited until its URL answers, and no process of it is left after the run, whatever
 the run's end (exit 0, 1, 4, SIGTERM while the build is awaited or while the checks run). A URL that
-already answers starts nothing; a build that never answers is exit 4 naming the URL and its last
+already answers starts nothing; a build that never answers is exit 6 naming the URL and its last
 lines, secrets masked."""
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def test_the_build_is_started_awaited_checked_and_stopped(tmp_path: Path, broken
     assert gone(f"--port {port} ") == []
 
 
-def test_a_build_that_never_answers_is_exit_4_naming_the_url_and_its_last_lines(tmp_path: Path) -> None:
+def test_a_build_that_never_answers_is_exit_6_naming_the_url_and_its_last_lines(tmp_path: Path) -> None:
     port, secret = free_port(), "shop-token-4f9a1c"
     command = "echo booting the shop; echo token is $SHOP_TOKEN; sleep 31.517"
     env = child_env(SHOP_TOKEN=secret)
@@ -102,7 +102,7 @@ def test_a_build_that_never_answers_is_exit_4_naming_the_url_and_its_last_lines(
     ]  # fmt: skip
     started = time.monotonic()
     ran = run_here(argv, env, tmp_path)
-    assert ran.returncode == 4, ran.stdout + ran.stderr
+    assert ran.returncode == 6, ran.stdout + ran.stderr
     assert time.monotonic() - started < 10
     assert ran.stderr.strip().splitlines()[-1] == (
         f"testsession: error: build: http://127.0.0.1:{port}/health did not answer within 1.5 s "
@@ -111,7 +111,7 @@ def test_a_build_that_never_answers_is_exit_4_naming_the_url_and_its_last_lines(
     )
     assert "[build] booting the shop" in ran.stdout
     results = (tmp_path / "testsession-reports" / "results.json").read_text()
-    assert json.loads(results)["exitCode"] == 4 and f"127.0.0.1:{port}/health" in results
+    assert json.loads(results)["exitCode"] == 6 and f"127.0.0.1:{port}/health" in results
     for text in (ran.stdout, ran.stderr, results):
         assert secret not in text
     assert gone("31.517") == []
@@ -128,7 +128,7 @@ def test_a_build_command_that_fails_ends_the_wait_at_once(tmp_path: Path) -> Non
     env = child_env(TESTSESSION_API_KEY="tsk_not_for_the_build_1234", GITHUB_TOKEN="ghs_not_for_the_build")
     started = time.monotonic()
     ran = run_here(argv, env, tmp_path)
-    assert ran.returncode == 4, ran.stdout + ran.stderr
+    assert ran.returncode == 6, ran.stdout + ran.stderr
     assert time.monotonic() - started < 10  # not the 30 s of the timeout
     assert ran.stderr.strip().splitlines()[-1] == (
         f"testsession: error: build: `{command}` exited with code 3 before http://127.0.0.1:{port}/ "

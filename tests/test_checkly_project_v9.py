@@ -138,12 +138,21 @@ def test_the_advanced_project_runs_with_the_jobs_environment_and_leaves_no_scrat
 
 
 @needs_project
-def test_a_port_the_job_did_not_export_is_the_constructs_problem_named_with_exit_2(tmp_path: Path) -> None:
-    """Without LINE_PORT in the environment the construct's Number(undefined) is NaN: refused at load
-    with the field, as before (the whole project: a definition that is wrong, not a check that cannot run)."""
-    ran, _ = _run(tmp_path, 9, _env(tmp_path), "line-service")
-    assert ran.returncode == 2, ran.stdout + ran.stderr
-    assert "request.port" in ran.stdout + ran.stderr
+def test_a_port_the_job_did_not_export_fails_that_check_alone(shop: tuple[int, int], tmp_path: Path) -> None:
+    """Without LINE_PORT the construct's Number(undefined) is NaN (null in the payload): that check
+    fails closed with the field and what is allowed, and the rest of the project runs."""
+    http, _ = shop
+    ran, _ = _run(tmp_path, http, _env(tmp_path), "line-service", "health-url")
+    said = ran.stdout + ran.stderr
+    assert ran.returncode == 1, said
+    results = _results(tmp_path)
+    assert results["Health URL"]["status"] == "PASSED", said
+    line = results["Line service"]
+    assert line["verdict"] == "error"
+    assert (
+        "TCP check that cannot run as the project defines it: request.port: expected a port number"
+        in (line["error"])
+    )
 
 
 @needs_project
@@ -209,49 +218,69 @@ def test_browser_multi_step_and_the_two_browser_suite_each_get_a_verdict(
 
 
 @pytest.fixture
-def grpc_health() -> Iterator[tuple[int, Any]]:
-    """A gRPC server with the standard health service (grpc.health.v1), SERVING, on a free port."""
-    grpc = pytest.importorskip("grpc")
-    health = pytest.importorskip("grpc_health.v1.health")
-    health_pb2 = pytest.importorskip("grpc_health.v1.health_pb2")
-    health_pb2_grpc = pytest.importorskip("grpc_health.v1.health_pb2_grpc")
-    from concurrent import futures
+def grpc_server() -> Iterator[Any]:
+    """tests/grpc_server.py's server: grpc.health.v1 SERVING for the whole server ("")."""
+    pytest.importorskip("grpc")
+    from grpc_server import start_grpc
 
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    servicer = health.HealthServicer()
-    servicer.set("", health_pb2.HealthCheckResponse.SERVING)
-    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
+    server = start_grpc()
     try:
-        yield port, (servicer, health_pb2)
+        yield server
     finally:
-        server.stop(grace=None)
-
-
-@pytest.fixture
-def tls_port(tmp_path: Path) -> Iterator[int]:
-    """A TLS server whose certificate (for 127.0.0.1, from a throw-away CA) is valid for a year."""
-    from checks_servers import make_tls, running, start_http
-
-    tls = make_tls(tmp_path)
-    with running(start_http(tls.server_context)) as server:
-        yield int(server.port)
+        server.stop()
 
 
 @needs_project
 @needs_grpc_and_ssl
 def test_grpc_and_ssl_monitors_get_the_engines_verdict_as_their_servers_decide(
-    shop: tuple[int, int], grpc_health: tuple[int, Any], tls_port: int, tmp_path: Path
+    shop: tuple[int, int], grpc_server: Any, tmp_path: Path
 ) -> None:
+    """The constructs' GRPC and SSL payloads (ports from the job's GRPC_PORT and SSL_PORT) pass
+    against a serving health service and a certificate valid for 90 days, and fail when the service
+    says NOT_SERVING and the certificate expires in 9 days."""
+    import datetime
+
+    import trustme
+    from grpc_health.v1 import health_pb2
+    from tls_server import TlsServer
+
     http, tcp = shop
-    grpc_port, (servicer, health_pb2) = grpc_health
-    env = _env(tmp_path, LINE_PORT=str(tcp), GRPC_PORT=str(grpc_port), SSL_PORT=str(tls_port))
-    ran, _ = _run(tmp_path, http, env, "grpc-health", "build-ssl")
-    results = _results(tmp_path)
-    assert results["gRPC health"]["status"] == "PASSED", ran.stdout + ran.stderr
-    assert results["Build certificate"]["status"] in ("PASSED", "FAILED"), ran.stdout + ran.stderr
-    assert "cannot run" not in str(results["Build certificate"].get("error"))
-    servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)  # the server decides
-    ran, _ = _run(tmp_path, http, env, "grpc-health")
-    assert _results(tmp_path)["gRPC health"]["status"] == "FAILED", ran.stdout + ran.stderr
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    (tmp_path / "certs").mkdir()
+    servers = []
+    for days in (90, 9):
+        cert = ca.issue_cert("127.0.0.1", not_after=now + datetime.timedelta(days=days, hours=1))
+        servers.append(
+            TlsServer(cert.cert_chain_pems[0].bytes(), cert.private_key_pem.bytes(), tmp_path / "certs")
+        )
+    try:
+        verdicts = []
+        for tls, serving in ((servers[0], True), (servers[1], False)):
+            status = (
+                health_pb2.HealthCheckResponse.SERVING
+                if serving
+                else health_pb2.HealthCheckResponse.NOT_SERVING
+            )
+            grpc_server.health.set("", status)
+            env = _env(tmp_path, LINE_PORT=str(tcp), GRPC_PORT=str(grpc_server.port), SSL_PORT=str(tls.port),
+                       NODE_EXTRA_CA_CERTS=str(tmp_path / "ca.pem"))  # fmt: skip
+            ran, _ = _run(tmp_path, http, env, "grpc-health", "build-ssl")
+            results = _results(tmp_path)
+            verdicts.append({n: r["status"] for n, r in results.items()})
+            if not serving:
+                assert ran.returncode == 1, ran.stdout + ran.stderr
+                assert "GRPC_HEALTHCHECK_STATUS EQUALS 1: received 2" in json.dumps(results["gRPC health"])
+                assert "daysUntilExpiry GREATER_THAN 30: received 9" in json.dumps(
+                    results["Build certificate"]
+                )
+            else:
+                assert ran.returncode == 0, ran.stdout + ran.stderr
+    finally:
+        for server in servers:
+            server.stop()
+    assert verdicts == [
+        {"gRPC health": "PASSED", "Build certificate": "PASSED"},
+        {"gRPC health": "FAILED", "Build certificate": "FAILED"},
+    ]

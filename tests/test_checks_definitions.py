@@ -104,8 +104,8 @@ def test_tcp_body_is_production_s_other_name_for_data() -> None:
 @pytest.mark.parametrize(
     ("check_type", "why"),
     [
-        *[(t, "only API, URL, TCP, DNS, ICMP, TRACEROUTE, BROWSER, MULTI_STEP and PLAYWRIGHT checks can")
-          for t in ("GRPC", "NEW_KIND")],
+        *[(t, "only API, URL, TCP, DNS, ICMP, TRACEROUTE, GRPC, SSL, BROWSER, MULTI_STEP and PLAYWRIGHT "
+              "checks can") for t in ("MOBILE", "NEW_KIND")],
         ("HEARTBEAT", "a heartbeat monitor is passive, production waits for your scheduled job to ping "
          "its URL within the period and grace and alerts when no ping comes; there is no request to make "
          "against a build (ping it from the job itself)"),

@@ -454,7 +454,7 @@ def test_fields_of_an_impossible_shape_are_left_out_and_the_check_is_kept_marked
         {"id": "d", "name": "New region", "checkType": "URL", "locations": ["mars-north-1"],
          "request": {"url": "https://x"}, "privateLocations": ["pl-1"], "muted": True},
         {"name": "no id"},
-        {"id": "e", "name": "\x1b[31mRed\nline\u202e", "checkType": "GRPC"},
+        {"id": "e", "name": "\x1b[31mRed\nline\u202e", "checkType": "MOBILE"},
     ]  # fmt: skip
     result = export_world(checks, account_id=ACCOUNT)
     reasons = {c.id: c.reason for c in result.checks}
@@ -464,8 +464,8 @@ def test_fields_of_an_impossible_shape_are_left_out_and_the_check_is_kept_marked
     )
     assert reasons["c"] is not None and "tags" in reasons["c"]
     assert reasons["d"] is None
-    runnable = "API, URL, TCP, DNS, ICMP, TRACEROUTE, BROWSER, MULTI_STEP and PLAYWRIGHT"
-    assert reasons["e"] == f"GRPC checks cannot run locally: only {runnable} checks can"
+    runnable = "API, URL, TCP, DNS, ICMP, TRACEROUTE, GRPC, SSL, BROWSER, MULTI_STEP and PLAYWRIGHT"
+    assert reasons["e"] == f"MOBILE checks cannot run locally: only {runnable} checks can"
     assert result.left_out == ("a check without an id (no id): left out",)
     world = parse_world_text(result.text)  # loads: every marked check is skipped by the definition rules
     loaded = {c.id: c for c in world.accounts[0].checks}

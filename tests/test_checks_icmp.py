@@ -393,15 +393,18 @@ def test_packet_loss_at_the_thresholds_degrades_then_fails() -> None:
     from runner.checks.protocols.icmp import loss_verdict
 
     check = _check("ICMP", {"hostname": "h"})  # defaults: degraded at 10 %, failed at 20 %
-    assert loss_verdict(check, _run(received=10)) == (False, None)
-    assert loss_verdict(check, _run(received=9)) == (True, None)
+    assert loss_verdict(check, _run(received=10)) == (None, None)
+    assert loss_verdict(check, _run(received=9)) == (
+        "packet loss 10% reached the degradedPacketLossThreshold of 10%: 9 of 10 pings answered by 10.0.0.9",
+        None,
+    )
     degraded, failure = loss_verdict(check, _run(received=8))
     assert not degraded and failure is not None and failure.kind is FailureKind.PACKET_LOSS
     assert failure.message == (
         "packet loss 20% reached the maxPacketLossThreshold of 20%: 8 of 10 pings answered by 10.0.0.9"
     )
     strict = _check("ICMP", {"hostname": "h"}, degradedPacketLossThreshold=50, maxPacketLossThreshold=90)
-    assert loss_verdict(strict, _run(received=8)) == (False, None)
+    assert loss_verdict(strict, _run(received=8)) == (None, None)
 
 
 def _run(received: int) -> PingRun:

@@ -43,20 +43,21 @@ def test_dockerfile_follows_the_contract():
     (base,) = [args for keyword, args in steps if keyword == "FROM"]
     assert re.fullmatch(r"python:3\.\d+-slim(-\w+)?", base), base  # a tag, no digest
     runs = " && ".join(args for keyword, args in steps if keyword == "RUN")
-    assert "apt-get install -y --no-install-recommends git" in runs
+    # git (commit metadata), Node, npm and Chromium (browser checks), tini (an init as PID 1): Debian's.
+    assert "apt-get install -y --no-install-recommends git nodejs npm chromium tini" in runs
     assert "rm -rf /var/lib/apt/lists/*" in runs
     assert "git config --system --add safe.directory '*'" in runs
     assert not re.search(r"\b(curl|wget)\b", runs)  # nothing fetched but packages
     assert not [args for keyword, args in steps if keyword == "ADD"]
     (user,) = [args for keyword, args in steps if keyword == "USER"]
     assert re.fullmatch(r"[1-9]\d*(:\d+)?", user)  # numeric, not root
-    assert steps[-2] == ("ENTRYPOINT", '["testsession"]')  # exec form
+    assert steps[-2] == ("ENTRYPOINT", '["tini", "--", "testsession"]')  # exec form, tini reaps as PID 1
     assert steps[-1] == ("CMD", '["run"]')
 
 
 def pip_install_args() -> list[str]:
     """The Dockerfile's `pip install ...` arguments, without the source directory."""
-    runs = [args for keyword, args in instructions() if keyword == "RUN" and "pip install" in args]
+    runs = [args for keyword, args in instructions() if keyword == "RUN" and "pip install " in args]
     (command,) = runs
     words = shlex.split(command.split("&&")[0])
     args = words[words.index("install") + 1 :]

@@ -8,9 +8,9 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-import yaml
 from helpers import child_env
 from outcome_factory import big_outcome, sample_outcome
 
@@ -30,9 +30,16 @@ def read_dotenv(path: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in path.read_text().splitlines())
 
 
+def template_job(name: str = "testsession") -> dict[str, Any]:
+    """The template's job with `extends` resolved, as GitLab runs it."""
+    from test_ci_local_checks import gitlab_job
+
+    return gitlab_job(name)
+
+
 def run_job(tmp_path: Path, emulator, variables: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """The template job's variables and script, as the GitLab runner's shell would run them."""
-    job = yaml.safe_load(TEMPLATE.read_text())[".testsession"]
+    job = template_job()
     shim = tmp_path / "bin"
     shim.mkdir()
     (shim / "testsession").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m runner "$@"\n')
@@ -74,7 +81,7 @@ def test_template_job_writes_reports_dotenv_and_sections(tmp_path, emulator):
     reports = tmp_path / "testsession-reports"
 
     # The files the template declares as artifacts and reports exist where it says.
-    job = yaml.safe_load(TEMPLATE.read_text())[".testsession"]
+    job = template_job()
     assert job["artifacts"]["when"] == "always"
     for path in (job["artifacts"]["reports"]["junit"], job["artifacts"]["reports"]["dotenv"]):
         assert (tmp_path / path).is_file()
@@ -112,7 +119,7 @@ def test_template_job_writes_reports_dotenv_and_sections(tmp_path, emulator):
 def test_degraded_only_exits_with_the_allowed_code(tmp_path, emulator):
     """--fail-on-degraded with only a degraded check: exit 10, which allow_failure.exit_codes allows."""
     proc = run_job(tmp_path, emulator, {"TESTSESSION_ARGS": "--fail-on-degraded --tag search"})
-    job = yaml.safe_load(TEMPLATE.read_text())[".testsession"]
+    job = template_job()
     assert proc.returncode in job["allow_failure"]["exit_codes"], proc.stdout + proc.stderr
     assert "only degraded checks failed the gate" in proc.stdout
     values = read_dotenv(tmp_path / "testsession-reports" / "testsession.env")
@@ -164,7 +171,7 @@ def test_dotenv_path_from_environment(tmp_path):
 def test_the_template_passes_checks_and_the_build_as_flags(tmp_path):
     """The template's variables for local checks become `run` flags, each value one argument (a
     build command with spaces stays whole); an empty TESTSESSION_SPEC passes no spec."""
-    job = yaml.safe_load(TEMPLATE.read_text())[".testsession"]
+    job = template_job()
     shim = tmp_path / "bin"
     shim.mkdir()
     (shim / "testsession").write_text('#!/bin/sh\nfor a in "$@"; do echo "arg: $a"; done\n')

@@ -1,6 +1,7 @@
 """The CI examples' local-checks jobs (examples/github-workflow.yml `local-checks`, examples/gitlab-ci.yml
-`testsession-local`): the build started in the job, the state file kept in the CI cache, the checks of
-examples/local-checks.yml run by the action or the template's script. The GitLab job's script runs as
+`.testsession-local`): the build started in the job, the state file kept in the CI cache, the checks of
+a checks file (`checks:` / TESTSESSION_CHECKS, as the README recommends) run by the action or the
+template's script. The GitLab job's script runs as
 the runner would run it against the broken example shop; the GitHub job's action is run for real in
 test_action_inputs.py."""
 
@@ -52,9 +53,9 @@ def test_the_github_job_starts_the_build_then_restores_runs_and_always_saves_the
     inputs = steps[run]["with"]
     assert inputs["build-command"] == "python examples/local-app/shop.py"
     assert inputs["build-url"] == "http://127.0.0.1:8380/health" and float(inputs["build-timeout"]) <= 300
-    assert "emulator" not in inputs and "emulator-world" not in inputs  # the inputs named for what they do
-    for name in ("spec", "world"):
-        assert (REPO_ROOT / inputs[name]).is_file(), inputs[name]
+    # The README's way: a checks file, no spec, world or emulator.
+    assert not {"emulator", "emulator-world", "world", "spec"} & set(inputs)
+    assert (REPO_ROOT / inputs["checks"]).is_file(), inputs["checks"]
     # The state file is inside what the cache restores and saves, under one key (never an exact hit
     # on restore: the newest earlier save whose key starts with the prefix).
     cached = steps[restore]["with"]["path"]
@@ -63,30 +64,27 @@ def test_the_github_job_starts_the_build_then_restores_runs_and_always_saves_the
     assert steps[restore]["with"]["key"].startswith(steps[restore]["with"]["restore-keys"])
     assert steps[save]["if"].startswith("always()")  # a failed gate is when it has most to remember
 
-    # The build answers on the port the world's checks use by default.
-    assert "http://127.0.0.1:8380" in (REPO_ROOT / inputs["spec"]).read_text(encoding="utf-8")
+    # The build answers on the port the checks use by default.
+    assert "http://127.0.0.1:8380" in (REPO_ROOT / inputs["checks"]).read_text(encoding="utf-8")
     assert "local-checks" in workflow["jobs"]["production"]["needs"]
 
 
 def test_the_gitlab_job_keeps_the_state_in_a_cache_per_branch_and_reports_junit(tmp_path: Path) -> None:
-    job = gitlab_job("testsession-local")
+    job = gitlab_job(".testsession-local")
     variables = job["variables"]
-    cache = job["cache"]
-    assert cache["key"] == "testsession-state-$CI_COMMIT_REF_SLUG" and cache["when"] == "always"
-    assert any(within(variables["TESTSESSION_EMULATOR_STATE"], path) for path in cache["paths"])
+    assert (
+        "--emulator" not in variables["TESTSESSION_ARGS"] and "--world" not in variables["TESTSESSION_ARGS"]
+    )
+    (state,) = [cache for cache in job["cache"] if cache["key"].startswith("testsession-state-")]
+    assert state["key"] == "testsession-state-$CI_COMMIT_REF_SLUG" and state["when"] == "always"
+    assert any(within(variables["TESTSESSION_EMULATOR_STATE"], path) for path in state["paths"])
     assert job["artifacts"]["when"] == "always"
     assert job["artifacts"]["reports"]["junit"] == "testsession-reports/junit.xml"
     assert "testsession-reports/" in job["artifacts"]["paths"]  # kept from .testsession by extends
-    # The job starts the build through the run (no loop of its own), on the world's default port.
-    assert variables["TESTSESSION_BUILD_COMMAND"] == "python examples/local-app/shop.py"
-    assert variables["TESTSESSION_BUILD_URL"] == "http://127.0.0.1:8380/health"
-    assert not any("shop.py" in line for line in job["before_script"])
 
-    # The job's script as the runner runs it, in a checkout (the example files): it starts the broken
-    # shop itself, on free ports here (the defaults in the job), and stops it at the end.
-    for name in ("local-checks.yml", "local-checks-spec.yml"):
-        (tmp_path / "examples").mkdir(exist_ok=True)
-        shutil.copy(REPO_ROOT / "examples" / name, tmp_path / "examples" / name)
+    # The job's script as the runner runs it, in a checkout with a checks file: the user's variables
+    # (as the comment above the job shows) start the broken shop on free ports, and it is stopped.
+    shutil.copy(REPO_ROOT / "examples" / "shop-checks.yml", tmp_path / "checks.yml")
     shim = tmp_path / "bin"
     shim.mkdir()
     (shim / "testsession").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m runner "$@"\n')
@@ -98,6 +96,7 @@ def test_the_gitlab_job_keeps_the_state_in_a_cache_per_branch_and_reports_junit(
         SHOP_URL=f"http://127.0.0.1:{port}", SHOP_TCP_PORT=str(tcp_port), SHOP_DNS_PORT=str(dns_port),
         **{key: str(value) for key, value in variables.items()},
     )  # fmt: skip
+    env["TESTSESSION_CHECKS"] = "checks.yml"
     env["TESTSESSION_BUILD_COMMAND"] = shop_command(port, tcp_port, dns_port, broken=True)
     env["TESTSESSION_BUILD_URL"] = f"http://127.0.0.1:{port}/health"
     proc = subprocess.run(

@@ -290,7 +290,7 @@ def test_missing_file_exits_2(cli: Run, emulator: Emulator, tmp_path: Path) -> N
     missing = str(tmp_path / "nope.yml")
     code, out, err = cli("dashboards", "create", missing)
     assert (code, out) == (2, "")
-    assert err.strip() == f"testsession: error: {missing}: file not found"
+    assert err.strip() == f"testsession: error: {missing}: no such file"
     assert requests_total(emulator) == 0
 
 

@@ -9,6 +9,9 @@ so they need root (as CI runs).
 Every container runs with --network=none (the emulator is in-process, on the container's loopback) and
 the main job also as the Kubernetes example runs it: uid 1001, read-only root filesystem, a tmpfs /tmp,
 no capabilities, the spec mounted read-only under /etc/testsession, the reports under /workspace.
+The browser checks' case reaches examples/local-app/shop.py on the host (--network host): API, BROWSER,
+MULTI_STEP and PLAYWRIGHT checks run in the image with its Node, Chromium and Playwright, nothing
+fetched, and no process (nor zombie) is left beside the init once the run is over.
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ from typing import Any
 
 import pytest
 import yaml
+from browser_env import PASSWORD, Shop, missing
 from conftest import REPO_ROOT, TEST_SPEED, default_world_dict
 from gitrepo import git
 
 from runner import __version__
+from runner.checks.protocols.browser.setup import find_playwright
 
 BASE = "docker.io/library/python:3.12-slim-bookworm"
 IMAGE = "localhost/testsession:test"
@@ -249,6 +254,101 @@ def test_podman_stop_cancels_the_session_and_leaves_partial_reports(
     assert data["message"] == "interrupted by SIGTERM"
     assert data["sessions"][0]["status"] == "CANCELLED"
     assert "Traceback" not in logs.stderr
+
+
+# Every process of the container, as `ps` would list it (the image has no procps): "pid state name".
+PS = """import os
+for pid in sorted((p for p in os.listdir("/proc") if p.isdigit()), key=int):
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        continue
+    name, rest = stat.split("(", 1)[1].rsplit(")", 1)
+    print("process", pid, rest.split()[0], name)
+"""
+
+
+def all_check_types(folder: Path, shop_url: str) -> Path:
+    """A checks file of the four kinds that need more than Python: an API check beside a BROWSER, a
+    MULTI_STEP and a PLAYWRIGHT suite (tests/playwright_suite, its node_modules copied in: a user's
+    project is installed before the run)."""
+    e2e = folder / "e2e"
+    shutil.copytree(REPO_ROOT / "tests" / "playwright_suite", e2e)
+    playwright = find_playwright(Path("/nonexistent"), None, progress=lambda _: None,
+                                 deadline=time.monotonic() + 300, stop=None)  # fmt: skip
+    shutil.copytree(playwright.root / "node_modules", e2e / "node_modules", symlinks=True)
+    login = """const { test, expect } = require('@playwright/test')
+test('shopper signs in', async ({ page }) => {
+  await page.goto(`${process.env.SHOP_URL}/login`)
+  await page.getByLabel('Username').fill('shopper')
+  await page.getByLabel('Password').fill(process.env.SHOP_PASSWORD)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await expect(page.getByRole('heading', { level: 1 })).toHaveText('Welcome, shopper')
+})
+"""
+    cart = """const { test, expect } = require('@playwright/test')
+test('products, then the cart', async ({ request }) => {
+  await expect(await request.get(`${process.env.SHOP_URL}/api/products`,
+    { headers: { Authorization: 'Bearer s3cret-shop-token' } })).toBeOK()
+  await expect(await request.get(`${process.env.SHOP_URL}/api/cart`)).toBeOK()
+})
+"""
+    checks = [
+        {"name": "Products API", "checkType": "API",
+         "request": {"url": "{{SHOP_URL}}/api/products",
+                     "headers": [{"key": "Authorization", "value": "Bearer s3cret-shop-token"}],
+                     "assertions": [{"source": "STATUS_CODE", "comparison": "EQUALS", "target": "200"}]}},
+        {"name": "Sign in", "checkType": "BROWSER", "script": login},
+        {"name": "Products and cart", "checkType": "MULTI_STEP", "script": cart},
+        {"name": "Shop suite", "checkType": "PLAYWRIGHT", "workingDir": "e2e",
+         "testCommand": "npx playwright test --project=chromium"},
+    ]  # fmt: skip
+    variables = [{"key": "SHOP_URL", "value": shop_url}, {"key": "MARKER", "value": "-"},
+                 {"key": "SHOP_PASSWORD", "value": PASSWORD, "secret": True}]  # fmt: skip
+    path = folder / "checks.yml"
+    path.write_text(yaml.safe_dump({"checks": checks, "variables": variables}), encoding="utf-8")
+    for item in [folder, *folder.rglob("*")]:
+        if not item.is_symlink():
+            item.chmod(0o777 if item.is_dir() else 0o666)  # the suite writes its config beside theirs
+    return path
+
+
+@pytest.mark.container
+@pytest.mark.timeout(900)
+def test_every_check_type_runs_against_an_app_outside_and_leaves_no_process(
+    image: str, tmp_path: Path
+) -> None:
+    if (reason := missing()) is not None:
+        pytest.skip(reason)  # the host's Playwright is the suite project's node_modules
+    entrypoint = json.loads(
+        podman("image", "inspect", "--format", "{{json .Config.Entrypoint}}", image).stdout
+    )
+    assert entrypoint == ["tini", "--", "testsession"]  # an init that reaps as PID 1, then the tool
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    # The image's init, and after the run a listing of what is left (the run's own exit code kept).
+    script = f"testsession run --checks checks.yml; code=$?; sleep 1; python -c '{PS}'; exit $code"
+    shop = Shop()
+    try:
+        all_check_types(workspace, shop.url)
+        done = podman(
+            "run", "--rm", "--network", "host", "-v", f"{workspace}:/workspace",
+            "--entrypoint", json.dumps([*entrypoint[:-1], "sh", "-c", script]), image,
+            timeout=600,
+        )  # fmt: skip
+    finally:
+        shop.stop()
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-5000:]
+    assert "installing @playwright/test" not in out  # the image's own: nothing fetched
+    data = json.loads((workspace / "testsession-reports" / "results.json").read_text(encoding="utf-8"))
+    verdicts = {r["checkType"]: r["verdict"] for s in data["sessions"] for r in s["results"]}
+    assert verdicts == dict.fromkeys(("API", "BROWSER", "MULTI_STEP", "PLAYWRIGHT"), "passed"), verdicts
+    left = [line.split()[1:] for line in done.stdout.splitlines() if line.startswith("process ")]
+    names = {name for _, _, name in left}
+    assert left[0][0] == "1" and left[0][2] == "tini", left
+    assert not [p for p in left if p[1] == "Z"], left  # every orphan reaped
+    assert names <= {"tini", "sh", "python"}, left  # no browser, Node or helper outlives the run
 
 
 def test_the_k8s_example_runs_the_image_as_these_tests_do() -> None:

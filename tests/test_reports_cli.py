@@ -70,7 +70,7 @@ def test_bad_results_file_is_one_line_exit_2(
     assert captured.out == ""
     lines = captured.err.splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith(f"testsession: error: {results}: ")
+    assert lines[0].startswith(f"testsession: error: {results}:")  # FILE: or FILE:LINE:
     assert expected in lines[0]
     assert not (tmp_path / "junit.xml").exists()
 

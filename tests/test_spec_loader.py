@@ -389,13 +389,15 @@ def test_file_problems_are_one_line_each(tmp_path: Path) -> None:
     assert load(tmp_path) == [f"{tmp_path}: is a directory, expected a YAML file"]
     latin1 = tmp_path / "latin1.yml"
     latin1.write_bytes(b"runLocation: x\nname: caf\xe9\n")
-    assert load(latin1) == [f"{latin1}:2: not UTF-8 text (byte 0xe9); save it as UTF-8"]
+    assert load(latin1) == [f"{latin1}:2: not UTF-8 text (byte 0xe9 at offset 24); save it as UTF-8"]
     bom = tmp_path / "bom.yml"
     bom.write_bytes(b"\xef\xbb\xbfrunLocation: x\n")
     assert load_spec(bom, {}).sessions[0].runLocation == "x"
     big = tmp_path / "big.yml"
     big.write_bytes(b"#" * 1_000_001)
-    assert load(big) == [f"{big}: larger than 1000000 bytes; is this the spec?"]
+    assert load(big) == [
+        f"{big}: larger than 1000000 bytes (the bound of a YAML file); is this the right file?"
+    ]
 
 
 def test_unreadable_file(tmp_path: Path) -> None:

@@ -104,7 +104,7 @@ def test_a_browser_check_written_by_hand_fails_closed_like_one_marked_runs_local
     )
 
 
-@pytest.mark.parametrize("check_type", ["BROWSER", "MULTI_STEP", "PLAYWRIGHT", "GRPC"])
+@pytest.mark.parametrize("check_type", ["BROWSER", "MULTI_STEP", "PLAYWRIGHT", "MOBILE"])
 def test_only_an_explicit_behaviour_scripts_a_type_that_cannot_run_here(check_type: str) -> None:
     bare = f"      - {{id: c1, name: C, checkType: {check_type}}}\n"
     (check,) = parse_world_text(HEAD + bare).accounts[0].checks
@@ -117,7 +117,7 @@ def test_only_an_explicit_behaviour_scripts_a_type_that_cannot_run_here(check_ty
         give = "give it a script: to run it, or a behaviour: to script it here"
         reason = f"{check_type} check without a script ({give})"
     else:
-        runnable = "API, URL, TCP, DNS, ICMP, TRACEROUTE, BROWSER, MULTI_STEP and PLAYWRIGHT"
+        runnable = "API, URL, TCP, DNS, ICMP, TRACEROUTE, GRPC, SSL, BROWSER, MULTI_STEP and PLAYWRIGHT"
         reason = (
             f"{check_type} checks cannot run locally: only {runnable} checks can "
             "(give it a behaviour: to script it here)"

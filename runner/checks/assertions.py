@@ -71,8 +71,8 @@ from runner.checks.outcome import AssertionResult, Cut, plain_cut, quote_actual
 from runner.checks.regex_budget import DEFAULT_REGEX_SECONDS, RegexBudget, budget_of, regex_budget
 from runner.models.check_definitions import Assertion
 
-TEXT_SOURCES = frozenset({"TEXT_BODY", "TEXT_ANSWER", "RESPONSE_DATA"})
-JSON_SOURCES = frozenset({"JSON_BODY", "JSON_ANSWER", "JSON_RESPONSE"})
+TEXT_SOURCES = frozenset({"TEXT_BODY", "TEXT_ANSWER", "RESPONSE_DATA", "TEXT_RESPONSE"})
+JSON_SOURCES = frozenset({"JSON_BODY", "JSON_ANSWER", "JSON_RESPONSE", "GRPC_RESPONSE"})
 _PATTERN_SOURCES = TEXT_SOURCES | JSON_SOURCES | {"HEADERS"}  # where an assertion may run a regex
 ELEMENTWISE = frozenset({"EQUALS", "NOT_EQUALS", "GREATER_THAN", "LESS_THAN", "CONTAINS", "NOT_CONTAINS"})
 NEGATIONS = {
@@ -120,6 +120,16 @@ class ByProperty:
 
     values: Mapping[str, Any]
     default: str | None = None
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A value on an ordered scale that is not a number (SSL's tlsVersion, TLS1.0 < TLS1.1 < TLS1.2 <
+    TLS1.3: production's "ordered" comparisons): GREATER_THAN and LESS_THAN compare places on `scale`,
+    the other comparisons the text."""
+
+    text: str
+    scale: tuple[str, ...]
 
 
 class _Problem(Exception):
@@ -297,6 +307,8 @@ def as_text(value: Any) -> str:
     """A value as production's JavaScript would write it."""
     if isinstance(value, str):
         return value
+    if isinstance(value, Ranked):
+        return value.text
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -335,6 +347,11 @@ def _one(comparison: str, value: Any, target: str) -> bool:
     """A positive comparison of one value (not an array to split)."""
     if comparison == "EQUALS":
         return _equal(value, target)
+    if comparison in ("GREATER_THAN", "LESS_THAN") and isinstance(value, Ranked):
+        if value.text not in value.scale or target not in value.scale:
+            return False
+        place, wanted = value.scale.index(value.text), value.scale.index(target)
+        return place > wanted if comparison == "GREATER_THAN" else place < wanted
     if comparison in ("GREATER_THAN", "LESS_THAN"):
         left, right = as_number(value), as_number(target)
         if left is None or right is None:
@@ -373,6 +390,11 @@ def _compare(comparison: str, value: Any, target: str, cut: Cut) -> tuple[bool, 
     if value is MISSING:
         return passed, "found nothing", None
     shown = quote_actual(as_text(value), cut=cut)
+    if not passed and comparison in ("GREATER_THAN", "LESS_THAN") and isinstance(value, Ranked):
+        if target not in value.scale:
+            scale = " < ".join(value.scale)
+            return False, f"the target {quote_actual(target, cut=cut)} is not one of {scale}", shown
+        return False, f"received {shown}", shown
     if not passed and comparison in ("GREATER_THAN", "LESS_THAN"):
         if as_number(target) is None:
             return False, f"the target {quote_actual(target, cut=cut)} is not a number", shown

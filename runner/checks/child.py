@@ -21,6 +21,9 @@ Rules (docs/checks.md, "Node children"):
   the last `output_cap` bytes of each are kept (an error's last lines are what says why), the rest is
   dropped and the result says it was cut.
 - Not a shell: argv is run as it is.
+- Whatever way the run itself ends (SIGKILL included), the run's watchdog (core/supervise.py) ends the
+  child's group and every process carrying the run's token. The child's TMPDIR (TMP, TEMP) is a
+  folder of the run, removed with it: Chromium's profile and Playwright's scratch go there.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from runner.core import supervise
 
 TOKEN_VARIABLE = "TESTSESSION_CHILD_TOKEN"
 DEFAULT_GRACE_SECONDS = 2.0
@@ -83,7 +88,7 @@ def _end_live() -> None:
 def scratch_dir(prefix: str) -> Iterator[Path]:
     """A new temporary folder for a child's files, removed when the block ends, or at the latest
     when the process exits (a SIGTERM'd run does not wait for the check's thread)."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=supervise.run_folder()))
     with _LIVE_LOCK:
         _SCRATCH.add(path)
     try:
@@ -122,12 +127,24 @@ def run_child(
     only when the program cannot be started at all."""
     token = uuid.uuid4().hex
     start = time.monotonic()
-    proc = subprocess.Popen(  # argv: the caller's own command, never a shell
-        list(argv), cwd=cwd, env={**(os.environ if env is None else env), TOKEN_VARIABLE: token},
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-    )  # fmt: skip
+    # Its TMPDIR is a folder of the run (Chromium's profile, Playwright's artifacts): removed below, at
+    # exit, or by the watchdog (core/supervise.py) when the run was killed.
+    temp = Path(tempfile.mkdtemp(prefix="t", dir=supervise.run_folder()))  # short: Chromium's socket
+    child_env = supervise.child_env(
+        {**(os.environ if env is None else env), TOKEN_VARIABLE: token}, temp=temp
+    )
+    try:
+        proc = subprocess.Popen(  # argv: the caller's own command, never a shell
+            list(argv), cwd=cwd, env=child_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+    supervise.watch_group(proc.pid)
     with _LIVE_LOCK:
         _LIVE[proc.pid] = (proc, token)
+        _SCRATCH.add(temp)
     out, err = _Tail(output_cap), _Tail(output_cap)
     timed_out = cancelled = False
     try:
@@ -163,8 +180,12 @@ def run_child(
         # Every exit ends the group and what carries the token; a child that exited by itself leaves
         # at most stragglers, given a short grace.
         end_all(proc, token, grace=grace if (timed_out or cancelled or proc.poll() is None) else 0.2)
+        if proc.poll() is not None:  # reaped: its id may be another's from now on
+            supervise.unwatch_group(proc.pid)
+        shutil.rmtree(temp, ignore_errors=True)
         with _LIVE_LOCK:
             _LIVE.pop(proc.pid, None)
+            _SCRATCH.discard(temp)
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 with contextlib.suppress(OSError):
@@ -215,20 +236,4 @@ def _signal_all(pgid: int, token: str, sig: signal.Signals) -> None:
 
 def _holders(token: str) -> list[int]:
     """The processes whose environment carries `token` (ours and what they started), zombies left out."""
-    needle = f"{TOKEN_VARIABLE}={token}".encode()
-    found = []
-    me = os.getpid()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            with open(f"/proc/{entry.name}/environ", "rb") as f:
-                if needle not in f.read():
-                    continue
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[-1].split()[0]
-        except OSError:
-            continue
-        if state != b"Z":
-            found.append(int(entry.name))
-    return found
+    return supervise.holders(f"{TOKEN_VARIABLE}={token}")

@@ -31,6 +31,7 @@ _CHILD_FIELDS = ("steps", "console", "files")
 def to_data(attempt: Attempt) -> dict[str, Any] | None:
     """The attempt as JSON data within MAX_EVIDENCE_CHARS, or None when it cannot be made to fit."""
     data = dataclasses.asdict(attempt)
+    del data["traceback"]  # an internal error's: the run prints it; a group's analysis does not read it
     for name in _CHILD_FIELDS:  # a child's evidence, only when there is some: files stay as they were
         if not data[name]:
             del data[name]

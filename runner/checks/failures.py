@@ -76,6 +76,13 @@ class FailureKind(_Text):
     HTTP_STATUS = "http_status"  # a 4xx/5xx without shouldFail
     DNS_RESPONSE_CODE = "dns_response_code"  # an rcode other than NOERROR no assertion looks at
     PACKET_LOSS = "packet_loss"  # ICMP: loss at or above maxPacketLossThreshold, some replies came
+    GRPC_STATUS = "grpc_status"  # GRPC: a status other than OK no assertion looks at
+    GRPC_HEALTH = "grpc_health"  # GRPC HEALTH: a serving status other than SERVING no assertion looks at
+    GRPC_REFLECTION = "grpc_reflection"  # GRPC BEHAVIOR: no reflection, or it does not know the method
+    CERTIFICATE_EXPIRED = "certificate_expired"  # SSL: the leaf certificate's notAfter has passed
+    CHAIN_UNTRUSTED = "chain_untrusted"  # SSL: the chain does not verify against the trusted roots
+    HOSTNAME_MISMATCH = "hostname_mismatch"  # SSL: the certificate does not cover the host name
+    SECURITY_BASELINE = "security_baseline"  # SSL: a rule of the security baseline with severity fail
     # A script of the check threw (SCRIPT_ERROR).
     SCRIPT = "script"
     SETUP_SCRIPT = "setup_script"  # an API check's localSetupScript threw
@@ -113,7 +120,9 @@ _NETWORK = (
 )  # fmt: skip
 _ASSERTION = (
     FailureKind.ASSERTION, FailureKind.BODY_TRUNCATED, FailureKind.HTTP_STATUS, FailureKind.DNS_RESPONSE_CODE,
-    FailureKind.PACKET_LOSS,
+    FailureKind.PACKET_LOSS, FailureKind.GRPC_STATUS, FailureKind.GRPC_HEALTH, FailureKind.GRPC_REFLECTION,
+    FailureKind.CERTIFICATE_EXPIRED, FailureKind.CHAIN_UNTRUSTED, FailureKind.HOSTNAME_MISMATCH,
+    FailureKind.SECURITY_BASELINE,
 )  # fmt: skip
 _VARIABLE_KINDS = frozenset(
     {FailureKind.UNKNOWN_VARIABLE, FailureKind.VARIABLE_WITHOUT_VALUE, FailureKind.SECRET_TOO_SHORT,

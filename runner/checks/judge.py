@@ -7,7 +7,8 @@ In this order (run.py's docstring says why):
 3. the assertions are evaluated; an answer slower than maxResponseTime fails as TIMEOUT;
 4. the first failing assertion fails it (an assertion on a truncated body cannot pass);
 5. a failure the answer implies (a 4xx/5xx, a DNS error code) fails it;
-6. passed, degraded when slower than degradedResponseTime or when the protocol says so (ICMP loss).
+6. passed, degraded when slower than degradedResponseTime or when the protocol says so (ICMP loss),
+   with the threshold and the measure in `degraded` (a degraded result says why).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ CANCELLED = Failure(FailureKind.CANCELLED, "cancelled", network=False)
 @dataclass(frozen=True)
 class Verdict:
     passed: bool
-    degraded: bool = False
+    degraded: str | None = None  # why it passed degraded: the threshold and what was measured
     failure: Failure | None = None
     failed_assertion: AssertionResult | None = None
     assertions: tuple[AssertionResult, ...] = ()
@@ -74,7 +75,10 @@ def judge(
         )
     if seen.implicit is not None:
         return Verdict(passed=False, failure=seen.implicit, assertions=results)
-    degraded = seen.degraded or elapsed_ms > bounds.degraded_ms
+    degraded = seen.degraded
+    if degraded is None and elapsed_ms > bounds.degraded_ms:
+        took, limit = f"{elapsed_ms:,.0f} ms", f"{bounds.degraded_ms:,g} ms"
+        degraded = f"response time {took} exceeded the degradedResponseTime of {limit}"
     return Verdict(passed=True, degraded=degraded, assertions=results)
 
 

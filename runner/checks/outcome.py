@@ -141,6 +141,8 @@ class Attempt:
     console: tuple[str, ...] = ()
     files: tuple[EvidenceFile, ...] = ()
     tests: tuple[SuiteTest, ...] = ()  # a Playwright check suite's tests, passed ones too
+    # INTERNAL_ERROR: where the engine failed (a bug in the tool), for the run to print and exit 4.
+    traceback: str | None = None
 
     @classmethod
     def not_run(

@@ -175,10 +175,10 @@ def run_attempt(
             started_at=started_at,
             duration_ms=round((time.monotonic() - start) * 1000, 3),
             passed=verdict.passed,
-            degraded=verdict.degraded,
+            degraded=verdict.degraded is not None,
             error_class=failure.error_class if failure else None,
             error_kind=failure.kind if failure else None,
-            message=failure.message if failure else None,
+            message=failure.message if failure else verdict.degraded,  # a pass's: why it is degraded
             network_failure=failure.network if failure else False,
             response_time_ms=seen.timing.total_ms,
             status_code=seen.status_code,

@@ -300,6 +300,10 @@ class Console:
             self._deadline(event)
         elif isinstance(event, SessionFailed):
             self._progress.pop(event.where, None)
+            if event.traceback:  # an internal error: its traceback first, as for any bug of the tool
+                for line in event.traceback.splitlines():
+                    indent = " " * (len(line) - len(line.lstrip(" ")))  # the frames' layout
+                    self._emit(indent + _s(line, 2000), self.errors)
             self.always(f"Test session {_place(event.where)}: {_s(event.problem)}")
         elif isinstance(event, Stopping):
             self.clear_status()
@@ -464,6 +468,7 @@ class Console:
                 "timeout": "31",
                 "service-error": "31",
                 "usage-error": "31",
+                "build-not-started": "31",
                 "interrupted": "31",
             },
         )

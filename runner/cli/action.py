@@ -29,6 +29,18 @@ Input formats:
 - verbose: true says more (`run --verbose`).
 - comment: true posts the summary as a sticky pull-request comment with GITHUB_TOKEN (the
   github-token input; the job needs `permissions: pull-requests: write`).
+- browsers: auto, true or false: whether the action sets up Node, Playwright and a browser before
+  the run (`python -m runner.cli.action --browsers`, below); auto: when the checks file (the checks
+  input, else the spec's `checks:`) holds a BROWSER, MULTI_STEP or PLAYWRIGHT check that runs here.
+
+`python -m runner.cli.action --browsers` prints `browsers=true|false` and `playwright=<versions>`
+(the @playwright/test versions the browser checks' runtimes use, joined by `-`: a part of the cache's
+key): the lines the Action writes to its step outputs and the GitLab template reads
+(TESTSESSION_BROWSERS, _CHECKS, _SPEC as INPUT_BROWSERS, _CHECKS, _SPEC). A checks file that cannot be
+read says false: the run itself names its problems.
+`python -m runner.cli.action --setup-browsers` installs those versions (PLAYWRIGHT_VERSIONS) where the
+engine looks for them, and Playwright's Chromium when the machine has no Chrome or Chromium; what
+cannot be set up is a warning, and the run reports its browser checks as not runnable here.
 """
 
 from __future__ import annotations
@@ -342,5 +354,124 @@ def main(environ: MutableMapping[str, str] | None = None) -> int:
     return code
 
 
+BROWSER_MODES = ("auto", "true", "false")
+
+
+def browser_needs(environ: Mapping[str, str]) -> tuple[bool, tuple[str, ...]]:
+    """Whether the run needs Node and a browser, and the @playwright/test versions its browser checks'
+    runtimes use (a PLAYWRIGHT suite brings its own). The browsers input: auto, true or false."""
+    mode = environ.get("INPUT_BROWSERS", "").strip().lower() or "auto"
+    if mode not in BROWSER_MODES:
+        raise InputError(f"input browsers: expected auto, true or false, got {mode!r}")
+    # The engine's browser checks run on Linux and macOS (browser/setup.py locks its cache with fcntl).
+    if mode == "false" or os.name == "nt":
+        return False, ()
+    from runner.checks.protocols.browser.setup import DEFAULT_RUNTIME, RUNTIMES
+    from runner.models.check_definitions import SCRIPT_CHECK_TYPES, SUITE_CHECK_TYPES
+
+    types, runtimes = _check_types(environ)
+
+    needed = mode == "true" or bool(types & {*SCRIPT_CHECK_TYPES, *SUITE_CHECK_TYPES})
+    default = RUNTIMES[DEFAULT_RUNTIME]
+    versions = tuple(sorted({RUNTIMES.get(r or DEFAULT_RUNTIME, default) for r in runtimes})) or (default,)
+    return needed, versions if needed else ()
+
+
+def _checks_path(environ: Mapping[str, str]) -> str | None:
+    """The checks file the run reads: the checks input, else the spec's `checks:` (relative to the
+    spec's folder; the spec: the spec input, else testsession.yml when it exists)."""
+    checks = environ.get("INPUT_CHECKS", "").strip()
+    if checks:
+        return checks
+    spec = environ.get("INPUT_SPEC", "").strip() or "testsession.yml"
+    try:
+        import yaml
+
+        with open(spec, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    named = data.get("checks") if isinstance(data, dict) else None
+    return os.path.join(os.path.dirname(spec), named) if isinstance(named, str) and named else None
+
+
+def _check_types(environ: Mapping[str, str]) -> tuple[set[str], list[str | None]]:
+    """The types of the checks that run here, and the runtimeIds of the BROWSER and MULTI_STEP ones."""
+    path = _checks_path(environ)
+    if path is None:
+        return set(), []
+    from runner.checkly import is_project
+
+    if is_project(path):  # a Checkly project: its checks are known once Node has read it
+        return {"PLAYWRIGHT"}, []
+    from runner.emulator.core.checksfile import load_checks_file
+    from runner.emulator.core.world import Mode, WorldError
+    from runner.models.check_definitions import SCRIPT_CHECK_TYPES
+
+    try:
+        checks = load_checks_file(path, environ).world.accounts[0].checks
+    except (WorldError, OSError, ValueError):
+        return set(), []
+    real = [check for check in checks if check.plan.mode is Mode.REAL]
+    runtimes = [check.runtimeId for check in real if check.checkType in SCRIPT_CHECK_TYPES]
+    return {check.checkType for check in real}, runtimes
+
+
+def browsers_main(environ: Mapping[str, str]) -> int:
+    try:
+        needed, versions = browser_needs(environ)
+    except InputError as exc:
+        print(f"testsession: error: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    print(f"browsers={'true' if needed else 'false'}")
+    print(f"playwright={'-'.join(versions)}")
+    return 0
+
+
+def setup_browsers_main(environ: Mapping[str, str]) -> int:
+    """The Playwright of each version in PLAYWRIGHT_VERSIONS (installed once into the engine's cache)
+    and a browser for it; a warning, never a failed step, when one cannot be had."""
+    import subprocess
+
+    from runner.checks.protocols.browser import setup
+
+    by_version = {version: runtime for runtime, version in setup.RUNTIMES.items()}
+    versions = [v for v in environ.get("PLAYWRIGHT_VERSIONS", "").split("-") if v in by_version]
+    for version in versions or [setup.RUNTIMES[setup.DEFAULT_RUNTIME]]:
+        try:
+            found = _set_up(by_version[version])
+        except (setup.SetupError, OSError, subprocess.TimeoutExpired) as exc:
+            print(f"::warning::testsession: browser checks cannot run on this runner: {exc}", flush=True)
+            continue
+        print(f"browser checks: {found}", flush=True)
+    return 0
+
+
+def _set_up(runtime: str) -> str:
+    import subprocess
+    import time
+    from pathlib import Path
+
+    from runner.checks.protocols.browser import setup
+
+    deadline = time.monotonic() + setup.INSTALL_SECONDS
+    playwright = setup.find_playwright(
+        Path("/nonexistent"), runtime, progress=print, deadline=deadline, stop=None
+    )
+    try:
+        browser = setup.find_browser(playwright)
+    except setup.SetupError:
+        print("no Chrome or Chromium on this runner: installing Playwright's Chromium ...", flush=True)
+        command = [str(setup.node_tools().node), str(playwright.cli), "install", "chromium"]
+        subprocess.run(command, check=False, timeout=setup.INSTALL_SECONDS)
+        setup._BUILDS.pop((playwright.root, "chromium"), None)  # asked once per folder: ask again now
+        browser = setup.find_browser(playwright)
+    return f"Playwright {playwright.version} ({playwright.root}), browser {browser}"
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--browsers"]:
+        raise SystemExit(browsers_main(os.environ))
+    if sys.argv[1:] == ["--setup-browsers"]:
+        raise SystemExit(setup_browsers_main(os.environ))
     raise SystemExit(main())

@@ -41,18 +41,17 @@ def load_body_file(path: str) -> dict[str, Any]:
     import yaml
 
     from runner.core.errors import UsageError
+    from runner.core.files import MAX_INPUT_BYTES, InputFileError, read_input_text
 
     name = "stdin" if path == "-" else path
     try:
-        if path == "-":
-            text = sys.stdin.read()
-        else:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
-    except FileNotFoundError:
-        raise UsageError(f"{name}: file not found") from None
-    except IsADirectoryError:
-        raise UsageError(f"{name}: is a directory, not a file") from None
+        text = (
+            sys.stdin.read(MAX_INPUT_BYTES + 1) if path == "-" else read_input_text(path, "request body file")
+        )
+        if len(text) > MAX_INPUT_BYTES:
+            raise InputFileError(f"stdin: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB of text")
+    except InputFileError as exc:
+        raise UsageError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{name}: cannot read ({type(exc).__name__})") from None
     try:

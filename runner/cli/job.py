@@ -97,7 +97,7 @@ class JobSettings:
         emulator = emulator or demo or checks is not None
         if world and not emulator:
             raise UsageError("--world needs --emulator")
-        build = _build_plan(spec)
+        build = _build_plan(spec, environ)
         if build is not None and getattr(args, "detach", False):
             # The build started here stops when this command exits: the session would check nothing.
             raise UsageError(
@@ -124,7 +124,7 @@ class JobSettings:
             )
         state = getattr(args, "state", None)
         if state is not None and not emulator:
-            raise UsageError("--state needs --emulator")
+            raise UsageError("--state needs --emulator or --checks FILE: it keeps a local run's history")
         if state == "":
             raise UsageError("--state: give the state file's path")
         if state is None and emulator:
@@ -173,19 +173,34 @@ class JobSettings:
         return self.plan.timeout_seconds + analyses + 30.0
 
 
-def _build_plan(spec: RunSpec) -> BuildPlan | None:
+def _build_plan(spec: RunSpec, environ: Mapping[str, str]) -> BuildPlan | None:
     if spec.build is None:
         return None
     from runner.job.build import BuildPlan
 
     # The tool's own credentials stay with the tool: the API key and the comment's tokens.
     hidden = (ENV_API_KEY, spec.comment.gitlabTokenVariable, "GITHUB_TOKEN")
+    # Playwright's reuseExistingServer: !process.env.CI, unless the user said otherwise.
+    reuse = spec.build.reuseExisting
     return BuildPlan(
         url=spec.build.url,
         command=spec.build.command,
         timeout_seconds=spec.build.timeoutSeconds,
         hidden_env=hidden,
+        reuse_existing=reuse if reuse is not None else not _in_ci(environ),
     )
+
+
+def _remove_leftovers(local: bool) -> None:
+    """What a run that was killed (with its watchdog) left: its folder in TMPDIR and, for a run that
+    runs checks here, its `.run-*` fragments beside the browser checks' files (core/supervise.py)."""
+    from runner.core import supervise
+
+    supervise.remove_stale()
+    if local:
+        from runner.checks.artifacts import artifacts_dir
+
+        supervise.remove_stale_fragments(artifacts_dir())
 
 
 def _in_ci(environ: Mapping[str, str]) -> bool:
@@ -233,7 +248,7 @@ def _checkly_project(path: str, spec: RunSpec, environ: Mapping[str, str]) -> Ch
         print(line, file=sys.stderr, flush=True)
     # The project's text holds no ${VAR} of ours (a script's `${token}` is JavaScript, kept as written).
     data = escape_document({"checks": list(project.checks), "variables": []})
-    return parse_checks(data, path, environ)
+    return parse_checks(data, path, environ, project=True)
 
 
 def _connection(args: argparse.Namespace) -> Connection:
@@ -340,6 +355,7 @@ class Job:
         # command (Interrupted), and leaving the block stops the build on every way out.
         if self.settings.source == "demo":
             self.observer.notify(Note(f"{DEMO_MARK} --checks FILE runs your own checks against the build"))
+        _remove_leftovers(self.settings.emulator)
         with self._signals(), self._build():
             return self._run_checks()
 

@@ -37,18 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def read_results(path: str) -> str:
     from runner.core.errors import UsageError
+    from runner.core.files import InputFileError, read_input_text
 
     try:
-        with open(path, encoding="utf-8-sig") as handle:  # a BOM from an editor is fine
-            return handle.read()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory, expected a results.json file") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text (bad byte at offset {exc.start})") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        return read_input_text(path, "results.json file")  # a BOM from an editor is fine
+    except InputFileError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def handle(args: argparse.Namespace, ctx: Context) -> int:

@@ -92,6 +92,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="SECONDS",
         help="how long to wait for the URL before exit 4 (build.timeoutSeconds; default 60)",
     )
+    build.add_argument(
+        "--build-reuse",
+        action="store_true",
+        default=None,
+        help="a URL that already answers is the build, in CI too (build.reuseExisting; default: "
+        "reuse outside CI; in CI (CI=true) an answering URL is exit 2: a killed run's build may hold it)",
+    )
     shard = run.add_argument_group("a run split over CI jobs (testsession merge joins them)")
     shard.add_argument(
         "--shard",
@@ -121,7 +128,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="run the shipped demo world (scripted results, never your build's); every output says "
         "DEMO. In CI, --emulator without --checks or --world is refused unless --demo is given",
     )
-    service.add_argument("--state", metavar="PATH", help=f"with --emulator: {STATE_HELP}")
+    service.add_argument("--state", metavar="PATH", help=f"with --checks (or --emulator): {STATE_HELP}")
     service.add_argument(
         "--detach", action="store_true", help="trigger, print the session ids and links, and exit"
     )
@@ -224,6 +231,7 @@ def _overrides(args: argparse.Namespace) -> Overrides:
         build_command=getattr(args, "build_command", None),
         build_url=getattr(args, "build_url", None),
         build_timeout=getattr(args, "build_timeout", None),
+        build_reuse=getattr(args, "build_reuse", None),
         shard=getattr(args, "shard", None),
         shard_durations=getattr(args, "shard_durations", None),
     )

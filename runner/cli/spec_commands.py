@@ -1,4 +1,5 @@
-"""`testsession validate SPEC...` (offline check of spec files) and `testsession schema` (JSON Schema)."""
+"""`testsession validate FILE...` (offline check of spec files and checks files) and `testsession schema`
+(JSON Schema)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from runner.core.exitcodes import ExitCode
+from runner.core.text import for_line
 from runner.core.words import counted
 
 if TYPE_CHECKING:
@@ -18,13 +20,16 @@ if TYPE_CHECKING:
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     validate = subparsers.add_parser(
         "validate",
-        help="check spec files offline: every problem as FILE:LINE: field: what is allowed",
+        help="check spec files and checks files offline: every problem as FILE:LINE: field: what is allowed",
         description=(
-            "Check target specs without contacting the service. ${VAR} references are expanded from "
-            "the environment. Exit 0 when every spec is valid, 2 otherwise."
+            "Check target specs and checks files (run --checks FILE) without contacting the service: "
+            "a checks file is read by the loader `run --checks` uses. ${VAR} references are expanded "
+            "from the environment. Exit 0 when every file is valid, 2 otherwise."
         ),
     )
-    validate.add_argument("specs", nargs="+", metavar="SPEC", help="a spec file (YAML)")
+    validate.add_argument(
+        "specs", nargs="+", metavar="FILE", help="a spec file (YAML), or a checks file (YAML or JSON)"
+    )
     validate.add_argument(
         "--allow-unset",
         action="store_true",
@@ -67,6 +72,10 @@ def handle_validate(args: argparse.Namespace, ctx: Context) -> int:
 
     code = ExitCode.OK
     for path in args.specs:
+        if _other_kind(path) == CHECKS_FILE:
+            if not _validate_checks(path, ctx):
+                code = ExitCode.USAGE
+            continue
         try:
             spec = load_spec(path, os.environ, allow_unset=args.allow_unset)
         except SpecError as exc:
@@ -75,9 +84,8 @@ def handle_validate(args: argparse.Namespace, ctx: Context) -> int:
                 print(ctx.redact(problem), file=sys.stderr)
             count = len(exc.problems)
             print(f"{path}: {counted(count, 'problem')}", file=sys.stderr)
-            other = _other_kind(path)
-            if other:
-                print(f"{path}: {other}", file=sys.stderr)
+            if _other_kind(path) == WORLD_FILE:
+                print(f"{path}: {WORLD_HINT.format(path=path)}", file=sys.stderr)
             continue
         for session in spec.sessions:
             for secret in session.secret_values():
@@ -86,8 +94,14 @@ def handle_validate(args: argparse.Namespace, ctx: Context) -> int:
     return int(code)
 
 
+CHECKS_FILE, WORLD_FILE = "checks file", "world file"
+WORLD_HINT = "this looks like a world file: check it with `testsession emulator --check --world {path}`"
+
+
 def _other_kind(path: str) -> str | None:
-    """What to use when the file is not a spec but a world or a checks file (a hint, never a verdict)."""
+    """CHECKS_FILE or WORLD_FILE when the file is one of those rather than a spec, by its shape: a
+    list, or `checks:` a list without a spec's `sessions`/`runLocation`, is a checks file (as `run
+    --checks` reads it); `accounts:` a world. None: a spec, or a file that cannot be read as one."""
     from runner.spec.yamlfile import parse_yaml, read_text
 
     try:
@@ -95,13 +109,46 @@ def _other_kind(path: str) -> str | None:
     except Exception:
         return None
     if isinstance(data, dict) and "accounts" in data:
-        return f"this looks like a world file: check it with `testsession emulator --check --world {path}`"
+        return WORLD_FILE
     session = isinstance(data, dict) and ("sessions" in data or "runLocation" in data)
     if isinstance(data, list) or (
         isinstance(data, dict) and isinstance(data.get("checks"), list) and not session
     ):
-        return f"this looks like a checks file: run it with `testsession run --checks {path}`"
+        return CHECKS_FILE
     return None
+
+
+def _validate_checks(path: str, ctx: Context) -> bool:
+    """A checks file, read as `run --checks` reads it: True when it can run (a check that cannot run
+    on this machine is named: a session that matches it fails closed)."""
+    from runner.emulator.core.checksfile import load_checks_file
+    from runner.emulator.core.world import Mode, WorldError
+
+    try:
+        checks = load_checks_file(path, os.environ)
+    except WorldError as exc:
+        for problem in exc.problems:
+            print(ctx.redact(problem), file=sys.stderr)
+        print(f"{path}: {counted(len(exc.problems), 'problem')} (a checks file)", file=sys.stderr)
+        return False
+    for secret in checks.secrets:
+        ctx.redact.add(secret)
+    loaded = checks.world.accounts[0].checks
+    cannot = [c for c in loaded if c.plan.mode is not Mode.REAL]
+    for check in cannot:
+        print(
+            ctx.redact(
+                f"{path}: {for_line(check.name, 200)}: cannot run on this machine: {check.plan.reason}"
+            ),
+            file=sys.stderr,
+        )
+    for line in checks.warnings():
+        print(ctx.redact(f"{path}: {line}"), file=sys.stderr)
+    runs = f"{len(loaded) - len(cannot)} run here"
+    if cannot:
+        runs += f", {len(cannot)} cannot (a session that matches one fails closed)"
+    print(ctx.redact(f"{path}: ok (a checks file: {counted(len(loaded), 'check')}, {runs})"))
+    return True
 
 
 def handle_schema(args: argparse.Namespace, ctx: Context) -> int:

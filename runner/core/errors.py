@@ -182,8 +182,14 @@ class DeadlineExceeded(TestSessionError):
     """The run's deadline passed before the session finished."""
 
 
+class BuildPortTaken(UsageError):
+    """The build's URL answers before its command was started, where reuse is not allowed (in CI, as
+    Playwright's reuseExistingServer): exit 2, the user must free the port or allow reuse."""
+
+
 class BuildNotReady(TestSessionError):
-    """The build under test (`build:`, --build-command) did not answer at its URL: exit 4, nothing ran."""
+    """The build under test (`build:`, --build-command) exited or did not answer at its URL: exit 6
+    (BUILD_NOT_STARTED), nothing ran."""
 
 
 class Interrupted(BaseException):
@@ -215,6 +221,8 @@ def exit_code_for(exc: BaseException) -> ExitCode:
         return ExitCode.USAGE
     if isinstance(exc, DeadlineExceeded):
         return ExitCode.TIMEOUT
+    if isinstance(exc, BuildNotReady):
+        return ExitCode.BUILD_NOT_STARTED
     if isinstance(exc, ApiError):
         return ExitCode.SERVICE
     if isinstance(exc, TestSessionError):

@@ -19,8 +19,11 @@ class ExitCode(IntEnum):
                         also an internal error of the tool (a bug: reported with its traceback)
     5 NO_MATCH          the service said no check matched the target (403 ERR_NO_MATCHING_CHECKS);
                         0 when gate.failOnNoMatchingChecks is false
-    130 INTERRUPTED     SIGINT: the session was cancelled and partial reports written; also a reader
-                        that closed the output before any verdict (broken pipe)
+    6 BUILD_NOT_STARTED the build did not start: `build:` (--build-command) exited, or its URL did not
+                        answer within its timeout; nothing was triggered
+    130 INTERRUPTED     SIGINT: the session was cancelled and partial reports written; also a command
+                        ended by a closed output (broken pipe) before any verdict; `run` goes on
+                        to the gate's code and reports when its reader goes away
     143 TERMINATED      SIGTERM: the session was cancelled and partial reports written
     """
 
@@ -30,6 +33,7 @@ class ExitCode(IntEnum):
     TIMEOUT = 3
     SERVICE = 4
     NO_MATCH = 5
+    BUILD_NOT_STARTED = 6
     INTERRUPTED = 130
     TERMINATED = 143
 
@@ -39,6 +43,7 @@ SEVERITY: tuple[ExitCode, ...] = (
     ExitCode.TERMINATED,
     ExitCode.INTERRUPTED,
     ExitCode.USAGE,
+    ExitCode.BUILD_NOT_STARTED,
     ExitCode.SERVICE,
     ExitCode.TIMEOUT,
     ExitCode.CHECKS_FAILED,

@@ -9,6 +9,7 @@ import os
 import stat
 
 _NO_WAIT = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 class NotRegularFile(OSError):
@@ -19,6 +20,49 @@ class NotRegularFile(OSError):
         self.strerror = "not a regular file"
 
 
+class PlantedLink(OSError):
+    """A symbolic (or hard) link where testsession writes a file of its own: a poisoned CI cache or a
+    shared folder can plant one to make the tool overwrite the link's target, so it is never followed."""
+
+    def __init__(self, path: str, hard: bool = False) -> None:
+        what = "a hard link to another file" if hard else "a symbolic link"
+        self.message = (
+            f"{path}: is {what}; testsession writes its own files only where no link was planted "
+            "(remove the link, or choose another path)"
+        )
+        super().__init__(self.message)
+        self.strerror = f"is {what}"
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def refuse_link(path: str | os.PathLike[str]) -> None:
+    """PlantedLink when `path` itself (its last part) is a symbolic link; nothing when it is missing."""
+    if os.path.islink(path):
+        raise PlantedLink(os.fspath(path))
+
+
+def open_own(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
+    """os.open of a file testsession owns (a lock, a state file): the last part of `path` is never a
+    link followed (O_NOFOLLOW), and a regular file with more than one name (a planted hard link) is
+    refused through the same descriptor. PlantedLink for either; OSError otherwise."""
+    name = os.fspath(path)
+    if not _NO_FOLLOW:  # Windows: no O_NOFOLLOW; the check before the open is what it has
+        refuse_link(name)
+    try:
+        fd = os.open(name, flags | _NO_FOLLOW, mode)
+    except OSError as exc:
+        if os.path.islink(name):  # ELOOP on Linux, EMLINK on FreeBSD, EFTYPE on NetBSD
+            raise PlantedLink(name) from None
+        raise exc from None
+    status = os.fstat(fd)
+    if stat.S_ISREG(status.st_mode) and status.st_nlink > 1:
+        os.close(fd)
+        raise PlantedLink(name, hard=True)
+    return fd
+
+
 def read_regular(path: str, limit: int) -> bytes:
     """Up to `limit` + 1 bytes of the regular file at `path` (one more than the limit tells the caller
     it is too large). OSError when it cannot be read; NotRegularFile for a FIFO or device."""
@@ -27,6 +71,46 @@ def read_regular(path: str, limit: int) -> bytes:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise NotRegularFile(path)
         return handle.read(limit + 1)
+
+
+MAX_INPUT_BYTES = 16 * 1024 * 1024  # a checks file, world or body: the bench's 10,000 checks take 2.8 MB
+
+
+class InputFileError(ValueError):
+    """A user's input file that cannot be read as text: one line naming it, what is wrong and what is
+    allowed. Each reader turns it into its own error (SpecError, WorldError, UsageError): exit 2."""
+
+
+def read_input_text(path: str | os.PathLike[str], what: str, limit: int = MAX_INPUT_BYTES) -> str:
+    """The UTF-8 text (a BOM dropped) of the regular file at `path`, read with a cap, or InputFileError.
+    A FIFO, device or socket is refused before a byte is read (a FIFO nobody writes would hang the run,
+    /dev/zero fill the memory); `what` names the file's role in the messages ("checks file")."""
+    name = os.fspath(path)
+    try:
+        data = read_regular(name, limit)
+    except FileNotFoundError:
+        raise InputFileError(f"{name}: no such file") from None
+    except (IsADirectoryError, NotRegularFile):
+        if os.path.isdir(name):
+            raise InputFileError(f"{name}: is a directory, expected a {what}") from None
+        raise InputFileError(
+            f"{name}: not a regular file (a FIFO, device or socket); give the {what} as a file"
+        ) from None
+    except PermissionError:
+        raise InputFileError(f"{name}: cannot read: permission denied") from None
+    except OSError as exc:
+        raise InputFileError(f"{name}: cannot read: {exc.strerror or type(exc).__name__}") from None
+    if len(data) > limit:
+        size = f"{limit // (1024 * 1024)} MiB" if limit % (1024 * 1024) == 0 else f"{limit} bytes"
+        raise InputFileError(f"{name}: larger than {size} (the bound of a {what}); is this the right file?")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputFileError(
+            f"{name}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "save it as UTF-8"
+        ) from None
 
 
 def append_text(path: str, text: str, truncate: bool = False) -> None:

@@ -5,12 +5,19 @@ Decisions (docs/spec.md, "The build"):
 - The URL already answers before anything is started: the build is up (an earlier step, a developer's
   terminal); the command is not started and nothing is stopped at the end (Playwright's
   `reuseExistingServer: true`). A second build started on a taken port would only fail to bind.
+  Unless the plan says not to reuse (`reuse_existing` False: by default in CI, CI=true, as
+  Playwright's `reuseExistingServer: !process.env.CI`): then an answering URL with a command to start
+  is BuildPortTaken (exit 2): in CI what answers is most likely a build a killed run left, and
+  checking it would judge the wrong build.
 - "Answers" is an HTTP status from 200 to 403, as Playwright reads it: 404 and 5xx mean what stands
   behind the URL is not ready. No redirect is followed, no proxy used, no certificate checked: the
   probe only asks whether the build is up; the checks judge the rest.
 - The command runs under `sh -c` in a process group of its own (`start_new_session`): at the end
   the whole group gets SIGTERM, then SIGKILL after GRACE_SECONDS, on every way out (gate passed or
-  failed, error, signal), so no server it spawned outlives the run.
+  failed, error, signal), so no server it spawned outlives the run; so does every process carrying the
+  build's token (BUILD_TOKEN_VARIABLE in its environment): a grandchild that called setsid has left
+  the group, not the environment. When the run itself is killed, the run's watchdog
+  (core/supervise.py) ends the group and the token's processes.
 - A command that ends with code 0 before the URL answers (`docker compose up -d`) is waited for
   still; what it left running is not ours to stop. Any other code ends the wait at once (exit 4).
 - Its output is read line by line (each cut at MAX_LINE_BYTES), sanitised and masked: shown with
@@ -26,6 +33,7 @@ import signal
 import subprocess
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -33,7 +41,8 @@ from dataclasses import dataclass
 from typing import IO
 from urllib.parse import urlsplit
 
-from runner.core.errors import BuildNotReady
+from runner.core import supervise
+from runner.core.errors import BuildNotReady, BuildPortTaken
 from runner.core.redact import Redactor
 from runner.core.text import for_line
 
@@ -47,6 +56,7 @@ MAX_SHOWN = 100  # lines of the build's output shown in the log
 TAIL_LINES = 10  # lines kept for the error
 PREFIX = "[build] "
 CATCH_UP_SECONDS = 0.5  # at most, for the reader to take what the build printed before it answered
+BUILD_TOKEN_VARIABLE = "TESTSESSION_BUILD_TOKEN"  # finds what the build started, in a session or not
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,9 @@ class BuildPlan:
     # Variables of this process the command does not get: testsession's own credentials (the API key,
     # the comment's token). The rest of the environment is the build's, secrets it needs included.
     hidden_env: tuple[str, ...] = ()
+    # A URL that already answers is taken as the build (no command started). False: an error (exit 2)
+    # when there is a command to start; the caller decides (not in CI, or the user's reuseExisting).
+    reuse_existing: bool = True
 
 
 def probe(url: str, timeout: float) -> tuple[int | None, str]:
@@ -127,6 +140,7 @@ class Build:
         self._busy = False  # the reader has a line it has not queued yet (written by the reader)
         self._ready = False  # once the URL answered, the build's output goes to the tail only
         self._up_when_ready = False  # the command still ran when the URL answered (not `up -d`)
+        self._token = uuid.uuid4().hex  # in the build's environment: BUILD_TOKEN_VARIABLE
 
     # --- start and wait -----------------------------------------------------------------------
 
@@ -135,6 +149,13 @@ class Build:
         url = for_line(plan.url, 300)
         status, _ = probe(plan.url, PROBE_SECONDS)
         if answered(status):
+            if plan.command and not plan.reuse_existing:
+                raise BuildPortTaken(
+                    f"build: {url} already answers ({status}) before `{self._command()}` was started, "
+                    "and reuse is off (the default in CI, CI=true, as Playwright's reuseExistingServer): "
+                    "it may be a build that a killed run left. Stop what answers there, or allow reuse "
+                    "(build.reuseExisting: true, --build-reuse) to check it as it is"
+                )
             skipped = f": `{self._command()}` not started" if plan.command else ""
             self.say(f"build: {url} already answers ({status}){skipped}")
             return
@@ -189,6 +210,8 @@ class Build:
         # POSIX: a new session, so the group id is the child's pid and every process it starts
         # shares it. Windows (the Action's windows runners): a new process group, ended with taskkill /T.
         posix = os.name == "posix"
+        env = {k: v for k, v in os.environ.items() if k not in self.plan.hidden_env}
+        env = supervise.child_env({**env, BUILD_TOKEN_VARIABLE: self._token})  # no TMPDIR: its own
         self.process = subprocess.Popen(  # the user's own build command, a shell line
             command if not posix else ["/bin/sh", "-c", command],
             shell=not posix,
@@ -197,8 +220,10 @@ class Build:
             stderr=subprocess.STDOUT,
             start_new_session=posix,
             creationflags=0 if posix else getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
-            env={k: v for k, v in os.environ.items() if k not in self.plan.hidden_env},
+            env=env,
         )
+        if posix:
+            supervise.watch_group(self.process.pid)
         stream = self.process.stdout
         assert stream is not None
         self._reader = threading.Thread(target=self._read, args=(stream,), name="build-output", daemon=True)
@@ -279,16 +304,20 @@ class Build:
                     f"{self._last_lines()}"
                 )
             group = process.pid  # the session's (and group's) id: start_new_session
-            if _signal_group(group, signal.SIGTERM):
+            marker = f"{BUILD_TOKEN_VARIABLE}={self._token}"
+            if _signal_group(group, signal.SIGTERM) | _signal_pids(supervise.holders(marker), signal.SIGTERM):
                 end = self.clock() + self.grace_seconds
-                while self.clock() < end and _group_alive(process, group):
+                while self.clock() < end and (_group_alive(process, group) or supervise.holders(marker)):
                     time.sleep(0.05)
         finally:
             # Also when a second signal cut the grace short: nothing of the build outlives the run.
             if os.name == "posix":
                 _signal_group(process.pid, signal.SIGKILL)
+                _signal_pids(supervise.holders(f"{BUILD_TOKEN_VARIABLE}={self._token}"), signal.SIGKILL)
             with suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=1.0)
+            if os.name == "posix" and process.poll() is not None:
+                supervise.unwatch_group(process.pid)
             self._finish_reading()
             hidden = self._read_while_waiting - self._shown
             if hidden > 0:
@@ -305,6 +334,14 @@ def _signal_group(group: int, sig: signal.Signals) -> bool:
     except PermissionError:  # the id was reused by a process not ours: ours are gone
         return False
     return True
+
+
+def _signal_pids(pids: list[int], sig: signal.Signals) -> bool:
+    """False when there was none to signal."""
+    for pid in pids:
+        with suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+    return bool(pids)
 
 
 def _group_alive(process: subprocess.Popen[bytes], group: int) -> bool:

@@ -37,6 +37,7 @@ TITLES = {
     "timeout": "Timed out",
     "service-error": "Service error",
     "usage-error": "Usage error",
+    "build-not-started": "The build did not start",
     "interrupted": "Interrupted",
     "detached": "Detached",
 }

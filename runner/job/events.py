@@ -89,10 +89,12 @@ class DeadlinePassed:
 
 @dataclass(frozen=True)
 class SessionFailed:
-    """The session could not be run to its end: a service error, a usage error from the service."""
+    """The session could not be run to its end: a service error, a usage error from the service, an
+    internal error of the local executor (with its `traceback`, which the console prints)."""
 
     where: Where
     problem: str
+    traceback: str | None = None
 
 
 @dataclass(frozen=True)

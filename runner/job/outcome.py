@@ -21,7 +21,15 @@ AnalysisState = Literal["completed", "pending", "unavailable", "error", "timeout
 BaselineMark = Literal["newly-failing", "still-failing", "fixed", "still-passing", "new-check"]
 FailOn = Literal["any", "new"]
 RunVerdict = Literal[
-    "passed", "failed", "no-match", "timeout", "service-error", "usage-error", "interrupted", "detached"
+    "passed",
+    "failed",
+    "no-match",
+    "timeout",
+    "service-error",
+    "usage-error",
+    "interrupted",
+    "detached",
+    "build-not-started",
 ]
 
 
@@ -100,6 +108,9 @@ class ResultOutcome(OutcomeModel):
     baseline: BaselineMark | None = None  # None without a usable baseline
     attachments: list[Attachment] = Field(default_factory=empty_list)
     tests: list[SuiteTestOutcome] = Field(default_factory=empty_list)  # a Playwright check suite's
+    # The local executor failed on the check (a bug in the tool): its traceback. Not in results.json:
+    # the session's exit code (4) and problem say it there; the console prints the traceback.
+    internalError: str | None = Field(default=None, exclude=True)
 
 
 class Origin(OutcomeModel):

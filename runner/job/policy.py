@@ -47,6 +47,7 @@ RUN_VERDICTS: dict[ExitCode, RunVerdict] = {
     ExitCode.TIMEOUT: "timeout",
     ExitCode.SERVICE: "service-error",
     ExitCode.NO_MATCH: "no-match",
+    ExitCode.BUILD_NOT_STARTED: "build-not-started",
     ExitCode.INTERRUPTED: "interrupted",
     ExitCode.TERMINATED: "interrupted",
 }

@@ -24,6 +24,7 @@ from runner.core.errors import (
     exit_code_for,
 )
 from runner.core.exitcodes import ExitCode
+from runner.core.words import counted, first_of
 from runner.job.analyses import AnalysisPlan, GroupReader, checks_by_group, groups_by_frequency
 from runner.job.events import (
     AnalysesWaiting,
@@ -148,7 +149,7 @@ class SessionWorker:
         # The trigger's answer (a row per check) is the watch's from here, and is let go at its next
         # read; this frame would keep it for the whole wait (~19 MiB at 10,000 checks).
         del session
-        return self._named_checks(request, self._follow(watch))
+        return self._named_checks(request, self._internal_errors(self._follow(watch)))
 
     def _named_checks(self, request: TriggerRequest, outcome: SessionOutcome) -> SessionOutcome:
         """A session that ran to its end without a check the target named by id never passes."""
@@ -171,7 +172,22 @@ class SessionWorker:
         assert session is not None
         if followed:
             self.emit(Triggered(self.where, session.testSessionId, session.testSessionLink, followed=True))
-        return self._follow(self._watch(session))
+        return self._internal_errors(self._follow(self._watch(session)))
+
+    def _internal_errors(self, outcome: SessionOutcome) -> SessionOutcome:
+        """A check the local executor could not run for a bug of its own has no verdict, and neither
+        has the run: exit 4 (as any internal error), its traceback printed, never the check's failure
+        nor the user's configuration error."""
+        broken = [r for r in outcome.results if r.internalError]
+        if not broken or outcome.problem or outcome.exitCode not in (ExitCode.OK, ExitCode.CHECKS_FAILED):
+            return outcome
+        names = first_of([r.name for r in broken], 3)
+        problem = (
+            f"internal error of the local executor on {counted(len(broken), 'check')} ({names}); no verdict "
+            "(exit 4). This is a bug in testsession: please report it with the traceback above"
+        )
+        self.emit(SessionFailed(self.where, problem, traceback=broken[0].internalError))
+        return outcome.model_copy(update={"exitCode": int(ExitCode.SERVICE), "problem": problem})
 
     def _watch(self, session: TestSession) -> _Watch:
         reader = GroupReader(self.client, self.plan.analyses, self.where, self.emit, self.stop, self.clock)

@@ -33,6 +33,7 @@ from runner.core.errors import UsageError
 from runner.job.baseline import BaselineWarning, load_baseline
 from runner.job.outcome import ResultOutcome, ShardInfo
 from runner.models import Target, TriggerRequest
+from runner.models.sessions import UUID_PATTERN
 
 # GitLab's `parallel: N` sets these (1-based index); `--shard auto` reads them.
 CI_NODE_INDEX = "CI_NODE_INDEX"
@@ -42,6 +43,7 @@ MAX_SHARDS = 1000
 LADDER = 1.25  # durations are rounded to the nearest power of this: 1.0, 1.25, 1.56, 1.95, ...
 SQLITE_HEADER = b"SQLite format 3\x00"
 _PART = re.compile(r"^\s*([0-9]+)\s*/\s*([0-9]+)\s*$")
+_UUID = re.compile(UUID_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -116,9 +118,10 @@ def load_durations(path: str) -> Durations:
     """Durations from a results.json or an emulator state file; one that cannot be read gives a
     warning, and the split weighs every check the same (every part that cannot read it splits
     alike; one that can splits otherwise, which `testsession merge` refuses)."""
-    try:
-        with open(path, "rb") as handle:
-            header = handle.read(len(SQLITE_HEADER))
+    from runner.core.files import read_regular
+
+    try:  # a FIFO or device is refused before a byte is read (a FIFO nobody writes hung the run)
+        header = read_regular(path, len(SQLITE_HEADER))[: len(SQLITE_HEADER)]
     except OSError as exc:
         return Durations({}, {}, path, f"shard durations {path}: {exc.strerror or exc}; split by count")
     if header == SQLITE_HEADER:
@@ -214,6 +217,20 @@ def _listed_tags(requests: Sequence[TriggerRequest]) -> list[str]:
     return list(dict.fromkeys(tags))
 
 
+def _ids_are_uuids(units: Sequence[Unit]) -> None:
+    """A part is triggered with `target.checkId`, which takes check ids (uuids): a world or checks file
+    whose `id:` is another text cannot be split (a check without `id:` gets a uuid made from its name)."""
+    others = sorted({u.check_id for u in units if not _UUID.match(u.check_id)})
+    if others:
+        shown = ", ".join(repr(i[:40]) for i in others[:3]) + (
+            f" and {len(others) - 3} more" if len(others) > 3 else ""
+        )
+        raise UsageError(
+            f"--shard: a part names its checks by id, a uuid, and these ids are not: {shown}; give each "
+            "check a uuid as its id, or leave `id:` out of a checks file (an id is made from the name)"
+        )
+
+
 def plan_shard(
     client: ApiClient, requests: Sequence[TriggerRequest], shard: Shard, durations: Durations
 ) -> ShardPlan:
@@ -227,6 +244,7 @@ def plan_shard(
         if not matched:
             unmatched.append(index)
         units += [_unit(index, request, check_id) for check_id in dict.fromkeys(matched)]
+    _ids_are_uuids(units)
     parts = split(units, shard.total, durations)
     mine = parts[shard.index - 1]
     narrowed: list[TriggerRequest] = []

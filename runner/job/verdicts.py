@@ -29,6 +29,7 @@ from runner.models.sessions import RESULT_TYPES, SESSION_STATUSES
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9._@+-]+(/[A-Za-z0-9._@+-]+)*")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,40}")
 MAX_ATTACHMENTS = 10
+MAX_ROW_MESSAGE = 8192  # characters of a result row's own errorMessage kept (a group's is the service's)
 
 
 def attachments(result: SessionResult) -> list[Attachment]:
@@ -114,11 +115,46 @@ def _not_understood(result: SessionResult) -> str | None:
     return _contradiction(result)
 
 
+def _degraded_reason(result: SessionResult) -> str:
+    """Why a result passed degraded: the threshold and the measure where the service says (the
+    emulator's `degradedReason`); else what the run knows, its response time."""
+    said = (result.model_extra or {}).get("degradedReason")
+    if isinstance(said, str) and said.strip():
+        return said[:MAX_ROW_MESSAGE]
+    took = f" (response time {result.responseTime:,.0f} ms)" if result.responseTime is not None else ""
+    return f"the service marked the result degraded{took} and did not say which threshold it passed"
+
+
+MAX_TRACEBACK = 16_000
+
+
+def _internal_error(result: SessionResult) -> str | None:
+    """The emulator's `internalError` of a failed row: its executor failed on the check (a bug)."""
+    said = (result.model_extra or {}).get("internalError") if result.status == "FAILED" else None
+    return said[-MAX_TRACEBACK:] if isinstance(said, str) and said.strip() else None
+
+
 def _first_message(group_ids: list[str], groups: Mapping[str, ErrorGroupOutcome]) -> str | None:
     for group_id in group_ids:
         group = groups.get(group_id)
         if group is not None and group.message:
             return group.message
+    return None
+
+
+def failure_message(result: SessionResult, groups: Mapping[str, ErrorGroupOutcome]) -> str | None:
+    """Why a result failed, however many error groups the run has: its group's message when the run
+    read the group; else the row's own `errorMessage` where the service gives one (the emulator);
+    else which group holds it (a run reads at most job/analyses.py's MAX_GROUPS_READ groups)."""
+    found = _first_message(result.errorGroupIds, groups)
+    if found:
+        return found
+    said = (result.model_extra or {}).get("errorMessage")
+    if isinstance(said, str) and said.strip():
+        return said[:MAX_ROW_MESSAGE]
+    unread = [g for g in result.errorGroupIds if g not in groups]
+    if unread:
+        return f"the reason is in error group {unread[0][:100]}; its message was not read"
     return None
 
 
@@ -304,17 +340,22 @@ def check_outcome(
                 link=t.testSessionResultLink,
                 status=t.status,
                 durationSeconds=_duration(t),
-                error=_first_message(t.errorGroupIds, groups),
+                error=failure_message(t, groups),
             )
             for t in failed_tries
         ],
         errorGroupIds=list(result.errorGroupIds),
-        error=_first_message(result.errorGroupIds, groups) or _not_understood(result),
+        error=(
+            _degraded_reason(result)
+            if verdict == "degraded"
+            else failure_message(result, groups) or _not_understood(result)
+        ),
         known=knowledge.known,
         firstSeen=knowledge.firstSeen,
         lastSeenBefore=knowledge.lastSeenBefore,
         attachments=attachments(result),
         tests=suite_tests(result),
+        internalError=_internal_error(result),
     )
     # Kept for every check until the reports. Not a deep walk of its 19 values: its models are in
     # the two lists, empty but for a failure's attempts and a browser check's files.

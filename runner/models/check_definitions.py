@@ -6,8 +6,8 @@ on top of that: `hand_written_problems()` names each value of the wrong type and
 that production does not know, so a typo (`assertion:`, `path:` for `property:`) is an error, not an
 assertion quietly dropped. Whether a definition can run on this machine is a separate
 question, answered by `local_support()` (its check type) and `problems()` (its fields): API, URL, TCP,
-DNS, ICMP, TRACEROUTE, BROWSER, MULTI_STEP and PLAYWRIGHT checks run locally; every other type
-(AGENTIC, HEARTBEAT, SSL, ...), and an API check with a setup or teardown script where Node is missing,
+DNS, ICMP, TRACEROUTE, GRPC, SSL, BROWSER, MULTI_STEP and PLAYWRIGHT checks run locally; every other
+type (AGENTIC, HEARTBEAT, ...), and an API check with a setup or teardown script where Node is missing,
 is recognised and reported as not runnable here, HEARTBEAT and AGENTIC with their own reason
 (NOT_RUNNABLE_REASONS).
 
@@ -15,7 +15,9 @@ Sources: production's OpenAPI (ChecksV1ApiCheck, ChecksV1ApiRequest, ChecksV1Url
 ChecksV1TcpRequest, ChecksV1DnsRequest, ChecksV1IcmpMonitor, ChecksV1IcmpRequest,
 ChecksV1TracerouteMonitor, ChecksV1TracerouteRequestRead and their assertion schemas) and its construct
 docs (constructs/api-check.mdx, url-monitor.mdx, tcp-monitor.mdx, dns-monitor.mdx, icmp-monitor.mdx,
-traceroute-monitor.mdx) for the defaults.
+traceroute-monitor.mdx) for the defaults; ChecksV1GrpcMonitor, ChecksV1GrpcRequestRead,
+ChecksV1GrpcConfigRead, ChecksV1SslMonitor, ChecksV1SslRequest, ChecksV1SslConfig with
+constructs/grpc-monitor.mdx and ssl-monitor.mdx.
 """
 
 # No `from __future__ import annotations`: real annotations, as models/base.py says why.
@@ -30,7 +32,7 @@ from runner.models.base import ApiModel, shared_empty_list
 from runner.models.problems import Loc, clean_loc, error_message, format_loc, model_at, unknown_key_message
 from runner.models.test_command import DEFAULT_TEST_COMMAND, TestCommandError, parse_test_command
 
-LOCAL_CHECK_TYPES = ("API", "URL", "TCP", "DNS", "ICMP", "TRACEROUTE")
+LOCAL_CHECK_TYPES = ("API", "URL", "TCP", "DNS", "ICMP", "TRACEROUTE", "GRPC", "SSL")
 # Checks whose `script` (Playwright Test) runs here with Node, Playwright and Chromium (protocols/browser).
 SCRIPT_CHECK_TYPES = ("BROWSER", "MULTI_STEP")
 # Playwright check suites: the user's own Playwright project, run where it is (protocols/playwright).
@@ -68,6 +70,9 @@ DEFAULT_RESPONSE_TIMES_MS: dict[str, tuple[float, float]] = {
     # the construct's table, what the CLI writes, says 10000/20000: that one). ICMP: none apply
     # (ChecksV1IcmpMonitor has no response-time limits; packet loss decides, icmp.py).
     "TRACEROUTE": (10_000, 20_000),
+    # grpc-monitor.mdx 10000/20000; ssl-monitor.mdx 3000/10000 (the TLS handshake's time).
+    "GRPC": (10_000, 20_000),
+    "SSL": (3_000, 10_000),
 }
 
 COMPARISONS = (
@@ -85,6 +90,16 @@ ASSERTION_SOURCES: dict[str, tuple[str, ...]] = {
     "DNS": ("RESPONSE_CODE", "TEXT_ANSWER", "JSON_ANSWER", "RESPONSE_TIME"),
     "ICMP": ("LATENCY", "JSON_RESPONSE"),
     "TRACEROUTE": ("RESPONSE_TIME", "HOP_COUNT", "PACKET_LOSS"),
+    # ChecksV1GrpcAssertionRead, ChecksV1SslAssertion.
+    "GRPC": (
+        "RESPONSE_TIME",
+        "GRPC_RESPONSE",
+        "TEXT_BODY",
+        "GRPC_METADATA",
+        "GRPC_HEALTHCHECK_STATUS",
+        "GRPC_STATUS_CODE",
+    ),
+    "SSL": ("CERTIFICATE", "CONNECTION", "RESPONSE_TIME", "JSON_RESPONSE", "TEXT_RESPONSE"),
 }
 _ICMP_COMPARISONS = (
     "EQUALS", "NOT_EQUALS", "IS_EMPTY", "NOT_EMPTY", "GREATER_THAN", "LESS_THAN", "CONTAINS", "NOT_CONTAINS",
@@ -98,6 +113,10 @@ ASSERTION_COMPARISONS: dict[str, tuple[str, ...]] = {
     "ICMP": _ICMP_COMPARISONS,
     # ChecksV1TracerouteAssertionRead: any string; the builders write numbers: ICMP's list (ours).
     "TRACEROUTE": _ICMP_COMPARISONS,
+    "GRPC": COMPARISONS,  # the CLI's grpc-assertion-validation.ts: the shared list, for every source
+    # ChecksV1SslAssertion: any string; ssl-monitors/configuration.mdx lists the comparisons of each
+    # property's type (number, string, boolean ...): all of them are in ICMP's list.
+    "SSL": _ICMP_COMPARISONS,
 }
 # LATENCY and RESPONSE_TIME (traceroute) properties: RTT statistics in ms.
 LATENCY_PROPERTIES = ("avg", "min", "max", "stdDev")
@@ -329,6 +348,88 @@ class TracerouteRequest(_Request):
         return 443 if self.protocol == "TCP" else 33434
 
 
+class GrpcMetadataItem(ApiModel):
+    """ChecksV1GrpcMetadataItem: one key and value sent as gRPC request metadata."""
+
+    key: str = ""
+    value: str = ""
+
+    _value = field_validator("value", mode="before")(_text)
+
+
+class GrpcConfig(ApiModel):
+    """ChecksV1GrpcConfigRead; defaults from constructs/grpc-monitor.mdx (mode BEHAVIOR, tls true)."""
+
+    mode: str = "BEHAVIOR"
+    tls: bool = True
+    metadata: list[GrpcMetadataItem] = Field(default_factory=shared_empty_list)
+    service: str | None = None  # HEALTH: the service to ask about ("" or None: the server)
+    encoding: str | None = None  # PROTOBUF (or "", null); FLATBUFFERS does not run here
+    bfbsContent: str | None = None
+    serviceDefinition: str | None = None  # REFLECTION (default) or PROTO_FILE
+    method: str | None = None  # BEHAVIOR: package.Service/Method
+    protoContent: str | None = None
+    message: str | None = None  # BEHAVIOR: the request message as JSON
+
+    _mode = field_validator("mode", mode="before")(_null_is("BEHAVIOR"))
+    _tls = field_validator("tls", mode="before")(_null_is(True))
+    _metadata = field_validator("metadata", mode="before")(_null_is([]))
+
+
+class GrpcRequest(_Request):
+    """ChecksV1GrpcRequestRead: `url` is a host name or IP address (no scheme, no port)."""
+
+    url: str = ""
+    port: int | str | None = None  # a number or a string in production's schema (`{{VAR}}` here)
+    ipFamily: str = "IPv4"
+    skipSSL: bool = False
+    timeout: int | None = None  # seconds for the call (grpc-monitor.mdx: default 60, 1-180)
+    grpcConfig: GrpcConfig = Field(default_factory=GrpcConfig)
+
+    _port = field_validator("port", mode="before")(_port_value)
+    _family = field_validator("ipFamily", mode="before")(_null_is("IPv4"))
+    _skip = field_validator("skipSSL", mode="before")(_null_is(False))
+    _config = field_validator("grpcConfig", mode="before")(_null_is({}))
+
+    @property
+    def port_number(self) -> int | None:
+        return _port_number(self.port)
+
+
+class SslConfig(ApiModel):
+    """ChecksV1SslConfig; defaults from its schema (port 443, handshake 10 s, 20 days)."""
+
+    hostname: str = ""
+    port: int | str | None = 443
+    serverName: str | None = None  # SNI; hostname when unset
+    ipFamily: str = "IPv4"
+    skipChainValidation: bool = False
+    handshakeTimeoutMs: int = 10_000  # 1000-30000
+    alertDaysBeforeExpiry: int = 20  # 1-365: degraded within this many days of expiry
+    securityBaseline: dict[str, Any] | None = None
+    clientCertificateMode: str | None = None  # auto | explicit: a certificate stored in the account
+
+    _port = field_validator("port", mode="before")(_port_value)
+    _family = field_validator("ipFamily", mode="before")(_null_is("IPv4"))
+    _skip = field_validator("skipChainValidation", mode="before")(_null_is(False))
+    _handshake = field_validator("handshakeTimeoutMs", mode="before")(_null_is(10_000))
+    _days = field_validator("alertDaysBeforeExpiry", mode="before")(_null_is(20))
+
+    @property
+    def port_number(self) -> int | None:
+        return _port_number(self.port if self.port is not None else 443)
+
+
+class SslRequest(_Request):
+    """ChecksV1SslRequest: the target is in `sslConfig` (the construct's `request.hostname` and
+    `port` are written there by the CLI's synthesize)."""
+
+    sslConfig: SslConfig = Field(default_factory=SslConfig)
+    sslClientCertificateId: str | None = None
+
+    _config = field_validator("sslConfig", mode="before")(_null_is({}))
+
+
 class CheckDefinition(ApiModel):
     """The fields every check type shares; the request stays as production sent it."""
 
@@ -395,9 +496,13 @@ class CheckDefinition(ApiModel):
         """Whether a retry strategy (the check's or the session's) retries a failed run."""
         return True
 
+    def definition_problems(self) -> list[Problem]:
+        """Every field's problems: the files a script imports (any type may carry them), then the type's."""
+        return [*_file_path_problems(self), *self.field_problems()]
+
     def problems(self) -> list[str]:
-        """field_problems() as `field.path: what is allowed` lines."""
-        return [f"{format_loc(loc)}: {message}" for loc, message in self.field_problems()]
+        """definition_problems() as `field.path: what is allowed` lines."""
+        return [f"{format_loc(loc)}: {message}" for loc, message in self.definition_problems()]
 
     def attempt_limit(self) -> tuple[float, str]:
         """How long one attempt may take, and how its timeout names that bound: maxResponseTime (a type
@@ -413,6 +518,62 @@ class CheckDefinition(ApiModel):
         if self.maxResponseTime is not None:
             maximum = self.maxResponseTime
         return degraded, maximum
+
+
+MAX_NAME_BYTES = 255  # a file or folder name's bound on Linux, macOS and Windows file systems
+MAX_PATH_BYTES = 1024  # a path's, well inside every system's (macOS: 1024)
+
+
+def _path_problem(path: str) -> str | None:
+    """Why a file's path in a Checkly project cannot be written as a file on this machine; None: it can
+    (a path that leaves the project is skipped when the files are written, as before)."""
+    bad = next((c for c in path if ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF), None)
+    if bad is not None:
+        return f"contains the character U+{ord(bad):04X}; a path is printable text without control characters"
+    if len(path.encode("utf-8")) > MAX_PATH_BYTES:
+        return f"{len(path.encode('utf-8'))} bytes long; a path is at most {MAX_PATH_BYTES} bytes"
+    long = next((part for part in _parts(path) if len(part.encode("utf-8")) > MAX_NAME_BYTES), None)
+    if long is not None:
+        size = len(long.encode("utf-8"))
+        return f"has a name of {size} bytes; a file or folder name is at most {MAX_NAME_BYTES} bytes"
+    return None
+
+
+def _parts(path: str) -> tuple[str, ...]:
+    """The names of a path as the script runners write it (a Windows-made path has backslashes)."""
+    return tuple(part for part in path.replace("\\", "/").split("/") if part not in ("", "."))
+
+
+def _file_path_problems(check: CheckDefinition) -> list[Problem]:
+    """sharedFiles and the script paths: each path a file can have, and no path both a file and the
+    folder of another (bad names used to fail each attempt as "internal error of the local executor")."""
+    out: list[Problem] = []
+    files: dict[tuple[str, ...], Loc] = {}
+    folders: dict[tuple[str, ...], Loc] = {}
+    named: list[tuple[Loc, str]] = [
+        ((name,), value)
+        for name in ("scriptPath", "setupScriptPath", "tearDownScriptPath")
+        if isinstance(value := getattr(check, name, None), str)
+    ]
+    named += [(("sharedFiles", index, "path"), f.path) for index, f in enumerate(check.sharedFiles)]
+    for loc, path in named:
+        problem = _path_problem(path)
+        if problem is not None:
+            out.append((loc, problem))
+            continue
+        if loc[0] != "sharedFiles":
+            continue  # a script path names the script's folder; its file is written under our own name
+        parts = _parts(path)
+        files.setdefault(parts, loc)
+        for end in range(1, len(parts)):
+            folders.setdefault(parts[:end], loc)
+    for parts, loc in files.items():
+        if parts in folders:
+            other = format_loc(folders[parts])
+            out.append(
+                (loc, f"{'/'.join(parts)} is a file here and a folder in {other}; a path is one or the other")
+            )
+    return out
 
 
 def _assertion_problems(check_type: str, assertions: list[Assertion]) -> list[Problem]:
@@ -715,6 +876,138 @@ class PlaywrightCheckDefinition(CheckDefinition):
         return False
 
 
+GRPC_MODES = ("BEHAVIOR", "HEALTH")
+GRPC_SERVICE_DEFINITIONS = ("REFLECTION", "PROTO_FILE")
+# grpc.health.v1 HealthCheckResponse.ServingStatus: what GRPC_HEALTHCHECK_STATUS compares (a number).
+GRPC_HEALTH_STATUSES = {"UNKNOWN": 0, "SERVING": 1, "NOT_SERVING": 2, "SERVICE_UNKNOWN": 3}
+# ssl-monitors/configuration.mdx: the properties of the CERTIFICATE and CONNECTION sources.
+SSL_CERTIFICATE_PROPERTIES = (
+    "daysUntilExpiry", "subjectCN", "issuerCN", "serialNumber", "fingerprintSha256",
+    "issuerFingerprintSha256", "keySizeBits", "keyAlgorithm", "signatureAlgorithm", "sans", "selfSigned",
+    "isCA",
+)  # fmt: skip
+SSL_CONNECTION_PROPERTIES = (
+    "tlsVersion", "cipherSuite", "hostnameVerified", "chainTrusted", "ocspStapled", "ocspStatus",
+    "resolvedIp",
+)  # fmt: skip
+
+
+def _grpc_assertion_problems(assertions: list[Assertion]) -> list[Problem]:
+    """grpc-monitors/configuration.mdx: the health status is compared as its number ("the runner does
+    not accept string labels"), with EQUALS or NOT_EQUALS only. A label would never pass: refused,
+    naming the number."""
+    out: list[Problem] = []
+    for i, a in enumerate(assertions):
+        if a.source != "GRPC_HEALTHCHECK_STATUS":
+            continue
+        if a.comparison not in ("EQUALS", "NOT_EQUALS"):
+            out.append((("request", "assertions", i, "comparison"), "expected EQUALS or NOT_EQUALS"))
+        if a.target.strip() not in ("0", "1", "2", "3"):
+            number = GRPC_HEALTH_STATUSES.get(a.target.strip().upper())
+            hint = f" ({number} for {a.target.strip().upper()})" if number is not None else ""
+            numbers = ", ".join(f"{n} {label}" for label, n in GRPC_HEALTH_STATUSES.items())
+            out.append((("request", "assertions", i, "target"), f"expected a number: {numbers}{hint}"))
+    return out
+
+
+class GrpcCheckDefinition(CheckDefinition):
+    """ChecksV1GrpcMonitor: a gRPC health check (grpc.health.v1 Health/Check) or one unary call
+    (BEHAVIOR, the method found through server reflection or the check's protoContent),
+    protocols/grpc_monitor.py."""
+
+    checkType: Literal["GRPC"] = "GRPC"
+    request: GrpcRequest = Field(default_factory=GrpcRequest)
+
+    def local_support(self, scripts: bool = False) -> str | None:
+        reason = super().local_support(scripts)
+        if reason is not None:
+            return reason
+        config = self.request.grpcConfig
+        if config.encoding == "FLATBUFFERS":
+            return "GRPC checks with encoding FLATBUFFERS cannot run locally; only PROTOBUF does"
+        if self.request.skipSSL and config.tls:
+            return (
+                "GRPC checks with skipSSL cannot run locally (gRPC's TLS always verifies); trust the "
+                "server's CA instead (SSL_CERT_FILE or NODE_EXTRA_CA_CERTS)"
+            )
+        return None
+
+    def attempt_limit(self) -> tuple[float, str]:
+        """maxResponseTime, or the call's `timeout` when that is shorter."""
+        seconds, text = super().attempt_limit()
+        timeout = self.request.timeout
+        if timeout is not None and timeout < seconds:
+            return float(timeout), f"the timeout of {timeout} s"
+        return seconds, text
+
+    def field_problems(self) -> list[Problem]:
+        r, config = self.request, self.request.grpcConfig
+        out = _host_only("request.url", r.url) + _port_problems(r.port, required=True) + _no_should_fail(self)
+        out += _one_of("ipFamily", r.ipFamily, IP_FAMILIES)
+        if config.mode not in GRPC_MODES:
+            out.append((("request", "grpcConfig", "mode"), f"expected one of {', '.join(GRPC_MODES)}"))
+        if config.mode == "BEHAVIOR":
+            method = (config.method or "").strip()
+            service, _, name = method.rpartition("/")
+            if not service or not name or "/" in service.strip("/"):
+                out.append((("request", "grpcConfig", "method"),
+                            "required in BEHAVIOR mode: package.Service/Method"))  # fmt: skip
+            if config.serviceDefinition not in (None, "", *GRPC_SERVICE_DEFINITIONS):
+                allowed = ", ".join(GRPC_SERVICE_DEFINITIONS)
+                out.append((("request", "grpcConfig", "serviceDefinition"), f"expected one of {allowed}"))
+            if config.serviceDefinition == "PROTO_FILE" and not (config.protoContent or "").strip():
+                needed = "required with serviceDefinition PROTO_FILE: the .proto file's text"
+                out.append((("request", "grpcConfig", "protoContent"), needed))
+        if r.timeout is not None:
+            out += _range("request.timeout", r.timeout, 1, 180)
+        for i, item in enumerate(config.metadata):
+            if not item.key:
+                out.append((("request", "grpcConfig", "metadata", i, "key"), "required field is missing"))
+        return out + _assertion_problems("GRPC", r.assertions) + _grpc_assertion_problems(r.assertions)
+
+
+class SslCheckDefinition(CheckDefinition):
+    """ChecksV1SslMonitor: a TLS handshake with `sslConfig.hostname`, the certificate and the
+    connection judged (protocols/ssl_monitor.py). degraded/maxResponseTime apply to the handshake."""
+
+    checkType: Literal["SSL"] = "SSL"
+    request: SslRequest = Field(default_factory=SslRequest)
+
+    def local_support(self, scripts: bool = False) -> str | None:
+        reason = super().local_support(scripts)
+        if reason is not None:
+            return reason
+        if self.request.sslConfig.clientCertificateMode or self.request.sslClientCertificateId:
+            return (
+                "SSL checks with a client certificate cannot run locally: the certificate is stored in "
+                "the Checkly account (clientCertificateMode, sslClientCertificateId)"
+            )
+        return None
+
+    def attempt_limit(self) -> tuple[float, str]:
+        """The handshake's timeout, and 3 s more for the name lookup and the connection (ours)."""
+        ms = self.request.sslConfig.handshakeTimeoutMs
+        return ms / 1000 + 3.0, f"the handshakeTimeoutMs of {ms} ms"
+
+    def field_problems(self) -> list[Problem]:
+        c = self.request.sslConfig
+        at = ("request", "sslConfig")
+        out = _host_only("request.sslConfig.hostname", c.hostname) + _no_should_fail(self)
+        out += [((*at, "port"), message) for _, message in _port_problems(c.port, required=True)]
+        if c.ipFamily not in IP_FAMILIES:
+            out.append(((*at, "ipFamily"), f"expected one of {', '.join(IP_FAMILIES)}"))
+        out += _range("request.sslConfig.handshakeTimeoutMs", c.handshakeTimeoutMs, 1000, 30000)
+        out += _range("request.sslConfig.alertDaysBeforeExpiry", c.alertDaysBeforeExpiry, 1, 365)
+        if c.securityBaseline is not None and not isinstance(c.securityBaseline, dict):
+            out.append(((*at, "securityBaseline"), "expected an object"))
+        for i, a in enumerate(self.request.assertions):
+            allowed = {"CERTIFICATE": SSL_CERTIFICATE_PROPERTIES, "CONNECTION": SSL_CONNECTION_PROPERTIES}
+            props = allowed.get(a.source)
+            if props is not None and a.property not in props:
+                out.append((("request", "assertions", i, "property"), f"expected one of {', '.join(props)}"))
+        return out + _assertion_problems("SSL", self.request.assertions)
+
+
 def _kind(value: Any) -> str:
     check_type = value.get("checkType") if isinstance(value, dict) else getattr(value, "checkType", None)
     return check_type if check_type in RUNNABLE_CHECK_TYPES else "OTHER"
@@ -731,6 +1024,8 @@ DEFINITION_MODELS: dict[str, type[CheckDefinition]] = {
     "ICMP": IcmpCheckDefinition,
     "TRACEROUTE": TracerouteCheckDefinition,
     "PLAYWRIGHT": PlaywrightCheckDefinition,
+    "GRPC": GrpcCheckDefinition,
+    "SSL": SslCheckDefinition,
     "OTHER": CheckDefinition,
 }
 
@@ -764,6 +1059,8 @@ REQUEST_MODELS: dict[str, type[ApiModel]] = {
     "DNS": DnsRequest,
     "ICMP": IcmpRequest,
     "TRACEROUTE": TracerouteRequest,
+    "GRPC": GrpcRequest,
+    "SSL": SslRequest,
 }
 # What a key that looks like none of the allowed ones usually means, first allowed one wins.
 _LIKELY: dict[str, tuple[str, ...]] = {

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from runner.core.errors import UsageError
+from runner.core.files import PlantedLink
 
 # Where a container runtime leaves its mark: Docker, Podman; Kubernetes sets the service host.
 _CONTAINER_MARKS = ("/.dockerenv", "/run/.containerenv")
@@ -25,6 +26,7 @@ def write_atomic(path: str | Path, text: str) -> Path:
     directly and never replaced: renaming over `/dev/null` as root would destroy it for everyone."""
     target = Path(path)
     data = text.encode("utf-8")  # before anything is touched: an unencodable text changes nothing
+    _refuse_planted_link(target)
     try:
         status = target.stat()
     except FileNotFoundError:
@@ -59,11 +61,29 @@ def check_writable(paths: Mapping[str, Path], environ: Mapping[str, str] | None 
     never replaced."""
     env = os.environ if environ is None else environ
     for kind, path in paths.items():
+        try:
+            _refuse_planted_link(path)
+        except PlantedLink as exc:
+            raise UsageError(f"reports.{kind}: {exc}") from None
         problem = _write_problem(path)
         if problem:
             text, code = problem
             uid = f"uid {os.getuid()}" if hasattr(os, "getuid") else "this user"
             raise UsageError(f"reports.{kind}: cannot write {path} as {uid} ({text}); {_fix(env, code)}")
+
+
+def _refuse_planted_link(path: Path) -> None:
+    """PlantedLink when `path` is a symbolic link to a file or folder (or to nothing): a report replaces
+    what is there, and a link planted by a shared cache or checkout must not be followed (nor silently
+    replaced). A link to a device or FIFO (`/dev/stdout`) is written to, as the device itself is."""
+    if not path.is_symlink():
+        return
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        mode = None
+    if mode is None or stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        raise PlantedLink(str(path))
 
 
 def _write_problem(path: Path) -> tuple[str, int | None] | None:

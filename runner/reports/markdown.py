@@ -52,6 +52,7 @@ ICONS = {
     "timeout": "⏱️",
     "service-error": "⚠️",
     "usage-error": "⚠️",
+    "build-not-started": "⚠️",
     "interrupted": "⏹️",
     "detached": "⏳",
 }

@@ -270,6 +270,12 @@ class BuildSettings(SpecModel):
         description="How long to wait for the url to answer; past it the run ends with exit 4, "
         "naming the url and the command's last lines of output.",
     )
+    reuseExisting: bool | None = Field(
+        default=None,
+        description="Whether a url that already answers before the command was started is taken as "
+        "the build (the command is not started). Default: yes, except in CI (CI=true), where it is an "
+        "error (exit 2): it may be a build that a killed run left (Playwright's reuseExistingServer).",
+    )
 
 
 SHARD_PATTERN = r"^(auto|[1-9][0-9]*/[1-9][0-9]*)$"

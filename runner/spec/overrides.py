@@ -22,7 +22,7 @@ _FLAGS = {
     "failOn": "--fail-on",
     "baseline": "--baseline",
     "comment": "--comment/--gitlab-token-env",
-    "build": "--build-command/--build-url/--build-timeout",
+    "build": "--build-command/--build-url/--build-timeout/--build-reuse",
     "shard": "--shard/--shard-durations",
 }
 
@@ -49,6 +49,7 @@ class Overrides:
     build_command: str | None = None  # "" starts nothing (only waits for the URL)
     build_url: str | None = None
     build_timeout: float | None = None
+    build_reuse: bool | None = None  # --build-reuse: build.reuseExisting true
     shard: str | None = None  # "i/n" or "auto"
     shard_durations: str | None = None  # "" means none
 
@@ -132,7 +133,7 @@ def apply_overrides(spec: RunSpec, overrides: Overrides) -> RunSpec:
 
 
 def _build(data: dict[str, Any], o: Overrides) -> None:
-    if o.build_command is None and o.build_url is None and o.build_timeout is None:
+    if o.build_command is None and o.build_url is None and o.build_timeout is None and o.build_reuse is None:
         return
     build = dict(data.get("build") or {})
     if o.build_command is not None:
@@ -141,8 +142,12 @@ def _build(data: dict[str, Any], o: Overrides) -> None:
         build["url"] = o.build_url
     if o.build_timeout is not None:
         build["timeoutSeconds"] = o.build_timeout
+    if o.build_reuse is not None:
+        build["reuseExisting"] = o.build_reuse
     if not build.get("url"):
-        given = "--build-command" if o.build_command else "--build-timeout"
+        given = (
+            "--build-command" if o.build_command else "--build-reuse" if o.build_reuse else "--build-timeout"
+        )
         raise UsageError(
             f"{given} needs --build-url URL (or build.url in the spec): the address that answers "
             "once the build is up, e.g. http://127.0.0.1:8080/health"

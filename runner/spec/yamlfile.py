@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from runner.core.errors import SpecError
+from runner.core.files import InputFileError, read_input_text
 from runner.core.yamlguard import MAX_DEPTH, MAX_NODES, TooLarge, check_node_budget, node_lines
 
 Loc = tuple[str | int, ...]
@@ -35,27 +36,12 @@ class Document:
 
 
 def read_text(path: str | Path) -> str:
-    """The file as text, or SpecError with one line saying why not."""
-    name = str(path)
+    """The file as text, or SpecError with one line saying why not (core/files.py: a FIFO or device is
+    refused, the read is capped at MAX_FILE_BYTES)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise SpecError([f"{name}: no such file"]) from None
-    except IsADirectoryError:
-        raise SpecError([f"{name}: is a directory, expected a YAML file"]) from None
-    except PermissionError:
-        raise SpecError([f"{name}: cannot read: permission denied"]) from None
-    except OSError as exc:
-        raise SpecError([f"{name}: cannot read: {exc.strerror or type(exc).__name__}"]) from None
-    if len(data) > MAX_FILE_BYTES:
-        raise SpecError([f"{name}: larger than {MAX_FILE_BYTES} bytes; is this the spec?"])
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        byte = data[exc.start]
-        raise SpecError([f"{name}:{line}: not UTF-8 text (byte 0x{byte:02x}); save it as UTF-8"]) from None
+        return read_input_text(path, "YAML file", MAX_FILE_BYTES)
+    except InputFileError as exc:
+        raise SpecError([str(exc)]) from None
 
 
 class _Loader(yaml.SafeLoader):

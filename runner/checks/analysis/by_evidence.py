@@ -135,7 +135,8 @@ class _Facts:
 
     def artifacts(self, description: str) -> list[Evidence]:
         name = {"HTTP": "HTTP_REQUEST", "TCP": "TCP_REQUEST", "DNS": "DNS_QUERY", "ICMP": "ICMP_REQUEST",
-                "TRACEROUTE": "TRACEROUTE_REQUEST"}.get(self.kind, "HTTP_REQUEST")  # fmt: skip
+                "TRACEROUTE": "TRACEROUTE_REQUEST", "GRPC": "GRPC_REQUEST",
+                "SSL": "SSL_HANDSHAKE"}.get(self.kind, "HTTP_REQUEST")  # fmt: skip
         out = [Evidence(artifacts=[Artifact(name=name, type="REQUEST")], description=description)]
         if self.ev.timing is not None:
             out.append(
@@ -466,6 +467,29 @@ _CONFIGURATION_FIX = {
 _OTHER_FIX = "Fix the check's definition as the message says, or leave the check out of this run."
 
 
+def _internal(f: _Facts) -> tuple[Analysis, str]:
+    """A bug of the local executor: neither the check's nor the build's fault (the run exits 4)."""
+    message = _q(f.ev.message, 300)
+    return (
+        Analysis(
+            classification="INTERNAL ERROR",
+            userImpact=f"{f.check[0].upper()}{f.check[1:]} was not run to a verdict, so it says nothing "
+            "about the build under test.",
+            rootCause=f"testsession's local executor failed on the check (a bug in testsession): {message}.",
+            codeFix="Nothing in the check or the build: report the bug with the traceback the run printed "
+            "(and the version, `testsession --version`).",
+            evidence=[
+                Evidence(
+                    artifacts=[Artifact(name="CHECK_DEFINITION", type="CONFIGURATION")],
+                    description=f"The executor raised: {message}.",
+                )
+            ],
+            referenceLinks=[],
+        ),
+        "run-internal-error",
+    )
+
+
 def _configuration(f: _Facts) -> tuple[Analysis, str]:
     ev = f.ev
     message = _q(ev.message, 300)
@@ -542,10 +566,11 @@ def _by_kind(f: _Facts, kind: FailureKind) -> tuple[Analysis, str] | None:
             | FailureKind.VARIABLE_WITHOUT_VALUE
             | FailureKind.SECRET_TOO_SHORT
             | FailureKind.UNSUPPORTED_HELPER
-            | FailureKind.INTERNAL_ERROR
             | FailureKind.NO_SOCKET_PERMISSION
         ):
             return _configuration(f)
+        case FailureKind.INTERNAL_ERROR:
+            return _internal(f)
         case (
             FailureKind.NO_REPLY
             | FailureKind.HOST_UNREACHABLE
@@ -555,6 +580,17 @@ def _by_kind(f: _Facts, kind: FailureKind) -> tuple[Analysis, str] | None:
             return _path(f)
         case FailureKind.BODY_TRUNCATED:
             return _truncated(f)
+        case (
+            FailureKind.CERTIFICATE_EXPIRED
+            | FailureKind.CHAIN_UNTRUSTED
+            | FailureKind.HOSTNAME_MISMATCH
+            | FailureKind.SECURITY_BASELINE
+        ):
+            return _certificate(f)
+        case FailureKind.ASSERTION if f.kind == "SSL":
+            return _certificate(f)
+        case FailureKind.GRPC_STATUS | FailureKind.GRPC_HEALTH | FailureKind.GRPC_REFLECTION:
+            return _grpc(f)
         case FailureKind.HTTP_STATUS | FailureKind.ASSERTION if status is not None and status >= 400:
             return _http_status(f, status)
         case FailureKind.ASSERTION:
@@ -653,4 +689,123 @@ def _path(f: _Facts) -> tuple[Analysis, str]:
             referenceLinks=[link],
         ),
         f"run-{kind.replace('_', '-')}",
+    )
+
+
+# --- SSL and GRPC: the certificate, the gRPC answer ---------------------------------------------------
+
+_SSL_DOCS = ReferenceLink(
+    url="https://www.checklyhq.com/docs/detect/uptime-monitoring/ssl-monitors/overview/",
+    title="SSL monitors: troubleshooting",
+)
+_GRPC_DOCS = ReferenceLink(
+    url="https://www.checklyhq.com/docs/detect/uptime-monitoring/grpc-monitors/overview/",
+    title="gRPC monitors: troubleshooting",
+)
+_GRPC_CODES = ReferenceLink(
+    url="https://grpc.github.io/grpc/core/md_doc_statuscodes.html", title="gRPC status codes"
+)
+# kind: (why, fix); the SSL protocol's excerpt starts with its summary line, quoted as the evidence.
+_CERTIFICATE_RULES: dict[FailureKind, tuple[str, str]] = {
+    FailureKind.CERTIFICATE_EXPIRED: (
+        "The certificate served{at} has expired: clients refuse the connection.",
+        "Renew the certificate and deploy it (with its chain) to every server behind the name; automate "
+        "the renewal (ACME) well before expiry.",
+    ),
+    FailureKind.CHAIN_UNTRUSTED: (
+        "The certificate chain served{at} does not verify against the trusted roots: a self-signed or "
+        "internal CA certificate, a CA the machine does not trust, or a missing intermediate.",
+        "Serve the full chain (leaf and intermediates) from a CA clients trust; for an internal CA, "
+        "give the runner its certificate (SSL_CERT_FILE or NODE_EXTRA_CA_CERTS) or set "
+        "skipChainValidation to check only the certificate's other facts.",
+    ),
+    FailureKind.HOSTNAME_MISMATCH: (
+        "The certificate served{at} does not name the host the check connects to: the server sends "
+        "another site's (or a default) certificate, or the certificate lacks this name in its SANs.",
+        "Issue the certificate with this host name in its SANs, or send the right name as SNI "
+        "(sslConfig.serverName) when one address serves several certificates.",
+    ),
+    FailureKind.SECURITY_BASELINE: (
+        "The TLS setup{at} breaks a rule of the security baseline (an old TLS version, a short key or "
+        "a weak signature).",
+        "Raise the server's minimum TLS version, reissue the certificate with a stronger key or "
+        "signature, or relax the rule's severity in sslConfig.securityBaseline if this is accepted.",
+    ),
+}
+
+
+def _certificate(f: _Facts) -> tuple[Analysis, str]:
+    """An SSL check's certificate or connection failed: its summary line is the evidence
+    (`certificate for 127.0.0.1 expires in 9 days; alertDaysBeforeExpiry 30; TLS1.3 ...`)."""
+    ev = f.ev
+    summary = _q((ev.body_excerpt or "").split("\n", 1)[0], 300)
+    kind = ev.error_kind
+    if kind in _CERTIFICATE_RULES and kind is not None:
+        why, fix = _CERTIFICATE_RULES[kind]
+        classification, happened = "INFRA ERROR", why.format(at=f.at)
+        rule = f"run-{kind.value.replace('_', '-')}"
+    else:
+        classification, rule = "ASSERTION FAILURE", "run-ssl-assertion"
+        happened = (
+            f"The certificate or the connection{f.at} is not what the check expects: either the "
+            "certificate (its expiry, issuer, names) or the server's TLS setup changed, or the "
+            "expectation is out of date."
+        )
+        fix = (
+            "Renew or redeploy the certificate (its expiry, issuer and names) or fix the server's TLS "
+            "settings; update the assertion only if the new certificate is intended."
+        )
+    return (
+        Analysis(
+            classification=classification,
+            userImpact=f"Clients of {f.target} may get a certificate error or an insecure connection; "
+            f"{f.check} failed on it.",
+            rootCause=f"{happened} The check failed: {_q(ev.message, 200)}. The handshake: {summary}.",
+            codeFix=fix,
+            evidence=f.artifacts(f"The TLS handshake with {f.target}{f.at}: {summary}."),
+            referenceLinks=[_SSL_DOCS],
+        ),
+        rule,
+    )
+
+
+def _grpc(f: _Facts) -> tuple[Analysis, str]:
+    """A gRPC answer that is not OK, a health status other than SERVING, no reflection."""
+    ev = f.ev
+    kind = FailureKind(ev.error_kind)
+    answer = f" ({f.body})" if f.body else ""
+    if kind is FailureKind.GRPC_REFLECTION:
+        why = (
+            "The check could not find its method through server reflection: the server does not offer "
+            "reflection (many disable it), or it does not serve this service or method."
+        )
+        fix = (
+            "Enable server reflection on the service (grpc_reflection in the build), or correct the "
+            "method's name (package.Service/Method) to one the server lists."
+        )
+    elif kind is FailureKind.GRPC_HEALTH:
+        why = (
+            "The server answered the health check, but the service is not SERVING: it is starting, a "
+            "dependency it needs is down, or the service name is not the one it registers."
+        )
+        fix = (
+            "Look at the server's log for why it reports this status; make the build report SERVING "
+            "only once its dependencies are ready, and check the service name (empty: the server)."
+        )
+    else:
+        why = "The server answered the call with an error status instead of a response."
+        fix = (
+            "Look at the server's log for this call and the status it names; if this status is "
+            "expected, assert GRPC_STATUS_CODE."
+        )
+    return (
+        Analysis(
+            classification="APPLICATION ERROR" if kind is FailureKind.GRPC_STATUS else "INFRA ERROR",
+            userImpact=f"Clients calling {f.target} get no usable answer; {f.check} failed.",
+            rootCause=f"{why} The check failed: {_q(ev.message, 200)}{answer}.",
+            codeFix=fix,
+            evidence=f.artifacts(f"{f.target}{f.at}: {_q(ev.message, 200)}{answer}."),
+            referenceLinks=[_GRPC_DOCS, _GRPC_CODES],
+        ),
+        f"run-{kind.value.replace('_', '-')}",
     )

@@ -23,6 +23,8 @@ REGISTRY: dict[str, str] = {
     "MULTI_STEP": "browser",
     "ICMP": "icmp",
     "TRACEROUTE": "traceroute",
+    "GRPC": "grpc_monitor",
+    "SSL": "ssl_monitor",
     "PLAYWRIGHT": "playwright",
 }
 

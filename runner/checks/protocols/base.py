@@ -122,8 +122,9 @@ class Observation:
     values: Mapping[str, Any] = field(default_factory=dict)  # what each assertion source reads
     implicit: Failure | None = None  # fails the attempt unless an assertion failed first (a 4xx/5xx)
     connection_failure_passes: bool = False  # TCP shouldFail: a refused connection passes
-    # The answer itself is degraded, whatever its time (ICMP: packet loss at degradedPacketLossThreshold).
-    degraded: bool = False
+    # Why the answer itself is degraded, whatever its time (ICMP: packet loss at
+    # degradedPacketLossThreshold); None: it is not.
+    degraded: str | None = None
     # A child process's own evidence (BROWSER, MULTI_STEP, ICMP).
     steps: tuple[Step, ...] = ()
     console: tuple[str, ...] = ()

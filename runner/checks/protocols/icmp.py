@@ -114,16 +114,22 @@ def _failure(check: IcmpCheckDefinition, run: PingRun, job: Job) -> Failure | No
                    f"no echo reply to {run.packets_sent} pings within {waited} each: {where}")  # fmt: skip
 
 
-def loss_verdict(check: IcmpCheckDefinition, run: PingRun) -> tuple[bool, Failure | None]:
-    """(degraded, the failure) by packet loss: at or above maxPacketLossThreshold a failure (when some
-    replies came; none at all is `no_reply`), at or above degradedPacketLossThreshold degraded."""
+def loss_verdict(check: IcmpCheckDefinition, run: PingRun) -> tuple[str | None, Failure | None]:
+    """(why it is degraded, the failure) by packet loss: at or above maxPacketLossThreshold a failure
+    (when some replies came; none at all is `no_reply`), at or above degradedPacketLossThreshold
+    degraded, saying so."""
     degraded_at, failed_at = check.packet_loss_limits()
     if not run.packets_received:
-        return False, None
+        return None, None
     if run.packet_loss < failed_at:
-        return run.packet_loss >= degraded_at, None
+        if run.packet_loss < degraded_at:
+            return None, None
+        return (
+            f"packet loss {run.packet_loss:g}% reached the degradedPacketLossThreshold of {degraded_at:g}%: "
+            f"{run.packets_received} of {run.packets_sent} pings answered by {run.resolved_ip}"
+        ), None
     message = (
         f"packet loss {run.packet_loss:g}% reached the maxPacketLossThreshold of {failed_at:g}%: "
         f"{run.packets_received} of {run.packets_sent} pings answered by {run.resolved_ip}"
     )
-    return False, Failure(FailureKind.PACKET_LOSS, message, network=False)
+    return None, Failure(FailureKind.PACKET_LOSS, message, network=False)

@@ -35,14 +35,17 @@ def rendered(check: SocketCheck, subst: Substitution) -> SocketCheck:
         if isinstance(value, str) and "{{" in value:
             changes[name] = subst.render(value, f"request.{name}", encode=False)
     if isinstance(request.port, str) and "{{" in request.port:
-        port = subst.render(request.port, "request.port", encode=False).strip()
-        if not port.isdigit() or not 0 < int(port) < 65536:
-            # The value itself is not quoted: it may be a secret's.
-            raise VariableError(
-                FailureKind.INVALID_DEFINITION,
-                "request.port: expected a port number from 1 to 65535 once its variables are filled in",
-            )
-        changes["port"] = int(port)
+        changes["port"] = filled_port(request.port, subst, "request.port")
     if not changes:
         return check
     return check.model_copy(update={"request": request.model_copy(update=changes)})
+
+
+def filled_port(port: str, subst: Substitution, field: str) -> int:
+    """A port given as `{{VAR}}` (TCP, DNS, GRPC, SSL), filled in: a number from 1 to 65535, or
+    VariableError naming the field (the value itself is not quoted: it may be a secret's)."""
+    text = subst.render(port, field, encode=False).strip()
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        message = f"{field}: expected a port number from 1 to 65535 once its variables are filled in"
+        raise VariableError(FailureKind.INVALID_DEFINITION, message)
+    return int(text)

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import re
 import secrets
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.core.files import InputFileError, read_input_text
 from runner.core.text import for_line
 from runner.emulator.core.world import (
     CHECK_KEYS,
@@ -49,6 +51,8 @@ EMULATOR_KEYS = frozenset({*SCRIPTED_FIELDS, "maxRunSeconds", "kept"})
 PRODUCTION_KEYS = sorted(set(CHECK_KEYS) - EMULATOR_KEYS)
 TOP_KEYS = ("checks", "variables")
 _SLUG = re.compile(r"[^a-z0-9]+")
+# The namespace of the ids made for checks without one: uuid5(NAMESPACE_URL, this address), fixed forever.
+ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/testsession-runner/checks-file")
 
 
 @dataclass(frozen=True)
@@ -74,14 +78,18 @@ class ChecksFile:
 def load_checks_file(path: str | Path, environ: Mapping[str, str]) -> ChecksFile:
     """The checks of FILE as a world of their own; WorldError with every problem, one line each."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WorldError(f"{path}: cannot read the checks file ({exc.strerror or exc})") from None
+        text = read_input_text(path, "checks file")
+    except InputFileError as exc:
+        raise WorldError(str(exc)) from None
     data, lines = read_document(text, str(path))
     return parse_checks(data, str(path), environ, lines)
 
 
-def parse_checks(data: Any, source: str, environ: Mapping[str, str], lines: Lines = None) -> ChecksFile:
+def parse_checks(
+    data: Any, source: str, environ: Mapping[str, str], lines: Lines = None, project: bool = False
+) -> ChecksFile:
+    """`project`: the checks of a Checkly project (runner/checkly), which checkly itself validated: a
+    check whose fields cannot run here fails alone, with its reason, instead of refusing the file."""
     problems: list[Problem] = []
     prefix: Loc = ()
     variables: Any = []
@@ -146,7 +154,9 @@ def parse_checks(data: Any, source: str, environ: Mapping[str, str], lines: Line
             }
         ],
     }
-    world, found = world_problems(world_data, environ, checks_file=True) if not problems else (None, [])
+    world, found = (
+        world_problems(world_data, environ, checks_file=True, project=project) if not problems else (None, [])
+    )
     problems += [(_in_file(loc, prefix), message) for loc, message in found]
     if world is None or problems:
         raise WorldError(problem_lines(source, problems, lines))
@@ -156,22 +166,30 @@ def parse_checks(data: Any, source: str, environ: Mapping[str, str], lines: Line
 
 def _as_world_check(check: dict[str, Any], index: int, taken: set[str], folder: Path) -> dict[str, Any]:
     """The check as a world holds it: an id made from its name when it has none (a check written by
-    hand), a type that cannot run here marked so (it fails closed, never scripted), and a Playwright
-    check suite's project folder the checks file's own (its workingDir is relative to it)."""
+    hand; `made_id`), a type that cannot run here marked so (it fails closed, never scripted), and a
+    Playwright check suite's project folder the checks file's own (its workingDir is relative to it)."""
     out = {key: value for key, value in check.items() if key not in EMULATOR_KEYS}
     if not out.get("id"):
         base = _SLUG.sub("-", str(out.get("name") or "").lower()).strip("-") or f"check-{index + 1}"
         made, n = base, 1
-        while made in taken:
+        while made_id(made) in taken:
             n += 1
             made = f"{base}-{n}"
-        out["id"] = made
+        out["id"] = made_id(made)
     taken.add(str(out["id"]))
     if str(out.get("checkType", "API")) not in RUNNABLE_CHECK_TYPES:
         out["runsLocally"] = False  # its reason is the type's own, without a world's behaviour hint
     if out.get("checkType") in SUITE_CHECK_TYPES and not out.get("projectDir"):
         out["projectDir"] = str(folder.resolve())
     return out
+
+
+def made_id(slug: str) -> str:
+    """The id of a check written without one: a uuid, as production's ids (a trigger's `checkId`,
+    `--check-id`, a shard's part, a merge and the state file all take it), the same in every run of
+    the same file: uuid5 of the slug of its name (`Products API` -> `products-api`; a second check of
+    the same name `products-api-2`)."""
+    return str(uuid.uuid5(ID_NAMESPACE, slug))
 
 
 def _in_file(loc: Loc, prefix: Loc) -> Loc:
@@ -183,4 +201,4 @@ def _in_file(loc: Loc, prefix: Loc) -> Loc:
     return loc[2:] if loc[:2] == ("accounts", 0) else loc
 
 
-__all__ = ["LOCAL", "PRODUCTION_KEYS", "ChecksFile", "load_checks_file", "parse_checks"]
+__all__ = ["LOCAL", "PRODUCTION_KEYS", "ChecksFile", "load_checks_file", "made_id", "parse_checks"]

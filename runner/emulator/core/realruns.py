@@ -17,6 +17,7 @@ fraction of a second (the executor's own guarantee).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import uuid
 from dataclasses import dataclass
@@ -103,12 +104,29 @@ def execute(job: RealJob, hooks: RealRunHooks) -> None:
             scripts=runner_for(job.definition),
         )
     except Exception as exc:  # a bug in the executor: the check fails closed instead of hanging
-        hooks.attempt_finished(job, internal_error(exc), True)
+        hooks.attempt_finished(job, internal_error(exc, job), True)
 
 
-def internal_error(exc: BaseException) -> Attempt:
-    message = f"the check could not be run: internal error of the local executor ({type(exc).__name__})"
-    return Attempt.not_run(FailureKind.INTERNAL_ERROR, message)
+MAX_TRACEBACK = 16_000  # characters of an internal error's traceback kept (its end: where it failed)
+
+
+def internal_error(exc: BaseException, job: RealJob | None = None) -> Attempt:
+    """A bug of the executor as the check's attempt: INTERNAL_ERROR, with its traceback. Not the
+    user's configuration: the run ends with exit 4 and prints the traceback (job/session.py). Masked
+    with the check's secrets, as every attempt."""
+    import traceback
+
+    from runner.checks.outcome import mask
+    from runner.checks.variables import Substitution, VariableSources
+
+    message = (
+        f"internal error of the local executor: {type(exc).__name__}: {str(exc)[:300]} "
+        "(a bug in testsession, not in the check or the build)"
+    )
+    text = "".join(traceback.format_exception(exc)).rstrip()[-MAX_TRACEBACK:]
+    attempt = dataclasses.replace(Attempt.not_run(FailureKind.INTERNAL_ERROR, message), traceback=text)
+    redact = Substitution(job.variables if job is not None else VariableSources()).redact
+    return attempt if redact.empty else mask(attempt, redact)
 
 
 # --- a real check's run in the session, changed only under the Backend's lock --------------------------
@@ -139,7 +157,10 @@ def finish(run: SessionRun, evidence: Attempt, final: bool, at: float) -> None:
     attempt.error_class = (
         None if evidence.passed else (evidence.error_class or ErrorClass.CONFIGURATION_ERROR)
     )
-    attempt.message = None if evidence.passed else (evidence.message or str(evidence.error_kind or "failed"))
+    if evidence.passed:  # a pass says nothing, a degraded one why (the threshold and the measure)
+        attempt.message = evidence.message if attempt.degraded else None
+    else:
+        attempt.message = evidence.message or str(evidence.error_kind or "failed")
     attempt.response_ms = (
         evidence.response_time_ms if evidence.response_time_ms is not None else evidence.duration_ms
     )

@@ -29,6 +29,8 @@ DEFAULT_MESSAGES = {
     "error": "ReferenceError: page is not defined",
     "flaky": "connect ECONNRESET 10.0.0.12:443",
 }
+# Why a scripted `degrade` is degraded, unless its errorMessage says.
+SCRIPTED_DEGRADED = "degraded as the world scripts it (behaviour: degrade)"
 # The error class of each scripted behaviour that fails.
 BEHAVIOUR_CLASSES = {
     "fail": ErrorClass.ASSERTION_FAILURE,
@@ -86,8 +88,17 @@ def _outcome(
     if behaviour == "pass" or (behaviour == "flaky" and number > 1):
         return True, False, None, None
     if behaviour == "degrade":
-        return True, True, None, None
+        return True, True, None, message
     return False, False, BEHAVIOUR_CLASSES[behaviour], message or DEFAULT_MESSAGES[behaviour]
+
+
+def _scripted_degraded(check: WorldCheck) -> str:
+    """Why a scripted `degrade` is degraded: its time against its degradedResponseTime when the world
+    gives one below it, as a real run says it (checks/judge.py)."""
+    took, limit = check.durationSeconds * 1000, check.degradedResponseTime
+    if limit is not None and took > limit:
+        return f"response time {took:,.0f} ms exceeded the degradedResponseTime of {limit:,g} ms"
+    return SCRIPTED_DEGRADED
 
 
 def plan_run(
@@ -103,6 +114,8 @@ def plan_run(
     maximum) ends at `max_run` as a failed, timed-out run. `max_run` None: a hang never ends.
     """
     behaviour, message = resolve_behaviour(check, env)
+    if behaviour == "degrade" and not message:
+        message = _scripted_degraded(check)
     run = SessionRun(check=check, final_id=str(uuid.uuid4()))
     if behaviour == "hang" and max_run is None:
         run.attempts.append(SessionAttempt(id=run.final_id, start=start, end=None, passed=False))
@@ -178,6 +191,11 @@ def _result(
     extra: dict[str, Any] = {"bodyTruncated": cut} if cut else {}
     if failed:  # an extra field, left out when there is nothing to say (no dict of extras per row)
         extra["errorMessage"] = attempt.message
+        if attempt.evidence is not None and attempt.evidence.error_kind is FailureKind.INTERNAL_ERROR:
+            # A bug of the executor, not a verdict on the check: the run exits 4 and prints it.
+            extra["internalError"] = attempt.evidence.traceback or attempt.message
+    elif finished and attempt.degraded and attempt.message:  # why: the threshold and the measure
+        extra["degradedReason"] = attempt.message
     files = attempt.evidence.files if finished and attempt.evidence is not None else ()
     if files:  # a browser check's screenshot and trace (an extra field)
         extra["attachments"] = [{"name": f.name, "path": f.path} for f in files]

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner.core.errors import UsageError
 from runner.core.words import counted
-from runner.models import TestSession
+from runner.models import Analysis, TestSession
 
 if TYPE_CHECKING:  # sqlite3 is imported where a state file is opened: most runs keep no state
     import sqlite3
@@ -197,9 +197,13 @@ def _holder(fd: int) -> str:
 
 def _lock(path: Path, wait_seconds: float) -> int:
     """The open, locked `PATH.lock` with this process's pid in it."""
+    from runner.core.files import PlantedLink, open_own
+
     lock_path = path.with_name(path.name + ".lock")
     try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_own(lock_path, os.O_RDWR | os.O_CREAT, 0o644)  # a planted link is never written through
+    except PlantedLink as exc:
+        raise StateFileError(str(exc)) from None
     except OSError as exc:
         raise StateFileError(f"{lock_path}: cannot create the state file's lock ({exc.strerror})") from None
     deadline = time.monotonic() + wait_seconds
@@ -257,6 +261,50 @@ def _check_header(path: Path) -> None:
         )
 
 
+# What every row must hold for this version to read it: a value of another type (an edit, a tool
+# that wrote into the file, a damaged cache) is named at open, not met later as a traceback.
+_NUMBER = ("typeof({c}) NOT IN ('integer', 'real')", "a number")
+_INTEGER = ("typeof({c}) != 'integer'", "an integer")
+_TEXT = ("typeof({c}) != 'text'", "text")
+_LIST = ("(typeof({c}) != 'text' OR NOT json_valid({c}) OR json_type({c}) != 'array')", "a JSON list")
+_OBJECT = ("(typeof({c}) != 'text' OR NOT json_valid({c}) OR json_type({c}) != 'object')", "a JSON object")
+_OPTIONAL_OBJECT = (f"({{c}} IS NOT NULL AND {_OBJECT[0]})", "null or a JSON object")
+_ROW_RULES: tuple[tuple[str, str, tuple[str, str]], ...] = (
+    ("error_groups", "first_seen", _NUMBER), ("error_groups", "last_seen", _NUMBER),
+    ("error_groups", "raw", _TEXT), ("error_groups", "cleaned", _TEXT), ("error_groups", "check_id", _TEXT),
+    ("error_groups", "environments", _LIST), ("error_groups", "analyses", _LIST),
+    ("analyses", "created", _NUMBER), ("analyses", "ready_at", _NUMBER),
+    ("analyses", "content", _OPTIONAL_OBJECT),
+    ("sessions", "rendered_at", _NUMBER), ("sessions", "final", _INTEGER), ("sessions", "body", _OBJECT),
+)  # fmt: skip
+
+
+def damaged(path: Path, what: str) -> StateFileError:
+    """The error for a state file whose content this version cannot read, saying what to do."""
+    return StateFileError(
+        f"{path}: damaged state file ({what}); delete it (it keeps only what earlier runs left: error "
+        "groups, analyses and sessions; a new one is made) or give the state file another path"
+    )
+
+
+def _damage(path: Path, connection: sqlite3.Connection) -> StateFileError | None:
+    """The first value of a row that is not of its column's type, as an error naming it; or None."""
+    import sqlite3
+
+    for table, column, (rule, kind) in _ROW_RULES:
+        try:
+            row = connection.execute(
+                f"SELECT rowid FROM {table} WHERE {rule.format(c=column)} LIMIT 1"
+            ).fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such function" in str(exc):  # an SQLite built without JSON functions: types only
+                continue
+            raise
+        if row is not None:
+            return damaged(path, f"table {table}, row {row[0]}: {column} is not {kind}")
+    return None
+
+
 def _cancelled(body: dict[str, Any], at: float) -> dict[str, Any]:
     """A rendering still RUNNING, as CANCELLED at `at` (as a cancel at that moment renders it)."""
     stopped = iso(at)
@@ -295,8 +343,10 @@ class StateFile:
     @classmethod
     def open(cls, path: str | Path, wait_seconds: float = LOCK_WAIT_SECONDS) -> StateFile:
         """Opens (creating or migrating) the state file at `path`, locked for this process."""
+        from runner.core.files import PlantedLink, refuse_link
+
         path = Path(path)
-        if path.is_dir():
+        if path.is_dir() and not path.is_symlink():
             raise StateFileError(f"{path}: is a directory; give the state file's path")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -306,6 +356,10 @@ class StateFile:
 
         lock_fd = _lock(path, wait_seconds)
         try:
+            # SQLite opens by name and follows links: the file, its WAL, shared memory and rollback
+            # journal must not be links (checked under the lock, which keeps other runs out)
+            for name in (path.name, *(path.name + suffix for suffix in ("-wal", "-shm", "-journal"))):
+                refuse_link(path.with_name(name))
             if path.exists():
                 _check_header(path)
             connection = sqlite3.connect(
@@ -316,13 +370,22 @@ class StateFile:
                 if refusal:
                     raise StateFileError(refusal)
                 _prepare(connection)
-                _tidy(connection)
+                damage = _damage(path, connection)
+                if damage is not None:
+                    raise damage
+                try:
+                    _tidy(connection)
+                except (ValueError, TypeError, AttributeError) as exc:  # a body of another shape
+                    raise damaged(path, f"a session cannot be read: {type(exc).__name__}") from None
             except BaseException:
                 connection.close()
                 raise
         except sqlite3.Error as exc:
             os.close(lock_fd)
             raise StateFileError(f"{path}: cannot be used as a state file ({exc})") from None
+        except PlantedLink as exc:
+            os.close(lock_fd)
+            raise StateFileError(str(exc)) from None
         except BaseException:
             os.close(lock_fd)
             raise
@@ -445,6 +508,12 @@ class StateFile:
                 " FROM analyses WHERE account_id = ?",
                 (account_id,),
             ).fetchall()
+        for row in rows:  # read when the emulator starts: one this version cannot read is named here
+            try:
+                if row[7] is not None:
+                    Analysis.model_validate_json(row[7])
+            except ValueError:
+                raise damaged(self.path, f"table analyses, id {row[0]}: content is not an analysis") from None
         return [AnalysisRow(*row) for row in rows]
 
     # --- sessions ----------------------------------------------------------------------------

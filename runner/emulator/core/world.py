@@ -24,6 +24,7 @@ from pydantic import (
 
 from runner.core.errors import SpecError
 from runner.core.expand import Expansion, expand
+from runner.core.files import InputFileError, read_input_text
 from runner.core.messages import clean_message
 from runner.core.yamlguard import Loc, TooLarge, lines_later, load_plain_or_bounded
 from runner.emulator.core.faults import FaultSpec
@@ -313,7 +314,10 @@ class WorldCheck(_Strict):
                     f"{scripted[0]}: a check with a request runs for real; leave out " + ", ".join(scripted)
                 )
         # A checks file (checksfile.py) has no behaviour: and no settings: its advice differs.
-        plan = _decide(self, checks_file=bool(info.context and info.context.get("checks_file")))
+        context = info.context or {}
+        plan = _decide(
+            self, checks_file=bool(context.get("checks_file")), project=bool(context.get("project"))
+        )
         object.__setattr__(self, "_plan", plan)
         # Kept for the run's life: one set of given fields per distinct set, not one per check.
         share_parts(self)
@@ -368,7 +372,7 @@ _DEFINITION_KEYS = ("id", "name", "checkType", "tags", "activated", *DEFINITION_
 CHECK_KEYS = sorted({*WorldCheck.model_fields, *PRODUCTION_ONLY_FIELDS} - {"kept"})
 
 
-def _decide(check: WorldCheck, checks_file: bool = False) -> CheckPlan:
+def _decide(check: WorldCheck, checks_file: bool = False, project: bool = False) -> CheckPlan:
     """Its result is played from `behaviour` when given, or (only a type that could run here, without
     a request) left at `pass`. A BROWSER check written by hand without one is not scripted: it cannot
     run here, and it fails closed like a check `checks export` marked `runsLocally: false`."""
@@ -395,6 +399,12 @@ def _decide(check: WorldCheck, checks_file: bool = False) -> CheckPlan:
     suite = check.checkType in SUITE_CHECK_TYPES  # its project is what runs: testCommand has a default
     if reason is None and check.request is None and not browser and not suite:
         reason = f"{check.checkType} check without a request"
+    if reason is None and project:  # a Checkly project: one check's definition never refuses the rest
+        problems = definition.problems()
+        if problems:
+            reason = (
+                f"{check.checkType} check that cannot run as the project defines it: {'; '.join(problems)}"
+            )
     leave_out = CHECKS_FILE_LEAVE_OUT if checks_file else WORLD_LEAVE_OUT
     return (
         CheckPlan(Mode.REAL, definition)
@@ -569,7 +579,7 @@ def _check_problems(check: WorldCheck, world_runs_real_checks: bool) -> list[Pro
     problems: list[Problem] = list(hand_written_problems(data, parsed=parsed))
     if problems or plan.mode is not Mode.REAL or plan.definition is None:
         return problems
-    return plan.definition.field_problems()
+    return plan.definition.definition_problems()
 
 
 def _group_problems(a: int, account: Account, check_ids: set[str]) -> list[Problem]:
@@ -620,7 +630,7 @@ def problem_lines(source: str, problems: list[Problem], found: Lines) -> list[st
 
 
 def world_problems(
-    data: Any, environ: Mapping[str, str], checks_file: bool = False
+    data: Any, environ: Mapping[str, str], checks_file: bool = False, project: bool = False
 ) -> tuple[World | None, list[Problem]]:
     """The world of a parsed document (after ${VAR} expansion from `environ`), or every problem of it
     by field path: those of each check too, when another part of the file has problems of its own."""
@@ -635,7 +645,8 @@ def world_problems(
     if problems:
         return None, problems
     try:
-        world = World.model_validate(data, context={"checks_file": checks_file})
+        # project: a Checkly project's checks (runner/checkly), whose field problems fail the check alone.
+        world = World.model_validate(data, context={"checks_file": checks_file, "project": project})
     except ValidationError as exc:
         return None, _short(described_with_hints(exc, World)) + _request_problems(data)
     problems = _short(_consistency_problems(world))
@@ -730,7 +741,7 @@ def load_world(
         return parse_world(world, environ=environ)
     path = Path(world) if world is not None else DEFAULT_WORLD
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WorldError(f"{path}: cannot read the world file ({exc.strerror or exc})") from None
+        text = read_input_text(path, "world file")
+    except InputFileError as exc:
+        raise WorldError(str(exc)) from None
     return parse_world_text(text, str(path), environ)

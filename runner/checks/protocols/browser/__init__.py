@@ -8,7 +8,7 @@ console errors and failed requests, and the files (screenshot, trace) as evidenc
 Where Playwright and the browser come from: setup.py. Which checks share a `playwright test`: batch.py.
 How the scripts run: script.py. What they showed: report.py. Options (`OPTIONS`, set once by the caller
 before checks run, else from the environment):
-- artifacts_dir: screenshots and traces go to `<artifacts_dir>/<check>-<id>/attempt-<n>/`
+- artifacts_dir: screenshots and traces go to `<artifacts_dir>/<check id>/attempt-<n>/test-<n>/`
   (TESTSESSION_ARTIFACTS_DIR, default testsession-reports/browser in the working directory);
 - concurrency: at most this many browsers at once, the workers of a shared run
   (TESTSESSION_BROWSER_CONCURRENCY, default 2: a Chromium takes most of a core while a page loads;
@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.checks.artifacts import artifacts_dir
 from runner.checks.failures import ErrorClass, Failure, FailureKind, NotRun
 from runner.checks.outcome import EvidenceFile, Step, TimingPhases
 from runner.checks.protocols.base import CheckProtocol, Job, Observation
@@ -57,11 +58,7 @@ def _concurrency() -> int:
 
 @dataclass
 class BrowserOptions:
-    artifacts_dir: Path = field(
-        default_factory=lambda: Path(
-            os.environ.get("TESTSESSION_ARTIFACTS_DIR", "testsession-reports/browser")
-        )
-    )
+    artifacts_dir: Path = field(default_factory=artifacts_dir)
     concurrency: int = field(default_factory=_concurrency)
     workdir: Path | None = None
     progress: Progress = _stderr_line
@@ -117,7 +114,7 @@ class BrowserProtocol(CheckProtocol[ScriptCheckDefinition]):
             browser = find_browser(playwright)
         except SetupError as exc:
             raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, str(exc)) from None
-        out_dir = (OPTIONS.artifacts_dir / _folder(check) / f"attempt-{_next_attempt(check)}").resolve()
+        out_dir = attempt_dir(check)
         public = {"CHECK_NAME": check.name, "CHECK_ID": check.id, "CHECK_TYPE": check.checkType}
         shared, own = batch.split_environment(job.subst.environment(), public)
         config = check.playwrightConfig
@@ -238,10 +235,27 @@ def _drop_if_empty(folder: Path) -> None:
             path.rmdir()  # only when empty
 
 
+def attempt_dir(check: CheckDefinition) -> Path:
+    """The next attempt's evidence folder (absolute). Its check folder and itself are ours: a link
+    planted there (a shared cache or checkout) would take the files elsewhere, so the check does not
+    run (NotRun naming it; the gate never passes)."""
+    from runner.core.files import PlantedLink, refuse_link
+
+    folder = OPTIONS.artifacts_dir / _folder(check)
+    attempt = folder / f"attempt-{_next_attempt(check)}"
+    try:
+        refuse_link(folder)
+        refuse_link(attempt)
+    except PlantedLink as exc:
+        raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, f"evidence folder {exc}") from None
+    return attempt.resolve()
+
+
 def _folder(check: CheckDefinition) -> str:
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", check.name or "check").strip("-.")[:60] or "check"
-    ident = (check.id or "")[:8]
-    return f"{name}-{ident}" if ident else name
+    """The check's evidence folder: its id in a safe charset (an id such as `../../x` must not move
+    the files out of artifacts_dir), never its name or a test's title (text a script or a user can
+    make of a secret); checks whose ids read the same share it, each attempt in its own folder."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", check.id or "").strip("-")[:64] or "check"
 
 
 def _first_error(text: str) -> str:

@@ -33,19 +33,19 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import shutil
 import threading
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from runner.checks.protocols.browser.folders import renamed
 from runner.checks.protocols.browser.script import BatchRun, Member, ScriptRun, run_batch
 from runner.checks.protocols.browser.setup import Playwright
+from runner.core import supervise
 
 GATHER_QUIET = 0.1  # seconds without a new request before a run starts
 GATHER_MAX = 1.0  # the longest a request waits for others to arrive
@@ -202,7 +202,10 @@ def _run_once(
             return len(group), []
     start = time.monotonic()
     deadline = start + max(r.seconds for r in group) * math.ceil(len(group) / count)
-    out = first.output_dir.parent.parent / f".run-{uuid.uuid4().hex[:12]}"
+    # Beside the checks' folders (the same file system: its files are moved, not copied); a fragment a
+    # killed run left is removed by the next run (core/supervise.py, remove_stale_fragments).
+    out = first.output_dir.parent.parent / supervise.fragment_name()
+    supervise.remove_with_run(out)  # at exit too: a SIGTERM's run does not wait for this thread
     members = [
         Member(folder=f"c{n}", script=r.script, output_dir=r.output_dir, own_variables=r.own,
                script_path=r.script_path, shared_files=r.shared_files)
@@ -223,6 +226,7 @@ def _run_once(
         return _resolve(group, members, result, out, start)
     finally:
         shutil.rmtree(out, ignore_errors=True)
+        supervise.kept(out)
 
 
 def _resolve(
@@ -251,7 +255,8 @@ def _resolve(
             child = replace(child, timed_out=False)  # it finished before the run was ended
         report: dict[str, object] | None = None
         if own is not None or result.end is not None:
-            moved = [_moved(t, out, member) for t in tests]
+            # Its files to its own folder, each test's as test-<n> (folders.py: never a title)
+            moved = renamed(tests, out, member.output_dir, f"{member.folder}-")
             report = {"status": (result.end or {}).get("status", "ended"), "tests": moved, "errors": errors}
         if report is not None and _took_ms(tests) > request.seconds * 1000:
             child = replace(child, timed_out=True)
@@ -259,34 +264,6 @@ def _resolve(
         if not request.future.done():
             request.future.set_result(ScriptRun(child, report, started, own_ms, len(group)))
     return judged, left
-
-
-def _moved(test: Any, out: Path, member: Member) -> Any:
-    """The test with its files moved from the run's output folder to the member's own, paths updated."""
-    if not isinstance(test, dict):
-        return test
-    attachments = []
-    for a in _list(test.get("attachments")):
-        if isinstance(a, dict) and isinstance(a.get("path"), str):
-            a = {**a, "path": str(_move(Path(a["path"]), out, member))}
-        attachments.append(a)
-    return {**test, "attachments": attachments}
-
-
-def _move(path: Path, out: Path, member: Member) -> Path:
-    """Playwright's test folder (`c3-check-shopper-signs-in`) becomes the member's
-    `<output_dir>/check-shopper-signs-in`, as a check run alone names it."""
-    try:
-        rel = path.relative_to(out)
-    except ValueError:
-        return path
-    top = rel.parts[0]
-    target = member.output_dir / top.removeprefix(f"{member.folder}-")
-    if (out / top).exists() and not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(OSError):
-            os.replace(out / top, target)
-    return target.joinpath(*rel.parts[1:])
 
 
 def _took_ms(tests: Sequence[Any]) -> float:

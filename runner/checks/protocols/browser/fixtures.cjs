@@ -3,11 +3,22 @@
 // failed requests of every page, and a `request` fixture (a MULTI_STEP check's API calls) that keeps
 // its answers of 400 and more and its failed calls (attached to the test as `testsession-events`, at
 // most 100 each): what failed is named by them (a 503 of GET /api/cart), not only by the expect.
+// Each test's output folder is named from its spec's folder and a counter, not from its title as
+// Playwright names it: a title can be made of a secret (`test('types ' + process.env.TOKEN)`), and no
+// secret may reach a path (batch.py then names the folder test-<n>; folders.py).
+const path = require('path');
 const base = require('@playwright/test');
 
 const MAX_EVENTS = 100;
 const METHODS = ['fetch', 'get', 'post', 'put', 'patch', 'delete', 'head'];
+let made = 0;  // tests this worker process ran
 const test = base.test.extend({
+  testsessionOutputDir: [async ({}, use, testInfo) => {
+    const top = path.relative(testInfo.project.testDir, testInfo.file).split(path.sep)[0];
+    const retry = testInfo.retry ? `-retry${testInfo.retry}` : '';
+    testInfo.outputDir = path.join(testInfo.project.outputDir, `${top}-w${testInfo.workerIndex}-${++made}${retry}`);
+    await use();
+  }, { auto: true }],
   request: async ({ request }, use, testInfo) => {
     const events = [];
     const add = (event) => { if (events.length < MAX_EVENTS) events.push(event); };

@@ -19,12 +19,14 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from runner.checks.failures import Failure, FailureKind, NotRun
 from runner.checks.outcome import Step, SuiteTest
 from runner.checks.protocols import browser
 from runner.checks.protocols.base import CheckProtocol, Job, Observation
+from runner.checks.protocols.browser.folders import drop_title_folders, renamed
 from runner.checks.protocols.browser.report import browser_tests, suite_tests
 from runner.checks.protocols.browser.setup import Playwright, SetupError, find_browser, own_build
 from runner.checks.protocols.playwright.project import ProjectMissing, find_project
@@ -52,8 +54,7 @@ class PlaywrightSuiteProtocol(CheckProtocol[PlaywrightCheckDefinition]):
                 executable = find_browser(project.playwright)
             except (ProjectMissing, SetupError) as exc:
                 raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, str(exc)) from None
-            folder = browser.OPTIONS.artifacts_dir / browser._folder(check)
-            out_dir = (folder / f"attempt-{browser._next_attempt(check)}").resolve()
+            out_dir = browser.attempt_dir(check)
             try:
                 run = run_suite(project, browser=executable, output_dir=out_dir,
                                 variables=job.subst.environment(), deadline=deadline,
@@ -63,6 +64,11 @@ class PlaywrightSuiteProtocol(CheckProtocol[PlaywrightCheckDefinition]):
                 raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, why) from None
         finally:
             pool.release()
+        if run.report is not None:  # each test's folder as test-<n>, never its title (folders.py)
+            tests = run.report.get("tests")
+            moved = renamed(tests if isinstance(tests, list) else [], out_dir, out_dir)
+            run = replace(run, report={**run.report, "tests": moved})
+        drop_title_folders(out_dir)
         browser._drop_if_empty(out_dir)
         seen = browser._judged(check, run, start, job, code="testCommand")
         if run.report is not None:  # each test with its outcome and runs, the passed ones too

@@ -1,0 +1,234 @@
+"""Files a user, a CI cache or a checkout can hand the tool (issue 40): a link planted where testsession
+writes its own files is never followed, and a damaged, undecodable, special or oversized input file is
+exit 2 with one line naming it, never a traceback or a hang. Real runs (`run --checks`) in this process
+against a port where nothing listens: every check errors, so a run that gets through exits 1."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+from helpers import Ran, child_env, run_here
+
+CHECKS = """\
+checks:
+  - name: ok
+    checkType: API
+    request: {method: GET, url: "http://127.0.0.1:1/"}
+"""
+VICTIM = "the victim's own text, which no run may change\n"
+
+
+def run(tmp_path: Path, *argv: str) -> Ran:
+    checks = tmp_path / "ok.yml"
+    if not checks.exists():
+        checks.write_text(CHECKS, encoding="utf-8")
+    return run_here(["run", "--checks", "ok.yml", "--no-rca", "-q", *argv], child_env(), tmp_path)
+
+
+def one_line_error(ran: Ran, *says: str) -> None:
+    """Exit 2, no traceback, one line naming the problem (`validate` adds its count of problems)."""
+    assert ran.returncode == 2, (ran.returncode, ran.stderr)
+    assert "Traceback" not in ran.stderr
+    lines = ran.stderr.splitlines()
+    assert len(lines) == 1 or (len(lines) == 2 and lines[1].endswith(": 1 problem")), ran.stderr
+    for text in says:
+        assert text in lines[0], ran.stderr
+
+
+def victim(tmp_path: Path) -> Path:
+    path = tmp_path / "victim"
+    path.write_text(VICTIM, encoding="utf-8")
+    return path
+
+
+# --- links planted where the tool writes ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["state.db.lock", "state.db", "state.db-wal", "state.db-journal", "state.db-shm"]
+)
+def test_a_symbolic_link_planted_beside_the_state_file_is_refused_untouched(
+    tmp_path: Path, name: str
+) -> None:
+    """`ln -s victim state.db.lock` used to get "<pid>\\n" written over the victim's first 64 bytes."""
+    target = victim(tmp_path)
+    (tmp_path / name).symlink_to(target)
+    ran = run(tmp_path, "--state", "state.db")
+    one_line_error(ran, f"{name}: is a symbolic link")
+    assert target.read_text(encoding="utf-8") == VICTIM
+
+
+def test_a_hard_link_planted_as_the_lock_is_refused_untouched(tmp_path: Path) -> None:
+    target = victim(tmp_path)
+    os.link(target, tmp_path / "state.db.lock")
+    ran = run(tmp_path, "--state", "state.db")
+    one_line_error(ran, "state.db.lock: is a hard link to another file")
+    assert target.read_text(encoding="utf-8") == VICTIM
+
+
+def test_a_state_file_of_its_own_still_opens_again(tmp_path: Path) -> None:
+    """The refusals above leave the ordinary case alone: a second run reuses the file and its lock."""
+    assert run(tmp_path, "--state", "state.db").returncode == 1
+    ran = run(tmp_path, "--state", "state.db")
+    assert ran.returncode == 1, ran.stderr
+    assert "[known" in ran.stdout, ran.stdout  # the first run's failure, from the file
+
+
+@pytest.mark.parametrize("flag", ["--junit", "--json", "--markdown"])
+def test_a_report_path_that_is_a_planted_link_is_refused_untouched(tmp_path: Path, flag: str) -> None:
+    target = victim(tmp_path)
+    (tmp_path / "report").symlink_to(target)
+    ran = run(tmp_path, flag, "report")
+    one_line_error(ran, "report: is a symbolic link")
+    assert target.read_text(encoding="utf-8") == VICTIM
+    assert (tmp_path / "report").is_symlink()
+
+
+def test_a_report_to_dev_stdout_is_still_written(tmp_path: Path) -> None:
+    """/dev/stdout is a link too, to the process's output: a link to a device or FIFO is written to."""
+    if not os.path.islink("/dev/stdout"):
+        pytest.skip("no /dev/stdout link on this platform")
+    read, write = os.pipe()
+    (tmp_path / "out").symlink_to(f"/proc/self/fd/{write}")
+    ran = run(tmp_path, "--junit", "out")
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        assert pipe.read().startswith(b"<?xml"), ran.stderr
+    assert ran.returncode == 1, ran.stderr
+
+
+# --- a damaged state file ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("table", "column", "value", "kind"),
+    [
+        ("error_groups", "last_seen", "'garbage'", "a number"),
+        ("error_groups", "environments", "'[not json'", "a JSON list"),
+        ("sessions", "body", "'{\"status\": '", "a JSON object"),
+        ("sessions", "rendered_at", "x'00ff'", "a number"),
+    ],
+)
+def test_a_garbage_value_in_the_state_file_names_the_file_and_what_to_do(
+    tmp_path: Path, table: str, column: str, value: str, kind: str
+) -> None:
+    """A valid SQLite state file with one value of another type used to end in a traceback (ValueError
+    in StateFile.latest, exit 4)."""
+    assert run(tmp_path, "--state", "state.db").returncode == 1
+    with sqlite3.connect(tmp_path / "state.db") as db:
+        db.execute(f"UPDATE {table} SET {column} = {value}")
+    db.close()
+    ran = run(tmp_path, "--state", "state.db")
+    one_line_error(ran, "state.db: damaged state file", f"{column} is not {kind}", "delete it")
+
+
+# --- input files a user can write ----------------------------------------------------------------------
+
+
+def special(tmp_path: Path, kind: str) -> str:
+    if kind == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs on this platform")
+        os.mkfifo(tmp_path / "fifo")  # nobody writes it: reading it used to hang the run
+        return "fifo"
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero on this platform")
+    return "/dev/zero"  # endless: read whole it used to end in MemoryError
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+@pytest.mark.parametrize(
+    ("argv", "what"),
+    [
+        (["run", "--checks", "{}"], "checks file"),
+        (["validate", "{}"], "YAML file"),
+        (["emulator", "--check", "--world", "{}"], "world file"),
+    ],
+)
+def test_a_fifo_or_device_as_an_input_file_is_refused_at_once(
+    tmp_path: Path, kind: str, argv: list[str], what: str
+) -> None:
+    name = special(tmp_path, kind)
+    ran = run_here([arg.replace("{}", name) for arg in argv], child_env(), tmp_path)
+    one_line_error(ran, f"{name}: not a regular file (a FIFO, device or socket); give the {what} as a file")
+
+
+def test_a_checks_file_over_the_bound_is_refused_unread(tmp_path: Path) -> None:
+    (tmp_path / "big.yml").write_bytes(b"# " + b"x" * (16 * 1024 * 1024))
+    ran = run_here(["run", "--checks", "big.yml"], child_env(), tmp_path)
+    one_line_error(ran, "big.yml: larger than 16 MiB (the bound of a checks file)")
+
+
+@pytest.mark.parametrize("flag", ["--checks", "--world"])
+def test_a_latin1_byte_names_the_file_line_and_offset(tmp_path: Path, flag: str) -> None:
+    """A checks file saved as Latin-1 used to end in UnicodeDecodeError (exit 4, a traceback)."""
+    (tmp_path / "latin1.yml").write_bytes(CHECKS.replace("name: ok", "name: caf\xe9").encode("latin-1"))
+    argv = (
+        ["run", "--checks", "latin1.yml"]
+        if flag == "--checks"
+        else ["emulator", "--check", "--world", "latin1.yml"]
+    )
+    ran = run_here(argv, child_env(), tmp_path)
+    offset = CHECKS.index("name: ok") + len("name: caf")
+    one_line_error(ran, f"latin1.yml:2: not UTF-8 text (byte 0xe9 at offset {offset}); save it as UTF-8")
+
+
+BROWSER_CHECK = """\
+checks:
+  - name: b
+    checkType: BROWSER
+    script: "const { test } = require('@playwright/test'); test('x', async () => {});"
+    scriptPath: tests/b.spec.js
+    sharedFiles:
+"""
+
+
+@pytest.mark.parametrize(
+    ("files", "says"),
+    [
+        (['{path: "lib/a\\0b.js", content: x}'], "sharedFiles[0].path: contains the character U+0000"),
+        (
+            [f"{{path: lib/{'n' * 300}.js, content: x}}"],
+            "sharedFiles[0].path: has a name of 303 bytes; a file or folder name is at most 255 bytes",
+        ),
+        (
+            ["{path: lib/a.js, content: x}", "{path: lib/a.js/b.js, content: y}"],
+            "sharedFiles[0].path: lib/a.js is a file here and a folder in sharedFiles[1].path",
+        ),
+    ],
+    ids=["nul", "300-character-name", "file-and-folder"],
+)
+def test_shared_file_paths_no_file_can_have_are_refused_at_load(
+    tmp_path: Path, files: list[str], says: str
+) -> None:
+    """They used to fail each attempt as "internal error of the local executor" (exit 1, no verdict
+    on the script); refused before anything runs, they need no Node or browser here."""
+    text = BROWSER_CHECK + "".join(f"      - {item}\n" for item in files)
+    (tmp_path / "browser.yml").write_text(text, encoding="utf-8")
+    ran = run_here(["run", "--checks", "browser.yml", "-q"], child_env(), tmp_path)
+    one_line_error(ran, f"browser.yml:7: checks[0].{says}")
+
+
+def test_a_fifo_as_shard_durations_is_a_warning_not_a_hang(tmp_path: Path) -> None:
+    name = special(tmp_path, "fifo")
+    # An id of production's shape: a shard of checks without one is another issue's (ids made from names)
+    checks = CHECKS.replace("  - name: ok", "  - id: 0b9a3c4d-1111-4a5b-8c6d-000000000001\n    name: ok")
+    (tmp_path / "ok.yml").write_text(checks, encoding="utf-8")
+    argv = ["run", "--checks", "ok.yml", "--no-rca", "--shard", "1/1", "--shard-durations", name]
+    ran = run_here(argv, child_env(), tmp_path)
+    assert ran.returncode == 1, ran.stderr  # the run goes on, split by count
+    assert f"shard durations {name}: not a regular file; split by count" in ran.stdout + ran.stderr
+
+
+def test_an_analysis_of_another_shape_in_the_state_file_is_named(tmp_path: Path) -> None:
+    """Valid JSON, not an analysis: it used to end in pydantic's ValidationError (exit 4)."""
+    (tmp_path / "ok.yml").write_text(CHECKS, encoding="utf-8")
+    argv = ["run", "--checks", "ok.yml", "-q", "--state", "state.db"]
+    assert run_here(argv, child_env(), tmp_path).returncode == 1  # with its root cause analysis
+    with sqlite3.connect(tmp_path / "state.db") as db:
+        assert db.execute("UPDATE analyses SET content = '{\"x\": 1}'").rowcount == 1
+    db.close()
+    one_line_error(run_here(argv, child_env(), tmp_path), "state.db: damaged state file (table analyses, id ")
