@@ -1,6 +1,6 @@
-"""A local run reaches the emulator in this process (runner/emulator/core/answers.py): the same
+"""A run of a world reaches the emulator in this process (runner/emulator/core/answers.py): the same
 answers as over HTTP, no FastAPI, uvicorn or requests loaded, and a world whose faults need a socket
-still served over HTTP."""
+still served over HTTP. A checks file's run reaches no emulator at all (runner/job/local.py)."""
 
 from __future__ import annotations
 
@@ -95,6 +95,7 @@ from runner.cli.main import main
 code = main(sys.argv[1:])
 LIBRARIES = ("fastapi", "uvicorn", "starlette", "requests", "urllib3")
 print("LOADED:" + ",".join(sorted(m for m in LIBRARIES if m in sys.modules)))
+print("EMULATOR:" + ",".join(sorted(m for m in sys.modules if m.startswith("runner.emulator"))))
 raise SystemExit(code)
 """
 
@@ -123,12 +124,38 @@ def test_a_checks_file_runs_without_an_http_server(web: HttpServer, tmp_path: Pa
     _checks(tmp_path, web)
     ran = _run(tmp_path, "--checks", "checks.yml")
     assert ran.returncode == 1, ran.stderr
-    assert "emulator in this process (no HTTP server)" in ran.stderr
+    assert "checks run in this process by the engine (no service, no emulator)" in ran.stderr
     # Nothing of FastAPI, uvicorn or Starlette, nor of requests: no request crosses a socket.
     assert "LOADED:\n" in ran.stdout + "\n", ran.stdout
+    # Nor any module of the emulator: the engine's attempts go to the job directly.
+    assert "EMULATOR:\n" in ran.stdout + "\n", ran.stdout
     data = json.loads((tmp_path / "testsession-reports" / "results.json").read_text(encoding="utf-8"))
     statuses = {r["name"]: r["status"] for s in data["sessions"] for r in s["results"]}
     assert statuses == {"Health": "PASSED", "Missing": "FAILED"} and data["exitCode"] == 1
+
+
+def test_a_spec_with_a_checks_file_loads_nothing_of_the_emulator(web: HttpServer, tmp_path: Path) -> None:
+    """`checks: FILE` in a spec is the same local run as --checks; a world is the emulator's (the
+    probe sees its modules: the test can tell the two apart)."""
+    _checks(tmp_path, web)
+    (tmp_path / "spec.yml").write_text("checks: checks.yml\nrunLocation: local\n", encoding="utf-8")
+    ran = _run(tmp_path, "spec.yml")
+    assert ran.returncode == 1, ran.stderr
+    assert "EMULATOR:\n" in ran.stdout + "\n", ran.stdout
+    world = {
+        "accounts": [
+            {
+                "id": "a",
+                "keys": [{"key": "tsk_test_0123456789"}],
+                "checks": [{"id": "c", "name": "C", "durationSeconds": 0}],
+            }
+        ]
+    }
+    (tmp_path / "world.yml").write_text(yaml.safe_dump(world), encoding="utf-8")
+    (tmp_path / "world-spec.yml").write_text("runLocation: eu-west-1\n", encoding="utf-8")
+    served = _run(tmp_path, "world-spec.yml", "--emulator", "--world", "world.yml")
+    assert served.returncode == 0, served.stderr
+    assert "EMULATOR:runner.emulator" in served.stdout, served.stdout
 
 
 def test_a_run_in_this_process_leaves_the_collector_as_it_found_it(web: HttpServer, tmp_path: Path) -> None:

@@ -404,12 +404,12 @@ def _check_types(environ: Mapping[str, str]) -> tuple[set[str], list[str | None]
 
     if is_project(path):  # a Checkly project: its checks are known once Node has read it
         return {"PLAYWRIGHT"}, []
-    from runner.emulator.core.checksfile import load_checks_file
-    from runner.emulator.core.world import Mode, WorldError
+    from runner.checks.checksfile import load_checks_file
+    from runner.checks.declared import Mode, WorldError
     from runner.models.check_definitions import SCRIPT_CHECK_TYPES
 
     try:
-        checks = load_checks_file(path, environ).world.accounts[0].checks
+        checks = load_checks_file(path, environ).checks
     except (WorldError, OSError, ValueError):
         return set(), []
     real = [check for check in checks if check.plan.mode is Mode.REAL]

@@ -38,6 +38,7 @@ from runner.job.digest import DEMO_MARK, digest
 from runner.job.events import EventQueue, Finished, Note, Observer, Observers
 from runner.job.outcome import Outcome
 from runner.job.policy import Gate
+from runner.job.remote import RemoteSource
 from runner.job.run import Runner
 from runner.job.session import SessionPlan
 from runner.metadata import resolve_metadata
@@ -49,13 +50,14 @@ if TYPE_CHECKING:
     # The baseline, the build and the shard are imported where a run has one (--baseline,
     # build:/--build-command, --shard): most runs have none, and their modules (a dozen frozen
     # dataclasses, subprocess) were ~4% of a one-check run's start-up.
+    from runner.checks.checksfile import ChecksFile
     from runner.emulator import Emulator
     from runner.emulator.core.answers import LocalService
-    from runner.emulator.core.checksfile import ChecksFile
     from runner.emulator.core.world import World
     from runner.job.baseline import Baseline, BaselineWarning
     from runner.job.build import BuildPlan
     from runner.job.shard import Shard, ShardPlan
+    from runner.job.source import ResultSource
 
 STDOUT = "-"  # a report path that means standard output
 
@@ -217,8 +219,8 @@ def _checks_file(args: argparse.Namespace, spec: RunSpec, environ: Mapping[str, 
         path = str(base / spec.checks)
     if not path:
         return None
-    from runner.emulator.core.checksfile import load_checks_file
-    from runner.emulator.core.world import WorldError
+    from runner.checks.checksfile import load_checks_file
+    from runner.checks.declared import WorldError
 
     try:
         from runner.checkly import is_project
@@ -234,8 +236,8 @@ def _checkly_project(path: str, spec: RunSpec, environ: Mapping[str, str]) -> Ch
     """The project's checks as a checks file: the session's variables (--env, --secret-env, the
     spec's) reach the project's parse too, where checkly.config.ts may read process.env."""
     from runner.checkly import load_project
-    from runner.emulator.core.checksfile import parse_checks
-    from runner.emulator.core.world import escape_document
+    from runner.checks.checksfile import parse_checks
+    from runner.checks.declared import escape_document
 
     variables = {
         v.key: v.value for session in spec.sessions for v in session.environmentVariables or [] if v.value
@@ -373,21 +375,21 @@ class Job:
         baseline = None if self.settings.detach else self._baseline()
         events = EventQueue()
         with ExitStack() as scope:
-            with memory.start_up():  # the client, and for a local run the world and its backend
-                client = scope.enter_context(self._client(events))
+            with memory.start_up():  # the client, or a checks file's engine and state
+                source = scope.enter_context(self._source(events))
             self._check_writable()
-            plan = self._shard(client, requests)
+            plan = self._shard(source, requests)
             if plan is not None:
                 requests = plan.requests
             runner = self._runner = Runner(
-                client, self.settings.plan, self.observer, commit, baseline=baseline, events=events
+                source, self.settings.plan, self.observer, commit, baseline=baseline, events=events
             )
             outcome = runner.run(requests, detach=self.settings.detach)
-        # The run is over (a signal now changes nothing, see _signals): the client, and with a local
-        # run the world and the backend it reaches, are let go before the reports are made (at
-        # 10,000 checks they would hold ~40 MiB through the reports' own peak).
+        # The run is over (a signal now changes nothing, see _signals): the source, and what it
+        # reaches (a client, an emulator's world), is let go before the reports are made (at
+        # 10,000 checks it would hold ~40 MiB through the reports' own peak).
         self._runner, self._ran = None, True
-        del client, runner
+        del source, runner
         outcome = outcome.model_copy(update=self._where(plan, outcome))
         if self.settings.detach:
             for session in outcome.sessions:
@@ -411,7 +413,7 @@ class Job:
 
     # --- parts --------------------------------------------------------------------------------
 
-    def _shard(self, client: ApiClient, requests: list[TriggerRequest]) -> ShardPlan | None:
+    def _shard(self, source: ResultSource, requests: list[TriggerRequest]) -> ShardPlan | None:
         """This job's part of the matched checks (--shard), said on the console; None unsplit."""
         shard = self.settings.shard
         if shard is None:
@@ -424,7 +426,7 @@ class Job:
         durations = load_durations(durations_path) if durations_path else NO_DURATIONS
         if durations.warning:
             self.observer.notify(Note(f"warning: {durations.warning}"))
-        plan = plan_shard(client, requests, shard, durations)
+        plan = plan_shard(source, requests, shard, durations)
         info = plan.info
         balanced = f", balanced by the durations in {durations_path}" if durations.by_check else ""
         self.observer.notify(
@@ -471,6 +473,33 @@ class Job:
         self.observer.notify(Note(text, verbose=True))
 
     @contextmanager
+    def _source(self, events: EventQueue) -> Iterator[ResultSource]:
+        """Where the run's results come from: a checks file's checks run here by the engine
+        (job/local.py), else the service (an account, or the emulator for a world) through the client."""
+        checks = self.settings.checks
+        if checks is None:
+            with self._client(events) as client:
+                yield RemoteSource(client)
+            return
+        from runner.job.local import LocalSource
+
+        state = None
+        if self.settings.state is not None:
+            from runner.state.store import StateFile
+
+            state = StateFile.open(self.settings.state)
+        source = LocalSource(checks, state)
+        try:
+            self.console.verbose("checks run in this process by the engine (no service, no emulator)")
+            if state is not None:
+                self.console.verbose(f"state in {state.describe()}")
+            yield source
+        finally:
+            source.close()
+            if state is not None:
+                state.close()
+
+    @contextmanager
     def _client(self, events: EventQueue, use_emulator: bool = True) -> Iterator[ApiClient]:
         """The client; with --emulator, an in-process emulator for the job's life."""
         connection = self.settings.connection
@@ -482,8 +511,7 @@ class Job:
         from runner.emulator.core.answers import LocalService, needs_http
         from runner.emulator.core.world import load_world
 
-        checks = self.settings.checks
-        world = load_world(checks.world if checks is not None else self.settings.world)
+        world = load_world(self.settings.world)
         if needs_http(world):
             with self._served(world, connection, budget, events) as client:
                 yield client
@@ -496,7 +524,7 @@ class Job:
             self.console.verbose("emulator in this process (no HTTP server)")
             if service.backend.state is not None:
                 self.console.verbose(f"emulator state in {service.backend.state.describe()}")
-            local = self._local_connection(checks is None, service, connection, service.BASE_URL)
+            local = self._local_connection(service, connection, service.BASE_URL)
             with local.client(
                 self.redact, budget, events.retrying, transport=LocalTransport(service.serve)
             ) as client:
@@ -517,21 +545,20 @@ class Job:
             self.console.verbose(f"emulator serving at {emulator.url}")
             if emulator.backend.state is not None:
                 self.console.verbose(f"emulator state in {emulator.backend.state.describe()}")
-            local = self._local_connection(self.settings.checks is None, emulator, connection, emulator.url)
+            local = self._local_connection(emulator, connection, emulator.url)
             with local.client(self.redact, budget, events.retrying) as client:
                 yield client
         finally:
             emulator.stop()
 
     def _local_connection(
-        self, from_environment: bool, local: LocalService | Emulator, connection: Connection, url: str
+        self, local: LocalService | Emulator, connection: Connection, url: str
     ) -> Connection:
-        """The embedded emulator's credentials. A checks file's world has a key of its own: the
-        environment's is for other worlds."""
+        """The embedded emulator's credentials: the environment's, else the world's first key."""
         return Connection(
             base_url=url,
-            account_id=(from_environment and self.environ.get(ENV_ACCOUNT_ID)) or local.account_id,
-            api_key=(from_environment and self.environ.get(ENV_API_KEY)) or local.api_key,
+            account_id=self.environ.get(ENV_ACCOUNT_ID) or local.account_id,
+            api_key=self.environ.get(ENV_API_KEY) or local.api_key,
             request_timeout=connection.request_timeout,
             account_header=local.account_header,
         )

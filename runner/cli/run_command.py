@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from runner.spec import Overrides, RunSpec
 
 DEFAULT_SPEC = "testsession.yml"
-LOCAL = "local"  # as runner.emulator.core.checksfile.LOCAL (not imported here: start-up time)
+LOCAL = "local"  # as runner.checks.checksfile.LOCAL (not imported here: start-up time)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -282,7 +282,7 @@ def _load(
 def handle_run(args: argparse.Namespace, ctx: Context) -> int:
     from runner.core import memory
 
-    with memory.for_a_run():  # the collector's pace and the allocator's thresholds (core/memory.py)
+    with memory.for_a_run():  # the collector's pace (core/memory.py)
         return _handle_run(args, ctx)
 
 

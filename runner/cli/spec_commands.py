@@ -121,8 +121,8 @@ def _other_kind(path: str) -> str | None:
 def _validate_checks(path: str, ctx: Context) -> bool:
     """A checks file, read as `run --checks` reads it: True when it can run (a check that cannot run
     on this machine is named: a session that matches it fails closed)."""
-    from runner.emulator.core.checksfile import load_checks_file
-    from runner.emulator.core.world import Mode, WorldError
+    from runner.checks.checksfile import load_checks_file
+    from runner.checks.declared import Mode, WorldError
 
     try:
         checks = load_checks_file(path, os.environ)
@@ -133,7 +133,7 @@ def _validate_checks(path: str, ctx: Context) -> bool:
         return False
     for secret in checks.secrets:
         ctx.redact.add(secret)
-    loaded = checks.world.accounts[0].checks
+    loaded = checks.checks
     cannot = [c for c in loaded if c.plan.mode is not Mode.REAL]
     for check in cannot:
         print(

@@ -1,5 +1,8 @@
 """The main job: run every session of a spec, each on its own worker, and judge the outcome.
 
+The sessions' results come from a `ResultSource` (source.py): the service through the client
+(remote.py), or a checks file's checks run in this process (local.py).
+
 Workers hand back their SessionOutcome (a future) and report progress as events on a queue. The main
 thread hands the events to the observers, keeps the last values it saw of each session (for partial
 reports), and reacts to signals and deadlines:
@@ -19,7 +22,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from runner import __version__
 from runner.client import ApiClient
@@ -50,7 +53,9 @@ from runner.job.policy import (
     shared_session,
 )
 from runner.job.refusals import unknown_session
-from runner.job.session import CANCEL_WITHIN, SessionPlan, SessionWorker, session_outcome
+from runner.job.remote import RemoteSource
+from runner.job.session import SessionPlan, SessionWorker, session_outcome
+from runner.job.source import ResultSource, SessionContext
 from runner.job.threads import DaemonPool
 from runner.models import SessionMetadata, TestSession, TriggerRequest
 
@@ -94,7 +99,7 @@ class _Seen:
 class Runner:
     def __init__(
         self,
-        client: ApiClient,
+        client: ApiClient | ResultSource,
         plan: SessionPlan,
         observer: Observer,
         commit: SessionMetadata | None = None,
@@ -104,7 +109,14 @@ class Runner:
         shutdown_seconds: float = SHUTDOWN_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.client = client
+        # The service's client (a source of its own); or another source (local.py), which `wait` has not.
+        # (Told apart by what they do: tests hand in clients of their own making.)
+        self.client: ApiClient | None = None
+        if hasattr(client, "run_session"):
+            self.source = cast("ResultSource", client)
+        else:
+            self.client = client
+            self.source = RemoteSource(self.client)
         self.plan = plan
         self.observer = observer
         self.commit = commit or SessionMetadata()
@@ -134,13 +146,14 @@ class Runner:
         for index, request in enumerate(requests):
             where = Where(request.name, request.runLocation, index)
             environment = request.metadata.environment if request.metadata else None
-            worker = self._worker(where, environment)
-            call = worker.trigger_only if detach else worker.trigger_and_follow
-            jobs.append((where, environment, _bind(call, request)))
+            context = self._context(where, environment)
+            call = self.source.trigger_only if detach else self.source.run_session
+            jobs.append((where, environment, _bind(call, request, context)))
         return self._outcome(self._supervise(jobs), detached=detach)
 
     def wait_for(self, session_id: str) -> Outcome:
         """`testsession wait ID`: a session triggered earlier, maybe by another job."""
+        assert self.client is not None, "wait follows a session of the service"
         try:
             session = self._first_read(session_id)
         except NotFoundError as exc:  # the user named an id the service does not have: exit 2
@@ -158,6 +171,7 @@ class Runner:
     def _first_read(self, session_id: str) -> TestSession | None:
         """The session, read on a worker so that a signal is answered at once even while the
         service holds the read (its timeout and retries take minutes); None after a signal."""
+        assert self.client is not None
         pool = DaemonPool(1, "read")
         future = pool.submit(self.client.get_session, session_id)
         try:
@@ -174,17 +188,14 @@ class Runner:
         finally:
             pool.shutdown()
 
-    def _worker(self, where: Where, environment: str | None) -> SessionWorker:
-        return SessionWorker(
-            self.client,
-            self.plan,
-            where,
-            environment,
-            self.events.put,
-            self.stop,
-            lambda: self.stop_code,
-            self.clock,
+    def _context(self, where: Where, environment: str | None) -> SessionContext:
+        return SessionContext(
+            self.plan, where, environment, self.events.put, self.stop, lambda: self.stop_code, self.clock
         )
+
+    def _worker(self, where: Where, environment: str | None) -> SessionWorker:
+        assert isinstance(self.source, RemoteSource)  # `wait`: a session of the service
+        return self.source.worker(self._context(where, environment))
 
     # --- supervision --------------------------------------------------------------------------
 
@@ -245,7 +256,7 @@ class Runner:
         self.observer.notify(Stopping(self.stop_reason or "stopping"))
         ids = [s.session_id for s, f in zip(seen, futures, strict=True) if s.session_id and not f.done()]
         cancels = DaemonPool(len(ids), "cancel")
-        pending = [cancels.submit(partial(self.client.cancel, i, within=CANCEL_WITHIN)) for i in ids]
+        pending = [cancels.submit(partial(self.source.cancel, i)) for i in ids]
         hurried = False
         try:
             while self.clock() < end:
@@ -354,6 +365,8 @@ def _judge_session(session: SessionOutcome, gate: Gate, detached: bool) -> Sessi
 
 
 def _bind(
-    call: Callable[[TriggerRequest], SessionOutcome], request: TriggerRequest
+    call: Callable[[TriggerRequest, SessionContext], SessionOutcome],
+    request: TriggerRequest,
+    context: SessionContext,
 ) -> Callable[[], SessionOutcome]:
-    return lambda: call(request)
+    return lambda: call(request, context)

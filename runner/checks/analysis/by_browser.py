@@ -26,11 +26,13 @@ from runner.checks.analysis.shared import MODEL_PREFIX
 from runner.checks.failures import ErrorClass, FailureKind
 from runner.core.text import for_line
 from runner.models import Analysis, Artifact, Evidence, ReferenceLink
+from runner.models.check_definitions import CHECK_KINDS
 
 if TYPE_CHECKING:
     from runner.checks.outcome import Attempt
 
-BROWSER_TYPES = frozenset({"BROWSER", "MULTI_STEP", "PLAYWRIGHT"})  # a suite: the same report
+# Types that run here in a browser (a suite: the same report), from the one table of check kinds.
+BROWSER_TYPES = frozenset(name for name, kind in CHECK_KINDS.items() if kind.browser and kind.runs)
 MAX_QUOTE = 200
 MAX_EVENTS_QUOTED = 3
 LINKS = {

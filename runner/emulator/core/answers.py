@@ -1,6 +1,6 @@
-"""The emulator's answers without HTTP: a local run reaches the Backend in this process.
+"""The emulator's answers without HTTP: a run of a world reaches the Backend in this process.
 
-A local run (`run --checks FILE`, `run --emulator --world W`) used to start FastAPI and uvicorn on a
+A run of a world (`run --emulator --world W`, `--demo`) used to start FastAPI and uvicorn on a
 loopback port only for its own client to talk to: about half a second of imports and start-up, a
 server thread, and every read of a 10,000-check session rendered, sent and parsed over a socket.
 `serve` answers the operations a run sends (trigger, the session's reads and long poll, cancel, error
@@ -8,7 +8,8 @@ groups, analyses, the check list) from the Backend directly, as the HTTP shell w
 status, the same error body (failures.error_body), the same JSON (OMIT: the fields each answer leaves
 out). The client parses that answer exactly as it parses one from the network (its transport
 contract, runner/client/transport.py), so reports, analyses, known/new and exit codes are those of a
-run against the service.
+run against the service. (A checks file's run, `run --checks FILE`, reaches no emulator at all: the
+engine runs its checks for the job directly, runner/job/local.py.)
 
 What needs the network stays on the HTTP shell (`needs_http`): a world with fault specs (a reset
 connection or a slow proxy exists only on a socket), or a caller outside this process.

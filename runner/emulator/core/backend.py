@@ -4,7 +4,7 @@ are (keys, accounts, sessions, error groups). The shell's routes are thin wrappe
 Thread-safe: every public method takes the one lock, and the stores behind it are only ever called
 under it. Tests and benchmarks read the state through `snapshot()`, a copy taken under the lock.
 
-With a state file (`state=PATH`, core/state.py), the error groups and sessions stores save every change
+With a state file (`state=PATH`, state/store.py), the error groups and sessions stores save every change
 to it and read back what earlier runs left; `close()` releases it.
 Checks that run for real do so on the pool's daemon threads (realruns.py), which report back through
 the `attempt_*` methods, under the lock too.
@@ -45,7 +45,7 @@ from runner.models import (
 
 if TYPE_CHECKING:
     from runner.checks.outcome import Attempt
-    from runner.emulator.core.state import StateFile
+    from runner.state.store import StateFile
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class Backend:
         if state is not None:
             # Imported only with a state file (--state), as in sessions.py and groups.py: a run
             # without one has no use for its store and rows (start-up).
-            from runner.emulator.core.state import StateFile
+            from runner.state.store import StateFile
 
             self.state = StateFile.open(state)
         if self.state is not None:
