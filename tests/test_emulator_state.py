@@ -252,7 +252,7 @@ def sqlite_file(path: Path, *statements: str) -> Path:
         ),
         (
             lambda p: sqlite_file(p, f"PRAGMA application_id = {APPLICATION_ID}", "PRAGMA user_version = 7"),
-            "a testsession state file of a newer schema (version 7; this testsession reads versions up to 1)",
+            "a testsession state file of a newer schema (version 7; this testsession reads versions up to 2)",
         ),
         (
             lambda p: p.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 8) and p,

@@ -48,6 +48,7 @@ from runner.core.files import InputFileError, read_input_text
 from runner.core.text import for_line
 from runner.models.check_definitions import Runs, kind_of
 from runner.models.problems import Loc, described_with_hints, unknown_key_message
+from runner.models.quarantine import QuarantineEntry
 from runner.models.sessions import CHECK_TYPES
 
 LOCAL = "local"  # the location of every result of a local run
@@ -56,7 +57,7 @@ ACCOUNT_ID = "local"  # the account a local run's state is kept under (the state
 # `runsLocally: false` is allowed: `checks export` marks a check that cannot run here with it.
 EMULATOR_KEYS = frozenset({*SCRIPTED_FIELDS, "maxRunSeconds", "kept"})
 PRODUCTION_KEYS = sorted(set(CHECK_KEYS) - EMULATOR_KEYS)
-TOP_KEYS = ("checks", "variables")
+TOP_KEYS = ("checks", "variables", "quarantine")
 _SLUG = re.compile(r"[^a-z0-9]+")
 # The namespace of the ids made for checks without one: uuid5(NAMESPACE_URL, this address), fixed forever.
 ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/testsession-runner/checks-file")
@@ -67,6 +68,7 @@ class CheckSet(Strict):
 
     checks: list[WorldCheck] = Field(default_factory=list)
     environmentVariables: list[WorldVariable] = Field(default_factory=list)
+    quarantine: list[QuarantineEntry] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,8 @@ class ChecksFile:
     checks: tuple[WorldCheck, ...]
     variables: tuple[WorldVariable, ...]  # production's account variables: what {{KEY}} falls back to
     secrets: tuple[str, ...]  # the values of secret variables: masked in every output
+    # Checks whose failure does not fail the gate until a day (runner/job/quarantine.py decides).
+    quarantine: tuple[QuarantineEntry, ...] = ()
 
     @property
     def name(self) -> str:
@@ -112,6 +116,7 @@ def parse_checks(
     problems: list[Problem] = []
     prefix: Loc = ()
     variables: Any = []
+    quarantine: Any = []
     if isinstance(data, dict):
         for key in data:
             if key not in TOP_KEYS:
@@ -119,10 +124,14 @@ def parse_checks(
                     ((str(key),), unknown_key_message(str(key), list(TOP_KEYS)).split(" allowed:")[0])
                 )
         checks, variables, prefix = data.get("checks"), data.get("variables") or [], ("checks",)
+        quarantine = data.get("quarantine") or []
         if checks is None:
             problems.append(((), "expected checks: (a list of checks in production's shape)"))
     else:
         checks = data
+    if not isinstance(quarantine, list):
+        problems.append((("quarantine",), "expected a list of {check, owner, reason, until}"))
+        quarantine = []
     if not isinstance(checks, list) or not isinstance(variables, list):
         what = "checks" if not isinstance(checks, list) else "variables"
         problems.append(((what,) if prefix else (), f"expected a list of {what}"))
@@ -156,13 +165,20 @@ def parse_checks(
         world_checks.append(_as_world_check(check, index, taken, Path(source).parent))
         if check.get("request") is None and kind_of(str(check.get("checkType", "API"))).runs is Runs.REQUEST:
             problems.append(((*at, "request"), "required: what to send (url:, assertions: ... for API)"))
-    found = _problems({"checks": world_checks, "environmentVariables": variables}, environ, project)
+    declared = {"checks": world_checks, "environmentVariables": variables, "quarantine": quarantine}
+    found = _problems(declared, environ, project)
     problems += [(_in_file(loc, prefix), message) for loc, message in found[1]] if not problems else []
     if found[0] is None or problems:
         raise WorldError(problem_lines(source, problems, lines))
     checks_set = found[0]
     masked = tuple(v.value for v in checks_set.environmentVariables if v.secret and v.value)
-    return ChecksFile(source, tuple(checks_set.checks), tuple(checks_set.environmentVariables), masked)
+    return ChecksFile(
+        source,
+        tuple(checks_set.checks),
+        tuple(checks_set.environmentVariables),
+        masked,
+        tuple(checks_set.quarantine),
+    )
 
 
 def _problems(

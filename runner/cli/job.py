@@ -56,8 +56,10 @@ if TYPE_CHECKING:
     from runner.emulator.core.world import World
     from runner.job.baseline import Baseline, BaselineWarning
     from runner.job.build import BuildPlan
+    from runner.job.quarantine import Quarantine
     from runner.job.shard import Shard, ShardPlan
     from runner.job.source import ResultSource
+    from runner.state.store import CheckRun
 
 STDOUT = "-"  # a report path that means standard output
 
@@ -373,6 +375,10 @@ class Job:
     def _run_checks(self) -> int:
         requests, commit = self._requests()
         baseline = None if self.settings.detach else self._baseline()
+        quarantine = self._quarantine()
+        self.console.quarantine = quarantine
+        if not self.settings.detach:
+            self.console.past_runs = self._past_runs()
         events = EventQueue()
         with ExitStack() as scope:
             with memory.start_up():  # the client, or a checks file's engine and state
@@ -382,7 +388,13 @@ class Job:
             if plan is not None:
                 requests = plan.requests
             runner = self._runner = Runner(
-                source, self.settings.plan, self.observer, commit, baseline=baseline, events=events
+                source,
+                self.settings.plan,
+                self.observer,
+                commit,
+                baseline=baseline,
+                quarantine=quarantine,
+                events=events,
             )
             outcome = runner.run(requests, detach=self.settings.detach)
         # The run is over (a signal now changes nothing, see _signals): the source, and what it
@@ -391,6 +403,10 @@ class Job:
         self._runner, self._ran = None, True
         del source, runner
         outcome = outcome.model_copy(update=self._where(plan, outcome))
+        if quarantine is not None and self.settings.checks is None:
+            self._unmatched_quarantine(outcome)
+        if not self.settings.detach:
+            outcome = self._history(outcome)
         if self.settings.detach:
             for session in outcome.sessions:
                 if session.testSessionId:
@@ -402,16 +418,96 @@ class Job:
         with self._signals():
             baseline = self._baseline()
             events = EventQueue()
+            quarantine = self._quarantine()  # the spec's (--spec): the checks are known from the results
+            self.console.quarantine = quarantine
             with self._client(events, use_emulator=False) as client:
                 self._check_writable()
                 plan, observer = self.settings.plan, self.observer
                 runner = self._runner = Runner(
-                    client, plan, observer, SessionMetadata(), baseline=baseline, events=events
+                    client,
+                    plan,
+                    observer,
+                    SessionMetadata(),
+                    baseline=baseline,
+                    quarantine=quarantine,
+                    events=events,
                 )
                 outcome = runner.wait_for(session_id)
             return self._finish(outcome)
 
     # --- parts --------------------------------------------------------------------------------
+
+    def _quarantine(self) -> Quarantine | None:
+        """The quarantine entries of the checks file and the spec, judged on the run's day (exit 2 for
+        an entry naming no check, or too long); each expired entry said in one line. None without any."""
+        checks = self.settings.checks
+        sources = [(checks.path, checks.quarantine)] if checks is not None and checks.quarantine else []
+        if self.settings.spec.quarantine:
+            sources.append((self.settings.spec_path or "the spec", tuple(self.settings.spec.quarantine)))
+        if not sources:
+            return None
+        from runner.core import clock
+        from runner.core.errors import SpecError
+        from runner.job.outcome import ExpiredQuarantine, QuarantineOutcome
+        from runner.job.quarantine import Quarantine, expired_line, resolve
+
+        today = clock.today()
+        # A checks file's run knows its checks before they run; the service's is told after.
+        names = [(c.id, c.name) for c in checks.checks] if checks is not None else None
+        holding: dict[str, QuarantineOutcome] = {}
+        expired: list[ExpiredQuarantine] = []
+        problems: list[str] = []
+        for source, entries in sources:
+            try:
+                found = resolve(entries, names, today, source)
+            except SpecError as exc:
+                problems += exc.problems
+                continue
+            holding.update(found.holding)
+            expired += found.expired
+        if problems:
+            raise SpecError(problems)
+        quarantine = Quarantine(holding, tuple(expired))
+        for entry in quarantine.expired:
+            self.observer.notify(Note(expired_line(entry)))
+        return quarantine
+
+    def _past_runs(self) -> dict[str, list[CheckRun]]:
+        """Each check's runs before this one (with --state; a sharded part records none): the
+        console's line of a failure says how often it failed lately. Read before the file is opened
+        for the run; a file that cannot be read is said by the run's own open, or is new."""
+        if self.settings.state is None or self.settings.shard is not None:
+            return {}
+        from runner.job.history import REPORT_RUNS, check_key
+        from runner.state.store import StateFileError, read_check_runs
+
+        checks = self.settings.checks
+        keys = [check_key(c.id, c.name) for c in checks.checks] if checks is not None else None
+        try:
+            return read_check_runs(self.settings.state, last=REPORT_RUNS - 1, keys=keys)
+        except StateFileError:
+            return {}
+
+    def _unmatched_quarantine(self, outcome: Outcome) -> None:
+        """A run of the service learns its checks from the results: an entry that matched none is said."""
+        ran = {name for r in outcome.all_results() for name in (r.checkId, r.name) if name}
+        for entry in self.settings.spec.quarantine:
+            if entry.check not in ran:
+                self.observer.notify(
+                    Note(f"warning: quarantine entry {entry.check!r} matched no check of this run")
+                )
+
+    def _history(self, outcome: Outcome) -> Outcome:
+        """With --state: this run's results added to each check's history, and the history (this run
+        included) on each result. A part of a sharded run records nothing: the merge records the run."""
+        if self.settings.state is None or self.settings.shard is not None:
+            return outcome
+        from runner.cli.history_command import record_history
+
+        def warn(text: str) -> None:
+            self.observer.notify(Note(text))
+
+        return record_history(outcome, self.settings.state, warn, self.redact, self.console.past_runs)
 
     def _shard(self, source: ResultSource, requests: list[TriggerRequest]) -> ShardPlan | None:
         """This job's part of the matched checks (--shard), said on the console; None unsplit."""

@@ -4,7 +4,7 @@ This is the documented, stable JSON format (schemaVersion 1). Fields are only ev
 """
 
 # No `from __future__ import annotations`: real annotations, as models/base.py says why.
-from datetime import datetime
+from datetime import date, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -87,6 +87,56 @@ class SuiteTestOutcome(OutcomeModel):
     runs: int = 1
 
 
+class QuarantineOutcome(OutcomeModel):
+    """A quarantine that held for this result: its failure did not fail the gate (job/quarantine.py)."""
+
+    owner: str
+    reason: str | None = None
+    until: date
+
+
+class ExpiredQuarantine(QuarantineOutcome):
+    """A quarantine entry whose day has passed: its check gates again."""
+
+    check: str
+
+
+class LastFailure(OutcomeModel):
+    at: datetime
+    verdict: str
+    error: str | None = None
+    errorGroupId: str | None = None
+    novelty: str | None = None  # new, known or untold, as the run that failed judged it
+    commitId: str | None = None
+
+
+class Streak(OutcomeModel):
+    """The newest runs in a row with one outcome: 'passing' (passed, flaky, degraded) or 'failing'."""
+
+    state: Literal["passing", "failing"]
+    runs: int
+
+
+class HistoryOutcome(OutcomeModel):
+    """A check's recorded runs (the state file's history, runner/job/history.py), this run included:
+    the newest `runs` of them. `failed` counts failed and error; `passRate` is the share that did not
+    fail (0.75 for 3 of 4)."""
+
+    runs: int
+    passed: int = 0
+    failed: int = 0
+    degraded: int = 0
+    flaky: int = 0
+    passRate: float = 1.0
+    medianMs: int | None = None
+    p95Ms: int | None = None
+    lastFailure: LastFailure | None = None
+    streak: Streak | None = None
+    recent: str = ""  # the newest runs, oldest first: '.' passed, 'f' flaky, 'd' degraded, 'X' failed
+    unstable: bool = False  # failed in some runs and not in others, or passed only on a retry
+    readyToLeaveQuarantine: bool = False  # quarantined, and passed its last READY_RUNS runs in a row
+
+
 class ResultOutcome(OutcomeModel):
     id: str
     link: str | None = None
@@ -111,6 +161,9 @@ class ResultOutcome(OutcomeModel):
     # The local executor failed on the check (a bug in the tool): its traceback. Not in results.json:
     # the session's exit code (4) and problem say it there; the console prints the traceback.
     internalError: str | None = Field(default=None, exclude=True)
+    # A quarantine that held (checks file or spec `quarantine:`): a failure here does not fail the gate.
+    quarantined: QuarantineOutcome | None = None
+    history: HistoryOutcome | None = None  # with --state: the check's recorded runs, this one included
 
 
 class Origin(OutcomeModel):
@@ -236,6 +289,8 @@ class Outcome(OutcomeModel):
     # Where the checks came from on a local run: "demo" (the shipped demo world: scripted results,
     # never the build's), "world" (a world file), "checks" (a checks file); None: the service.
     world: Literal["demo", "world", "checks"] | None = None
+    # Quarantine entries whose day has passed: their checks gated again in this run.
+    expiredQuarantine: list[ExpiredQuarantine] = Field(default_factory=empty_list)
 
     def all_results(self) -> list[ResultOutcome]:
         return [r for s in self.sessions for r in s.results]

@@ -61,6 +61,7 @@ from runner.models import SessionMetadata, TestSession, TriggerRequest
 
 if TYPE_CHECKING:
     from runner.job.baseline import Baseline, BaselineWarning
+    from runner.job.quarantine import Quarantine
 
 SHUTDOWN_SECONDS = 4.0  # from the first signal to the reports: CI runners kill about 10 s after it
 TICK_SECONDS = 1.0
@@ -105,6 +106,7 @@ class Runner:
         commit: SessionMetadata | None = None,
         *,
         baseline: Baseline | BaselineWarning | None = None,
+        quarantine: Quarantine | None = None,
         events: EventQueue | None = None,
         shutdown_seconds: float = SHUTDOWN_SECONDS,
         clock: Callable[[], float] = time.monotonic,
@@ -121,6 +123,7 @@ class Runner:
         self.observer = observer
         self.commit = commit or SessionMetadata()
         self.baseline = baseline
+        self.quarantine = quarantine
         self.shutdown_seconds = shutdown_seconds
         self.clock = clock
         self.started_at = datetime.now(timezone.utc)
@@ -303,7 +306,9 @@ class Runner:
             commit=CommitInfo.model_validate(commit.model_dump(include=set(CommitInfo.model_fields))),
             sessions=sessions,
         )
-        return judge(draft, self.plan.gate, self.baseline, self.stop_code, self.stop_reason, detached)
+        return judge(
+            draft, self.plan.gate, self.baseline, self.stop_code, self.stop_reason, detached, self.quarantine
+        )
 
 
 def judge(
@@ -313,12 +318,18 @@ def judge(
     stop_code: ExitCode | None = None,
     stop_reason: str | None = None,
     detached: bool = False,
+    quarantine: Quarantine | None = None,
 ) -> Outcome:
     """The run's outcome from its sessions: known or new and the baseline judged over the whole run,
-    then every session whose code came from its checks judged again with them (`failOn: new`
-    forgives known failures), then the run's code, verdict and counts. The one path to a verdict."""
+    the quarantined checks marked, then every session whose code came from its checks judged again
+    with them (`failOn: new` forgives known failures, a quarantine excuses its check), then the
+    run's code, verdict and counts. The one path to a verdict."""
     gated = draft.model_copy(update={"failOnDegraded": gate.fail_on_degraded, "failOn": gate.fail_on})
     marked = mark_known(gated)
+    if quarantine:  # imported only then: most runs quarantine nothing
+        from runner.job.quarantine import mark_quarantined
+
+        marked = mark_quarantined(marked, quarantine)
     if baseline is not None:  # imported only then (start-up): most runs compare with no baseline
         from runner.job.baseline import mark_baseline
 
