@@ -108,7 +108,11 @@ def load_checks_file(path: str | Path, environ: Mapping[str, str]) -> ChecksFile
     return parse_checks(data, str(path), environ, lines)
 
 
-def parse_checks(data: Any, source: str, environ: Mapping[str, str], lines: Lines = None) -> ChecksFile:
+def parse_checks(
+    data: Any, source: str, environ: Mapping[str, str], lines: Lines = None, project: bool = False
+) -> ChecksFile:
+    """`project`: the checks of a Checkly project (runner/checkly), which checkly itself validated: a
+    check whose fields cannot run here fails alone, with its reason, instead of refusing the file."""
     problems: list[Problem] = []
     prefix: Loc = ()
     variables: Any = []
@@ -161,9 +165,8 @@ def parse_checks(data: Any, source: str, environ: Mapping[str, str], lines: Line
         world_checks.append(_as_world_check(check, index, taken, Path(source).parent))
         if check.get("request") is None and kind_of(str(check.get("checkType", "API"))).runs is Runs.REQUEST:
             problems.append(((*at, "request"), "required: what to send (url:, assertions: ... for API)"))
-    found = _problems(
-        {"checks": world_checks, "environmentVariables": variables, "quarantine": quarantine}, environ
-    )
+    declared = {"checks": world_checks, "environmentVariables": variables, "quarantine": quarantine}
+    found = _problems(declared, environ, project)
     problems += [(_in_file(loc, prefix), message) for loc, message in found[1]] if not problems else []
     if found[0] is None or problems:
         raise WorldError(problem_lines(source, problems, lines))
@@ -178,7 +181,9 @@ def parse_checks(data: Any, source: str, environ: Mapping[str, str], lines: Line
     )
 
 
-def _problems(data: dict[str, Any], environ: Mapping[str, str]) -> tuple[CheckSet | None, list[Problem]]:
+def _problems(
+    data: dict[str, Any], environ: Mapping[str, str], project: bool = False
+) -> tuple[CheckSet | None, list[Problem]]:
     """The checks after ${VAR} expansion from `environ`, or every problem by field path (as a world
     says its account's: world.py `world_problems`)."""
     expansion = Expansion()
@@ -192,7 +197,7 @@ def _problems(data: dict[str, Any], environ: Mapping[str, str]) -> tuple[CheckSe
     if problems:
         return None, problems
     try:
-        checks = CheckSet.model_validate(data, context={"checks_file": True})
+        checks = CheckSet.model_validate(data, context={"checks_file": True, "project": project})
     except ValidationError as exc:
         found = short_problems(described_with_hints(exc, CheckSet))
         return None, found + request_problems(data.get("checks"), ("checks",))

@@ -239,7 +239,11 @@ class WorldCheck(Strict):
                     f"{scripted[0]}: a check with a request runs for real; leave out " + ", ".join(scripted)
                 )
         # A checks file (checksfile.py) has no behaviour: and no settings: its advice differs.
-        plan = _decide(self, checks_file=bool(info.context and info.context.get("checks_file")))
+        context = info.context or {}
+        # project: a Checkly project's checks (runner/checkly): one check's fields fail it alone.
+        plan = _decide(
+            self, checks_file=bool(context.get("checks_file")), project=bool(context.get("project"))
+        )
         object.__setattr__(self, "_plan", plan)
         return self
 
@@ -290,7 +294,7 @@ _DEFINITION_KEYS = ("id", "name", "checkType", "tags", "activated", *DEFINITION_
 CHECK_KEYS = sorted({*WorldCheck.model_fields, *PRODUCTION_ONLY_FIELDS} - {"kept"})
 
 
-def _decide(check: WorldCheck, checks_file: bool = False) -> CheckPlan:
+def _decide(check: WorldCheck, checks_file: bool = False, project: bool = False) -> CheckPlan:
     """Its result is played from `behaviour` when given, or (only a type that could run here, without
     a request) left at `pass`. A BROWSER check written by hand without one is not scripted: it cannot
     run here, and it fails closed like a check `checks export` marked `runsLocally: false`."""
@@ -318,6 +322,11 @@ def _decide(check: WorldCheck, checks_file: bool = False) -> CheckPlan:
     suite = runs is Runs.SUITE  # its project is what runs: testCommand has a default
     if reason is None and check.request is None and not browser and not suite:
         reason = f"{check.checkType} check without a request"
+    if reason is None and project:  # a Checkly project: one check's definition never refuses the rest
+        problems = definition.problems()
+        if problems:
+            what = "; ".join(problems)
+            reason = f"{check.checkType} check that cannot run as the project defines it: {what}"
     leave_out = CHECKS_FILE_LEAVE_OUT if checks_file else WORLD_LEAVE_OUT
     return (
         CheckPlan(Mode.REAL, definition)

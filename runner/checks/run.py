@@ -194,6 +194,7 @@ def run_attempt(
             steps=seen.steps,
             console=seen.console,
             files=seen.files,
+            tests=seen.tests,
         )
     if not subst.redact.empty:  # a copy of every string of the attempt: only when there is a secret
         attempt = mask(attempt, subst.redact)

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from runner.state.store import CheckRun
 
 HEARTBEAT_SECONDS = 25.0  # a CI log is never silent for 30 s while the run waits
+MAX_SUITE_TESTS = 50  # a Playwright check suite's tests shown under its line (all of them are in the reports)
 QUIET, NORMAL, VERBOSE = -1, 0, 1
 
 _COLORS = {
@@ -269,10 +270,18 @@ class Console:
     def _result(self, event: ResultFinished) -> None:
         # A known failure forgiven by `failOn: new` is still a failure: -q shows it too.
         line = self.result_line(event.result, since=event.since)
-        if failing_verdict(event.result, self.gate.fail_on_degraded):
+        failing = failing_verdict(event.result, self.gate.fail_on_degraded)
+        if failing:
             self.always(line)
         else:
             self.line(line)
+        for test in event.result.tests[:MAX_SUITE_TESTS]:  # a Playwright check suite's own tests
+            runs = f" ({test.runs} runs)" if test.runs > 1 else ""
+            text = f"      {_s(test.status, 30):<9} {_s(test.name, 300)}{runs}"
+            if failing:
+                self.always(text)
+            else:
+                self.line(text)
 
     # --- events -------------------------------------------------------------------------------
 

@@ -477,7 +477,7 @@ def _set_up(runtime: str) -> str:
         print("no Chrome or Chromium on this runner: installing Playwright's Chromium ...", flush=True)
         command = [str(setup.node_tools().node), str(playwright.cli), "install", "chromium"]
         subprocess.run(command, check=False, timeout=setup.INSTALL_SECONDS)
-        setup._BROWSERS.pop(playwright.root, None)  # asked once per folder: ask again, it may be there now
+        setup._BUILDS.pop((playwright.root, "chromium"), None)  # asked once per folder: ask again now
         browser = setup.find_browser(playwright)
     return f"Playwright {playwright.version} ({playwright.root}), browser {browser}"
 

@@ -244,12 +244,15 @@ def _checkly_project(path: str, spec: RunSpec, environ: Mapping[str, str]) -> Ch
     variables = {
         v.key: v.value for session in spec.sessions for v in session.environmentVariables or [] if v.value
     }
-    project = load_project(path, variables)
-    for line in project.warnings:
+    # The parse sees the job's environment (a construct's process.env.PORT), as `npx checkly` would,
+    # without the tool's credentials (synth.parse_environment withholds TESTSESSION_* and CI tokens).
+    hidden = (ENV_API_KEY, spec.comment.gitlabTokenVariable)
+    project = load_project(path, variables, environ=environ, hidden=hidden)
+    for line in (*project.warnings, *project.left_out):
         print(line, file=sys.stderr, flush=True)
     # The project's text holds no ${VAR} of ours (a script's `${token}` is JavaScript, kept as written).
     data = escape_document({"checks": list(project.checks), "variables": []})
-    return parse_checks(data, path, environ)
+    return parse_checks(data, path, environ, project=True)
 
 
 def _connection(args: argparse.Namespace) -> Connection:

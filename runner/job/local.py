@@ -67,7 +67,7 @@ from runner.job.policy import (
 from runner.job.session import session_outcome, with_internal_errors
 from runner.job.source import ListedCheck, SessionContext
 from runner.job.threads import DaemonPool
-from runner.job.verdicts import checked_attachments
+from runner.job.verdicts import checked_attachments, checked_suite_tests
 from runner.models import Target, TestSession, TriggerRequest
 from runner.models.resources import CHECK_LOCATIONS
 
@@ -372,6 +372,9 @@ class _Session:
             lastSeenBefore=knowledge.lastSeenBefore,
             attachments=checked_attachments({"name": f.name, "path": f.path} for f in final.files),
             internalError=final.traceback if final.error_kind is FailureKind.INTERNAL_ERROR else None,
+            tests=checked_suite_tests(
+                {"name": t.name, "status": t.status, "runs": t.runs} for t in final.tests
+            ),
         )
 
     @staticmethod

@@ -78,6 +78,15 @@ class Attachment(OutcomeModel):
     path: str  # relative to the working directory
 
 
+class SuiteTestOutcome(OutcomeModel):
+    """One test of a Playwright check suite: its outcome (passed, failed, flaky, skipped, timedOut,
+    interrupted, not run) and how many times Playwright ran it (1 + its retries)."""
+
+    name: str
+    status: str
+    runs: int = 1
+
+
 class QuarantineOutcome(OutcomeModel):
     """A quarantine that held for this result: its failure did not fail the gate (job/quarantine.py)."""
 
@@ -148,6 +157,7 @@ class ResultOutcome(OutcomeModel):
     lastSeenBefore: datetime | None = None  # last seen before this run; None when not knowable
     baseline: BaselineMark | None = None  # None without a usable baseline
     attachments: list[Attachment] = Field(default_factory=empty_list)
+    tests: list[SuiteTestOutcome] = Field(default_factory=empty_list)  # a Playwright check suite's
     # The local executor failed on the check (a bug in the tool): its traceback. Not in results.json:
     # the session's exit code (4) and problem say it there; the console prints the traceback.
     internalError: str | None = Field(default=None, exclude=True)

@@ -9,8 +9,16 @@ from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, NamedTuple
 
+from runner.core.text import for_line
 from runner.job.known import UNKNOWN, classify
-from runner.job.outcome import Attachment, AttemptOutcome, ErrorGroupOutcome, ResultOutcome, ResultVerdict
+from runner.job.outcome import (
+    Attachment,
+    AttemptOutcome,
+    ErrorGroupOutcome,
+    ResultOutcome,
+    ResultVerdict,
+    SuiteTestOutcome,
+)
 from runner.models import SessionResult, TestSession
 from runner.models.sessions import RESULT_TYPES, SESSION_STATUSES
 
@@ -38,6 +46,25 @@ def checked_attachments(items: Iterable[object]) -> list[Attachment]:
             continue
         if len(path) <= 500 and _PLAIN_PATH.fullmatch(path) and ".." not in path.split("/"):
             out.append(Attachment(name=name, path=path))
+    return out
+
+
+_STATUS = re.compile(r"[a-zA-Z][a-zA-Z ]{0,20}")
+MAX_TESTS = 500
+
+
+def checked_suite_tests(items: Iterable[object]) -> list[SuiteTestOutcome]:
+    """A Playwright check suite's tests as its run listed them ({name, status, runs} each): a name in
+    one line, a status word, a count of runs; anything else left out."""
+    out: list[SuiteTestOutcome] = []
+    for item in items:
+        if not isinstance(item, dict) or len(out) >= MAX_TESTS:
+            continue
+        name, status, runs = item.get("name"), item.get("status"), item.get("runs")
+        if not isinstance(name, str) or not isinstance(status, str) or not _STATUS.fullmatch(status):
+            continue
+        count = runs if isinstance(runs, int) and not isinstance(runs, bool) and 0 <= runs <= 1000 else 1
+        out.append(SuiteTestOutcome(name=for_line(name, 300), status=status, runs=count))
     return out
 
 
@@ -330,6 +357,7 @@ def check_outcome(
         firstSeen=knowledge.firstSeen,
         lastSeenBefore=knowledge.lastSeenBefore,
         attachments=attachments(result),
+        tests=checked_suite_tests((result.model_extra or {}).get("tests") or []),
         internalError=_internal_error(result),
     )
     return outcome

@@ -189,6 +189,11 @@ def history_lines(result: ResultOutcome) -> list[str]:
         lines.append(f"testsession.recentRuns={result.history.runs}")
     # A browser check's screenshot and trace: GitLab links a failed test's `[[ATTACHMENT|path]]`.
     lines += [f"[[ATTACHMENT|{a.path}]]" for a in result.attachments]
+    # A Playwright check suite's tests, each with its outcome and its runs (Playwright's retries).
+    lines += [
+        f"testsession.test={t.status} ({t.runs} run{'s' if t.runs != 1 else ''}): {t.name}"
+        for t in result.tests
+    ]
     return lines
 
 

@@ -430,6 +430,14 @@ def _details(
             f"{escape_cell(a.name, 40)}: {escape_cell(a.path, 300)}" for a in result.attachments[:10]
         )
         parts.append(f"Files: {files}")
+    if result.tests:  # a Playwright check suite's tests, each with its outcome and runs
+        shown = "; ".join(
+            f"{escape_cell(t.name, 200)}: {escape_cell(t.status, 30)}"
+            + (f" ({t.runs} runs)" if t.runs > 1 else "")
+            for t in result.tests[:30]
+        )
+        more = f"; {len(result.tests) - 30} more" if len(result.tests) > 30 else ""
+        parts.append(f"Tests: {shown}{more}")
     if not result.error and result.verdict != "running":
         parts.append("No error message was reported.")
     if not result.errorGroupIds:

@@ -198,6 +198,9 @@ def _result(
     files = attempt.evidence.files if finished and attempt.evidence is not None else ()
     if files:  # a browser check's screenshot and trace (an extra field)
         extra["attachments"] = [{"name": f.name, "path": f.path} for f in files]
+    tests = attempt.evidence.tests if finished and attempt.evidence is not None else ()
+    if tests:  # a Playwright check suite's tests, each with its outcome and runs (an extra field)
+        extra["tests"] = [{"name": t.name, "status": t.status, "runs": t.runs} for t in tests]
     # Built, not validated: every value is ours and of its field's type (a session of 10,000
     # results is rendered at its trigger and again as its runs end: 0.4 s of validation each time).
     return SessionResult.model_construct(
