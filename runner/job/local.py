@@ -34,6 +34,7 @@ from runner.checks.outcome import Attempt
 from runner.checks.variables import VariableSources, variables_from
 from runner.core.errors import UsageError
 from runner.core.exitcodes import ExitCode
+from runner.core.threads import DaemonPool
 from runner.job.analyses import MAX_GROUPS_READ
 from runner.job.events import (
     AnalysisReady,
@@ -65,7 +66,6 @@ from runner.job.policy import (
 )
 from runner.job.session import session_outcome
 from runner.job.source import ListedCheck, SessionContext
-from runner.job.threads import DaemonPool
 from runner.job.verdicts import checked_attachments
 from runner.models import Target, TestSession, TriggerRequest
 from runner.models.resources import CHECK_LOCATIONS
