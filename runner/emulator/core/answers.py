@@ -93,10 +93,11 @@ class Call:
 
 
 class Reply(NamedTuple):
-    """A handler's answer: its status, its value (rendered by the row's response model) and headers."""
+    """A handler's answer: its value (rendered by the row's response model), its status (None: the
+    row's success status) and headers."""
 
-    status: int
     value: Any = None
+    status: int | None = None
     headers: Mapping[str, str] = {}
 
 
@@ -111,11 +112,11 @@ def needs_http(world: World) -> bool:
 
 def _trigger(call: Call) -> Reply:
     # The key matters beyond the account: an exposed emulator runs real checks only for some keys.
-    return Reply(201, call.backend.trigger(call.account, call.body, call.authorization))
+    return Reply(call.backend.trigger(call.account, call.body, call.authorization))
 
 
 def _get_session(call: Call) -> Reply:
-    return Reply(200, call.backend.get_session(call.account, call.path["testSessionId"]))
+    return Reply(call.backend.get_session(call.account, call.path["testSessionId"]))
 
 
 def _completion(call: Call) -> Reply:
@@ -123,17 +124,17 @@ def _completion(call: Call) -> Reply:
     session = wait_for_completion(call.backend, call.account, session_id, wait)
     if session is None:
         raise ApiFailure(408, STILL_RUNNING_MESSAGE)
-    return Reply(200, session)
+    return Reply(session)
 
 
 def _cancel(call: Call) -> Reply:
     call.backend.cancel(call.account, call.path["testSessionId"])
-    return Reply(204)
+    return Reply()
 
 
 def _group(kind: str) -> Callable[[Call], Reply]:
     def handler(call: Call) -> Reply:
-        return Reply(200, call.backend.get_group(call.account, call.path["id"], kind))
+        return Reply(call.backend.get_group(call.account, call.path["id"], kind))
 
     return handler
 
@@ -141,58 +142,60 @@ def _group(kind: str) -> Callable[[Call], Reply]:
 def _create_analysis(kind: str) -> Callable[[Call], Reply]:
     def handler(call: Call) -> Reply:
         context = call.body.userContext if call.body is not None else None
-        return Reply(202, call.backend.create_analysis(call.account, call.path["id"], kind, context))
+        return Reply(call.backend.create_analysis(call.account, call.path["id"], kind, context))
 
     return handler
 
 
 def _get_analysis(call: Call) -> Reply:
     analysis = call.backend.get_analysis(call.account, call.path["id"])
-    return Reply(200 if analysis.is_completed else 202, analysis)
+    return Reply(analysis, None if analysis.is_completed else 202)  # 202: still pending
 
 
 def _incident_update(call: Call) -> Reply:
-    return Reply(200, call.backend.add_incident_update(call.account, call.path["incidentId"], call.body))
+    return Reply(call.backend.add_incident_update(call.account, call.path["incidentId"], call.body))
 
 
 def _delete_maintenance_window(call: Call) -> Reply:
     call.backend.delete_maintenance_window(call.account, str(call.path["id"]))
-    return Reply(204)
+    return Reply()
 
 
 def _delete_maintenance(call: Call) -> Reply:
     call.backend.delete_maintenance(call.account, str(call.path["id"]), call.path["maintenanceId"])
-    return Reply(204)
+    return Reply()
 
 
 def _delete_client_certificate(call: Call) -> Reply:
     call.backend.delete_client_certificate(call.account, call.path["id"])
-    return Reply(204)
+    return Reply()
 
 
 def _create_dashboard(call: Call) -> Reply:
-    return Reply(201, call.backend.create_dashboard(call.account, call.body))
+    return Reply(call.backend.create_dashboard(call.account, call.body))
 
 
 def _update_check(call: Call) -> Reply:
     auto_assign = call.query["autoAssignAlerts"]
     check = call.backend.update_check(call.account, call.path["id"], call.body, auto_assign)
-    return Reply(200, check, {"Deprecation": "true"})
+    return Reply(check, headers={"Deprecation": "true"})
 
 
 def _list_checks(call: Call) -> Reply:
     q = call.query
     where = CheckFilter(tuple(q["tag"] or ()), q["checkType"], q["search"], q["apiCheckUrlFilterPattern"])
     found = call.backend.list_checks(call.account, where, q["page"], q["limit"])
-    return Reply(200, found.checks, {"Content-Range": content_range(found.checks, found.first, found.total)})
+    return Reply(
+        found.checks, headers={"Content-Range": content_range(found.checks, found.first, found.total)}
+    )
 
 
 def _get_check(call: Call) -> Reply:
-    return Reply(200, call.backend.get_check(call.account, call.path["id"]))
+    return Reply(call.backend.get_check(call.account, call.path["id"]))
 
 
 def _list_variables(call: Call) -> Reply:
-    return Reply(200, call.backend.list_variables(call.account, call.query["page"], call.query["limit"]))
+    return Reply(call.backend.list_variables(call.account, call.query["page"], call.query["limit"]))
 
 
 HANDLERS: dict[str, Callable[[Call], Reply]] = {
@@ -316,10 +319,15 @@ def answer(backend: Backend, request: Incoming) -> Answer:
     try:
         matched = match(request.method, request.path)
         if matched is None:
-            others = [op for op in OPERATIONS if match(op.method, request.path)]
-            raise ApiFailure(405, "Method Not Allowed") if others else ApiFailure(404, "Not Found")
+            allowed = [op.method for op in OPERATIONS if match(op.method, request.path)]
+            if not allowed:
+                raise ApiFailure(404, "Not Found")
+            raise ApiFailure(405, "Method Not Allowed", headers={"Allow": ", ".join(allowed)})
         op, values = matched
         reply = HANDLERS[op.name](_call(backend, op, values, request))
+        status = reply.status or op.status
+        if status not in (op.status, *op.also):  # the row (and so the OpenAPI document) says which
+            raise RuntimeError(f"{op.name} answered {status}, which its row does not declare")
     except ApiFailure as failure:
         error = error_body(failure.status, failure.message, failure.attributes, failure.error_code)
         return Answer(
@@ -329,8 +337,8 @@ def answer(backend: Backend, request: Incoming) -> Answer:
         log.exception("the answer to %s %s failed", request.method, request.path)
         return Answer(500, _json(error_body(500).model_dump(mode="json", exclude_unset=True)))
     if reply.value is None or op.response is None:
-        return Answer(reply.status, headers=reply.headers)
-    return Answer(reply.status, _render(op, reply.value), reply.headers)
+        return Answer(status, headers=reply.headers)
+    return Answer(status, _render(op, reply.value), reply.headers)
 
 
 def _render(op: Operation[Any], value: Any) -> bytes:

@@ -22,7 +22,8 @@ from runner.emulator.shell.intake import ACCOUNT_STATE
 from runner.models.operations import OPERATIONS, PREFIX
 
 PATH = PREFIX + "/{rest:path}"
-METHODS = sorted({op.method for op in OPERATIONS} | {"PATCH"})  # PATCH: a 405, as for any other path
+# Every method, so that one the path does not take is the core's 405 in the service's error body.
+METHODS = sorted({op.method for op in OPERATIONS} | {"PATCH", "OPTIONS"})
 WORKERS = 128  # answers at once (each long poll holds one for up to 30 s)
 _LIMITER = "v1_limiter"  # the app state's name of the workers' limit (made on the server's loop)
 
