@@ -1,5 +1,5 @@
 """The emulated service without HTTP: one facade over the state, split per resource as moto's backends
-are (keys, accounts, sessions, error groups). The shell's routes are thin wrappers around it.
+are (keys, accounts, sessions, error groups). The table of handlers (answers.py) is a thin layer on it.
 
 Thread-safe: every public method takes the one lock, and the stores behind it are only ever called
 under it. Tests and benchmarks read the state through `snapshot()`, a copy taken under the lock.
