@@ -9,6 +9,7 @@ import gc
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -252,3 +253,33 @@ def test_edge_parameters_and_a_crash_answer_as_over_http(emulator: Emulator, mon
     assert answer.status == 500
     assert json.loads(answer.body) == {"statusCode": 500, "error": "Internal Server Error",
                                        "message": "Internal Server Error"}  # fmt: skip
+
+
+def test_a_long_poll_waiting_when_the_emulator_stops_is_answered_at_once() -> None:
+    """The completion long poll waits on a thread of the shell's pool: when the server stops it is
+    answered (408: ask again) instead of holding the stop, or the process, for up to 30 s."""
+    from conftest import never_ending_world
+
+    emu = Emulator(world=never_ending_world()).start()
+    try:
+        body = {"name": "stop", "runLocation": "eu-west-1", "target": {"matchTags": [["hang"]]}}
+        started = requests.post(
+            f"{emu.url}{PREFIX}/test-sessions/trigger", json=body, headers=_headers(emu), timeout=10
+        )
+        assert started.status_code == 201, started.text
+        path = f"{emu.url}{PREFIX}/test-sessions/{started.json()['testSessionId']}/completion"
+        answers: list[requests.Response] = []
+        poll = threading.Thread(
+            target=lambda: answers.append(
+                requests.get(path, params={"maxWaitSeconds": 30}, headers=_headers(emu), timeout=40)
+            )
+        )
+        poll.start()
+        deadline = time.monotonic() + 10
+        while not emu.backend._listeners and time.monotonic() < deadline:  # the poll is waiting
+            time.sleep(0.01)
+        assert emu.backend._listeners
+    finally:
+        emu.stop()
+    poll.join(10)
+    assert not poll.is_alive() and answers[0].status_code == 408, answers

@@ -394,16 +394,16 @@ def completion_step(
 ) -> TestSession | float | None:
     """One look of the completion long poll: the final session; else the seconds to wait before
     looking again (until the session's computed end, at most until `deadline` of `clock`); None once
-    `deadline` has passed. A session is rendered (all its results) only once it can be final: the
-    poll is woken when its last real check ends (and on cancel, advance, reset), not at every check's
-    end."""
+    `deadline` has passed or the server stops. A session is rendered (all its results) only once it
+    can be final: the poll is woken when its last real check ends (and on cancel, advance, reset,
+    stop), not at every check's end."""
     to_end = backend.real_seconds_to_end(account, session_id)
     if to_end is not None and to_end <= 0:
         session = backend.get_session(account, session_id)
         if session.status != "RUNNING":
             return session
     remaining = deadline - clock()
-    if remaining <= 0:
+    if remaining <= 0 or backend.stopping:  # the server is stopping: the client asks again elsewhere
         return None
     return remaining if to_end is None else min(remaining, to_end + 0.001)
 
@@ -413,7 +413,7 @@ def wait_for_completion(
 ) -> TestSession | None:
     """The final session, or None when `max_wait` real seconds pass first. Wakes at the session's
     computed end, and at once on cancel, clock advance or reset (backend listeners). Over HTTP too:
-    the shell runs every answer on a worker thread."""
+    the shell runs every answer on a thread of its pool."""
     event = threading.Event()
     wake = event.set  # one object: the listener removed is the one added
     backend.add_listener(wake)

@@ -99,6 +99,7 @@ class Backend:
         # Reachable from other machines (the server binds beyond loopback): real checks then run only
         # for keys of the caller's own, never for the documented demo keys (keys.real_checks_refusal).
         self.exposed = False
+        self.stopping = False  # set by shutdown: a long poll answers at once (408) instead of waiting on
         try:
             self.load(self.world)
         except BaseException:
@@ -150,6 +151,7 @@ class Backend:
     def shutdown(self) -> None:
         """Stops every real check run (the server is stopping); the state stays readable."""
         with self._lock:
+            self.stopping = True
             self._sessions.stop_all()
         self._notify()  # a long poll still waiting looks again and ends, instead of at its wait's end
 

@@ -16,7 +16,7 @@ from runner.emulator.shell.errors import install_error_handlers
 from runner.emulator.shell.hosts import AllowedHosts, HostGuard
 from runner.emulator.shell.intake import V1Intake
 from runner.emulator.shell.middleware import FaultMiddleware, StatsMiddleware
-from runner.emulator.shell.routes import METHODS, PATH, v1
+from runner.emulator.shell.routes import METHODS, PATH, answer_pool, v1
 
 
 def create_app(
@@ -36,6 +36,7 @@ def create_app(
     app.add_middleware(StatsMiddleware, backend=backend)
     app.add_middleware(HostGuard, allowed=allowed or AllowedHosts("127.0.0.1"))
     app.state.backend = backend
+    app.state.v1_pool = answer_pool()
     header = backend.settings.accountHeader
 
     def document() -> dict[str, Any]:
