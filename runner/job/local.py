@@ -35,6 +35,7 @@ from runner.checks.outcome import Attempt
 from runner.checks.variables import VariableSources, variables_from
 from runner.core.errors import UsageError
 from runner.core.exitcodes import ExitCode
+from runner.core.threads import DaemonPool
 from runner.job.analyses import MAX_GROUPS_READ
 from runner.job.events import (
     AnalysisReady,
@@ -66,7 +67,6 @@ from runner.job.policy import (
 )
 from runner.job.session import session_outcome, with_internal_errors
 from runner.job.source import ListedCheck, SessionContext
-from runner.job.threads import DaemonPool
 from runner.job.verdicts import checked_attachments, checked_suite_tests
 from runner.models import Target, TestSession, TriggerRequest
 from runner.models.resources import CHECK_LOCATIONS

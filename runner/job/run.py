@@ -28,6 +28,7 @@ from runner import __version__
 from runner.client import ApiClient
 from runner.core.errors import ApiError, NotFoundError
 from runner.core.exitcodes import ExitCode
+from runner.core.threads import DaemonPool
 from runner.job.analyses import READS_WAIT
 from runner.job.events import (
     Event,
@@ -56,7 +57,6 @@ from runner.job.refusals import unknown_session
 from runner.job.remote import RemoteSource
 from runner.job.session import SessionPlan, SessionWorker, session_outcome
 from runner.job.source import ResultSource, SessionContext
-from runner.job.threads import DaemonPool
 from runner.models import SessionMetadata, TestSession, TriggerRequest
 
 if TYPE_CHECKING:

@@ -1,10 +1,11 @@
 """Checks that run for real in a session: a bounded pool of daemon threads that executes them.
 
 Trigger plans a `RealJob` per matched check with a definition (sessions.py); the Backend hands the
-jobs to its `Pool` (pool.py: at most `settings.executor.concurrency` at once; browser checks, which their
-protocol queues itself, to a pool of their own, SELF_QUEUED_LIMIT). A worker runs the executor
-(`checks.run_check`) and reports through `RealRunHooks`, which the Backend implements under its lock:
-a worker changes no shared state itself, it hands back values (frozen `Attempt`s, secrets masked).
+jobs to its pool (runner/core/threads.py: at most `settings.executor.concurrency` at once; browser
+checks, which their protocol queues itself, to a pool of their own, SELF_QUEUED_LIMIT). A worker runs
+the executor (`checks.run_check`) and reports through `RealRunHooks`, which the Backend implements
+under its lock: a worker changes no shared state itself, it hands back values (frozen `Attempt`s,
+secrets masked).
 
 Time: a real attempt takes real time; the session's times are the SimClock's, so each attempt's
 start and end are the clock's reading when they really happen, and its response time is the real
