@@ -3,6 +3,7 @@ attacker meets it."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -29,3 +30,24 @@ def test_every_place_that_names_the_exit_code_of_a_build_that_did_not_start_says
     spec = " ".join((ROOT / "docs" / "spec.md").read_text(encoding="utf-8").split())
     never = re.search(r"\*\*Never answers:\*\*(.*?)\*\*Stopping:\*\*", spec)
     assert never and "exit 6" in never.group(1) and "exit 4" not in never.group(1), never
+
+
+def test_a_checks_files_field_name_reaches_the_log_as_one_clean_line(tmp_path: Path) -> None:
+    """A field name is text from outside (a checks file of a pull request): written as a JSON or
+    quoted YAML key it can hold a line break and escapes. `validate` and `run --checks` printed it as it
+    was: a line of the CI log that began with `::warning::` (a GitHub workflow command) and raw ANSI
+    escapes (a terminal's title, colours)."""
+    key = "x\n::warning::injected\x1b]0;title\x07\x1b[31m"
+    check = {"name": "A", "checkType": "API", "request": {"url": "http://127.0.0.1:9/"}, key: 1}
+    (tmp_path / "checks.json").write_text(json.dumps([check]), encoding="utf-8")
+    (tmp_path / "spec.yml").write_text(
+        'sessions:\n  - name: s\n    runLocation: local\n    "y\\n::error::spec\\e[2J": 1\n', encoding="utf-8"
+    )
+    env = {**_bare_env(), "GITHUB_ACTIONS": "true"}
+    for argv in (["validate", "checks.json"], ["run", "--checks", "checks.json"], ["validate", "spec.yml"]):
+        ran = run_here(argv, env, tmp_path)
+        assert ran.returncode == 2, ran.stdout + ran.stderr
+        out = ran.stdout + ran.stderr
+        assert "unknown field" in out, out
+        assert not [line for line in out.splitlines() if line.startswith("::")], out
+        assert "\x1b" not in out and "\x07" not in out, out

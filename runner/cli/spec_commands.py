@@ -67,6 +67,7 @@ def summary(spec: RunSpec) -> str:
 
 
 def handle_validate(args: argparse.Namespace, ctx: Context) -> int:
+    from runner.cli.common import problem_line
     from runner.core.errors import SpecError
     from runner.spec import load_spec
 
@@ -81,7 +82,7 @@ def handle_validate(args: argparse.Namespace, ctx: Context) -> int:
         except SpecError as exc:
             code = ExitCode.USAGE
             for problem in exc.problems:
-                print(ctx.redact(problem), file=sys.stderr)
+                print(problem_line(ctx, problem), file=sys.stderr)
             count = len(exc.problems)
             print(f"{path}: {counted(count, 'problem')}", file=sys.stderr)
             if _other_kind(path) == WORLD_FILE:
@@ -121,6 +122,7 @@ def _other_kind(path: str) -> str | None:
 def _validate_checks(path: str, ctx: Context) -> bool:
     """A checks file, read as `run --checks` reads it: True when it can run (a check that cannot run
     on this machine is named: a session that matches it fails closed)."""
+    from runner.cli.common import problem_line
     from runner.emulator.core.checksfile import load_checks_file
     from runner.emulator.core.world import Mode, WorldError
 
@@ -128,7 +130,7 @@ def _validate_checks(path: str, ctx: Context) -> bool:
         checks = load_checks_file(path, os.environ)
     except WorldError as exc:
         for problem in exc.problems:
-            print(ctx.redact(problem), file=sys.stderr)
+            print(problem_line(ctx, problem), file=sys.stderr)
         print(f"{path}: {counted(len(exc.problems), 'problem')} (a checks file)", file=sys.stderr)
         return False
     for secret in checks.secrets:
