@@ -3,11 +3,15 @@ attacker meets it."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
+import yaml
+from checks_servers import start_http
 from helpers import run_here
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,3 +55,42 @@ def test_a_checks_files_field_name_reaches_the_log_as_one_clean_line(tmp_path: P
         assert "unknown field" in out, out
         assert not [line for line in out.splitlines() if line.startswith("::")], out
         assert "\x1b" not in out and "\x07" not in out, out
+
+
+def _one_run(tmp_path: Path) -> dict[str, Any]:
+    """A real results.json: one API check against a local server, passed."""
+    server = start_http()
+    try:
+        checks = [{"name": "Home", "checkType": "API", "request": {"url": server.url("/json")}}]
+        (tmp_path / "checks.yml").write_text(yaml.safe_dump(checks), encoding="utf-8")
+        argv = ["run", "--checks", "checks.yml", "--no-rca", "--json", "run/results.json"]
+        ran = run_here([*argv, "--junit", "", "--markdown", ""], _bare_env(), tmp_path)
+    finally:
+        server.stop()
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    data: dict[str, Any] = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))
+    return data
+
+
+def test_a_part_whose_exit_code_is_not_one_is_refused_with_its_reports(tmp_path: Path) -> None:
+    """A results.json is text from outside (a CI artifact). A session's exitCode that is not an exit
+    code of testsession (99, -1) made `merge` crash (internal error, exit 4, a traceback, no reports);
+    a run's own exitCode of 99 was ignored and the merge passed (exit 0). Both are bad input: exit 2
+    naming the part and the field, the reports written."""
+    data = _one_run(tmp_path)
+    forged = {
+        "session": lambda d: d["sessions"][0].update(exitCode=99),
+        "negative": lambda d: d["sessions"][0].update(exitCode=-1),
+        "run": lambda d: d.update(exitCode=99),
+    }
+    for name, change in forged.items():
+        part = copy.deepcopy(data)
+        change(part)
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(part), encoding="utf-8")
+        out = tmp_path / f"merged-{name}"
+        ran = run_here(["merge", path.name, "-o", out.name], _bare_env(), tmp_path)
+        assert ran.returncode == 2 and "Traceback" not in ran.stderr, (name, ran.stderr)
+        assert f"{name}.json: not a testsession results file" in ran.stderr and "exitCode" in ran.stderr
+        report = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        assert report["exitCode"] == 2 and report["verdict"] == "usage-error", report

@@ -5,10 +5,11 @@ This is the documented, stable JSON format (schemaVersion 1). Fields are only ev
 
 # No `from __future__ import annotations`: real annotations, as models/base.py says why.
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from runner.core.exitcodes import ExitCode
 from runner.models.analyses import Analysis
 from runner.models.base import empty_list
 
@@ -31,6 +32,19 @@ RunVerdict = Literal[
     "detached",
     "build-not-started",
 ]
+
+
+def _exit_code(value: int) -> int:
+    """A code of the contract (runner/core/exitcodes.py). A results.json read back (a part to merge, a
+    baseline, `report`) is text from outside: another number is not a run's code, and judging it would
+    crash (`ExitCode(99)`) or be ignored and pass."""
+    if value not in ExitCode._value2member_map_:
+        codes = ", ".join(str(int(code)) for code in ExitCode)
+        raise ValueError(f"not an exit code of testsession ({codes})")
+    return value
+
+
+ExitCodeValue = Annotated[int, AfterValidator(_exit_code)]
 
 
 class OutcomeModel(BaseModel):
@@ -128,7 +142,7 @@ class SessionOutcome(OutcomeModel):
     startedAt: datetime | None = None
     stoppedAt: datetime | None = None
     durationSeconds: float | None = None
-    exitCode: int = 0
+    exitCode: ExitCodeValue = 0
     problem: str | None = None  # one line when the session could not run to the end
     noMatch: bool = False  # no check matched its target
     results: list[ResultOutcome] = Field(default_factory=empty_list)
@@ -201,7 +215,7 @@ class MergedPart(Origin):
     """One results.json a merged run was made of, as it judged itself."""
 
     verdict: str
-    exitCode: int
+    exitCode: ExitCodeValue
 
 
 class Outcome(OutcomeModel):
@@ -211,7 +225,7 @@ class Outcome(OutcomeModel):
     startedAt: datetime | None = None
     finishedAt: datetime | None = None
     verdict: RunVerdict = "passed"
-    exitCode: int = 0
+    exitCode: ExitCodeValue = 0
     failOnDegraded: bool = False
     failOn: FailOn = "any"  # "new": known failed checks are forgiven (errors, unfinished still fail)
     partial: bool = False  # written after a timeout, interrupt or service error: what was known
