@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from checks_servers import start_http
 from helpers import run_here
@@ -94,3 +95,32 @@ def test_a_part_whose_exit_code_is_not_one_is_refused_with_its_reports(tmp_path:
         assert f"{name}.json: not a testsession results file" in ran.stderr and "exitCode" in ran.stderr
         report = json.loads((out / "results.json").read_text(encoding="utf-8"))
         assert report["exitCode"] == 2 and report["verdict"] == "usage-error", report
+
+
+@pytest.mark.timeout(30)
+def test_a_part_whose_header_names_a_billion_parts_is_refused_at_once(tmp_path: Path) -> None:
+    """A part's `shard` header is text from outside: `total: 1000000000` made merge list every missing
+    part (a billion numbers: minutes of CPU, gigabytes), `index: 0` or `5` of 2 was a part "given" that
+    cannot be. `--shard` allows 1 to 1000 parts: a header outside that is not a part (exit 2, the
+    reports written), said within seconds."""
+    server = start_http()
+    try:
+        checks = [
+            {"name": f"Home {n}", "checkType": "API", "request": {"url": server.url("/json")}} for n in (1, 2)
+        ]
+        (tmp_path / "checks.yml").write_text(yaml.safe_dump(checks), encoding="utf-8")
+        argv = ["run", "--checks", "checks.yml", "--no-rca", "--shard", "1/2", "--json", "part/results.json"]
+        ran = run_here([*argv, "--junit", "", "--markdown", ""], _bare_env(), tmp_path)
+    finally:
+        server.stop()
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    data = json.loads((tmp_path / "part" / "results.json").read_text(encoding="utf-8"))
+    for name, header in {"huge": {"total": 10**9}, "zero": {"index": 0}, "beyond": {"index": 5}}.items():
+        part = copy.deepcopy(data)
+        part["shard"].update(header)
+        (tmp_path / f"{name}.json").write_text(json.dumps(part), encoding="utf-8")
+        ran = run_here(["merge", f"{name}.json", "-o", f"merged-{name}"], _bare_env(), tmp_path)
+        assert ran.returncode == 2 and "Traceback" not in ran.stderr, (name, ran.stderr)
+        assert f"{name}.json: not a testsession results file: shard" in ran.stderr, ran.stderr
+        report = json.loads((tmp_path / f"merged-{name}" / "results.json").read_text(encoding="utf-8"))
+        assert report["exitCode"] == 2, report

@@ -7,13 +7,14 @@ This is the documented, stable JSON format (schemaVersion 1). Fields are only ev
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from runner.core.exitcodes import ExitCode
 from runner.models.analyses import Analysis
 from runner.models.base import empty_list
 
 SCHEMA_VERSION = 1
+MAX_SHARDS = 1000  # parts of a sharded run (`--shard i/n`, runner/job/shard.py)
 
 # How one check result is judged, derived from the service's result fields.
 ResultVerdict = Literal["passed", "failed", "degraded", "flaky", "error", "cancelled", "running"]
@@ -196,15 +197,23 @@ class ShardInfo(OutcomeModel):
     """One part of a sharded run (`--shard i/n`, runner/job/shard.py): what `testsession merge` checks
     before it judges the parts as one run."""
 
-    index: int  # 1-based
-    total: int
-    matched: int  # checks of the whole matched set (a check in two sessions counts twice)
-    checks: int  # of them in this part
+    # Bounded as `--shard` allows (1 to MAX_SHARDS parts): a header read back is text from outside, and
+    # a merge lists the parts it misses (a forged total of a billion was minutes and gigabytes).
+    index: int = Field(ge=1, le=MAX_SHARDS)  # 1-based
+    total: int = Field(ge=1, le=MAX_SHARDS)
+    matched: int = Field(ge=0)  # checks of the whole matched set (a check in two sessions counts twice)
+    checks: int = Field(ge=0)  # of them in this part
     fingerprint: str  # of the whole matched set: the same in every part of one run
     split: str  # of the assignment (the set and the durations that balanced it)
     # Of this part's own checks (session, location, check id): what its results must be, each once.
     # None in a part written by an older testsession, which did not record it: `merge` refuses it.
     own: str | None = None
+
+    @model_validator(mode="after")
+    def _index_in_total(self) -> "ShardInfo":
+        if self.index > self.total:
+            raise ValueError(f"index {self.index} is beyond its total of {self.total} parts")
+        return self
 
     @property
     def label(self) -> str:
