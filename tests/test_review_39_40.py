@@ -124,3 +124,30 @@ def test_a_part_whose_header_names_a_billion_parts_is_refused_at_once(tmp_path: 
         assert f"{name}.json: not a testsession results file: shard" in ran.stderr, ran.stderr
         report = json.loads((tmp_path / f"merged-{name}" / "results.json").read_text(encoding="utf-8"))
         assert report["exitCode"] == 2, report
+
+
+def test_a_planted_link_to_a_device_other_than_a_terminal_or_null_is_refused(tmp_path: Path) -> None:
+    """A report path that is a link was written through when its target was any device, so that
+    `--junit /dev/stdout` keeps working: a link planted by a checkout or a cache at
+    testsession-reports/junit.xml pointing at a disk (`/dev/sda`) had the report written over the
+    disk's first bytes by a run as root. Only a FIFO, a socket, a terminal or the null device is
+    written through a link (test_hostile_files: /dev/stdout); any other device is refused."""
+    from runner.core.errors import UsageError
+    from runner.reports.files import check_writable
+
+    (tmp_path / "zero").symlink_to("/dev/zero")  # a device that takes writes harmlessly
+    (tmp_path / "checks.yml").write_text(
+        yaml.safe_dump([{"name": "A", "checkType": "API", "request": {"url": "http://127.0.0.1:1/"}}]),
+        encoding="utf-8",
+    )
+    ran = run_here(["run", "--checks", "checks.yml", "--no-rca", "--junit", "zero"], _bare_env(), tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert "zero: is a symbolic link" in ran.stderr, ran.stderr
+    disks = sorted(p for p in Path("/dev").glob("loop*") if p.is_block_device())
+    if disks:  # only stat'ed: check_writable never writes to a device
+        (tmp_path / "disk").symlink_to(disks[0])
+        with pytest.raises(UsageError, match="disk: is a symbolic link"):
+            check_writable({"junit": tmp_path / "disk"})
+    null = tmp_path / "null"
+    null.symlink_to(os.devnull)
+    check_writable({"junit": null})  # still written to, as /dev/stdout is

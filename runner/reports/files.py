@@ -72,18 +72,28 @@ def check_writable(paths: Mapping[str, Path], environ: Mapping[str, str] | None 
             raise UsageError(f"reports.{kind}: cannot write {path} as {uid} ({text}); {_fix(env, code)}")
 
 
+# Where a link may lead for a report to be written through it (`--junit /dev/stdout`, a terminal):
+# a FIFO or socket, else one of these character devices. Any other target (a file, a folder, a disk
+# such as /dev/sda, /dev/port) is a planted link: writing a report over a disk as root destroys it.
+_STREAM_DEVICES = ("/dev/null", "/dev/tty", "/dev/pts/", "/dev/console", "/dev/fd/")
+
+
 def _refuse_planted_link(path: Path) -> None:
-    """PlantedLink when `path` is a symbolic link to a file or folder (or to nothing): a report replaces
-    what is there, and a link planted by a shared cache or checkout must not be followed (nor silently
-    replaced). A link to a device or FIFO (`/dev/stdout`) is written to, as the device itself is."""
+    """PlantedLink when `path` is a symbolic link to anything but an output stream (or to nothing): a
+    report replaces what is there, and a link planted by a shared cache or checkout must not be
+    followed (nor silently replaced). A link to a FIFO, a terminal or the null device (`/dev/stdout`)
+    is written to, as the stream itself is."""
     if not path.is_symlink():
         return
     try:
         mode = path.stat().st_mode
     except OSError:
         mode = None
-    if mode is None or stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        raise PlantedLink(str(path))
+    if mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return
+    if mode is not None and stat.S_ISCHR(mode) and os.path.realpath(path).startswith(_STREAM_DEVICES):
+        return
+    raise PlantedLink(str(path))
 
 
 def _write_problem(path: Path) -> tuple[str, int | None] | None:
