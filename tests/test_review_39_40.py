@@ -151,3 +151,27 @@ def test_a_planted_link_to_a_device_other_than_a_terminal_or_null_is_refused(tmp
     null = tmp_path / "null"
     null.symlink_to(os.devnull)
     check_writable({"junit": null})  # still written to, as /dev/stdout is
+
+
+def test_a_report_to_dev_stdout_redirected_to_a_file_says_so_not_remove_the_link(tmp_path: Path) -> None:
+    """`--junit /dev/stdout > junit.xml`: /dev/stdout then leads to a regular file, and the run refuses
+    it (writing it would rename a file over /dev/stdout: as root, for the whole machine). The message
+    said "is a symbolic link ... (remove the link": advice that, taken as root, removes /dev/stdout.
+    It names what happened and what to give instead; the file is untouched."""
+    redirected = tmp_path / "redirected.txt"
+    redirected.write_text("console so far\n", encoding="utf-8")
+    (tmp_path / "checks.yml").write_text(
+        yaml.safe_dump([{"name": "A", "checkType": "API", "request": {"url": "http://127.0.0.1:1/"}}]),
+        encoding="utf-8",
+    )
+    fd = os.open(redirected, os.O_WRONLY | os.O_APPEND)
+    try:
+        (tmp_path / "stdout").symlink_to(f"/proc/self/fd/{fd}")  # as /dev/stdout is, to fd 1
+        argv = ["run", "--checks", "checks.yml", "--no-rca", "--junit", "stdout"]
+        ran = run_here(argv, _bare_env(), tmp_path)
+    finally:
+        os.close(fd)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert "remove the link" not in ran.stderr, ran.stderr
+    assert "stdout: the output of this process, redirected to a file" in ran.stderr, ran.stderr
+    assert redirected.read_text(encoding="utf-8") == "console so far\n"

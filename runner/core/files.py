@@ -24,9 +24,9 @@ class PlantedLink(OSError):
     """A symbolic (or hard) link where testsession writes a file of its own: a poisoned CI cache or a
     shared folder can plant one to make the tool overwrite the link's target, so it is never followed."""
 
-    def __init__(self, path: str, hard: bool = False) -> None:
+    def __init__(self, path: str, hard: bool = False, message: str | None = None) -> None:
         what = "a hard link to another file" if hard else "a symbolic link"
-        self.message = (
+        self.message = message or (
             f"{path}: is {what}; testsession writes its own files only where no link was planted "
             "(remove the link, or choose another path)"
         )

@@ -93,7 +93,26 @@ def _refuse_planted_link(path: Path) -> None:
         return
     if mode is not None and stat.S_ISCHR(mode) and os.path.realpath(path).startswith(_STREAM_DEVICES):
         return
+    if _own_stream(path):  # /dev/stdout with the output redirected to a file: never "remove the link"
+        raise PlantedLink(
+            str(path),
+            message=f"{path}: the output of this process, redirected to a file: a report is not written "
+            "through it; give the file's own path (e.g. --junit junit.xml), or pipe the output",
+        )
     raise PlantedLink(str(path))
+
+
+def _own_stream(path: Path) -> bool:
+    """Whether the link leads through this process's descriptors (/dev/stdout -> /proc/self/fd/1)."""
+    for _ in range(8):  # a chain of links, bounded
+        try:
+            text = os.readlink(path)
+        except OSError:
+            return False
+        if text.startswith(("/proc/self/fd/", "/dev/fd/")):
+            return True
+        path = Path(os.path.join(os.path.dirname(path), text))
+    return False
 
 
 def _write_problem(path: Path) -> tuple[str, int | None] | None:
