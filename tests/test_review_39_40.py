@@ -175,3 +175,15 @@ def test_a_report_to_dev_stdout_redirected_to_a_file_says_so_not_remove_the_link
     assert "remove the link" not in ran.stderr, ran.stderr
     assert "stdout: the output of this process, redirected to a file" in ran.stderr, ran.stderr
     assert redirected.read_text(encoding="utf-8") == "console so far\n"
+
+
+def test_validate_reads_a_checks_file_over_a_megabyte_as_run_does(tmp_path: Path) -> None:
+    """`validate` told a checks file from a spec by reading it as a spec (1 MB, 20,000 nodes): a checks
+    file over either bound, which `run --checks` reads (16 MiB), was then checked as a spec and refused
+    ("larger than 1000000 bytes (the bound of a YAML file)"; 4,000 checks in 1.7 MB: 23 s, then that)."""
+    check = {"name": "A", "checkType": "API", "request": {"url": "http://127.0.0.1:1/"}}
+    big = {"checks": [{**check, "description": "x" * 1_100_000}], "variables": []}
+    (tmp_path / "checks.json").write_text(json.dumps(big), encoding="utf-8")
+    ran = run_here(["validate", "checks.json"], _bare_env(), tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert "checks.json: ok (a checks file: 1 check, 1 run here)" in ran.stdout, ran.stdout + ran.stderr

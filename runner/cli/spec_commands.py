@@ -103,10 +103,11 @@ def _other_kind(path: str) -> str | None:
     """CHECKS_FILE or WORLD_FILE when the file is one of those rather than a spec, by its shape: a
     list, or `checks:` a list without a spec's `sessions`/`runLocation`, is a checks file (as `run
     --checks` reads it); `accounts:` a world. None: a spec, or a file that cannot be read as one."""
-    from runner.spec.yamlfile import parse_yaml, read_text
+    from runner.core.files import read_input_text
+    from runner.emulator.core.world import read_document
 
-    try:
-        data = parse_yaml(read_text(path), path).data
+    try:  # read as `run --checks` reads a checks file (16 MiB, its node bound), not as a spec (1 MB)
+        data, _ = read_document(read_input_text(path, "file"), path)
     except Exception:
         return None
     if isinstance(data, dict) and "accounts" in data:
