@@ -187,3 +187,21 @@ def test_validate_reads_a_checks_file_over_a_megabyte_as_run_does(tmp_path: Path
     ran = run_here(["validate", "checks.json"], _bare_env(), tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert "checks.json: ok (a checks file: 1 check, 1 run here)" in ran.stdout, ran.stdout + ran.stderr
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("name", ["state.db", "state.db.lock"])
+def test_a_fifo_planted_as_the_state_file_or_its_lock_is_exit_2_not_a_hang(tmp_path: Path, name: str) -> None:
+    """The state file's folder is kept in a CI cache (docs/emulator.md), so a FIFO can be planted there
+    as a link can: `state.db` a FIFO hung the run until the job's timeout (its header was read with a
+    blocking open), `state.db.lock` a FIFO was an internal error (exit 4, "Illegal seek"). Exit 2 with
+    one line naming it."""
+    os.mkfifo(tmp_path / name)
+    (tmp_path / "checks.yml").write_text(
+        yaml.safe_dump([{"name": "A", "checkType": "API", "request": {"url": "http://127.0.0.1:1/"}}]),
+        encoding="utf-8",
+    )
+    argv = ["run", "--checks", "checks.yml", "--no-rca", "--state", "state.db"]
+    ran = run_here(argv, _bare_env(), tmp_path)
+    assert ran.returncode == 2 and "Traceback" not in ran.stderr, ran.stderr
+    assert f"{name}" in ran.stderr and "not a regular file" in ran.stderr, ran.stderr
