@@ -205,3 +205,16 @@ def test_a_fifo_planted_as_the_state_file_or_its_lock_is_exit_2_not_a_hang(tmp_p
     ran = run_here(argv, _bare_env(), tmp_path)
     assert ran.returncode == 2 and "Traceback" not in ran.stderr, ran.stderr
     assert f"{name}" in ran.stderr and "not a regular file" in ran.stderr, ran.stderr
+
+
+def test_the_shop_examples_comment_says_what_id_a_check_without_one_gets() -> None:
+    """examples/shop-checks.yml said a check without `id:` gets one "made from the name: products-api";
+    it gets a uuid (made from that slug), and `--check-id products-api` is a usage error."""
+    from runner.emulator.core.checksfile import load_checks_file, made_id
+
+    path = ROOT / "examples" / "shop-checks.yml"
+    checks = load_checks_file(path, {}).world.accounts[0].checks
+    (products,) = [c for c in checks if c.name == "Products API"]
+    assert products.id == made_id("products-api") != "products-api"
+    text = path.read_text(encoding="utf-8")
+    assert "made from the name: products-api" not in text
