@@ -90,7 +90,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--build-timeout",
         type=build_seconds,
         metavar="SECONDS",
-        help="how long to wait for the URL before exit 6, the build did not start (build.timeoutSeconds; 60)",
+        help="how long to wait for the URL before exit 6, the build did not start (build.timeoutSeconds; "
+        "default 60)",
     )
     build.add_argument(
         "--build-reuse",

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from runner.core.errors import UsageError
 from runner.job.baseline import BaselineWarning, load_baseline
-from runner.job.outcome import ResultOutcome, ShardInfo
+from runner.job.outcome import MAX_SHARDS, ResultOutcome, ShardInfo
 from runner.job.source import ResultSource
 from runner.models import Target, TriggerRequest
 from runner.models.sessions import UUID_PATTERN
@@ -39,7 +39,6 @@ from runner.models.sessions import UUID_PATTERN
 CI_NODE_INDEX = "CI_NODE_INDEX"
 CI_NODE_TOTAL = "CI_NODE_TOTAL"
 AUTO = "auto"
-MAX_SHARDS = 1000
 LADDER = 1.25  # durations are rounded to the nearest power of this: 1.0, 1.25, 1.56, 1.95, ...
 SQLITE_HEADER = b"SQLite format 3\x00"
 _PART = re.compile(r"^\s*([0-9]+)\s*/\s*([0-9]+)\s*$")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import threading
 import time
@@ -239,6 +240,19 @@ def _holder(fd: int) -> str:
     return f" (pid {text})" if text.isdigit() else ""
 
 
+def _refuse_special(path: Path) -> None:
+    """StateFileError when `path` is a FIFO, device or socket: its header's read would wait for a
+    FIFO's writer forever (a CI cache can plant one as it can a link) or read a device."""
+    try:
+        mode = os.stat(path).st_mode  # not a link: refused before
+    except OSError:
+        return  # missing (made now), or the open below says why
+    if not stat.S_ISREG(mode):
+        raise StateFileError(
+            f"{path}: not a regular file (a FIFO, device or socket); give the state file a new path"
+        )
+
+
 def _lock(path: Path, wait_seconds: float) -> int:
     """The open, locked `PATH.lock` with this process's pid in it."""
     from runner.core.files import PlantedLink, open_own
@@ -404,6 +418,7 @@ class StateFile:
             # journal must not be links (checked under the lock, which keeps other runs out)
             for name in (path.name, *(path.name + suffix for suffix in ("-wal", "-shm", "-journal"))):
                 refuse_link(path.with_name(name))
+            _refuse_special(path)
             if path.exists():
                 _check_header(path)
             connection = sqlite3.connect(
