@@ -134,6 +134,18 @@ def _validate_checks(path: str, ctx: Context) -> bool:
     for secret in checks.secrets:
         ctx.redact.add(secret)
     loaded = checks.checks
+    if checks.quarantine:  # judged as `run` judges it at its start: the same entries refused here
+        from runner.core import clock
+        from runner.core.errors import SpecError
+        from runner.job.quarantine import resolve
+
+        try:
+            resolve(checks.quarantine, [(c.id, c.name) for c in loaded], clock.today(), path)
+        except SpecError as exc:
+            for problem in exc.problems:
+                print(ctx.redact(problem), file=sys.stderr)
+            print(f"{path}: {counted(len(exc.problems), 'problem')} (a checks file)", file=sys.stderr)
+            return False
     cannot = [c for c in loaded if c.plan.mode is not Mode.REAL]
     for check in cannot:
         print(
