@@ -68,3 +68,18 @@ def test_history_wording_on_a_first_run_a_degraded_check_and_an_unstable_one() -
     assert describe_unstable(once) == "passed its only recorded run only on a retry"
     many = HistoryOutcome(runs=20, passed=17, failed=3, flaky=2, unstable=True)
     assert describe_unstable(many) == "passed 17 of the last 20 runs, 2 only on a retry"  # no (..(..))
+
+
+def test_validate_refuses_a_spec_quarantine_that_run_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A spec's entry ending more than 90 days ahead: `run` exits 2 on it, so `validate` does."""
+    until = (clock.today() + timedelta(days=200)).isoformat()
+    spec = tmp_path / "spec.yml"
+    spec.write_text(
+        f"name: x\nrunLocation: eu-west-1\nquarantine:\n  - {{check: A, owner: '@o', until: {until}}}\n",
+        encoding="utf-8",
+    )
+    assert main(["validate", str(spec)]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert f"quarantine[0].until: {until} is more than 90 days ahead" in err and "1 problem" in err
