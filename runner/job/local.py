@@ -297,6 +297,7 @@ class _Session:
                     break
             left -= len(fresh)
             for index in fresh:
+                self.running.pop(index, None)  # its placeholder (~1.2 KiB) is not shown again
                 result = self.results[index] = self._result(index)
                 context.emit(ResultFinished(context.where, result, self.started_at))
             if self.new_failure:  # most drains bring passes only: nothing to analyse
