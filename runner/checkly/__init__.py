@@ -12,10 +12,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from runner.checkly.convert import ProjectChecks, check_id, convert
-from runner.checkly.synth import CONFIG_NAMES, find_config, synthesize
+from runner.checkly.config import CONFIG_NAMES, find_config
 from runner.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from runner.checkly.convert import ProjectChecks, check_id
 
 __all__ = ["CONFIG_NAMES", "ProjectChecks", "check_id", "find_config", "is_project", "load_project"]
 
@@ -36,6 +39,9 @@ def load_project(
     """The project's checks; UsageError (exit 2) with one line per problem when it cannot be used.
     `environ`: the job's environment, which the parse sees (synth.parse_environment); `hidden`: names
     of it withheld besides testsession's credentials and the CI's tokens."""
+    from runner.checkly.convert import convert  # Node's tools and the project's models: only to load one
+    from runner.checkly.synth import synthesize
+
     config = find_config(path)
     if config is None:
         names = ", ".join(CONFIG_NAMES)
@@ -44,3 +50,12 @@ def load_project(
     if project.problems:
         raise UsageError("\n".join(project.problems))
     return project
+
+
+def __getattr__(name: str) -> Any:
+    """ProjectChecks and check_id, imported on first use (see config.py why)."""
+    if name in ("ProjectChecks", "check_id"):
+        from runner.checkly import convert
+
+        return getattr(convert, name)
+    raise AttributeError(name)

@@ -39,8 +39,6 @@ from runner.core.errors import UsageError
 from runner.core.text import for_line, sanitize
 from runner.models.base import empty_list
 
-CONFIG_NAMES = ("checkly.config.ts", "checkly.config.mts", "checkly.config.js", "checkly.config.mjs",
-                "checkly.config.cjs")  # fmt: skip
 MINIMUM_CHECKLY = (7, 0, 0)  # `debug parse-project` appeared in 7.0.0
 TESTED_CHECKLY = "9.5.0"  # and 8.9.0 (tests/checkly_project, tests/checkly_project_v9)
 INSTALL = "npm install --save-dev checkly@8 (Node 20.19+) or checkly@9 (Node 22.13+)"
@@ -136,18 +134,6 @@ class Synthesis:
     checkly_version: str
     payload: Payload
     warnings: tuple[str, ...]  # non-fatal observations, sanitised, one line each
-
-
-def find_config(path: str | Path) -> Path | None:
-    """The checkly.config.* that `path` names (the file, or a folder holding one); None if neither."""
-    p = Path(path)
-    if p.is_file() and p.name in CONFIG_NAMES:
-        return p.resolve()
-    if p.is_dir():
-        for name in CONFIG_NAMES:
-            if (p / name).is_file():
-                return (p / name).resolve()
-    return None
 
 
 def missing_packages(directory: Path) -> list[str]:

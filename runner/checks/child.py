@@ -15,7 +15,7 @@ Rules (docs/checks.md, "Node children"):
   exception or KeyboardInterrupt in the caller included). A grandchild that keeps the output pipes open
   after the child exited does not hold the call up.
 - A child still running when the process exits (a SIGTERM's run ends before a check's thread has
-  ended its child; cli/main.py leaves with os._exit after the atexit handlers) is killed at exit with
+  ended its child; the process exits while a daemon thread still waits on it) is killed at exit with
   everything carrying its token.
 - stdout and stderr are read through pipes as they come, so the child never blocks on a full pipe;
   the last `output_cap` bytes of each are kept (an error's last lines are what says why), the rest is
@@ -54,8 +54,8 @@ CHUNK = 65536
 
 # The children running now, by pid: at exit, what a check's thread has not ended yet is killed. A
 # SIGTERM's run writes its reports and returns while a thread still ends its child (SIGTERM, then
-# SIGKILL after the grace); cli/main.py entry() then leaves with os._exit after the atexit handlers,
-# and the daemon thread never gets to its SIGKILL (seen: Node and Chromium left after a SIGTERM).
+# SIGKILL after the grace); the interpreter's exit does not wait for a daemon thread, so the thread
+# never gets to its SIGKILL (seen: Node and Chromium left after a SIGTERM).
 _LIVE: dict[int, tuple[subprocess.Popen[bytes], str]] = {}
 _LIVE_LOCK = threading.Lock()
 

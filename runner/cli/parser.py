@@ -10,8 +10,8 @@ import argparse
 import re
 import sys
 from contextlib import suppress
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing costs 4 ms at start-up; mypy reads this name as typing.TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, NoReturn
