@@ -208,15 +208,15 @@ def test_a_retry_backoff_is_simulated_time_scaled_by_the_worlds_speed(
     flaky = world(api("flaky", web.url(f"/flaky?key={key}&fail=1"), status("200")), speed=10)
     client = Api(world_factory(flaky, speed=None))  # the world's own speed: 10
     retry = {**RETRY_ONCE, "baseBackoffSeconds": 4}
-    started = time.monotonic()
     done = client.final(client.trigger(retryStrategy=retry)["testSessionId"])
-    took = time.monotonic() - started
     first, last = attempts(done, "flaky")[0], finals(done)["flaky"]
     assert last["status"] == "PASSED" and done["status"] == "PASSED"
-    # 4 simulated seconds between the failed attempt and the retry, a tenth of that in real time.
+    # The times are the world's clock (10 simulated seconds a real one): 4 simulated seconds between
+    # the failed attempt and the retry. Unscaled, the 4 s would be real and read as 40 simulated ones;
+    # the margin is a real second of scheduling on a loaded machine (no wall-clock window: one of 2 s
+    # around the whole session failed under load).
     gap = datetime.fromisoformat(last["startedAt"]) - datetime.fromisoformat(first["stoppedAt"])
-    assert 3.9 <= gap.total_seconds() <= 6.0, gap
-    assert took < 2.0, took  # unscaled, the wait alone took 4 s
+    assert 3.9 <= gap.total_seconds() < 4 + 10, gap
 
 
 def test_variables_come_from_the_session_then_the_account_then_the_check(
@@ -274,20 +274,24 @@ def test_a_check_that_cannot_run_here_fails_closed_or_is_left_out(
 
 
 @pytest.mark.parametrize("how", ["cancel", "reset", "stop"])
-def test_cancel_reset_and_stop_end_a_real_run_within_a_second(
+def test_cancel_reset_and_stop_end_a_real_run_long_before_its_bound(
     start: Callable[..., Api], web: HttpServer, how: str
 ) -> None:
     # One worker: the next check runs only once the stopped one has really ended.
+    key = uuid.uuid4().hex
     client = start(
         world(
-            {**api("endless", web.url("/trickle"), maxResponseTime=25_000), "tags": ["endless"]},
+            {**api("endless", web.url(f"/trickle?key={key}"), maxResponseTime=25_000), "tags": ["endless"]},
             {**api("quick", web.url("/json")), "tags": ["quick"]},
             executor={"concurrency": 1},
         )
     )
     emu = client.emu
     session_id = client.trigger(target={"matchTags": [["endless"]]})["testSessionId"]
-    time.sleep(0.3)  # the request is under way
+    deadline = time.monotonic() + 10
+    while not web.server.counts.get(key):  # type: ignore[attr-defined]  # the request is under way
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
     if how == "cancel":
         assert client.call("POST", f"/v1/test-sessions/{session_id}/cancel").status_code == 204
         assert client.session(session_id)["status"] == "CANCELLED"
@@ -302,7 +306,7 @@ def test_cancel_reset_and_stop_end_a_real_run_within_a_second(
         body = {"name": "q", "runLocation": "eu-west-1", "target": {"matchTags": [["quick"]]}}
         quick_id = emu.backend.trigger(ACCOUNT, TriggerRequest.model_validate(body)).testSessionId
         while (
-            emu.backend.get_session(ACCOUNT, quick_id).status == "RUNNING" and time.monotonic() - started < 5
+            emu.backend.get_session(ACCOUNT, quick_id).status == "RUNNING" and time.monotonic() - started < 10
         ):
             time.sleep(0.02)
         status_now = emu.backend.get_session(ACCOUNT, quick_id).status
@@ -311,7 +315,9 @@ def test_cancel_reset_and_stop_end_a_real_run_within_a_second(
             "status"
         ]
     assert status_now == "PASSED"
-    assert time.monotonic() - started < 1.5
+    # The quick check ran after the endless one ended: by the cancel, not by its 25 s bound nor the
+    # 50 s its answer takes (a margin for a loaded machine: a 1.5 s window was a race under load).
+    assert time.monotonic() - started < 10
 
 
 def test_no_more_real_runs_at_once_than_the_world_allows(start: Callable[..., Api], web: HttpServer) -> None:
@@ -495,6 +501,7 @@ def test_a_worker_waiting_for_its_next_job_no_longer_holds_the_last_one() -> Non
     assert not freed.alive and pool.workers == 1  # while the worker still waits
 
 
+@pytest.mark.timing  # measures real time: the `timing` phase, one test at a time (.ci/run)
 def test_jobs_that_wait_reach_the_pools_limit_at_once() -> None:
     """Past its first EAGER threads the pool adds threads only while the process has CPU to spare:
     jobs that wait (a slow server, a backoff) still run `limit` at once, within a few ticks."""
