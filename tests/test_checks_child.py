@@ -9,6 +9,8 @@ import os
 import threading
 import time
 
+import pytest
+
 from runner.checks.child import run_child
 
 
@@ -30,6 +32,7 @@ def test_a_child_that_exits_gives_its_code_and_both_outputs() -> None:
     assert not (result.cancelled or result.timed_out or result.stdout_truncated)
 
 
+@pytest.mark.timing  # measures real time: the `timing` phase, one test at a time (.ci/run)
 def test_the_stop_event_ends_the_child_and_what_it_started_within_a_slice() -> None:
     stop = threading.Event()
     threading.Timer(0.3, stop.set).start()
@@ -38,9 +41,7 @@ def test_the_stop_event_ends_the_child_and_what_it_started_within_a_slice() -> N
     result = run_child(["sh", "-c", "sleep 30 & echo $!; wait"], deadline=time.monotonic() + 20, stop=stop)
     took = time.monotonic() - started
     assert result.cancelled and result.returncode is None and not result.timed_out
-    # Ended by the stop, not the 20 s deadline nor the 30 s sleep: bounds far from both, so that a
-    # loaded machine does not fail it (a 1.5 s window did); the order says which ended it.
-    assert 0.3 <= took < 10, took
+    assert 0.3 <= took < 1.5, took  # the stop, a slice after it: not the 20 s deadline nor the 30 s sleep
     assert gone(int(result.stdout.split()[0])), "the background sleep outlived the stop"
 
 
