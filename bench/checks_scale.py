@@ -5,7 +5,8 @@ What is measured, in one run:
   fresh libcurl connection (a new pycurl handle, so a new TCP connection), one after another, in this
   process. Nothing a check runner does can be cheaper than sending its requests; this is that cost
   on this machine at this moment, measured beside ours so a busy machine hits both.
-- ours: `testsession run SPEC --emulator --world W --junit .. --markdown .. --json ..` in a child
+- ours: `testsession run SPEC --emulator --world W --junit .. --markdown .. --json ..` (with --checks:
+  `run SPEC --checks FILE ..`, the same checks run by the engine in the command's process) in a child
   process with N API checks (bench/checks_vs_newman.py's world: one STATUS_CODE EQUALS 200 assertion
   each, the URL through an account variable), for N = 1,000 and 10,000: wall time from spawn to reaped
   exit, the child's peak resident set (`ru_maxrss` from wait4), and the ratio to the floor of the same
@@ -105,6 +106,10 @@ def measure_one(
     return ours, theirs
 
 
+def _how() -> str:
+    return "--checks" if cvn.FORM == "checks" else "--emulator --world"
+
+
 def rows(
     scales: list[Scale], ours_one: list[float], newman_one: list[float], newman: cvn.Newman
 ) -> list[Row]:
@@ -115,7 +120,7 @@ def rows(
         floors = ", ".join(f"{f:.2f}" for f in s.floors)
         found.append(
             Row(
-                f"real checks: {s.n:,} API checks end to end (testsession run --emulator --world, 3 reports)",
+                f"real checks: {s.n:,} API checks end to end (testsession run {_how()}, 3 reports)",
                 f"{s.wall:.2f} s = {s.ratio:.2f} x the floor ({s.floor:.2f} s); {s.peak_mib:.0f} MiB",
                 f"<= {RATIO_GOAL:g} x, <= {MEMORY_GOAL_MIB} MiB" if judged else "-",
                 (s.ratio <= RATIO_GOAL and s.peak_mib <= MEMORY_GOAL_MIB) if judged else None,
@@ -173,7 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-newman", action="store_true", help="leave newman out")
     parser.add_argument("--no-install", action="store_true", help="use newman only if bench/.npm has it")
+    parser.add_argument(
+        "--checks", action="store_true", help="ours runs a checks file (--checks FILE) instead of a world"
+    )
     args = parser.parse_args(argv)
+    if args.checks:
+        cvn.FORM = "checks"
     newman = (
         cvn.find_newman(not args.no_install)
         if not args.no_newman

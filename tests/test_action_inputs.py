@@ -6,6 +6,9 @@ test_ci_github.run_action) against the emulator."""
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -61,6 +64,15 @@ def test_local_check_inputs_become_the_flags() -> None:
         "http://127.0.0.1:1/",
     ]
     assert build_argv({"INPUT_VERBOSE": "true"}) == ["run", "--verbose"]
+    reuse = {"INPUT_BUILD_URL": "http://127.0.0.1:1/", "INPUT_BUILD_REUSE": " true "}
+    assert build_argv(reuse) == ["run", "--build-url", "http://127.0.0.1:1/", "--build-reuse"]
+    assert build_argv({**reuse, "INPUT_BUILD_REUSE": "false"}) == [
+        "run",
+        "--build-url",
+        "http://127.0.0.1:1/",
+    ]
+    with pytest.raises(InputError, match=r"^input build-reuse: expected true or false, got 'always'"):
+        build_argv({**reuse, "INPUT_BUILD_REUSE": "always"})
     with pytest.raises(InputError, match=r"^input build-command: needs build-url"):
         build_argv({"INPUT_CHECKS": "c.yml", "INPUT_BUILD_COMMAND": "npm start"})
     with pytest.raises(InputError, match=r"^input build-timeout: expected seconds, got 'soon'"):
@@ -181,3 +193,89 @@ def test_the_action_reruns_exactly_the_checks_that_failed(tmp_path: Path, emulat
     assert proc.returncode == 2
     assert "--rerun-failed" in proc.stderr and "--location" in proc.stderr
     assert parse_outputs(output.read_text())["status"] == "usage-error"
+
+
+def test_the_merge_inputs_become_the_merge_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "part").mkdir()
+    (tmp_path / "part" / "results.json").touch()
+    monkeypatch.chdir(tmp_path)
+    merge = {"INPUT_MERGE": "part/results.json", "INPUT_ALLOW_MIXED_COMMITS": "true", "INPUT_VERBOSE": "true"}
+    assert build_argv(merge) == ["merge", "part/results.json", "--allow-mixed-commits", "--verbose"]
+    assert build_argv({**merge, "INPUT_ALLOW_MIXED_COMMITS": "false", "INPUT_VERBOSE": ""}) == [
+        "merge",
+        "part/results.json",
+    ]
+    with pytest.raises(InputError, match=r"^input allow-mixed-commits: only with merge"):
+        build_argv({"INPUT_SPEC": "s.yml", "INPUT_ALLOW_MIXED_COMMITS": "true"})
+    assert build_argv({"INPUT_SPEC": "s.yml", "INPUT_ALLOW_MIXED_COMMITS": "false"}) == ["run", "s.yml"]
+
+
+@pytest.fixture
+def up() -> Iterator[int]:
+    """A build already up (as a killed job's build would be): an HTTP server answering 200."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Ok)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class Ok(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def _checks_of(tmp_path: Path, port: int) -> str:
+    checks = tmp_path / "checks.yml"
+    check = {"name": "Home", "checkType": "URL", "request": {"url": f"http://127.0.0.1:{port}/"}}
+    checks.write_text(yaml.safe_dump({"checks": [check]}), encoding="utf-8")
+    return str(checks)
+
+
+def test_in_ci_an_answering_build_url_fails_the_step_unless_build_reuse(tmp_path: Path, up: int) -> None:
+    """On a runner (CI=true) a build-url that answers before build-command started is exit 2 (it may
+    be a build a killed job left), its outputs set; build-reuse: true checks it as the build."""
+    inputs = {
+        "checks": _checks_of(tmp_path, up),
+        "build-command": "touch started.txt",
+        "build-url": f"http://127.0.0.1:{up}/",
+    }
+    proc, output, _ = run_action(tmp_path, inputs)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "already answers" in proc.stderr and "--build-reuse" in proc.stderr
+    outputs = parse_outputs(output.read_text())
+    assert (outputs["status"], outputs["exit-code"]) == ("usage-error", "2")
+    assert not (tmp_path / "started.txt").exists()
+
+    output.write_text("")
+    proc, output, _ = run_action(tmp_path, {**inputs, "build-reuse": "true"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "already answers (200): `touch started.txt` not started" in proc.stdout
+    outputs = parse_outputs(output.read_text())
+    assert (outputs["status"], outputs["exit-code"], outputs["passed"]) == ("passed", "0", "1")
+    assert not (tmp_path / "started.txt").exists()
+
+
+def test_a_build_that_does_not_start_is_status_build_not_started_exit_6(tmp_path: Path) -> None:
+    port = free_port()
+    inputs = {
+        "checks": _checks_of(tmp_path, port),
+        "build-command": "echo 'Error: listen EADDRINUSE' >&2; exit 3",
+        "build-url": f"http://127.0.0.1:{port}/",
+        "build-timeout": "30",
+    }
+    proc, output, _ = run_action(tmp_path, inputs)
+    assert proc.returncode == 6, proc.stdout + proc.stderr
+    assert "exited with code 3" in proc.stderr and "EADDRINUSE" in proc.stderr
+    outputs = parse_outputs(output.read_text())
+    assert (outputs["status"], outputs["exit-code"]) == ("build-not-started", "6")
+    assert outputs["json-path"] and (tmp_path / outputs["json-path"]).is_file()

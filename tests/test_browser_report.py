@@ -3,10 +3,18 @@ analysed (analysis/by_browser.py): no browser needed, the report's shapes as Pla
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from runner.checks.analysis.by_evidence import analyse_run
 from runner.checks.failures import ErrorClass, FailureKind
 from runner.checks.outcome import Attempt, EvidenceFile, Step
-from runner.checks.protocols.browser.report import BrowserTest, browser_tests, describe_failure, verdict
+from runner.checks.protocols.browser.report import (
+    BrowserTest,
+    browser_tests,
+    describe_failure,
+    suite_tests,
+    verdict,
+)
 
 TIMED_OUT = {
     "title": "checkout",
@@ -70,6 +78,37 @@ def test_the_analyses_tell_a_refused_page_from_a_changed_one() -> None:
         "HTTP error: GET http://127.0.0.1:8380/api/me: HTTP 500" in analysis.rootCause
     )  # what the page said
     assert "trace.zip" in str(analysis.evidence)
+
+
+def test_a_multi_step_failure_is_named_by_the_answer_that_failed_not_the_page() -> None:
+    """A MULTI_STEP check's request answered 503 (fixtures.cjs records its `request` calls): the
+    503 of GET /api/cart is the cause, an unavailable service (INFRA ERROR), not a page that changed;
+    a 500 is the application's; without a server error its expectation failed on the answers."""
+    message = "cart answers: expect(received).toBe(expected) // Object.is equality: expected 200, got 503"
+    attempt = _attempt(FailureKind.ASSERTION, message)
+    unavailable = replace(attempt, console=("HTTP error: GET http://127.0.0.1:8380/api/cart: HTTP 503",))
+    analysis, model = analyse_run(unavailable, message, "MULTI_STEP", "Cart")
+    assert (analysis.classification, model) == ("INFRA ERROR", "rules-v1/run-multistep-server-error")
+    assert analysis.rootCause.startswith("GET http://127.0.0.1:8380/api/cart answered HTTP 503")
+    assert "page" not in analysis.rootCause
+    analysis, _ = analyse_run(attempt, message, "MULTI_STEP", "Cart")  # /api/me: HTTP 500
+    assert analysis.classification == "APPLICATION ERROR"
+    plain = replace(attempt, console=())
+    analysis, model = analyse_run(plain, message, "MULTI_STEP", "Cart")
+    assert (analysis.classification, model) == ("ASSERTION FAILURE", "rules-v1/run-browser-assertion")
+    assert analysis.rootCause.startswith("The requests were answered and an expectation failed")
+
+
+def test_a_suites_tests_are_listed_with_their_runs_and_a_retried_pass_is_flaky() -> None:
+    passed = {"title": "a", "status": "passed", "expected": "passed", "durationMs": 5, "runs": ["passed"]}
+    retried = {**passed, "title": "b", "runs": ["failed", "timedOut", "passed"]}
+    failed = {**passed, "title": "c", "status": "failed", "runs": ["failed", "failed"]}
+    tests = suite_tests(browser_tests({"tests": [passed, retried, failed]}))
+    assert [(t.name, t.status, t.runs) for t in tests] == [
+        ("a", "passed", 1),
+        ("b", "flaky", 3),
+        ("c", "failed", 2),
+    ]
 
 
 def test_only_checks_with_the_same_variables_share_a_playwright_run() -> None:

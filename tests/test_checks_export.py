@@ -501,7 +501,7 @@ def test_hundreds_of_checks_export_to_a_world_that_loads(monkeypatch: pytest.Mon
 def test_export_writes_a_checks_file_that_run_checks_loads(
     account_env: Emulator, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from runner.emulator.core.checksfile import load_checks_file
+    from runner.checks.checksfile import load_checks_file
 
     target = tmp_path / "checks.yml"
     assert main(["checks", "export", "--tag", "shop", "-o", str(target)]) == 0
@@ -513,6 +513,6 @@ def test_export_writes_a_checks_file_that_run_checks_loads(
     document = yaml.safe_load(text)
     assert sorted(document) == ["checks", "variables"]
     loaded = load_checks_file(target, {"SHOP_TOKEN": SECRET})
-    modes = {check.id: check.plan.mode for check in loaded.world.accounts[0].checks}
+    modes = {check.id: check.plan.mode for check in loaded.checks}
     assert len(modes) == 9
     assert [IDS[name] for name in NOT_RUNNABLE] == [i for i, m in modes.items() if m is Mode.NOT_RUNNABLE]

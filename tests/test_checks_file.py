@@ -14,8 +14,8 @@ import yaml
 from checks_servers import HttpServer, free_port, start_http
 from helpers import run_here
 
-from runner.emulator.core.checksfile import parse_checks
-from runner.emulator.core.world import Mode, WorldError
+from runner.checks.checksfile import parse_checks
+from runner.checks.declared import Mode, WorldError
 
 # Every property production's OpenAPI gives ChecksV1ApiCheck (api-reference/openapi.json of
 # github:checkly/docs), with values of production's shapes.
@@ -124,7 +124,7 @@ def run(
 def test_a_full_production_api_check_loads_unchanged_and_runs(web: HttpServer, tmp_path: Path) -> None:
     check = full_api_check(web.url("/json"))
     assert sorted(check) == API_CHECK_PROPERTIES
-    loaded = parse_checks([check], "checks.json", {}).world.accounts[0].checks[0]
+    loaded = parse_checks([check], "checks.json", {}).checks[0]
     assert loaded.plan.mode is Mode.REAL
     assert loaded.kept["description"] == "The shop answers" and loaded.kept["privateLocations"] == ["my-dc"]
     assert loaded.retryStrategy is not None and loaded.retryStrategy.type == "SINGLE_RETRY"

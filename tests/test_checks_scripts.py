@@ -89,6 +89,21 @@ def test_teardown_reads_the_response_and_changes_the_body_the_assertions_read(we
     assert _run(check).message == "JSON_BODY $.status EQUALS 201: received 200"
 
 
+def test_a_teardown_error_fails_the_check_after_the_assertions_ran(web: HttpServer) -> None:
+    """Production runs the assertions whatever the teardown did: their results are kept, a failed one
+    is named; else the teardown's error fails the check."""
+    attempt = _run(_check(web, localTearDownScript="throw new Error('cleanup failed')"))
+    assert not attempt.passed and attempt.error_kind == "teardown_script"
+    assert "cleanup failed" in str(attempt.message)
+    assert [(a.source, a.passed) for a in attempt.assertions] == [("STATUS_CODE", True)]  # it ran
+    check = _check(web, localTearDownScript="throw new Error('cleanup failed')")
+    wrong = {"source": "STATUS_CODE", "comparison": "EQUALS", "target": "201"}
+    check = parse_check_definition(
+        {**check.model_dump(), "request": {**check.request.model_dump(), "assertions": [wrong]}}
+    )
+    assert _run(check).message == "STATUS_CODE EQUALS 201: received 200"
+
+
 def test_a_setup_error_fails_the_check_with_its_message_masked(web: HttpServer) -> None:
     attempt = _run(_check(web, localSetupScript="throw new Error('no token for ' + process.env.TOKEN)"))
     assert not attempt.passed and attempt.error_kind == "setup_script"

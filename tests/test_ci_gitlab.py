@@ -189,13 +189,61 @@ def test_the_template_passes_checks_and_the_build_as_flags(tmp_path):
             "TESTSESSION_BUILD_TIMEOUT": "90",
         }
     )
-    proc = subprocess.run(
-        ["bash", "-eo", "pipefail", "-c", "\n".join(job["script"])],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    args = [line.removeprefix("arg: ") for line in proc.stdout.splitlines() if line.startswith("arg: ")]
-    assert args == [
-        "run", "--fail-on-degraded", "--checks", "ci/checks.yml", "--build-url", "http://127.0.0.1:3000/health",
-        "--build-command", "npm start -- --port 3000", "--build-timeout", "90",
-    ]  # fmt: skip
+
+    def args(name: str, **variables: str) -> list[str]:
+        script = "\n".join(template_job(name)["script"])
+        proc = subprocess.run(
+            ["bash", "-eo", "pipefail", "-c", script],
+            cwd=tmp_path, env={**env, **variables}, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return [line.removeprefix("arg: ") for line in proc.stdout.splitlines() if line.startswith("arg: ")]
+
+    build = ["--build-url", "http://127.0.0.1:3000/health", "--build-command", "npm start -- --port 3000",
+             "--build-timeout", "90"]  # fmt: skip
+    assert job["variables"]["TESTSESSION_BUILD_REUSE"] == "false"
+    assert args("testsession") == ["run", "--fail-on-degraded", "--checks", "ci/checks.yml", *build]
+    # In CI an answering URL is exit 2 unless reuse is asked for: the variable is the flag, in a part too.
+    assert args("testsession", TESTSESSION_BUILD_REUSE="true")[-1] == "--build-reuse"
+    part = args(".testsession-shard", TESTSESSION_BUILD_REUSE="true", CI_NODE_INDEX="2", CI_NODE_TOTAL="4")
+    assert part[:11] == ["run", "--fail-on-degraded", "--checks", "ci/checks.yml", *build, "--build-reuse"]
+    assert part[11:13] == ["--shard", "auto"]
+
+
+def test_the_merge_job_passes_its_flags_and_warns_on_degraded_only_as_the_job_does(tmp_path):
+    """The merge job's TESTSESSION_MERGE_ARGS reach `testsession merge` (--allow-mixed-commits,
+    --comment), and a merged run failed only by degraded checks exits 10 (allowed to fail), as the
+    testsession job's run does; failed checks stay exit 1."""
+    job = template_job(".testsession-merge")
+    assert job["allow_failure"] == {"exit_codes": [10]}
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "testsession").write_text(
+        '#!/bin/sh\nfor a in "$@"; do echo "arg: $a"; done\nmkdir -p testsession-reports\n'
+        'printf "TESTSESSION_FAILED=%s\\nTESTSESSION_ERROR=0\\nTESTSESSION_CANCELLED=0\\n'
+        'TESTSESSION_DEGRADED=2\\n" "$FAILED" > testsession-reports/testsession.env\nexit 1\n'
+    )
+    (shim / "testsession").chmod(0o755)
+    (tmp_path / "shards" / "1").mkdir(parents=True)
+    (tmp_path / "shards" / "1" / "results.json").write_text("{}")
+    env = child_env()
+    env.update({k: str(v) for k, v in job["variables"].items()})
+    env.update(
+        {
+            "PATH": f"{shim}{os.pathsep}{env['PATH']}",
+            "TESTSESSION_MERGE_ARGS": "--allow-mixed-commits --comment",
+        }
+    )
+
+    def merge(failed: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-eo", "pipefail", "-c", "\n".join(job["script"])],
+            cwd=tmp_path, env={**env, "FAILED": failed}, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+
+    degraded = merge("0")
+    assert degraded.returncode == 10, degraded.stdout + degraded.stderr
+    args = [line.removeprefix("arg: ") for line in degraded.stdout.splitlines() if line.startswith("arg: ")]
+    assert args == ["merge", "shards/1/results.json", "-o", "testsession-reports", "--allow-mixed-commits",
+                    "--comment"]  # fmt: skip
+    assert merge("1").returncode == 1

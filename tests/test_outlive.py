@@ -144,7 +144,8 @@ def test_in_ci_a_build_url_that_already_answers_is_exit_2_unless_reuse_is_allowe
         f"testsession: error: build: {url} already answers (200) before `touch started.txt` was started, "
         "and reuse is off (the default in CI, CI=true, as Playwright's reuseExistingServer): it may be a "
         "build that a killed run left. Stop what answers there, or allow reuse (build.reuseExisting: "
-        "true, --build-reuse) to check it as it is"
+        "true, --build-reuse; the Action's build-reuse input, GitLab's TESTSESSION_BUILD_REUSE) to check it "
+        "as it is"
     )
     assert not (tmp_path / "started.txt").exists()
     assert (tmp_path / "testsession-reports" / "junit.xml").is_file()  # the reports asked for

@@ -150,6 +150,40 @@ def test_a_config_left_by_a_killed_run_is_removed_by_the_next_and_a_running_ones
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in (running, *theirs))
 
 
+@SKIP_WITHOUT_BROWSER
+@BROWSER
+def test_chromium_runs_and_a_browser_without_its_build_fails_closed_naming_its_install(
+    tmp_path: Path,
+) -> None:
+    """browsers [chromium, firefox] (a config with both projects, as checkly's parse reports it): the
+    Chromium project runs, the Firefox one is left out, and the check fails closed saying how to
+    install Firefox; at load nothing is refused."""
+    e2e = project(tmp_path)
+    (e2e / "two.config.ts").write_text(
+        "import { defineConfig, devices } from '@playwright/test';\n"
+        "export default defineConfig({ testDir: './tests', retries: 0, workers: 1,\n"
+        "  use: { baseURL: process.env.SHOP_URL },\n"
+        "  projects: [{ name: 'chromium', use: { ...devices['Desktop Chrome'] } },\n"
+        "             { name: 'firefox', use: { ...devices['Desktop Firefox'] } }] });\n"
+    )
+    shop = Shop()
+    try:
+        check = suite(testCommand="npx playwright test --config two.config.ts --grep 'login page'",
+                      browsers=["chromium", "firefox"])  # fmt: skip
+        ran = run_here(["run", "--checks", str(checks_file(tmp_path, check, shop_url=shop.url))],
+                       child_env(), tmp_path)  # fmt: skip
+    finally:
+        shop.stop()
+    (result,) = results(tmp_path)
+    if "Playwright's own firefox build" not in str(result["error"]):
+        pytest.skip(f"Playwright's own Firefox is installed here: it ran ({result['error']})")
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert result["verdict"] == "error"
+    assert str(result["error"]).startswith("firefox cannot run here: Playwright's own firefox build is not ")
+    assert f"`npx playwright install firefox` in {e2e}" in str(result["error"])
+    assert "its other browsers' projects ran" in str(result["error"])
+
+
 def test_a_missing_project_fails_closed_saying_what_is_missing(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     (tmp_path / "bare").mkdir()

@@ -4,7 +4,6 @@ servers on loopback, over its real HTTP API, and shows what happened as the serv
 from __future__ import annotations
 
 import socket
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -445,106 +444,6 @@ def test_real_messages_group_across_ports_and_durations() -> None:
         "timeout: no answer within 3000 ms: localhost:9381",
     ]
     assert len({clean_message(m) for m in tcp}) == 1
-
-
-def _counted_job(seconds: float) -> tuple[Callable[[], None], list[int], threading.Semaphore]:
-    """A job that waits `seconds`; the most jobs seen running at once, and a release per job done."""
-    lock, running, most, done = threading.Lock(), [0], [0], threading.Semaphore(0)
-
-    def job() -> None:
-        with lock:
-            running[0] += 1
-            most[0] = max(most[0], running[0])
-        time.sleep(seconds)
-        with lock:
-            running[0] -= 1
-        done.release()
-
-    return job, most, done
-
-
-def test_the_pool_runs_at_most_its_limit_and_its_idle_threads_end() -> None:
-    from runner.emulator.core.pool import Pool
-
-    pool = Pool(2, idle_seconds=0.1)
-    job, most, done = _counted_job(0.05)
-    for _ in range(6):
-        pool.submit(job)
-    for _ in range(6):
-        assert done.acquire(timeout=5)
-    assert most[0] == 2 and pool.workers == 2
-    deadline = time.monotonic() + 5
-    while pool.workers and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert pool.workers == 0  # idle workers ended
-    pool.submit(job)  # and a new job still finds one
-    assert done.acquire(timeout=5)
-
-
-def test_a_worker_waiting_for_its_next_job_no_longer_holds_the_last_one() -> None:
-    """A job reaches its session and the whole backend: a worker idle until its idle time ends must
-    not keep it (a local run's world and backend were held through the reports, ~40 MiB at 10,000)."""
-    import gc
-    import weakref
-
-    from runner.emulator.core.pool import Pool
-
-    class Backend:  # what a job's closure reaches
-        pass
-
-    pool = Pool(1, idle_seconds=30)
-    backend, ran = Backend(), threading.Event()
-    freed = weakref.finalize(backend, lambda: None)
-    pool.submit(lambda backend=backend: ran.set())
-    del backend
-    assert ran.wait(5)
-    deadline = time.monotonic() + 5
-    while freed.alive and time.monotonic() < deadline:  # the worker lets go right after the job
-        gc.collect()
-        time.sleep(0.01)
-    assert not freed.alive and pool.workers == 1  # while the worker still waits
-
-
-@pytest.mark.timing  # measures real time: the `timing` phase, one test at a time (.ci/run)
-def test_jobs_that_wait_reach_the_pools_limit_at_once() -> None:
-    """Past its first EAGER threads the pool adds threads only while the process has CPU to spare:
-    jobs that wait (a slow server, a backoff) still run `limit` at once, within a few ticks."""
-    from runner.emulator.core.pool import EAGER, Pool
-
-    limit, jobs = 16, 48
-    pool = Pool(limit, idle_seconds=0.1)
-    job, most, done = _counted_job(0.3)
-    started = time.monotonic()
-    for _ in range(jobs):
-        pool.submit(job)
-    for _ in range(jobs):
-        assert done.acquire(timeout=10)
-    took = time.monotonic() - started
-    assert limit > EAGER and most[0] == limit
-    assert took < (jobs / limit) * 0.3 + 1.0, took  # three waves of 0.3 s, not twelve on EAGER threads
-
-
-def test_the_pool_adds_threads_only_after_quiet_ticks_in_a_row() -> None:
-    """One quiet tick among busy ones is chance (1,000 local checks grew to 9-16 threads on it in half
-    the runs, where 3 kept the CPU busy); QUIET_TICKS in a row mean the threads wait."""
-    from runner.emulator.core.pool import QUIET_TICKS, SPARE, threads_to_add
-
-    busy_blip = [0.1] * (QUIET_TICKS - 1)  # the caller starts the run again at each busy tick
-    assert threads_to_add(3, 16, busy_blip) == 0
-    assert threads_to_add(3, 16, [0.05] * QUIET_TICKS) == 3  # they mostly wait: as many again
-    assert threads_to_add(3, 16, [SPARE - 0.01] * QUIET_TICKS) == 1  # a little room: one more
-    assert threads_to_add(12, 16, [0.0] * QUIET_TICKS) == 4  # never past the limit
-
-
-def test_the_governor_counts_quiet_ticks_in_a_row_and_starts_again_after_a_busy_one() -> None:
-    from runner.emulator.core.pool import QUIET_TICKS, QuietTicks
-
-    quiet = QuietTicks()
-    blips = [0.1] * (QUIET_TICKS - 1) + [0.9]  # four quiet ticks, then the threads keep a core busy
-    assert [quiet.after(used, 3, 16) for used in blips * 3] == [0] * len(blips) * 3
-    added = [quiet.after(0.1, 3, 16) for _ in range(QUIET_TICKS)]
-    assert added == [0] * (QUIET_TICKS - 1) + [3]  # the threads wait: as many again
-    assert quiet.after(0.1, 6, 16) == 0  # the new ones get QUIET_TICKS of their own
 
 
 def test_tcp_and_dns_failures_are_analysed_from_their_answers(

@@ -225,7 +225,7 @@ def test_every_problem_is_collected_with_its_line() -> None:
         "spec.yml:2: runLocation: required field is missing",
         "spec.yml:3: runLocaton: unknown field 'runLocaton': did you mean 'runLocation'? allowed: name, "
         "runLocation, target, environmentVariables, retryStrategy, refreshCache, metadata, wait, rca, "
-        "reports, gate, baseline, build, comment, shard, checks, sessions",
+        "reports, gate, baseline, build, comment, shard, checks, quarantine, sessions",
         "spec.yml:5: target.matchTags[0]: expected a list, got text; each item is a tag group "
         "(a list of tags), e.g. [[smoke], [api, checkout]]",
         "spec.yml:6: target.checkIds: unknown field 'checkIds': did you mean 'checkId'? allowed: matchTags, "
@@ -285,13 +285,14 @@ def test_missing_required_field_points_at_its_session() -> None:
         (
             "sessions:\n  - runLocation: x\nsesions: []\n",
             "spec.yml:3: sesions: unknown field 'sesions': did you mean 'sessions'? allowed: sessions, wait, "
-            "rca, reports, gate, baseline, build, checks, comment, shard",
+            "rca, reports, gate, baseline, build, checks, comment, shard, quarantine",
         ),
         (
             "runLocation: x\nrunlocation: y\n",
             "spec.yml:2: runlocation: unknown field 'runlocation': did you mean 'runLocation'? "
             "allowed: name, runLocation, target, environmentVariables, retryStrategy, refreshCache, "
-            "metadata, wait, rca, reports, gate, baseline, build, comment, shard, checks, sessions",
+            "metadata, wait, rca, reports, gate, baseline, build, comment, shard, checks, quarantine, "
+            "sessions",
         ),
         (
             "runLocation: x\nname: a\nname: b\n",

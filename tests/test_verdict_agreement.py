@@ -196,3 +196,34 @@ def test_new_known_and_untold_failures_are_counted_alike_everywhere(fail_on: str
     failed = {c["name"]: c["known"] for c in json.loads(values["failed-checks"])}
     forgiven_known = {} if fail_on == "new" else {"Known check": True}
     assert failed == {"New check": False, "Untold check": None} | forgiven_known
+
+
+@pytest.mark.parametrize("verdict", VERDICTS)
+@pytest.mark.parametrize("fail_on_degraded", [False, True])
+def test_a_quarantined_check_fails_no_output_whatever_its_verdict(
+    verdict: str, fail_on_degraded: bool
+) -> None:
+    """Issue 43: a check quarantined (an entry that holds today) runs as always; no output fails on
+    it, and a reader of the JUnit counts its failure as skipped, never as passed."""
+    from datetime import date
+
+    from runner.job.outcome import QuarantineOutcome
+    from runner.job.quarantine import Quarantine
+
+    held = QuarantineOutcome(owner="@team", reason="flaps", until=date(2026, 12, 15))
+    gate = Gate(fail_on_degraded=fail_on_degraded)
+    judged = judge(draft(verdict, "new"), gate, quarantine=Quarantine({"Checkout API": held}))
+    (judged_result,) = judged.all_results()
+    out = outputs(judged)
+    failing = verdict in ("failed", "error", "cancelled", "running") or (
+        verdict == "degraded" and fail_on_degraded
+    )
+    assert not result_fails(judged_result, gate)
+    assert judged.exitCode == 0 and out["json"]["verdict"] == "passed"
+    assert out["json"]["sessions"][0]["results"][0]["quarantined"]["owner"] == "@team"
+    assert out["junit"] == (0, 0) and out["junit_skipped"] == (1 if failing else 0)
+    assert junit_kind(judged_result, gate) == ("skipped" if failing else "passed")
+    assert json.loads(out["github"]["failed-checks"]) == []
+    assert out["gitlab"]["TESTSESSION_EXIT_CODE"] == "0"
+    said = "gate passed: 1 quarantined check failed"
+    assert (said in out["console"]) == failing and (said in out["markdown"]) == failing

@@ -26,14 +26,21 @@ def is_project(path: str | Path) -> bool:
 
 
 def load_project(
-    path: str | Path, variables: Mapping[str, str], *, stop: threading.Event | None = None
+    path: str | Path,
+    variables: Mapping[str, str],
+    *,
+    environ: Mapping[str, str] | None = None,
+    hidden: tuple[str, ...] = (),
+    stop: threading.Event | None = None,
 ) -> ProjectChecks:
-    """The project's checks; UsageError (exit 2) with one line per problem when it cannot be used."""
+    """The project's checks; UsageError (exit 2) with one line per problem when it cannot be used.
+    `environ`: the job's environment, which the parse sees (synth.parse_environment); `hidden`: names
+    of it withheld besides testsession's credentials and the CI's tokens."""
     config = find_config(path)
     if config is None:
         names = ", ".join(CONFIG_NAMES)
         raise UsageError(f"--checks {path}: not a Checkly project (expected one of {names}, or its folder)")
-    project = convert(synthesize(config, variables, stop=stop))
+    project = convert(synthesize(config, variables, environ=environ, hidden=hidden, stop=stop))
     if project.problems:
         raise UsageError("\n".join(project.problems))
     return project

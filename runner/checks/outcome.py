@@ -93,6 +93,16 @@ class Step:
 
 
 @dataclass(frozen=True)
+class SuiteTest:
+    """One test of a Playwright check suite as Playwright ran it: its outcome (passed, failed, flaky:
+    passed on a retry, skipped, timedOut, interrupted) and how many times it ran (1 + its retries)."""
+
+    name: str
+    status: str
+    runs: int = 1
+
+
+@dataclass(frozen=True)
 class EvidenceFile:
     """A file a child process wrote as evidence (a trace, a screenshot, a video): its kind and path."""
 
@@ -130,6 +140,7 @@ class Attempt:
     steps: tuple[Step, ...] = ()
     console: tuple[str, ...] = ()
     files: tuple[EvidenceFile, ...] = ()
+    tests: tuple[SuiteTest, ...] = ()  # a Playwright check suite's tests, passed ones too
     # INTERNAL_ERROR: where the engine failed (a bug in the tool), for the run to print and exit 4.
     traceback: str | None = None
 
@@ -173,6 +184,7 @@ class Attempt:
             cancelled=self.cancelled,
             fingerprint=self.fingerprint,
             files=self.files,
+            tests=self.tests,
         )
 
     @property

@@ -150,13 +150,13 @@ def run_attempt(
 ) -> Attempt:
     """One attempt by the check type's protocol, judged, its secrets masked."""
     started_at, start = time.time(), time.monotonic()
-    protocol = protocol_for(check.checkType)
-    reason = check.local_support(scripts=scripts is not None) or (
-        None if protocol is not None else f"{check.checkType} checks cannot run locally"
-    )
+    # Whether the type runs here is the definition's to say (CHECK_KINDS, read by local_support):
+    # a type it lets through has a protocol, the same table's.
+    reason = check.local_support(scripts=scripts is not None)
+    protocol = protocol_for(check.checkType) if reason is None else None
     try:
         if reason is not None or protocol is None:
-            raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, reason or "")
+            raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, reason or f"{check.checkType} has no protocol")
         check = protocol.fill(check, subst)  # before problems(): a port given as {{VAR}} is a number then
         problems = check.problems()
         if problems:
@@ -194,6 +194,7 @@ def run_attempt(
             steps=seen.steps,
             console=seen.console,
             files=seen.files,
+            tests=seen.tests,
         )
     if not subst.redact.empty:  # a copy of every string of the attempt: only when there is a secret
         attempt = mask(attempt, subst.redact)

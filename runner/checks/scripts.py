@@ -5,7 +5,8 @@ the request and may change `request` (method, url, body, headers, queryParameter
 (the changed variables fill the request's {{VARIABLES}}); an error or its 10 s limit aborts the check.
 A teardown script runs after the response, before the assertions, reads `request` and `response`
 (statusCode, statusText, body, headers, timings, timingPhases) and may change `response.body`, which
-the assertions then read; its error fails the check (ours: production says it "may").
+the assertions then read; its error fails the check after the assertions ran (their results are kept,
+a failed assertion named first; production runs them either way).
 Here (ours): the script sees the request as the check defines it, its {{VARIABLES}} not yet filled in
 (so a variable the setup sets fills them); each script runs in a Node child of its own in a temp folder
 holding the script at its path in the project and the shared files it imports, with the project's

@@ -22,9 +22,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from runner.ci.platform import CiPlatform, platform_for
+from runner.core import clock as wall
 from runner.core.ciprovider import in_ci
 from runner.core.redact import Redactor
 from runner.core.text import for_line
@@ -49,11 +50,18 @@ from runner.job.events import (
     Triggered,
     Where,
 )
+from runner.job.history import READY_RUNS, describe_unstable, key_of, lately
+from runner.job.history import describe as describe_history
 from runner.job.known import history
 from runner.job.outcome import ResultOutcome
 from runner.job.policy import LABELS, Gate, failing_verdict
 
+if TYPE_CHECKING:
+    from runner.job.quarantine import Quarantine
+    from runner.state.store import CheckRun
+
 HEARTBEAT_SECONDS = 25.0  # a CI log is never silent for 30 s while the run waits
+MAX_SUITE_TESTS = 50  # a Playwright check suite's tests shown under its line (all of them are in the reports)
 QUIET, NORMAL, VERBOSE = -1, 0, 1
 
 _COLORS = {
@@ -121,6 +129,10 @@ class Console:
         self._elapsed = 0.0
         # False on a local run: the embedded service's pages are gone once the run is over.
         self.show_links = True
+        # With --state: each check's recorded runs before this one, by check key (job/history.py),
+        # so that a failure's line says how often it failed lately; and the quarantine of the run.
+        self.past_runs: Mapping[str, Sequence[CheckRun]] = {}
+        self.quarantine: Quarantine | None = None
         self._printed: set[str] = set()  # checks whose result line is out
         self._held: dict[str, list[AnalysisReady]] = {}  # analyses waiting for their check's line
         self._causes: dict[str, str] = {}  # an analysis already printed -> for which checks
@@ -246,15 +258,30 @@ class Console:
                 text += f" — {_s(result.error, 300)}"
             if note:
                 text += f" [{note}]"
+            past = self.past_runs.get(key_of(result))
+            recorded = result.history or (lately(past, result, wall.now()) if past else None)
+            if recorded is not None:
+                text += f" · {describe_history(recorded)}"
+            held = result.quarantined or (self.quarantine.of(result) if self.quarantine else None)
+            if held is not None:
+                text += f" · quarantined, not gating (owner {_s(held.owner, 200)})"
         return text
 
     def _result(self, event: ResultFinished) -> None:
         # A known failure forgiven by `failOn: new` is still a failure: -q shows it too.
         line = self.result_line(event.result, since=event.since)
-        if failing_verdict(event.result, self.gate.fail_on_degraded):
+        failing = failing_verdict(event.result, self.gate.fail_on_degraded)
+        if failing:
             self.always(line)
         else:
             self.line(line)
+        for test in event.result.tests[:MAX_SUITE_TESTS]:  # a Playwright check suite's own tests
+            runs = f" ({test.runs} runs)" if test.runs > 1 else ""
+            text = f"      {_s(test.status, 30):<9} {_s(test.name, 300)}{runs}"
+            if failing:
+                self.always(text)
+            else:
+                self.line(text)
 
     # --- events -------------------------------------------------------------------------------
 
@@ -417,6 +444,7 @@ class Console:
             explained: dict[str, str] = {}  # a root cause already printed -> for which check
             for number, item in enumerate(digest.failing, 1):
                 self._details(number, item, digest.outcome.message, explained)
+        self._quarantine(digest)
         for kind, path in written.items():
             self.line(f"{kind} report: {_s(path)}")
         if digest.failure_split:
@@ -436,6 +464,8 @@ class Console:
                 self.line(f"  the run ended before it finished{': ' + _s(why, 500) if why else ''}")
             if item.history is not None:
                 self.line(f"  {item.history.label}: {item.history.reason}")
+            if result.history is not None:
+                self.line(f"  history: {describe_history(result.history)} {_marks(result.history.recent)}")
             if item.classification or item.root_cause:
                 cause = f"({_s(item.classification, 100)}): {_s(item.root_cause, 2000)}"
                 same = explained.get(_same_cause(cause))
@@ -446,6 +476,34 @@ class Console:
                     self.line(f"  root cause {cause}")
             if result.link and self.show_links:
                 self.line(f"  {_s(result.link, 500)}")
+
+    def _quarantine(self, digest: Digest) -> None:
+        """Quarantined failures (not gating), quarantined checks ready to leave, and checks that pass
+        now though their recent runs did not all pass. (An expired entry was said at the start.)"""
+        for item in digest.quarantined:
+            held = item.result.quarantined
+            assert held is not None
+            why = f": {_s(held.reason, 300)}" if held.reason else ""
+            recorded = item.result.history
+            lately = f"; {describe_history(recorded)}" if recorded is not None else ""
+            self.always(
+                f"QUARANTINED: {_s(item.result.name, 200)} ({_s(item.location, 100)}) {item.label}, not "
+                f"gating: owner {_s(held.owner, 200)}, until {held.until.isoformat()}{why}{lately}"
+            )
+        for item in digest.ready_to_leave:
+            held = item.result.quarantined
+            owner = f" (owner {_s(held.owner, 200)})" if held is not None else ""
+            self.line(
+                f"ready to leave quarantine: {_s(item.result.name, 200)}{owner} passed its last "
+                f"{READY_RUNS} runs in a row"
+            )
+        if digest.unstable:
+            shown = [
+                f"{_s(item.result.name, 100)} ({describe_unstable(item.result.history)})"
+                for item in digest.unstable
+                if item.result.history is not None
+            ]
+            self.line(f"unstable lately: {first_of(shown, 5)}")
 
     def verdict_line(self, digest: Digest) -> str:
         outcome = digest.outcome
@@ -466,6 +524,11 @@ class Console:
         return (
             f"{head} — {digest.summary} · {digest.count_line()} · exit code {int(digest.exit_code)}{detail}"
         )
+
+
+def _marks(recent: str) -> str:
+    """The history's marks of recent runs, only its own characters."""
+    return "".join(c for c in recent if c in ".fdX")[:40]
 
 
 def _isatty(stream: TextIO) -> bool:

@@ -19,6 +19,9 @@ Input formats:
   the build on it with the embedded engine; no account or key.
 - build-command, build-url, build-timeout: start the build and wait until build-url answers
   (`run --build-command/--build-url/--build-timeout`); it is stopped when the step ends.
+- build-reuse: true takes a build-url that already answers as the build (`run --build-reuse`); false
+  (the default) leaves it to the spec's build.reuseExisting, and in CI (CI=true, as on every runner)
+  an answering URL is then exit 2, as Playwright's reuseExistingServer: !process.env.CI.
 - state: path of the local run's state file (`run --state`), kept with actions/cache. Only with
   checks, world or demo.
 - world: path of a world file (`run --emulator --world`): a scripted world of the embedded emulator.
@@ -26,7 +29,9 @@ Input formats:
 - emulator: true without checks, world or demo is refused: it would run the demo world, whose
   scripted results must never pass a build's gate. With world or demo it is not needed.
 - emulator-world, emulator-state: the old names of world and state (deprecated, still read).
-- verbose: true says more (`run --verbose`).
+- verbose: true says more (`run --verbose`, `merge --verbose`).
+- merge: the parts' results.json (paths or globs, one a line): the step is `testsession merge`;
+  allow-mixed-commits: true joins parts of different commits or versions (`--allow-mixed-commits`).
 - comment: true posts the summary as a sticky pull-request comment with GITHUB_TOKEN (the
   github-token input; the job needs `permissions: pull-requests: write`).
 - browsers: auto, true or false: whether the action sets up Node, Playwright and a browser before
@@ -127,6 +132,8 @@ def build_argv(environ: Mapping[str, str]) -> list[str]:
 
     if get("MERGE"):
         return merge_argv(environ)
+    if parse_bool("allow-mixed-commits", get("ALLOW_MIXED_COMMITS")):
+        raise InputError("input allow-mixed-commits: only with merge (it is how the parts are joined)")
     argv = ["run"]
     if get("SPEC"):
         argv.append(get("SPEC"))
@@ -220,6 +227,8 @@ def _local_run(get: Callable[[str], str]) -> list[str]:
         argv += ["--build-url", get("BUILD_URL")]
     elif get("BUILD_COMMAND"):
         raise InputError("input build-command: needs build-url, the URL that answers once the build is up")
+    if parse_bool("build-reuse", get("BUILD_REUSE")):
+        argv.append("--build-reuse")  # its URL: build-url or the spec's build.url (run says if neither)
     if get("BUILD_TIMEOUT"):
         try:
             seconds = float(get("BUILD_TIMEOUT"))
@@ -247,8 +256,12 @@ def merge_argv(environ: Mapping[str, str]) -> list[str]:
     json_path = environ.get("INPUT_JSON_PATH", "").strip()
     if json_path:
         argv += ["-o", os.path.dirname(json_path) or "."]
+    if parse_bool("allow-mixed-commits", environ.get("INPUT_ALLOW_MIXED_COMMITS", "")):
+        argv.append("--allow-mixed-commits")
     if parse_bool("comment", environ.get("INPUT_COMMENT", "").strip()):
         argv.append("--comment")
+    if parse_bool("verbose", environ.get("INPUT_VERBOSE", "")):
+        argv.append("--verbose")
     return argv
 
 
@@ -404,12 +417,12 @@ def _check_types(environ: Mapping[str, str]) -> tuple[set[str], list[str | None]
 
     if is_project(path):  # a Checkly project: its checks are known once Node has read it
         return {"PLAYWRIGHT"}, []
-    from runner.emulator.core.checksfile import load_checks_file
-    from runner.emulator.core.world import Mode, WorldError
+    from runner.checks.checksfile import load_checks_file
+    from runner.checks.declared import Mode, WorldError
     from runner.models.check_definitions import SCRIPT_CHECK_TYPES
 
     try:
-        checks = load_checks_file(path, environ).world.accounts[0].checks
+        checks = load_checks_file(path, environ).checks
     except (WorldError, OSError, ValueError):
         return set(), []
     real = [check for check in checks if check.plan.mode is Mode.REAL]
@@ -464,7 +477,7 @@ def _set_up(runtime: str) -> str:
         print("no Chrome or Chromium on this runner: installing Playwright's Chromium ...", flush=True)
         command = [str(setup.node_tools().node), str(playwright.cli), "install", "chromium"]
         subprocess.run(command, check=False, timeout=setup.INSTALL_SECONDS)
-        setup._BROWSERS.pop(playwright.root, None)  # asked once per folder: ask again, it may be there now
+        setup._BUILDS.pop((playwright.root, "chromium"), None)  # asked once per folder: ask again now
         browser = setup.find_browser(playwright)
     return f"Playwright {playwright.version} ({playwright.root}), browser {browser}"
 

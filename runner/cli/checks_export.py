@@ -23,12 +23,13 @@ def _say(ctx: Context, line: str) -> None:
 
 
 def checks_export(args: argparse.Namespace, ctx: Context) -> int:
+    from runner.checks.checksfile import parse_checks
+    from runner.checks.declared import WorldError, read_document
     from runner.cli.common import ENV_API_KEY, Connection, error_line
     from runner.core.errors import TestSessionError, UsageError
     from runner.core.text import for_line
-    from runner.emulator.core.checksfile import parse_checks
     from runner.emulator.core.export import export_world
-    from runner.emulator.core.world import WorldError, parse_world_text, read_document
+    from runner.emulator.core.world import parse_world_text
     from runner.reports.files import write_atomic
 
     if args.verbose:

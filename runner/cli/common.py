@@ -238,9 +238,21 @@ def exit_help() -> str:
     return describe() + "\n\n" + "gate: " + describe_gate()
 
 
+MAX_PROBLEM_CHARS = 8000  # a problem names a file, a field and what is allowed; a build's, its last lines
+
+
+def problem_line(ctx: Context, text: str) -> str:
+    """One line of an expected failure: masked, then through the terminal's sanitiser. A file's name
+    and its field names are text from outside (a checks file of a pull request): a key holding a line
+    break must not start a line of the CI log (`::warning::`, a workflow command), nor an escape
+    reach the terminal."""
+    from runner.core.text import for_line
+
+    return for_line(ctx.redact(text), MAX_PROBLEM_CHARS)
+
+
 def error_line(ctx: Context, message: str) -> None:
-    text = ctx.redact(message).replace("\n", " ")
-    _to_stderr(f"testsession: error: {text}")
+    _to_stderr(f"testsession: error: {problem_line(ctx, message)}")
 
 
 def _to_stderr(line: str) -> None:
@@ -286,7 +298,7 @@ def run_handler(args: argparse.Namespace, ctx: Context | None = None) -> int:
         return int(handler(args, ctx))
     except SpecError as exc:
         for problem in exc.problems:
-            _to_stderr(ctx.redact(problem))
+            _to_stderr(problem_line(ctx, problem))
         return int(exit_code_for(exc))
     except TestSessionError as exc:
         error_line(ctx, str(exc))

@@ -161,7 +161,7 @@ def after_argument_error(argv: Sequence[str], message: str, ctx: Context) -> Non
 
 # Flags of run and wait that take a value (to tell the spec argument from a flag's value).
 _VALUED = {
-    "--location", "--tag", "--check-id", "--env", "--secret-env", "--name", "--environment",
+    "--location", "--tag", "--check-id", "--env", "--env-file", "--secret-env", "--name", "--environment",
     "--rerun-failed", "--world", "--timeout", "--junit", "--markdown", "--json", "--fail-on",
     "--baseline", "--gitlab-token-env", "--base-url", "--account-id", "--account-header",
     "--request-timeout", "--spec",

@@ -38,6 +38,7 @@ from runner.job.digest import DEMO_MARK, digest
 from runner.job.events import EventQueue, Finished, Note, Observer, Observers
 from runner.job.outcome import Outcome
 from runner.job.policy import Gate
+from runner.job.remote import RemoteSource
 from runner.job.run import Runner
 from runner.job.session import SessionPlan
 from runner.metadata import resolve_metadata
@@ -49,13 +50,16 @@ if TYPE_CHECKING:
     # The baseline, the build and the shard are imported where a run has one (--baseline,
     # build:/--build-command, --shard): most runs have none, and their modules (a dozen frozen
     # dataclasses, subprocess) were ~4% of a one-check run's start-up.
+    from runner.checks.checksfile import ChecksFile
     from runner.emulator import Emulator
     from runner.emulator.core.answers import LocalService
-    from runner.emulator.core.checksfile import ChecksFile
     from runner.emulator.core.world import World
     from runner.job.baseline import Baseline, BaselineWarning
     from runner.job.build import BuildPlan
+    from runner.job.quarantine import Quarantine
     from runner.job.shard import Shard, ShardPlan
+    from runner.job.source import ResultSource
+    from runner.state.store import CheckRun
 
 STDOUT = "-"  # a report path that means standard output
 
@@ -217,8 +221,8 @@ def _checks_file(args: argparse.Namespace, spec: RunSpec, environ: Mapping[str, 
         path = str(base / spec.checks)
     if not path:
         return None
-    from runner.emulator.core.checksfile import load_checks_file
-    from runner.emulator.core.world import WorldError
+    from runner.checks.checksfile import load_checks_file
+    from runner.checks.declared import WorldError
 
     try:
         from runner.checkly import is_project
@@ -234,18 +238,21 @@ def _checkly_project(path: str, spec: RunSpec, environ: Mapping[str, str]) -> Ch
     """The project's checks as a checks file: the session's variables (--env, --secret-env, the
     spec's) reach the project's parse too, where checkly.config.ts may read process.env."""
     from runner.checkly import load_project
-    from runner.emulator.core.checksfile import parse_checks
-    from runner.emulator.core.world import escape_document
+    from runner.checks.checksfile import parse_checks
+    from runner.checks.declared import escape_document
 
     variables = {
         v.key: v.value for session in spec.sessions for v in session.environmentVariables or [] if v.value
     }
-    project = load_project(path, variables)
-    for line in project.warnings:
+    # The parse sees the job's environment (a construct's process.env.PORT), as `npx checkly` would,
+    # without the tool's credentials (synth.parse_environment withholds TESTSESSION_* and CI tokens).
+    hidden = (ENV_API_KEY, spec.comment.gitlabTokenVariable)
+    project = load_project(path, variables, environ=environ, hidden=hidden)
+    for line in (*project.warnings, *project.left_out):
         print(line, file=sys.stderr, flush=True)
     # The project's text holds no ${VAR} of ours (a script's `${token}` is JavaScript, kept as written).
     data = escape_document({"checks": list(project.checks), "variables": []})
-    return parse_checks(data, path, environ)
+    return parse_checks(data, path, environ, project=True)
 
 
 def _connection(args: argparse.Namespace) -> Connection:
@@ -368,24 +375,38 @@ class Job:
     def _run_checks(self) -> int:
         requests, commit = self._requests()
         baseline = None if self.settings.detach else self._baseline()
+        quarantine = self._quarantine()
+        self.console.quarantine = quarantine
+        if not self.settings.detach:
+            self.console.past_runs = self._past_runs()
         events = EventQueue()
         with ExitStack() as scope:
-            with memory.start_up():  # the client, and for a local run the world and its backend
-                client = scope.enter_context(self._client(events))
+            with memory.start_up():  # the client, or a checks file's engine and state
+                source = scope.enter_context(self._source(events))
             self._check_writable()
-            plan = self._shard(client, requests)
+            plan = self._shard(source, requests)
             if plan is not None:
                 requests = plan.requests
             runner = self._runner = Runner(
-                client, self.settings.plan, self.observer, commit, baseline=baseline, events=events
+                source,
+                self.settings.plan,
+                self.observer,
+                commit,
+                baseline=baseline,
+                quarantine=quarantine,
+                events=events,
             )
             outcome = runner.run(requests, detach=self.settings.detach)
-        # The run is over (a signal now changes nothing, see _signals): the client, and with a local
-        # run the world and the backend it reaches, are let go before the reports are made (at
-        # 10,000 checks they would hold ~40 MiB through the reports' own peak).
+        # The run is over (a signal now changes nothing, see _signals): the source, and what it
+        # reaches (a client, an emulator's world), is let go before the reports are made (at
+        # 10,000 checks it would hold ~40 MiB through the reports' own peak).
         self._runner, self._ran = None, True
-        del client, runner
+        del source, runner
         outcome = outcome.model_copy(update=self._where(plan, outcome))
+        if quarantine is not None and self.settings.checks is None:
+            self._unmatched_quarantine(outcome)
+        if not self.settings.detach:
+            outcome = self._history(outcome)
         if self.settings.detach:
             for session in outcome.sessions:
                 if session.testSessionId:
@@ -397,18 +418,98 @@ class Job:
         with self._signals():
             baseline = self._baseline()
             events = EventQueue()
+            quarantine = self._quarantine()  # the spec's (--spec): the checks are known from the results
+            self.console.quarantine = quarantine
             with self._client(events, use_emulator=False) as client:
                 self._check_writable()
                 plan, observer = self.settings.plan, self.observer
                 runner = self._runner = Runner(
-                    client, plan, observer, SessionMetadata(), baseline=baseline, events=events
+                    client,
+                    plan,
+                    observer,
+                    SessionMetadata(),
+                    baseline=baseline,
+                    quarantine=quarantine,
+                    events=events,
                 )
                 outcome = runner.wait_for(session_id)
             return self._finish(outcome)
 
     # --- parts --------------------------------------------------------------------------------
 
-    def _shard(self, client: ApiClient, requests: list[TriggerRequest]) -> ShardPlan | None:
+    def _quarantine(self) -> Quarantine | None:
+        """The quarantine entries of the checks file and the spec, judged on the run's day (exit 2 for
+        an entry naming no check, or too long); each expired entry said in one line. None without any."""
+        checks = self.settings.checks
+        sources = [(checks.path, checks.quarantine)] if checks is not None and checks.quarantine else []
+        if self.settings.spec.quarantine:
+            sources.append((self.settings.spec_path or "the spec", tuple(self.settings.spec.quarantine)))
+        if not sources:
+            return None
+        from runner.core import clock
+        from runner.core.errors import SpecError
+        from runner.job.outcome import ExpiredQuarantine, QuarantineOutcome
+        from runner.job.quarantine import Quarantine, expired_line, resolve
+
+        today = clock.today()
+        # A checks file's run knows its checks before they run; the service's is told after.
+        names = [(c.id, c.name) for c in checks.checks] if checks is not None else None
+        holding: dict[str, QuarantineOutcome] = {}
+        expired: list[ExpiredQuarantine] = []
+        problems: list[str] = []
+        for source, entries in sources:
+            try:
+                found = resolve(entries, names, today, source)
+            except SpecError as exc:
+                problems += exc.problems
+                continue
+            holding.update(found.holding)
+            expired += found.expired
+        if problems:
+            raise SpecError(problems)
+        quarantine = Quarantine(holding, tuple(expired))
+        for entry in quarantine.expired:
+            self.observer.notify(Note(expired_line(entry)))
+        return quarantine
+
+    def _past_runs(self) -> dict[str, list[CheckRun]]:
+        """Each check's runs before this one (with --state; a sharded part records none): the
+        console's line of a failure says how often it failed lately. Read before the file is opened
+        for the run; a file that cannot be read is said by the run's own open, or is new."""
+        if self.settings.state is None or self.settings.shard is not None:
+            return {}
+        from runner.job.history import REPORT_RUNS, check_key
+        from runner.state.store import StateFileError, read_check_runs
+
+        checks = self.settings.checks
+        keys = [check_key(c.id, c.name) for c in checks.checks] if checks is not None else None
+        try:
+            return read_check_runs(self.settings.state, last=REPORT_RUNS - 1, keys=keys)
+        except StateFileError:
+            return {}
+
+    def _unmatched_quarantine(self, outcome: Outcome) -> None:
+        """A run of the service learns its checks from the results: an entry that matched none is said."""
+        ran = {name for r in outcome.all_results() for name in (r.checkId, r.name) if name}
+        for entry in self.settings.spec.quarantine:
+            if entry.check not in ran:
+                self.observer.notify(
+                    Note(f"warning: quarantine entry {entry.check!r} matched no check of this run")
+                )
+
+    def _history(self, outcome: Outcome) -> Outcome:
+        """With --state: this run's results added to each check's history, and the history (this run
+        included) on each result. A part of a sharded run records nothing: the merge records the run."""
+        if self.settings.state is None or self.settings.shard is not None:
+            return outcome
+        from runner.cli.history_command import record_history
+
+        def warn(text: str) -> None:
+            self.observer.notify(Note(text))
+
+        return record_history(outcome, self.settings.state, warn, self.redact, self.console.past_runs)
+
+    def _shard(self, source: ResultSource, requests: list[TriggerRequest]) -> ShardPlan | None:
         """This job's part of the matched checks (--shard), said on the console; None unsplit."""
         shard = self.settings.shard
         if shard is None:
@@ -421,7 +522,7 @@ class Job:
         durations = load_durations(durations_path) if durations_path else NO_DURATIONS
         if durations.warning:
             self.observer.notify(Note(f"warning: {durations.warning}"))
-        plan = plan_shard(client, requests, shard, durations)
+        plan = plan_shard(source, requests, shard, durations)
         info = plan.info
         balanced = f", balanced by the durations in {durations_path}" if durations.by_check else ""
         self.observer.notify(
@@ -468,6 +569,33 @@ class Job:
         self.observer.notify(Note(text, verbose=True))
 
     @contextmanager
+    def _source(self, events: EventQueue) -> Iterator[ResultSource]:
+        """Where the run's results come from: a checks file's checks run here by the engine
+        (job/local.py), else the service (an account, or the emulator for a world) through the client."""
+        checks = self.settings.checks
+        if checks is None:
+            with self._client(events) as client:
+                yield RemoteSource(client)
+            return
+        from runner.job.local import LocalSource
+
+        state = None
+        if self.settings.state is not None:
+            from runner.state.store import StateFile
+
+            state = StateFile.open(self.settings.state)
+        source = LocalSource(checks, state)
+        try:
+            self.console.verbose("checks run in this process by the engine (no service, no emulator)")
+            if state is not None:
+                self.console.verbose(f"state in {state.describe()}")
+            yield source
+        finally:
+            source.close()
+            if state is not None:
+                state.close()
+
+    @contextmanager
     def _client(self, events: EventQueue, use_emulator: bool = True) -> Iterator[ApiClient]:
         """The client; with --emulator, an in-process emulator for the job's life."""
         connection = self.settings.connection
@@ -479,8 +607,7 @@ class Job:
         from runner.emulator.core.answers import LocalService, needs_http
         from runner.emulator.core.world import load_world
 
-        checks = self.settings.checks
-        world = load_world(checks.world if checks is not None else self.settings.world)
+        world = load_world(self.settings.world)
         if needs_http(world):
             with self._served(world, connection, budget, events) as client:
                 yield client
@@ -493,7 +620,7 @@ class Job:
             self.console.verbose("emulator in this process (no HTTP server)")
             if service.backend.state is not None:
                 self.console.verbose(f"emulator state in {service.backend.state.describe()}")
-            local = self._local_connection(checks is None, service, connection, service.BASE_URL)
+            local = self._local_connection(service, connection, service.BASE_URL)
             with local.client(
                 self.redact, budget, events.retrying, transport=LocalTransport(service.serve)
             ) as client:
@@ -514,21 +641,20 @@ class Job:
             self.console.verbose(f"emulator serving at {emulator.url}")
             if emulator.backend.state is not None:
                 self.console.verbose(f"emulator state in {emulator.backend.state.describe()}")
-            local = self._local_connection(self.settings.checks is None, emulator, connection, emulator.url)
+            local = self._local_connection(emulator, connection, emulator.url)
             with local.client(self.redact, budget, events.retrying) as client:
                 yield client
         finally:
             emulator.stop()
 
     def _local_connection(
-        self, from_environment: bool, local: LocalService | Emulator, connection: Connection, url: str
+        self, local: LocalService | Emulator, connection: Connection, url: str
     ) -> Connection:
-        """The embedded emulator's credentials. A checks file's world has a key of its own: the
-        environment's is for other worlds."""
+        """The embedded emulator's credentials: the environment's, else the world's first key."""
         return Connection(
             base_url=url,
-            account_id=(from_environment and self.environ.get(ENV_ACCOUNT_ID)) or local.account_id,
-            api_key=(from_environment and self.environ.get(ENV_API_KEY)) or local.api_key,
+            account_id=self.environ.get(ENV_ACCOUNT_ID) or local.account_id,
+            api_key=self.environ.get(ENV_API_KEY) or local.api_key,
             request_timeout=connection.request_timeout,
             account_header=local.account_header,
         )

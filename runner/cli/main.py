@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "runner.cli.spec_commands",
     "runner.cli.report_command",
     "runner.cli.merge_command",
+    "runner.cli.history_command",
     "runner.cli.comment_command",
     "runner.cli.api_commands",
     "runner.cli.emulator_command",

@@ -75,6 +75,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         default="TESTSESSION_GITLAB_TOKEN",
         help="the environment variable holding the GitLab token for the note",
     )
+    parser.add_argument(
+        "--state",
+        metavar="FILE",
+        help="add the merged run to each check's history in this state file, as one run (the parts of "
+        "a sharded run record nothing themselves)",
+    )
     loudness = parser.add_mutually_exclusive_group()
     loudness.add_argument("-v", "--verbose", action="store_true", help="say more, on stderr")
     loudness.add_argument("-q", "--quiet", action="store_true", help="print only failures and the verdict")
@@ -158,6 +164,15 @@ def handle(args: argparse.Namespace, ctx: Context) -> int:
             directory.mkdir(parents=True, exist_ok=True)
         write_failed_start("merge", exc, paths, ctx, where="merge refused")
         raise
+    if args.state:  # a sharded run is recorded once, here, and only once its parts are verified
+        import sys
+
+        from runner.cli.history_command import record_history
+
+        def warn(text: str) -> None:
+            print(ctx.redact(text), file=sys.stderr)
+
+        outcome = record_history(outcome, args.state, warn, ctx.redact)
     renderers = {"json": render_json, "junit": render_junit, "markdown": render_markdown}
     written: dict[str, Path] = {}
     try:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from runner.spec import Overrides, RunSpec
 
 DEFAULT_SPEC = "testsession.yml"
-LOCAL = "local"  # as runner.emulator.core.checksfile.LOCAL (not imported here: start-up time)
+LOCAL = "local"  # as runner.checks.checksfile.LOCAL (not imported here: start-up time)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -51,6 +51,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     target.add_argument("--check-id", action="append", metavar="ID", help="a check id; repeatable")
     target.add_argument("--env", action="append", metavar="KEY=VALUE", help="an environment variable")
     target.add_argument(
+        "--env-file",
+        metavar="FILE",
+        help="environment variables from a dotenv file (KEY=VALUE lines, read as `checkly test "
+        "--env-file` reads it); an --env of the same key wins",
+    )
+    target.add_argument(
         "--secret-env",
         action="append",
         metavar="KEY",
@@ -84,7 +90,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--build-timeout",
         type=build_seconds,
         metavar="SECONDS",
-        help="how long to wait for the URL before exit 4 (build.timeoutSeconds; default 60)",
+        help="how long to wait for the URL before exit 6, the build did not start (build.timeoutSeconds; "
+        "default 60)",
     )
     build.add_argument(
         "--build-reuse",
@@ -187,7 +194,7 @@ def _overrides(args: argparse.Namespace) -> Overrides:
     from runner.core.redact import check_secret
     from runner.spec import Overrides
 
-    env: list[tuple[str, str]] = []
+    env: list[tuple[str, str]] = list(_env_file(getattr(args, "env_file", None)).items())
     for item in getattr(args, "env", None) or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -231,6 +238,25 @@ def _overrides(args: argparse.Namespace) -> Overrides:
     )
 
 
+def _env_file(path: str | None) -> dict[str, str]:
+    """--env-file: the file's variables as dotenv parses them (checkly's `--env-file`); exit 2 when
+    it cannot be read."""
+    if not path:
+        return {}
+    from runner.core.dotenv import parse_dotenv
+    from runner.core.errors import UsageError
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read(1024 * 1024 + 1)
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(f"--env-file {path}: cannot be read ({why})") from None
+    if len(text) > 1024 * 1024:
+        raise UsageError(f"--env-file {path}: larger than 1 MiB; a dotenv file of variables is expected")
+    return parse_dotenv(text)
+
+
 def _load(
     path: str | None, overrides: Overrides, required: bool, ctx: Context, local: bool = False
 ) -> RunSpec:
@@ -257,7 +283,7 @@ def _load(
 def handle_run(args: argparse.Namespace, ctx: Context) -> int:
     from runner.core import memory
 
-    with memory.for_a_run():  # the collector's pace and the allocator's thresholds (core/memory.py)
+    with memory.for_a_run():  # the collector's pace (core/memory.py)
         return _handle_run(args, ctx)
 
 

@@ -67,6 +67,7 @@ def summary(spec: RunSpec) -> str:
 
 
 def handle_validate(args: argparse.Namespace, ctx: Context) -> int:
+    from runner.cli.common import problem_line
     from runner.core.errors import SpecError
     from runner.spec import load_spec
 
@@ -81,7 +82,7 @@ def handle_validate(args: argparse.Namespace, ctx: Context) -> int:
         except SpecError as exc:
             code = ExitCode.USAGE
             for problem in exc.problems:
-                print(ctx.redact(problem), file=sys.stderr)
+                print(problem_line(ctx, problem), file=sys.stderr)
             count = len(exc.problems)
             print(f"{path}: {counted(count, 'problem')}", file=sys.stderr)
             if _other_kind(path) == WORLD_FILE:
@@ -102,10 +103,11 @@ def _other_kind(path: str) -> str | None:
     """CHECKS_FILE or WORLD_FILE when the file is one of those rather than a spec, by its shape: a
     list, or `checks:` a list without a spec's `sessions`/`runLocation`, is a checks file (as `run
     --checks` reads it); `accounts:` a world. None: a spec, or a file that cannot be read as one."""
-    from runner.spec.yamlfile import parse_yaml, read_text
+    from runner.core.files import read_input_text
+    from runner.emulator.core.world import read_document
 
-    try:
-        data = parse_yaml(read_text(path), path).data
+    try:  # read as `run --checks` reads a checks file (16 MiB, its node bound), not as a spec (1 MB)
+        data, _ = read_document(read_input_text(path, "file"), path)
     except Exception:
         return None
     if isinstance(data, dict) and "accounts" in data:
@@ -121,19 +123,20 @@ def _other_kind(path: str) -> str | None:
 def _validate_checks(path: str, ctx: Context) -> bool:
     """A checks file, read as `run --checks` reads it: True when it can run (a check that cannot run
     on this machine is named: a session that matches it fails closed)."""
-    from runner.emulator.core.checksfile import load_checks_file
-    from runner.emulator.core.world import Mode, WorldError
+    from runner.checks.checksfile import load_checks_file
+    from runner.checks.declared import Mode, WorldError
+    from runner.cli.common import problem_line
 
     try:
         checks = load_checks_file(path, os.environ)
     except WorldError as exc:
         for problem in exc.problems:
-            print(ctx.redact(problem), file=sys.stderr)
+            print(problem_line(ctx, problem), file=sys.stderr)
         print(f"{path}: {counted(len(exc.problems), 'problem')} (a checks file)", file=sys.stderr)
         return False
     for secret in checks.secrets:
         ctx.redact.add(secret)
-    loaded = checks.world.accounts[0].checks
+    loaded = checks.checks
     cannot = [c for c in loaded if c.plan.mode is not Mode.REAL]
     for check in cannot:
         print(

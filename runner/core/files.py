@@ -24,9 +24,9 @@ class PlantedLink(OSError):
     """A symbolic (or hard) link where testsession writes a file of its own: a poisoned CI cache or a
     shared folder can plant one to make the tool overwrite the link's target, so it is never followed."""
 
-    def __init__(self, path: str, hard: bool = False) -> None:
+    def __init__(self, path: str, hard: bool = False, message: str | None = None) -> None:
         what = "a hard link to another file" if hard else "a symbolic link"
-        self.message = (
+        self.message = message or (
             f"{path}: is {what}; testsession writes its own files only where no link was planted "
             "(remove the link, or choose another path)"
         )
@@ -46,7 +46,8 @@ def refuse_link(path: str | os.PathLike[str]) -> None:
 def open_own(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
     """os.open of a file testsession owns (a lock, a state file): the last part of `path` is never a
     link followed (O_NOFOLLOW), and a regular file with more than one name (a planted hard link) is
-    refused through the same descriptor. PlantedLink for either; OSError otherwise."""
+    refused through the same descriptor. PlantedLink for either; NotRegularFile for a FIFO, device or
+    socket (open with O_NONBLOCK in `flags` where one could block); OSError otherwise."""
     name = os.fspath(path)
     if not _NO_FOLLOW:  # Windows: no O_NOFOLLOW; the check before the open is what it has
         refuse_link(name)
@@ -57,7 +58,10 @@ def open_own(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int
             raise PlantedLink(name) from None
         raise exc from None
     status = os.fstat(fd)
-    if stat.S_ISREG(status.st_mode) and status.st_nlink > 1:
+    if not stat.S_ISREG(status.st_mode):  # a FIFO or device planted there: not a file of ours
+        os.close(fd)
+        raise NotRegularFile(name)
+    if status.st_nlink > 1:
         os.close(fd)
         raise PlantedLink(name, hard=True)
     return fd

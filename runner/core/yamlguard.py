@@ -8,7 +8,6 @@ every visit through an alias as the walkers after it would.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -192,9 +191,7 @@ def _from_events(text: str, max_nodes: int) -> Any:
                 else:
                     if opened:
                         raise _NotPlain  # a complex key
-                    # Keys repeat in every check of a world (url, method, source, ...): one object
-                    # each, not one per occurrence (~50 bytes a key, ~0.5 KiB a check).
-                    slot[1], slot[2] = sys.intern(value) if type(value) is str else value, True
+                    slot[1], slot[2] = value, True
             else:
                 stack[-1].append(value)
             if opened:

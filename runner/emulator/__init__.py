@@ -1,9 +1,10 @@
 """A local emulator of the monitoring service's API, moto-style, in two layers:
 
-- `core/`: the service without HTTP: the world file, the state per resource behind one `Backend`,
+- `core/`: the service without HTTP: one handler per operation of the table (answers.py, served in
+  process and by the shell alike), the world file, the state per resource behind one `Backend`,
   simulated time, the simulation of check runs, the analyser, fault specs. No FastAPI in it.
-- `shell/`: HTTP around the core: the /v1 routes built from the operation table, error bodies, fault
-  and stats middleware, the /_emulator/ control API, HTML pages, the app and the threaded server.
+- `shell/`: HTTP around the core: one /v1 route, the intake, fault and stats middleware, the Host
+  guard, the /_emulator/ control API, HTML pages, the app and the threaded server.
 
 The shell imports the core, never the reverse (tests/test_layers.py).
 """

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from runner.client import ApiClient
 from runner.client.polling import wait_for_analysis
 from runner.core.errors import ApiError, PaymentRequiredError
+from runner.core.threads import DaemonPool
 from runner.job.events import AnalysisReady, Event, Where
 from runner.job.outcome import AnalysisOutcome, ErrorGroupOutcome
-from runner.job.threads import DaemonPool
 from runner.models import ErrorGroup, TestSession
 from runner.models.analyses import Analysis, TestSessionErrorGroup
 

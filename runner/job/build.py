@@ -19,7 +19,7 @@ Decisions (docs/spec.md, "The build"):
   the group, not the environment. When the run itself is killed, the run's watchdog
   (core/supervise.py) ends the group and the token's processes.
 - A command that ends with code 0 before the URL answers (`docker compose up -d`) is waited for
-  still; what it left running is not ours to stop. Any other code ends the wait at once (exit 4).
+  still; what it left running is not ours to stop. Any other code ends the wait at once (exit 6).
 - Its output is read line by line (each cut at MAX_LINE_BYTES), sanitised and masked: shown with
   `[build] ` while the build is awaited (at most MAX_SHOWN lines), the last TAIL_LINES kept for
   the error of a build that never answers.
@@ -154,7 +154,8 @@ class Build:
                     f"build: {url} already answers ({status}) before `{self._command()}` was started, "
                     "and reuse is off (the default in CI, CI=true, as Playwright's reuseExistingServer): "
                     "it may be a build that a killed run left. Stop what answers there, or allow reuse "
-                    "(build.reuseExisting: true, --build-reuse) to check it as it is"
+                    "(build.reuseExisting: true, --build-reuse; the Action's build-reuse input, GitLab's "
+                    "TESTSESSION_BUILD_REUSE) to check it as it is"
                 )
             skipped = f": `{self._command()}` not started" if plan.command else ""
             self.say(f"build: {url} already answers ({status}){skipped}")

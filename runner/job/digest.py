@@ -20,12 +20,13 @@ from runner.job.outcome import (
     CheckRef,
     Counts,
     ErrorGroupOutcome,
+    ExpiredQuarantine,
     Outcome,
     ResultOutcome,
     SessionOutcome,
     SlowerCheck,
 )
-from runner.job.policy import LABELS, Gate, failing_verdicts, forgiven
+from runner.job.policy import LABELS, Gate, failing_verdicts, forgiven, result_fails
 
 # The reading order of failing results, and of the rows of a table of all results.
 ORDER = ("failed", "error", "running", "cancelled", "degraded", "flaky", "passed")
@@ -62,6 +63,11 @@ class Item:
     def label(self) -> str:
         return LABELS.get(self.result.verdict, self.result.verdict)
 
+    @property
+    def excused_by_quarantine(self) -> bool:
+        """A failure that did not fail the gate because its check is quarantined."""
+        return not self.fails_gate and not self.forgiven and self.result.quarantined is not None
+
 
 @dataclass(frozen=True)
 class Digest:
@@ -73,6 +79,7 @@ class Digest:
     failures: tuple[Item, ...]
     failing: tuple[Item, ...]  # those that fail the gate, in reading order
     forgiven: tuple[Item, ...]  # known failures that `failOn: new` lets pass
+    quarantined: tuple[Item, ...]  # failures of quarantined checks: reported, not gating
     # The other results (passed, flaky, degraded unless it fails), by verdict, with their sessions
     # (parallel lists). They become Items only where a table shows them (`rows`): most results of a
     # big run pass, and 100,000 objects living until the reports are written would cost the garbage
@@ -98,6 +105,37 @@ class Digest:
                     found = groups[id(session)] = {group.id: group for group in session.errorGroups}
                 rows.append(_item(result, session, found))
         return rows
+
+    # -- history and quarantine (runner/job/history.py, runner/job/quarantine.py) -----------------
+
+    @property
+    def expired_quarantine(self) -> tuple[ExpiredQuarantine, ...]:
+        return tuple(self.outcome.expiredQuarantine)
+
+    def _passing(self) -> list[tuple[ResultOutcome, SessionOutcome]]:
+        return [
+            (result, session)
+            for verdict in ORDER
+            for result, session in zip(*(self.others.get(verdict) or ([], [])), strict=True)
+        ]
+
+    @cached_property
+    def unstable(self) -> tuple[Item, ...]:
+        """Checks that pass now though they failed in some recent runs, or passed only on a retry."""
+        return tuple(
+            _item(result, session, {})
+            for result, session in self._passing()
+            if result.history is not None and result.history.unstable
+        )
+
+    @cached_property
+    def ready_to_leave(self) -> tuple[Item, ...]:
+        """Quarantined checks that passed their last READY_RUNS runs in a row."""
+        return tuple(
+            _item(result, session, {})
+            for result, session in self._passing()
+            if result.history is not None and result.history.readyToLeaveQuarantine
+        )
 
     # -- known or new, and the baseline (runner/job/known.py, runner/job/baseline.py) ---------------
 
@@ -219,8 +257,17 @@ class Digest:
             # "the 1 check failed the gate", "1 of 4 checks failed the gate"
             which = f"the {checks}" if total == 1 else f"{len(self.failing)} of {checks}"
             return f"{which} failed the gate ({breakdown(self.failing)})"
+        if self.quarantined and self.outcome.exitCode != ExitCode.OK:
+            # Never a headline that reads like a pass: the run ended without a verdict.
+            failed = counted(len(self.quarantined), "quarantined check")
+            return f"{failed} failed (not gating), but that is no verdict (exit code {self.outcome.exitCode})"
+        excused = []
         if self.forgiven:
-            return f"gate passed: {counted(len(self.forgiven), 'known failure')}, no new ones"
+            excused.append(f"{counted(len(self.forgiven), 'known failure')}, no new ones")
+        if self.quarantined:
+            excused.append(f"{counted(len(self.quarantined), 'quarantined check')} failed")
+        if excused:
+            return "gate passed: " + "; ".join(excused)
         soft = [f"{getattr(self.counts, v)} {v}" for v in ("degraded", "flaky") if getattr(self.counts, v)]
         which = f"{plural(total, 'the', 'all')} {checks}"  # "the 1 check", "all 4 checks"
         if self.outcome.exitCode != ExitCode.OK:
@@ -314,7 +361,8 @@ def digest(outcome: Outcome) -> Digest:
                 sessions.append(session)
                 continue
             excused = forgiven(result, gate)
-            item = _item(result, session, groups, history(result, since), not excused, excused)
+            fails = result_fails(result, gate)
+            item = _item(result, session, groups, history(result, since), fails, excused)
             buckets.setdefault(verdict, []).append(item)
     failures = tuple(item for bucket in buckets.values() for item in bucket)
     return Digest(
@@ -324,5 +372,6 @@ def digest(outcome: Outcome) -> Digest:
         failures=failures,
         failing=tuple(item for item in failures if item.fails_gate),
         forgiven=tuple(item for item in failures if item.forgiven),
+        quarantined=tuple(item for item in failures if item.excused_by_quarantine),
         others=others,
     )

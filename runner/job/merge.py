@@ -202,6 +202,9 @@ def merge(parts: Sequence[Part], combine: bool = False, allow_mixed: bool = Fals
         sessions=sessions,
         service=services.pop() if len(services) == 1 else None,
         merged=merged,
+        # Each part judged its quarantine on its day: a result keeps its `quarantined`, and an entry
+        # one part saw expired is said once.
+        expiredQuarantine=list({e.check: e for p in parts for e in p.outcome.expiredQuarantine}.values()),
     )
     cut = [p for p in parts if p.outcome.exitCode in CUT_SHORT]
     stop_code = most_severe([ExitCode(p.outcome.exitCode) for p in cut]) if cut else None

@@ -4,15 +4,17 @@ This is the documented, stable JSON format (schemaVersion 1). Fields are only ev
 """
 
 # No `from __future__ import annotations`: real annotations, as models/base.py says why.
-from datetime import datetime
-from typing import Literal
+from datetime import date, datetime
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from runner.core.exitcodes import ExitCode
 from runner.models.analyses import Analysis
 from runner.models.base import empty_list
 
 SCHEMA_VERSION = 1
+MAX_SHARDS = 1000  # parts of a sharded run (`--shard i/n`, runner/job/shard.py)
 
 # How one check result is judged, derived from the service's result fields.
 ResultVerdict = Literal["passed", "failed", "degraded", "flaky", "error", "cancelled", "running"]
@@ -31,6 +33,19 @@ RunVerdict = Literal[
     "detached",
     "build-not-started",
 ]
+
+
+def _exit_code(value: int) -> int:
+    """A code of the contract (runner/core/exitcodes.py). A results.json read back (a part to merge, a
+    baseline, `report`) is text from outside: another number is not a run's code, and judging it would
+    crash (`ExitCode(99)`) or be ignored and pass."""
+    if value not in ExitCode._value2member_map_:
+        codes = ", ".join(str(int(code)) for code in ExitCode)
+        raise ValueError(f"not an exit code of testsession ({codes})")
+    return value
+
+
+ExitCodeValue = Annotated[int, AfterValidator(_exit_code)]
 
 
 class OutcomeModel(BaseModel):
@@ -78,6 +93,65 @@ class Attachment(OutcomeModel):
     path: str  # relative to the working directory
 
 
+class SuiteTestOutcome(OutcomeModel):
+    """One test of a Playwright check suite: its outcome (passed, failed, flaky, skipped, timedOut,
+    interrupted, not run) and how many times Playwright ran it (1 + its retries)."""
+
+    name: str
+    status: str
+    runs: int = 1
+
+
+class QuarantineOutcome(OutcomeModel):
+    """A quarantine that held for this result: its failure did not fail the gate (job/quarantine.py)."""
+
+    owner: str
+    reason: str | None = None
+    until: date
+
+
+class ExpiredQuarantine(QuarantineOutcome):
+    """A quarantine entry whose day has passed: its check gates again."""
+
+    check: str
+
+
+class LastFailure(OutcomeModel):
+    at: datetime
+    verdict: str
+    error: str | None = None
+    errorGroupId: str | None = None
+    novelty: str | None = None  # new, known or untold, as the run that failed judged it
+    commitId: str | None = None
+
+
+class Streak(OutcomeModel):
+    """The newest runs in a row with one outcome: 'passing' (passed, flaky, degraded) or 'failing'."""
+
+    state: Literal["passing", "failing"]
+    runs: int
+
+
+class HistoryOutcome(OutcomeModel):
+    """A check's recorded runs (the state file's history, runner/job/history.py), this run included:
+    the newest `runs` of them. `failed` counts failed and error; `passRate` is the share that did not
+    fail (0.75 for 3 of 4)."""
+
+    runs: int
+    passed: int = 0
+    failed: int = 0
+    degraded: int = 0
+    flaky: int = 0
+    passRate: float = 1.0
+    medianMs: int | None = None
+    p95Ms: int | None = None
+    lastFailure: LastFailure | None = None
+    streak: Streak | None = None
+    recent: str = ""  # the newest runs, oldest first: '.' passed, 'f' flaky, 'd' degraded, 'X' failed
+    unstable: bool = False  # failed in some runs and not in others, or passed only on a retry
+    readyToLeaveQuarantine: bool = False  # quarantined, and passed its last READY_RUNS runs in a row
+
+
 class ResultOutcome(OutcomeModel):
     id: str
     link: str | None = None
@@ -98,9 +172,13 @@ class ResultOutcome(OutcomeModel):
     lastSeenBefore: datetime | None = None  # last seen before this run; None when not knowable
     baseline: BaselineMark | None = None  # None without a usable baseline
     attachments: list[Attachment] = Field(default_factory=empty_list)
+    tests: list[SuiteTestOutcome] = Field(default_factory=empty_list)  # a Playwright check suite's
     # The local executor failed on the check (a bug in the tool): its traceback. Not in results.json:
     # the session's exit code (4) and problem say it there; the console prints the traceback.
     internalError: str | None = Field(default=None, exclude=True)
+    # A quarantine that held (checks file or spec `quarantine:`): a failure here does not fail the gate.
+    quarantined: QuarantineOutcome | None = None
+    history: HistoryOutcome | None = None  # with --state: the check's recorded runs, this one included
 
 
 class Origin(OutcomeModel):
@@ -128,7 +206,7 @@ class SessionOutcome(OutcomeModel):
     startedAt: datetime | None = None
     stoppedAt: datetime | None = None
     durationSeconds: float | None = None
-    exitCode: int = 0
+    exitCode: ExitCodeValue = 0
     problem: str | None = None  # one line when the session could not run to the end
     noMatch: bool = False  # no check matched its target
     results: list[ResultOutcome] = Field(default_factory=empty_list)
@@ -182,15 +260,23 @@ class ShardInfo(OutcomeModel):
     """One part of a sharded run (`--shard i/n`, runner/job/shard.py): what `testsession merge` checks
     before it judges the parts as one run."""
 
-    index: int  # 1-based
-    total: int
-    matched: int  # checks of the whole matched set (a check in two sessions counts twice)
-    checks: int  # of them in this part
+    # Bounded as `--shard` allows (1 to MAX_SHARDS parts): a header read back is text from outside, and
+    # a merge lists the parts it misses (a forged total of a billion was minutes and gigabytes).
+    index: int = Field(ge=1, le=MAX_SHARDS)  # 1-based
+    total: int = Field(ge=1, le=MAX_SHARDS)
+    matched: int = Field(ge=0)  # checks of the whole matched set (a check in two sessions counts twice)
+    checks: int = Field(ge=0)  # of them in this part
     fingerprint: str  # of the whole matched set: the same in every part of one run
     split: str  # of the assignment (the set and the durations that balanced it)
     # Of this part's own checks (session, location, check id): what its results must be, each once.
     # None in a part written by an older testsession, which did not record it: `merge` refuses it.
     own: str | None = None
+
+    @model_validator(mode="after")
+    def _index_in_total(self) -> "ShardInfo":
+        if self.index > self.total:
+            raise ValueError(f"index {self.index} is beyond its total of {self.total} parts")
+        return self
 
     @property
     def label(self) -> str:
@@ -201,7 +287,7 @@ class MergedPart(Origin):
     """One results.json a merged run was made of, as it judged itself."""
 
     verdict: str
-    exitCode: int
+    exitCode: ExitCodeValue
 
 
 class Outcome(OutcomeModel):
@@ -211,7 +297,7 @@ class Outcome(OutcomeModel):
     startedAt: datetime | None = None
     finishedAt: datetime | None = None
     verdict: RunVerdict = "passed"
-    exitCode: int = 0
+    exitCode: ExitCodeValue = 0
     failOnDegraded: bool = False
     failOn: FailOn = "any"  # "new": known failed checks are forgiven (errors, unfinished still fail)
     partial: bool = False  # written after a timeout, interrupt or service error: what was known
@@ -226,6 +312,8 @@ class Outcome(OutcomeModel):
     # Where the checks came from on a local run: "demo" (the shipped demo world: scripted results,
     # never the build's), "world" (a world file), "checks" (a checks file); None: the service.
     world: Literal["demo", "world", "checks"] | None = None
+    # Quarantine entries whose day has passed: their checks gated again in this run.
+    expiredQuarantine: list[ExpiredQuarantine] = Field(default_factory=empty_list)
 
     def all_results(self) -> list[ResultOutcome]:
         return [r for s in self.sessions for r in s.results]

@@ -111,14 +111,26 @@ def failing_verdict(result: ResultOutcome, fail_on_degraded: bool) -> bool:
     return result.verdict in failing_verdicts(fail_on_degraded)
 
 
+def quarantined(result: ResultOutcome, gate: Gate) -> bool:
+    """A result whose verdict fails the gate but whose check is quarantined (an entry that holds
+    today, runner/job/quarantine.py): it ran as always, and does not fail the gate whatever it shows.
+    An expired entry never marks a result, so its check gates again."""
+    return result.quarantined is not None and failing_verdict(result, gate.fail_on_degraded)
+
+
 def result_fails(result: ResultOutcome, gate: Gate) -> bool:
-    return failing_verdict(result, gate.fail_on_degraded) and not forgiven(result, gate)
+    return (
+        failing_verdict(result, gate.fail_on_degraded)
+        and not forgiven(result, gate)
+        and result.quarantined is None
+    )
 
 
 def junit_kind(result: ResultOutcome, gate: Gate) -> JunitKind:
-    """How a JUnit reader must count the result, so that it agrees with the gate."""
+    """How a JUnit reader must count the result, so that it agrees with the gate: a forgiven or
+    quarantined failure is skipped (with its message), never a pass nor a failure."""
     if not result_fails(result, gate):
-        return "skipped" if forgiven(result, gate) else "passed"
+        return "skipped" if forgiven(result, gate) or quarantined(result, gate) else "passed"
     return "failure" if result.verdict in ("failed", "degraded") else "error"
 
 
@@ -259,5 +271,6 @@ def describe_gate() -> str:
     return (
         f"a check that {', '.join(always[:-1])} or {always[-1]} fails the gate; a degraded one only "
         "with gate.failOnDegraded; with gate.failOn: new, a failed check whose failure is known "
-        "(its error seen before this run, or failing in the baseline, and neither says new) does not"
+        "(its error seen before this run, or failing in the baseline, and neither says new) does not; "
+        "nor does a check quarantined (quarantine:, with an owner and an end date) until its end date"
     )

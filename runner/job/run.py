@@ -1,5 +1,8 @@
 """The main job: run every session of a spec, each on its own worker, and judge the outcome.
 
+The sessions' results come from a `ResultSource` (source.py): the service through the client
+(remote.py), or a checks file's checks run in this process (local.py).
+
 Workers hand back their SessionOutcome (a future) and report progress as events on a queue. The main
 thread hands the events to the observers, keeps the last values it saw of each session (for partial
 reports), and reacts to signals and deadlines:
@@ -19,12 +22,13 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from runner import __version__
 from runner.client import ApiClient
 from runner.core.errors import ApiError, NotFoundError
 from runner.core.exitcodes import ExitCode
+from runner.core.threads import DaemonPool
 from runner.job.analyses import READS_WAIT
 from runner.job.events import (
     Event,
@@ -50,12 +54,14 @@ from runner.job.policy import (
     shared_session,
 )
 from runner.job.refusals import unknown_session
-from runner.job.session import CANCEL_WITHIN, SessionPlan, SessionWorker, session_outcome
-from runner.job.threads import DaemonPool
+from runner.job.remote import RemoteSource
+from runner.job.session import SessionPlan, SessionWorker, session_outcome
+from runner.job.source import ResultSource, SessionContext
 from runner.models import SessionMetadata, TestSession, TriggerRequest
 
 if TYPE_CHECKING:
     from runner.job.baseline import Baseline, BaselineWarning
+    from runner.job.quarantine import Quarantine
 
 SHUTDOWN_SECONDS = 4.0  # from the first signal to the reports: CI runners kill about 10 s after it
 TICK_SECONDS = 1.0
@@ -94,21 +100,30 @@ class _Seen:
 class Runner:
     def __init__(
         self,
-        client: ApiClient,
+        client: ApiClient | ResultSource,
         plan: SessionPlan,
         observer: Observer,
         commit: SessionMetadata | None = None,
         *,
         baseline: Baseline | BaselineWarning | None = None,
+        quarantine: Quarantine | None = None,
         events: EventQueue | None = None,
         shutdown_seconds: float = SHUTDOWN_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.client = client
+        # The service's client (a source of its own); or another source (local.py), which `wait` has not.
+        # (Told apart by what they do: tests hand in clients of their own making.)
+        self.client: ApiClient | None = None
+        if hasattr(client, "run_session"):
+            self.source = cast("ResultSource", client)
+        else:
+            self.client = client
+            self.source = RemoteSource(self.client)
         self.plan = plan
         self.observer = observer
         self.commit = commit or SessionMetadata()
         self.baseline = baseline
+        self.quarantine = quarantine
         self.shutdown_seconds = shutdown_seconds
         self.clock = clock
         self.started_at = datetime.now(timezone.utc)
@@ -134,13 +149,14 @@ class Runner:
         for index, request in enumerate(requests):
             where = Where(request.name, request.runLocation, index)
             environment = request.metadata.environment if request.metadata else None
-            worker = self._worker(where, environment)
-            call = worker.trigger_only if detach else worker.trigger_and_follow
-            jobs.append((where, environment, _bind(call, request)))
+            context = self._context(where, environment)
+            call = self.source.trigger_only if detach else self.source.run_session
+            jobs.append((where, environment, _bind(call, request, context)))
         return self._outcome(self._supervise(jobs), detached=detach)
 
     def wait_for(self, session_id: str) -> Outcome:
         """`testsession wait ID`: a session triggered earlier, maybe by another job."""
+        assert self.client is not None, "wait follows a session of the service"
         try:
             session = self._first_read(session_id)
         except NotFoundError as exc:  # the user named an id the service does not have: exit 2
@@ -158,6 +174,7 @@ class Runner:
     def _first_read(self, session_id: str) -> TestSession | None:
         """The session, read on a worker so that a signal is answered at once even while the
         service holds the read (its timeout and retries take minutes); None after a signal."""
+        assert self.client is not None
         pool = DaemonPool(1, "read")
         future = pool.submit(self.client.get_session, session_id)
         try:
@@ -174,17 +191,14 @@ class Runner:
         finally:
             pool.shutdown()
 
-    def _worker(self, where: Where, environment: str | None) -> SessionWorker:
-        return SessionWorker(
-            self.client,
-            self.plan,
-            where,
-            environment,
-            self.events.put,
-            self.stop,
-            lambda: self.stop_code,
-            self.clock,
+    def _context(self, where: Where, environment: str | None) -> SessionContext:
+        return SessionContext(
+            self.plan, where, environment, self.events.put, self.stop, lambda: self.stop_code, self.clock
         )
+
+    def _worker(self, where: Where, environment: str | None) -> SessionWorker:
+        assert isinstance(self.source, RemoteSource)  # `wait`: a session of the service
+        return self.source.worker(self._context(where, environment))
 
     # --- supervision --------------------------------------------------------------------------
 
@@ -245,7 +259,7 @@ class Runner:
         self.observer.notify(Stopping(self.stop_reason or "stopping"))
         ids = [s.session_id for s, f in zip(seen, futures, strict=True) if s.session_id and not f.done()]
         cancels = DaemonPool(len(ids), "cancel")
-        pending = [cancels.submit(partial(self.client.cancel, i, within=CANCEL_WITHIN)) for i in ids]
+        pending = [cancels.submit(partial(self.source.cancel, i)) for i in ids]
         hurried = False
         try:
             while self.clock() < end:
@@ -292,7 +306,9 @@ class Runner:
             commit=CommitInfo.model_validate(commit.model_dump(include=set(CommitInfo.model_fields))),
             sessions=sessions,
         )
-        return judge(draft, self.plan.gate, self.baseline, self.stop_code, self.stop_reason, detached)
+        return judge(
+            draft, self.plan.gate, self.baseline, self.stop_code, self.stop_reason, detached, self.quarantine
+        )
 
 
 def judge(
@@ -302,12 +318,18 @@ def judge(
     stop_code: ExitCode | None = None,
     stop_reason: str | None = None,
     detached: bool = False,
+    quarantine: Quarantine | None = None,
 ) -> Outcome:
     """The run's outcome from its sessions: known or new and the baseline judged over the whole run,
-    then every session whose code came from its checks judged again with them (`failOn: new`
-    forgives known failures), then the run's code, verdict and counts. The one path to a verdict."""
+    the quarantined checks marked, then every session whose code came from its checks judged again
+    with them (`failOn: new` forgives known failures, a quarantine excuses its check), then the
+    run's code, verdict and counts. The one path to a verdict."""
     gated = draft.model_copy(update={"failOnDegraded": gate.fail_on_degraded, "failOn": gate.fail_on})
     marked = mark_known(gated)
+    if quarantine:  # imported only then: most runs quarantine nothing
+        from runner.job.quarantine import mark_quarantined
+
+        marked = mark_quarantined(marked, quarantine)
     if baseline is not None:  # imported only then (start-up): most runs compare with no baseline
         from runner.job.baseline import mark_baseline
 
@@ -354,6 +376,8 @@ def _judge_session(session: SessionOutcome, gate: Gate, detached: bool) -> Sessi
 
 
 def _bind(
-    call: Callable[[TriggerRequest], SessionOutcome], request: TriggerRequest
+    call: Callable[[TriggerRequest, SessionContext], SessionOutcome],
+    request: TriggerRequest,
+    context: SessionContext,
 ) -> Callable[[], SessionOutcome]:
-    return lambda: call(request)
+    return lambda: call(request, context)

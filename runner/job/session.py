@@ -175,19 +175,7 @@ class SessionWorker:
         return self._internal_errors(self._follow(self._watch(session)))
 
     def _internal_errors(self, outcome: SessionOutcome) -> SessionOutcome:
-        """A check the local executor could not run for a bug of its own has no verdict, and neither
-        has the run: exit 4 (as any internal error), its traceback printed, never the check's failure
-        nor the user's configuration error."""
-        broken = [r for r in outcome.results if r.internalError]
-        if not broken or outcome.problem or outcome.exitCode not in (ExitCode.OK, ExitCode.CHECKS_FAILED):
-            return outcome
-        names = first_of([r.name for r in broken], 3)
-        problem = (
-            f"internal error of the local executor on {counted(len(broken), 'check')} ({names}); no verdict "
-            "(exit 4). This is a bug in testsession: please report it with the traceback above"
-        )
-        self.emit(SessionFailed(self.where, problem, traceback=broken[0].internalError))
-        return outcome.model_copy(update={"exitCode": int(ExitCode.SERVICE), "problem": problem})
+        return with_internal_errors(outcome, self.where, self.emit)
 
     def _watch(self, session: TestSession) -> _Watch:
         reader = GroupReader(self.client, self.plan.analyses, self.where, self.emit, self.stop, self.clock)
@@ -422,3 +410,22 @@ def _vanished(seen: Iterable[tuple[str, tuple[str | None, str]]], final: list[Se
         for result_id, (check_id, name) in seen
     )
     return sum(1 for here in kept if not here)
+
+
+def with_internal_errors(
+    outcome: SessionOutcome, where: Where, emit: Callable[[Event], None]
+) -> SessionOutcome:
+    """A check the local executor could not run for a bug of its own has no verdict, and neither
+    has the run: exit 4 (as any internal error), its traceback printed, never the check's failure
+    nor the user's configuration error. Both sources of results (the service's, job/remote.py; the
+    engine's in this process, job/local.py) end their sessions through it."""
+    broken = [r for r in outcome.results if r.internalError]
+    if not broken or outcome.problem or outcome.exitCode not in (ExitCode.OK, ExitCode.CHECKS_FAILED):
+        return outcome
+    names = first_of([r.name for r in broken], 3)
+    problem = (
+        f"internal error of the local executor on {counted(len(broken), 'check')} ({names}); no verdict "
+        "(exit 4). This is a bug in testsession: please report it with the traceback above"
+    )
+    emit(SessionFailed(where, problem, traceback=broken[0].internalError))
+    return outcome.model_copy(update={"exitCode": int(ExitCode.SERVICE), "problem": problem})

@@ -28,10 +28,10 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from runner.client import ApiClient
 from runner.core.errors import UsageError
 from runner.job.baseline import BaselineWarning, load_baseline
-from runner.job.outcome import ResultOutcome, ShardInfo
+from runner.job.outcome import MAX_SHARDS, ResultOutcome, ShardInfo
+from runner.job.source import ResultSource
 from runner.models import Target, TriggerRequest
 from runner.models.sessions import UUID_PATTERN
 
@@ -39,7 +39,6 @@ from runner.models.sessions import UUID_PATTERN
 CI_NODE_INDEX = "CI_NODE_INDEX"
 CI_NODE_TOTAL = "CI_NODE_TOTAL"
 AUTO = "auto"
-MAX_SHARDS = 1000
 LADDER = 1.25  # durations are rounded to the nearest power of this: 1.0, 1.25, 1.56, 1.95, ...
 SQLITE_HEADER = b"SQLite format 3\x00"
 _PART = re.compile(r"^\s*([0-9]+)\s*/\s*([0-9]+)\s*$")
@@ -125,8 +124,8 @@ def load_durations(path: str) -> Durations:
     except OSError as exc:
         return Durations({}, {}, path, f"shard durations {path}: {exc.strerror or exc}; split by count")
     if header == SQLITE_HEADER:
-        from runner.emulator.core.state import recorded_sessions
         from runner.job.verdicts import build_results
+        from runner.state.store import recorded_sessions
 
         sessions = recorded_sessions(path)
         if isinstance(sessions, str):
@@ -232,10 +231,10 @@ def _ids_are_uuids(units: Sequence[Unit]) -> None:
 
 
 def plan_shard(
-    client: ApiClient, requests: Sequence[TriggerRequest], shard: Shard, durations: Durations
+    source: ResultSource, requests: Sequence[TriggerRequest], shard: Shard, durations: Durations
 ) -> ShardPlan:
     """This part's trigger bodies and what its results.json records of the split."""
-    checks = client.list_checks(tags=_listed_tags(requests))
+    checks = source.list_checks(tags=_listed_tags(requests))
     units: list[Unit] = []
     unmatched: list[int] = []
     for index, request in enumerate(requests):

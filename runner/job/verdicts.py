@@ -5,14 +5,21 @@ Which verdicts fail the gate is not decided here: see runner/job/policy.py."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, NamedTuple
 
+from runner.core.text import for_line
 from runner.job.known import UNKNOWN, classify
-from runner.job.outcome import Attachment, AttemptOutcome, ErrorGroupOutcome, ResultOutcome, ResultVerdict
+from runner.job.outcome import (
+    Attachment,
+    AttemptOutcome,
+    ErrorGroupOutcome,
+    ResultOutcome,
+    ResultVerdict,
+    SuiteTestOutcome,
+)
 from runner.models import SessionResult, TestSession
-from runner.models.base import share_parts
 from runner.models.sessions import RESULT_TYPES, SESSION_STATUSES
 
 # A file's path as the reports may show it: relative, plain characters, no way up. The service (or an
@@ -25,8 +32,13 @@ MAX_ROW_MESSAGE = 8192  # characters of a result row's own errorMessage kept (a 
 
 
 def attachments(result: SessionResult) -> list[Attachment]:
+    return checked_attachments((result.model_extra or {}).get("attachments") or [])
+
+
+def checked_attachments(items: Iterable[object]) -> list[Attachment]:
+    """The files a report may name, of those a check's run says it left ({name, path} each)."""
     out: list[Attachment] = []
-    for item in (result.model_extra or {}).get("attachments") or []:
+    for item in items:
         if not isinstance(item, dict) or len(out) >= MAX_ATTACHMENTS:
             continue
         name, path = item.get("name"), item.get("path")
@@ -34,6 +46,25 @@ def attachments(result: SessionResult) -> list[Attachment]:
             continue
         if len(path) <= 500 and _PLAIN_PATH.fullmatch(path) and ".." not in path.split("/"):
             out.append(Attachment(name=name, path=path))
+    return out
+
+
+_STATUS = re.compile(r"[a-zA-Z][a-zA-Z ]{0,20}")
+MAX_TESTS = 500
+
+
+def checked_suite_tests(items: Iterable[object]) -> list[SuiteTestOutcome]:
+    """A Playwright check suite's tests as its run listed them ({name, status, runs} each): a name in
+    one line, a status word, a count of runs; anything else left out."""
+    out: list[SuiteTestOutcome] = []
+    for item in items:
+        if not isinstance(item, dict) or len(out) >= MAX_TESTS:
+            continue
+        name, status, runs = item.get("name"), item.get("status"), item.get("runs")
+        if not isinstance(name, str) or not isinstance(status, str) or not _STATUS.fullmatch(status):
+            continue
+        count = runs if isinstance(runs, int) and not isinstance(runs, bool) and 0 <= runs <= 1000 else 1
+        out.append(SuiteTestOutcome(name=for_line(name, 300), status=status, runs=count))
     return out
 
 
@@ -192,7 +223,6 @@ def row_of(value: RowValue) -> SessionResult:
     row = SessionResult.model_construct(set(given), **fields)
     # Not as keywords: an extra field may be named as model_construct's own parameters (`cls`).
     object.__setattr__(row, "__pydantic_extra__", dict(extra) if extra else {})
-    share_parts(row)
     return row
 
 
@@ -327,11 +357,7 @@ def check_outcome(
         firstSeen=knowledge.firstSeen,
         lastSeenBefore=knowledge.lastSeenBefore,
         attachments=attachments(result),
+        tests=checked_suite_tests((result.model_extra or {}).get("tests") or []),
         internalError=_internal_error(result),
     )
-    # Kept for every check until the reports. Not a deep walk of its 19 values: its models are in
-    # the two lists, empty but for a failure's attempts and a browser check's files.
-    share_parts(outcome, empties=("failedAttempts", "errorGroupIds", "attachments"))
-    for item in (*outcome.failedAttempts, *outcome.attachments):
-        share_parts(item)
     return outcome

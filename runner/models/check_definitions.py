@@ -8,8 +8,8 @@ assertion quietly dropped. Whether a definition can run on this machine is a sep
 question, answered by `local_support()` (its check type) and `problems()` (its fields): API, URL, TCP,
 DNS, ICMP, TRACEROUTE, GRPC, SSL, BROWSER, MULTI_STEP and PLAYWRIGHT checks run locally; every other
 type (AGENTIC, HEARTBEAT, ...), and an API check with a setup or teardown script where Node is missing,
-is recognised and reported as not runnable here, HEARTBEAT and AGENTIC with their own reason
-(NOT_RUNNABLE_REASONS).
+is recognised and reported as not runnable here, HEARTBEAT and AGENTIC with their own reason.
+Which types run here, how, and by which protocol of the engine is said once, in CHECK_KINDS.
 
 Sources: production's OpenAPI (ChecksV1ApiCheck, ChecksV1ApiRequest, ChecksV1UrlRequest,
 ChecksV1TcpRequest, ChecksV1DnsRequest, ChecksV1IcmpMonitor, ChecksV1IcmpRequest,
@@ -23,38 +23,94 @@ constructs/grpc-monitor.mdx and ssl-monitor.mdx.
 # No `from __future__ import annotations`: real annotations, as models/base.py says why.
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
 from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Discriminator, Field, Tag, TypeAdapter, ValidationError, field_validator
 
-from runner.models.base import ApiModel, shared_empty_list
+from runner.models.base import ApiModel, empty_list
 from runner.models.problems import Loc, clean_loc, error_message, format_loc, model_at, unknown_key_message
 from runner.models.test_command import DEFAULT_TEST_COMMAND, TestCommandError, parse_test_command
 
-LOCAL_CHECK_TYPES = ("API", "URL", "TCP", "DNS", "ICMP", "TRACEROUTE", "GRPC", "SSL")
-# Checks whose `script` (Playwright Test) runs here with Node, Playwright and Chromium (protocols/browser).
-SCRIPT_CHECK_TYPES = ("BROWSER", "MULTI_STEP")
-# Playwright check suites: the user's own Playwright project, run where it is (protocols/playwright).
-SUITE_CHECK_TYPES = ("PLAYWRIGHT",)
-RUNNABLE_CHECK_TYPES = (*LOCAL_CHECK_TYPES, *SCRIPT_CHECK_TYPES, *SUITE_CHECK_TYPES)
-# Production's runtimes (runtimeId; OpenAPI ChecksV1BrowserCheck.runtimeId): null is the account's active one.
-RUNTIME_IDS = ("2026.04", "2025.04", "2024.09", "2024.02", "2023.09", "2023.02", "2022.10")
-# Types that never run here, in production's terms (ours: the wording; the facts are its docs').
-NOT_RUNNABLE_REASONS: dict[str, str] = {
+
+class Runs(Enum):
+    """How a check of a type runs on this machine."""
+
+    REQUEST = "request"  # its `request` is performed by a request-level protocol
+    SCRIPT = "script"  # its `script` (Playwright Test) runs with Node, Playwright and Chromium
+    SUITE = "suite"  # the user's own Playwright project, run where it is (a Playwright check suite)
+
+
+@dataclass(frozen=True)
+class CheckKind:
+    """What this version says of one checkType, once: whether and how it runs here (None: never,
+    `reason` says why in production's terms), the engine's protocol module that runs it
+    (runner/checks/protocols/), whether that protocol queues its own attempts, and whether production
+    runs it in a browser (its analyses read a browser's report)."""
+
+    runs: Runs | None
+    protocol: str | None = None
+    self_queued: bool = False
+    browser: bool = False
+    reason: str | None = None
+
+
+# Every check type this version knows, the one place that says whether it runs here. The engine
+# (protocols/__init__.py), the checks file and world loaders (checks/declared.py, checksfile.py),
+# `checks export` and the analysers read it; tests/test_check_kinds.py holds them to it.
+CHECK_KINDS: dict[str, CheckKind] = {
+    "API": CheckKind(Runs.REQUEST, "http"),
+    "URL": CheckKind(Runs.REQUEST, "http"),
+    "TCP": CheckKind(Runs.REQUEST, "tcp"),
+    "DNS": CheckKind(Runs.REQUEST, "dns"),
+    "ICMP": CheckKind(Runs.REQUEST, "icmp"),
+    "TRACEROUTE": CheckKind(Runs.REQUEST, "traceroute"),
+    "GRPC": CheckKind(Runs.REQUEST, "grpc_monitor"),
+    "SSL": CheckKind(Runs.REQUEST, "ssl_monitor"),
+    # At most TESTSESSION_BROWSER_CONCURRENCY browsers at once, checks ready together share one run.
+    "BROWSER": CheckKind(Runs.SCRIPT, "browser", self_queued=True, browser=True),
+    "MULTI_STEP": CheckKind(Runs.SCRIPT, "browser", self_queued=True, browser=True),
+    "PLAYWRIGHT": CheckKind(Runs.SUITE, "playwright", browser=True),
+    # Types that never run here, in production's terms (ours: the wording; the facts are its docs').
     # heartbeat-monitors/overview.mdx: "heartbeat monitors work passively".
-    "HEARTBEAT": (
-        "HEARTBEAT checks cannot run locally: a heartbeat monitor is passive, production waits for your "
-        "scheduled job to ping its URL within the period and grace and alerts when no ping comes; there "
-        "is no request to make against a build (ping it from the job itself)"
+    "HEARTBEAT": CheckKind(
+        None,
+        reason="HEARTBEAT checks cannot run locally: a heartbeat monitor is passive, production waits for "
+        "your scheduled job to ping its URL within the period and grace and alerts when no ping comes; "
+        "there is no request to make against a build (ping it from the job itself)",
     ),
     # agentic-checks/overview.mdx: "Checkly runs the agent in a browser-capable runtime".
-    "AGENTIC": (
-        "AGENTIC checks cannot run locally: production's AI agent carries out the check's prompt (and "
-        "keeps the script it learned) in Checkly's own runtime, and no such agent runs here; a BROWSER "
-        "or MULTI_STEP check with the same steps can"
+    "AGENTIC": CheckKind(
+        None,
+        browser=True,
+        reason="AGENTIC checks cannot run locally: production's AI agent carries out the check's prompt "
+        "(and keeps the script it learned) in Checkly's own runtime, and no such agent runs here; a "
+        "BROWSER or MULTI_STEP check with the same steps can",
     ),
 }
+NEVER_HERE = CheckKind(None)  # a type this version does not know (one production adds later)
+
+
+def kind_of(check_type: str | None) -> CheckKind:
+    return CHECK_KINDS.get(check_type or "", NEVER_HERE)
+
+
+def _types(runs: Runs) -> tuple[str, ...]:
+    return tuple(name for name, kind in CHECK_KINDS.items() if kind.runs is runs)
+
+
+# The table's lists, by how they run.
+LOCAL_CHECK_TYPES = _types(Runs.REQUEST)
+SCRIPT_CHECK_TYPES = _types(Runs.SCRIPT)
+SUITE_CHECK_TYPES = _types(Runs.SUITE)
+RUNNABLE_CHECK_TYPES = (*LOCAL_CHECK_TYPES, *SCRIPT_CHECK_TYPES, *SUITE_CHECK_TYPES)
+NOT_RUNNABLE_REASONS: dict[str, str] = {name: k.reason for name, k in CHECK_KINDS.items() if k.reason}
+# A suite's `browsers` (production installs them: the browsers of the config's projects).
+SUITE_BROWSERS = ("chromium", "firefox", "webkit")
+# Production's runtimes (runtimeId; OpenAPI ChecksV1BrowserCheck.runtimeId): null is the account's active one.
+RUNTIME_IDS = ("2026.04", "2025.04", "2024.09", "2024.02", "2023.09", "2023.02", "2022.10")
 
 # (degradedResponseTime, maxResponseTime) in ms when a definition leaves them out or null: the
 # construct docs' defaults (api-check.mdx 10000/20000, url-monitor.mdx 3000/5000, tcp-monitor.mdx
@@ -190,7 +246,7 @@ class Assertion(ApiModel):
 
 
 class _Request(ApiModel):
-    assertions: list[Assertion] = Field(default_factory=shared_empty_list)
+    assertions: list[Assertion] = Field(default_factory=empty_list)
 
     @field_validator("assertions", mode="before")
     @classmethod
@@ -206,8 +262,8 @@ class ApiRequest(_Request):
     ipFamily: str = "IPv4"
     body: str = ""
     bodyType: str = "NONE"
-    headers: list[KeyValue] = Field(default_factory=shared_empty_list)
-    queryParameters: list[KeyValue] = Field(default_factory=shared_empty_list)
+    headers: list[KeyValue] = Field(default_factory=empty_list)
+    queryParameters: list[KeyValue] = Field(default_factory=empty_list)
     basicAuth: BasicAuth | None = None
 
     _body = field_validator("body", mode="before")(_text)
@@ -360,7 +416,7 @@ class GrpcConfig(ApiModel):
 
     mode: str = "BEHAVIOR"
     tls: bool = True
-    metadata: list[GrpcMetadataItem] = Field(default_factory=shared_empty_list)
+    metadata: list[GrpcMetadataItem] = Field(default_factory=empty_list)
     service: str | None = None  # HEALTH: the service to ask about ("" or None: the server)
     encoding: str | None = None  # PROTOBUF (or "", null); FLATBUFFERS does not run here
     bfbsContent: str | None = None
@@ -436,10 +492,10 @@ class CheckDefinition(ApiModel):
     checkType: str = ""
     activated: bool | None = None
     shouldFail: bool = False
-    tags: list[str] = Field(default_factory=shared_empty_list)
+    tags: list[str] = Field(default_factory=empty_list)
     degradedResponseTime: float | None = None
     maxResponseTime: float | None = None
-    environmentVariables: list[CheckEnvironmentVariable] = Field(default_factory=shared_empty_list)
+    environmentVariables: list[CheckEnvironmentVariable] = Field(default_factory=empty_list)
     request: Any = None
     localSetupScript: str | None = None
     localTearDownScript: str | None = None
@@ -449,7 +505,7 @@ class CheckDefinition(ApiModel):
     # and the project's folder (its node_modules). Ours, next to production's fields.
     setupScriptPath: str | None = None
     tearDownScriptPath: str | None = None
-    sharedFiles: list[SharedFileRef] = Field(default_factory=shared_empty_list)
+    sharedFiles: list[SharedFileRef] = Field(default_factory=empty_list)
     projectDir: str | None = None
     # A browser check's Playwright settings as the CLI deploys them ({timeout, use: {baseURL, ...}}):
     # for the browser runner (issue 29) to honour.
@@ -857,9 +913,10 @@ class PlaywrightCheckDefinition(CheckDefinition):
             parse_test_command(self.testCommand)
         except TestCommandError as exc:
             out.append((("testCommand",), str(exc)))
-        other = [b for b in self.browsers if b != "chromium"]
-        if other or not self.browsers:
-            out.append((("browsers",), "only chromium runs here (the machine's); expected [chromium]"))
+        # Firefox and WebKit are known: whether their builds are installed is the run's to say
+        # (protocols/playwright: the check fails closed naming the install command, the rest runs).
+        if not self.browsers or any(b not in SUITE_BROWSERS for b in self.browsers):
+            out.append((("browsers",), f"expected a list of {', '.join(SUITE_BROWSERS)}"))
         return out
 
     def response_limits_ms(self) -> tuple[float, float]:

@@ -1,10 +1,11 @@
 """The service's API, declared once: one row per operation.
 
 Each row says what the client and the emulator must agree on: the operation's name (also the
-emulator's fault and stats name), method, path template, path parameters, request and response
-models, success and documented error statuses, and its retry class. The client builds its URLs and
-picks how to retry from a row; the emulator builds its router, its OpenAPI document and its request
-matching from the table; the CLI validates bodies with the rows' request models.
+emulator's handler, fault and stats name), method, path template, path and query parameters (their
+types, defaults and bounds), request and response models, success and documented error statuses,
+and its retry class. The client builds its URLs and picks how to retry from a row; the emulator
+matches and validates a request, answers it and writes its OpenAPI document from the table
+(emulator/core/answers.py, openapi.py); the CLI validates bodies with the rows' request models.
 """
 
 from __future__ import annotations
@@ -88,6 +89,21 @@ class Param:
         return quote(value, safe="")
 
 
+@dataclass(frozen=True)
+class Query:
+    """A query parameter: its type (int, bool, str or list[str], a repeated key), its default (None:
+    absent) and bounds. The emulator validates a request's query with them (pydantic, so "true" is a
+    bool and "7" an int) and states them in its OpenAPI document."""
+
+    name: str
+    type: Any
+    default: Any = None
+    description: str = ""
+    ge: int | None = None
+    le: int | None = None
+    min_length: int | None = None
+
+
 COMMON_ERRORS = (400, 401, 403, 404, 429)
 PAYMENT_ERRORS = (400, 401, 402, 403, 404, 429)  # also 402: not on the account's plan
 
@@ -102,6 +118,8 @@ class Operation(Generic[A]):
     response: type[A] | None = None  # None: no body (204)
     request: type[RequestModel] | None = None
     params: tuple[Param, ...] = ()
+    query: tuple[Query, ...] = ()
+    body_required: bool = True  # with `request`: False when a request may send no body
     errors: tuple[int, ...] = COMMON_ERRORS  # each answers the service's error body
     also: tuple[int, ...] = ()  # other success statuses with the same model (202: still pending)
     summary: str = ""
@@ -151,6 +169,7 @@ COMPLETION = Operation(
     200,
     TestSession,
     params=(_SESSION,),
+    query=(Query("maxWaitSeconds", int, 30, ge=1, le=30),),
     errors=(400, 401, 403, 404, 408, 429),
     summary="Wait for a test session to be final (408 while it still runs)",
 )
@@ -192,6 +211,7 @@ CREATE_TEST_SESSION_ERROR_GROUP_ANALYSIS = Operation(
     RootCauseAnalysis,
     CreateAnalysisRequest,
     params=(_GROUP,),
+    body_required=False,
     errors=PAYMENT_ERRORS,
     summary="Start a root cause analysis of a test-session error group",
 )
@@ -204,6 +224,7 @@ CREATE_ERROR_GROUP_ANALYSIS = Operation(
     RootCauseAnalysis,
     CreateAnalysisRequest,
     params=(_GROUP,),
+    body_required=False,
     errors=PAYMENT_ERRORS,
     summary="Start a root cause analysis of a check error group",
 )
@@ -229,6 +250,7 @@ INCIDENT_UPDATE = Operation(
     params=(Param("incidentId", "incident id"),),
     summary="Add an update to a status page incident",
 )
+# Production's maintenance window ids are positive integers (docs/production-contract.md).
 _WINDOW = Param("id", "maintenance window id", positive_int=True)
 DELETE_MAINTENANCE_WINDOW: Operation[None] = Operation(
     "delete_maintenance_window",
@@ -277,6 +299,7 @@ UPDATE_CHECK = Operation(
     Check,
     CheckUpdate,
     params=(Param("id", "check id"),),
+    query=(Query("autoAssignAlerts", bool, True),),
     deprecated=True,
     summary="Update a check (deprecated: PUT /v1/checks/api/{id} and /v1/checks/browser/{id} replace it)",
 )
@@ -284,6 +307,7 @@ UPDATE_CHECK = Operation(
 # Production's page-based listing: `limit` (1-100, default 10) and `page` (from 1) in the query, a bare
 # array in the body, the total in `Content-Range: 0-9/23` (OpenAPI getV1Checks; the CLI's
 # rest/checks.ts reads the total from that header). The filters are production's too.
+CHECKS_PAGE_LIMIT = 100  # production's largest `limit`
 LIST_CHECKS = Operation(
     "list_checks",
     "GET",
@@ -291,6 +315,19 @@ LIST_CHECKS = Operation(
     CallKind.READ,
     200,
     CheckList,
+    query=(
+        Query("limit", int, 10, "checks per page", ge=1, le=CHECKS_PAGE_LIMIT),
+        Query("page", int, 1, "page number, from 1", ge=1),
+        Query("tag", list[str], description="checks with at least one of these tags"),
+        Query("checkType", str, description="checks of this type"),
+        Query("search", str, description="in the check's name, any case"),
+        Query(
+            "apiCheckUrlFilterPattern",
+            str,
+            description="in an API check's URL (API checks only)",
+            min_length=1,
+        ),
+    ),
     errors=(400, 401, 403, 429),
     summary="List the account's checks, one page at a time (the total in Content-Range)",
 )
@@ -304,10 +341,10 @@ GET_CHECK = Operation(
     params=(Param("id", "check id"),),
     summary="Read a check with its definition (secret variable values are null)",
 )
-CHECKS_PAGE_LIMIT = 100  # production's largest `limit`
 # The account's environment variables, pages as for checks (limit 1-100, default 10; page from 1; OpenAPI
 # getV1Variables): a bare array, a secret's value always null. What `checks export` writes into the
 # world's account `environmentVariables`.
+VARIABLES_PAGE_LIMIT = 100  # production's largest `limit`
 LIST_VARIABLES = Operation(
     "list_variables",
     "GET",
@@ -315,10 +352,13 @@ LIST_VARIABLES = Operation(
     CallKind.READ,
     200,
     VariableList,
+    query=(
+        Query("limit", int, 10, "variables per page", ge=1, le=VARIABLES_PAGE_LIMIT),
+        Query("page", int, 1, "page number, from 1", ge=1),
+    ),
     errors=(400, 401, 403, 429),
     summary="List the account's environment variables, one page at a time (secret values are null)",
 )
-VARIABLES_PAGE_LIMIT = 100  # production's largest `limit`
 
 OPERATIONS: tuple[Operation[Any], ...] = (
     TRIGGER, GET_SESSION, COMPLETION, CANCEL, GET_TEST_SESSION_ERROR_GROUP, GET_ERROR_GROUP,

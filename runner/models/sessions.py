@@ -2,7 +2,6 @@
 
 # No `from __future__ import annotations`: real annotations, as models/base.py says why.
 import re
-import sys
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -17,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from runner.models.base import ApiModel, RequestModel, empty_list, share_parts, shared_empty_list
+from runner.models.base import ApiModel, RequestModel, empty_list
 
 SESSION_STATUSES = ("RUNNING", "FAILED", "PASSED", "CANCELLED")
 FINAL_SESSION_STATUSES = frozenset({"FAILED", "PASSED", "CANCELLED"})
@@ -173,7 +172,7 @@ class SessionResult(ApiModel):
     testSessionResultId: str
     testSessionResultLink: str | None = None
     checkType: str | None = None
-    errorGroupIds: list[str] = Field(default_factory=shared_empty_list)
+    errorGroupIds: list[str] = Field(default_factory=empty_list)
     status: str
     hasErrors: bool = False
     hasFailures: bool = False
@@ -186,27 +185,6 @@ class SessionResult(ApiModel):
     responseTime: float | None = None
     startedAt: datetime | None = None
     stoppedAt: datetime | None = None
-
-    def model_post_init(self, context: Any, /) -> None:
-        # A session of 10,000 rows is read many times; each row's set of given fields is one of a
-        # few (base.share_parts), not 728 B of its own, from the moment the row is read.
-        share_parts(self, empties=("errorGroupIds",))
-        # A row's names are the same read after read, and the last read's are still held (the
-        # watch's values, the judged outcomes) while the next is read: one object for each text,
-        # not one per read (~0.5 KiB a row, the emulator's rendering included).
-        if _INTERN is not None:
-            values = self.__dict__
-            for name in _SAME_EVERY_READ:
-                value = values.get(name)  # model_construct may leave a field out
-                if type(value) is str:
-                    values[name] = _INTERN(value)
-
-
-_SAME_EVERY_READ = ("testSessionResultId", "testSessionResultLink", "checkId", "name")
-# An interned string goes when nothing holds it, on every Python but 3.12: there interning makes it
-# immortal, and a service that varies its texts (or a long-lived emulator's sessions) would grow the
-# process for good. On 3.12 each read keeps texts of its own.
-_INTERN = None if sys.version_info[:2] == (3, 12) else sys.intern
 
 
 class TestSession(ApiModel):

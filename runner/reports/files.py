@@ -72,18 +72,47 @@ def check_writable(paths: Mapping[str, Path], environ: Mapping[str, str] | None 
             raise UsageError(f"reports.{kind}: cannot write {path} as {uid} ({text}); {_fix(env, code)}")
 
 
+# Where a link may lead for a report to be written through it (`--junit /dev/stdout`, a terminal):
+# a FIFO or socket, else one of these character devices. Any other target (a file, a folder, a disk
+# such as /dev/sda, /dev/port) is a planted link: writing a report over a disk as root destroys it.
+_STREAM_DEVICES = ("/dev/null", "/dev/tty", "/dev/pts/", "/dev/console", "/dev/fd/")
+
+
 def _refuse_planted_link(path: Path) -> None:
-    """PlantedLink when `path` is a symbolic link to a file or folder (or to nothing): a report replaces
-    what is there, and a link planted by a shared cache or checkout must not be followed (nor silently
-    replaced). A link to a device or FIFO (`/dev/stdout`) is written to, as the device itself is."""
+    """PlantedLink when `path` is a symbolic link to anything but an output stream (or to nothing): a
+    report replaces what is there, and a link planted by a shared cache or checkout must not be
+    followed (nor silently replaced). A link to a FIFO, a terminal or the null device (`/dev/stdout`)
+    is written to, as the stream itself is."""
     if not path.is_symlink():
         return
     try:
         mode = path.stat().st_mode
     except OSError:
         mode = None
-    if mode is None or stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        raise PlantedLink(str(path))
+    if mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return
+    if mode is not None and stat.S_ISCHR(mode) and os.path.realpath(path).startswith(_STREAM_DEVICES):
+        return
+    if _own_stream(path):  # /dev/stdout with the output redirected to a file: never "remove the link"
+        raise PlantedLink(
+            str(path),
+            message=f"{path}: the output of this process, redirected to a file: a report is not written "
+            "through it; give the file's own path (e.g. --junit junit.xml), or pipe the output",
+        )
+    raise PlantedLink(str(path))
+
+
+def _own_stream(path: Path) -> bool:
+    """Whether the link leads through this process's descriptors (/dev/stdout -> /proc/self/fd/1)."""
+    for _ in range(8):  # a chain of links, bounded
+        try:
+            text = os.readlink(path)
+        except OSError:
+            return False
+        if text.startswith(("/proc/self/fd/", "/dev/fd/")):
+            return True
+        path = Path(os.path.join(os.path.dirname(path), text))
+    return False
 
 
 def _write_problem(path: Path) -> tuple[str, int | None] | None:

@@ -182,8 +182,18 @@ def history_lines(result: ResultOutcome) -> list[str]:
         lines.append(f"testsession.lastSeenBefore={result.lastSeenBefore.isoformat(timespec='seconds')}")
     if result.baseline is not None:
         lines.append(f"testsession.baseline={result.baseline}")
+    if result.quarantined is not None:
+        lines.append(f"testsession.quarantinedUntil={result.quarantined.until.isoformat()}")
+    if result.history is not None and result.verdict != "passed":
+        lines.append(f"testsession.passRate={result.history.passRate:g}")
+        lines.append(f"testsession.recentRuns={result.history.runs}")
     # A browser check's screenshot and trace: GitLab links a failed test's `[[ATTACHMENT|path]]`.
     lines += [f"[[ATTACHMENT|{a.path}]]" for a in result.attachments]
+    # A Playwright check suite's tests, each with its outcome and its runs (Playwright's retries).
+    lines += [
+        f"testsession.test={t.status} ({t.runs} run{'s' if t.runs != 1 else ''}): {t.name}"
+        for t in result.tests
+    ]
     return lines
 
 
@@ -298,6 +308,18 @@ class _Renderer:
                 text = self.body(result, groups, lead, always_lead, note)
                 failure = {"message": message, "type": word or TYPES[result.verdict]}
                 children.append(_element(3, kind, failure, text))
+            elif kind == "skipped" and item is not None and item.excused_by_quarantine:
+                # A quarantined check's failure: skipped, so that every reader's count agrees with the
+                # gate, with the failure's message and who answers for it.
+                held = result.quarantined
+                assert held is not None
+                why = f": {held.reason}" if held.reason else ""
+                # The file's text (owner, reason) through the sanitiser: the note is written as it is.
+                said = one_line(f"quarantined until {held.until.isoformat()}, owner {held.owner}{why}", 600)
+                message = one_line(f"{message} ({said})", MAX_NAME)
+                excused = f"{note.rstrip('.')}. It did not fail the gate: {said}.".lstrip(". ")
+                text = self.body(result, groups, lead, note=excused)
+                children.append(_element(3, "skipped", {"message": message}, text))
             elif kind == "skipped":
                 # GitLab drops `message`: the text says it too, after the error.
                 forgiven = f"{note.rstrip('.')}; it did not fail the gate ({FORGIVEN})."

@@ -15,6 +15,8 @@ from urllib.parse import quote
 from runner.core.text import sanitize
 from runner.core.words import counted, plural
 from runner.job.digest import Digest, Item, digest
+from runner.job.history import describe as describe_history
+from runner.job.history import describe_unstable
 from runner.job.known import UNTOLD
 from runner.job.outcome import (
     CheckRef,
@@ -144,6 +146,8 @@ def _header(d: Digest) -> list[str]:
     lines.append(f"**Exit code {int(d.exit_code)}** · " + " · ".join(d.count_parts()))
     lines += _known_lines(d)
     lines += _baseline_lines(d)
+    lines += _quarantine_lines(d)
+    lines += _unstable_lines(d)
     if d.gate.fail_on_degraded and counts.degraded:
         lines.append("")
         lines.append("Degraded checks fail this run (failOnDegraded).")
@@ -230,6 +234,64 @@ def _known_lines(d: Digest) -> list[str]:
     return lines
 
 
+def _marks(recent: str) -> str:
+    """The history's marks of recent runs, only its own characters (a results.json read back is text
+    from outside)."""
+    return "".join(c for c in recent if c in ".fdX")[:40]
+
+
+def _quarantined(item: Item) -> str:
+    """'quarantined until 2026-12-15, owner @team: why' of a result whose check is quarantined."""
+    held = item.result.quarantined
+    if held is None:
+        return ""
+    why = f": {held.reason}" if held.reason else ""
+    return escape_text(one_line(f"quarantined until {held.until.isoformat()}, owner {held.owner}{why}", 600))
+
+
+def _quarantine_lines(d: Digest) -> list[str]:
+    """The quarantined failures (not gating), the expired entries (gating again), and the quarantined
+    checks ready to leave."""
+    lines: list[str] = []
+    if d.quarantined:
+        lines += ["", f"**Quarantined ({len(d.quarantined)})** — failed, but did not fail the gate:", ""]
+        for item in d.quarantined[:MAX_CHANGES]:
+            name = escape_cell(f"{item.result.name} [{item.location}]")
+            lines.append(f"- {name}: {item.label} — {_quarantined(item)}")
+        if len(d.quarantined) > MAX_CHANGES:
+            lines.append(f"- and {len(d.quarantined) - MAX_CHANGES} more (see results.json)")
+    if d.expired_quarantine:
+        lines += ["", f"**Quarantine expired ({len(d.expired_quarantine)})** — these checks gate again:", ""]
+        for entry in d.expired_quarantine[:MAX_CHANGES]:
+            lines.append(
+                f"- {escape_cell(entry.check)}: owner {escape_cell(entry.owner, 200)}, "
+                f"until {entry.until.isoformat()}"
+            )
+    if d.ready_to_leave:
+        ready = len(d.ready_to_leave)
+        lines += ["", f"**Ready to leave quarantine ({ready})** — passed every recent run:", ""]
+        for item in d.ready_to_leave[:MAX_CHANGES]:
+            held = item.result.quarantined
+            owner = f" (owner {escape_cell(held.owner, 200)})" if held else ""
+            lines.append(f"- {escape_cell(f'{item.result.name} [{item.location}]')}{owner}")
+    return lines
+
+
+def _unstable_lines(d: Digest) -> list[str]:
+    """Checks that pass now though their recent runs did not all pass (the state file's history)."""
+    if not d.unstable:
+        return []
+    lines = ["", f"**Unstable lately ({len(d.unstable)})** — passing now:", ""]
+    for item in d.unstable[:MAX_CHANGES]:
+        history = item.result.history
+        assert history is not None
+        name = escape_cell(f"{item.result.name} [{item.location}]")
+        lines.append(f"- {name}: {describe_unstable(history)} `{_marks(history.recent)}`")
+    if len(d.unstable) > MAX_CHANGES:
+        lines.append(f"- and {len(d.unstable) - MAX_CHANGES} more (see results.json)")
+    return lines
+
+
 def _refs(
     refs: Sequence[CheckRef], title: str, describe: Callable[[CheckRef], str] | None = None
 ) -> list[str]:
@@ -289,8 +351,11 @@ def _baseline_lines(d: Digest) -> list[str]:
 def _row(result: ResultOutcome, session: SessionOutcome) -> str:
     location = result.runLocation or session.runLocation
     attempts = str(result.attempts) if result.attempts else "–"
+    status = STATUS.get(result.verdict, escape_cell(result.verdict, 40))
+    if result.quarantined is not None and result.verdict != "passed":
+        status += " (quarantined)"
     cells = (
-        STATUS.get(result.verdict, escape_cell(result.verdict, 40)),
+        status,
         escape_cell(result.name or result.checkId or result.id),
         escape_cell(result.checkType, 40) or "–",
         escape_cell(location, 60),
@@ -365,6 +430,14 @@ def _details(
             f"{escape_cell(a.name, 40)}: {escape_cell(a.path, 300)}" for a in result.attachments[:10]
         )
         parts.append(f"Files: {files}")
+    if result.tests:  # a Playwright check suite's tests, each with its outcome and runs
+        shown = "; ".join(
+            f"{escape_cell(t.name, 200)}: {escape_cell(t.status, 30)}"
+            + (f" ({t.runs} runs)" if t.runs > 1 else "")
+            for t in result.tests[:30]
+        )
+        more = f"; {len(result.tests) - 30} more" if len(result.tests) > 30 else ""
+        parts.append(f"Tests: {shown}{more}")
     if not result.error and result.verdict != "running":
         parts.append("No error message was reported.")
     if not result.errorGroupIds:
@@ -395,6 +468,11 @@ def _history(item: Item) -> str:
         words.append("not in the baseline")
     if item.forgiven:
         words.append("**Did not fail the gate** (failOn: new forgives known failures)")
+    if item.excused_by_quarantine:
+        words.append(f"**Did not fail the gate:** {_quarantined(item)}")
+    recorded = item.result.history
+    if recorded is not None:
+        words.append(f"{escape_text(describe_history(recorded))} `{_marks(recorded.recent)}`")
     return " · ".join(words)
 
 

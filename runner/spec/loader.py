@@ -14,7 +14,7 @@ from runner.spec.model import SESSION_KEYS, SETTINGS_KEYS, RunSpec, env_items
 from runner.spec.problems import Loc, format_loc, kind_of, unknown_key_message, validation_problems
 from runner.spec.yamlfile import Document, parse_yaml, read_text
 
-LOCAL = "local"  # the location of a checks file's run (runner/emulator/core/checksfile.py)
+LOCAL = "local"  # the location of a checks file's run (runner/checks/checksfile.py)
 TOP_LEVEL_HINT = "sessions: (a list of sessions) or runLocation: (a single session)"
 
 

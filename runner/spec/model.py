@@ -17,6 +17,7 @@ from runner.models import (
     describe_validation_error,
 )
 from runner.models.base import empty_list
+from runner.models.quarantine import QuarantineEntry
 from runner.models.sessions import MAX_ENVIRONMENT_VARIABLES
 
 USER_CONTEXT_MAX = 256  # the API's limit on an analysis' userContext
@@ -343,6 +344,13 @@ class RunSpec(SpecModel):
         "their results.json into one report and one gate). Null: every matched check.",
     )
 
+    quarantine: list[QuarantineEntry] = Field(
+        default_factory=empty_list,
+        description="Checks whose failure does not fail the gate until a day: [{check (its name or id), "
+        "owner, reason, until (YYYY-MM-DD, at most 90 days ahead)}]. They run as always; an entry past "
+        "its day no longer holds.",
+    )
+
     @field_validator("shard", mode="before")
     @classmethod
     def _shard_part(cls, value: Any) -> Any:
@@ -362,4 +370,6 @@ class RunSpec(SpecModel):
 
 
 SESSION_KEYS = tuple(SessionSpec.model_fields)
-SETTINGS_KEYS = ("wait", "rca", "reports", "gate", "baseline", "build", "comment", "shard", "checks")
+SETTINGS_KEYS = (
+    "wait", "rca", "reports", "gate", "baseline", "build", "comment", "shard", "checks", "quarantine",
+)  # fmt: skip

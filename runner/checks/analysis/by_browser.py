@@ -7,6 +7,10 @@ are the evidence.
 - A failed expect on a page that loaded: ASSERTION FAILURE, the page changed (the build) or the check is
   out of date; the locator, expected and received are in the message, with what else the pages
   reported (console errors, failed requests, HTTP errors), which often is the cause.
+- A MULTI_STEP check has no page: a failed expect after one of its requests answered 500 or more is
+  named by that answer (`GET http://.../api/cart answered HTTP 503`): APPLICATION ERROR, or INFRA
+  ERROR for 502, 503 and 504 (a gateway or an unavailable service), as an API check's; else its
+  expectation failed on the answers (ASSERTION FAILURE, without "the page").
 - A timeout: TIMEOUT naming the step it waited on (a locator that never matched, a load that never ended).
 - Any other error the script threw: SCRIPT ERROR.
 Configuration errors (no Chromium, no Playwright, a script without test()) keep the engine's rule.
@@ -15,17 +19,20 @@ Everything the page or the script said is hostile: quoted only through `for_line
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from runner.checks.analysis.shared import MODEL_PREFIX
 from runner.checks.failures import ErrorClass, FailureKind
 from runner.core.text import for_line
 from runner.models import Analysis, Artifact, Evidence, ReferenceLink
+from runner.models.check_definitions import CHECK_KINDS
 
 if TYPE_CHECKING:
     from runner.checks.outcome import Attempt
 
-BROWSER_TYPES = frozenset({"BROWSER", "MULTI_STEP", "PLAYWRIGHT"})  # a suite: the same report
+# Types that run here in a browser (a suite: the same report), from the one table of check kinds.
+BROWSER_TYPES = frozenset(name for name, kind in CHECK_KINDS.items() if kind.browser and kind.runs)
 MAX_QUOTE = 200
 MAX_EVENTS_QUOTED = 3
 LINKS = {
@@ -53,7 +60,7 @@ def analyse_browser(ev: Attempt, check_type: str, check_name: str) -> tuple[Anal
         return None
     check = f'{check_type} check "{_q(check_name, 80)}"'
     message = _q(ev.message or "", 400)
-    seen = _pages_said(ev.console)
+    seen = _pages_said(ev.console, "requests" if check_type == "MULTI_STEP" else "pages")
     evidence = [Evidence(artifacts=[Artifact(name="BROWSER_RESULT", type="REQUEST")], description=message)]
     files = ", ".join(f"{_q(f.name, 30)} {_q(f.path, 200)}" for f in ev.files[:6])
     if files:
@@ -88,12 +95,36 @@ def analyse_browser(ev: Attempt, check_type: str, check_name: str) -> tuple[Anal
             referenceLinks=[LINKS["timeouts"]],
         )
         return analysis, f"{MODEL_PREFIX}/run-browser-timeout"
+    server = _server_error(ev.console) if check_type == "MULTI_STEP" else None
+    if ev.error_kind is FailureKind.ASSERTION and server is not None:
+        method, url, status = server
+        gateway = status in (502, 503, 504)
+        analysis = Analysis(
+            classification="INFRA ERROR" if gateway else "APPLICATION ERROR",
+            userImpact=f"Users of the {check} get a server error (HTTP {status}) from {_q(url, 160)}.",
+            rootCause=f"{_q(method, 16)} {_q(url, 200)} answered HTTP {status}, and the step that "
+            f"expected otherwise failed: {message}.{seen} The service failed this request; the "
+            "expectation did not change. "
+            + (
+                "A 502, 503 or 504 comes from a gateway or a service that is down or overloaded."
+                if gateway
+                else "A 500 is an unhandled error in the request's handler."
+            ),
+            codeFix="Find the server's log entry for this request and fix the failure behind it"
+            + (" (is the upstream service up?)" if gateway else "")
+            + "; the check's expectation stays as it is.",
+            evidence=evidence,
+            referenceLinks=[LINKS["assertions"]],
+        )
+        return analysis, f"{MODEL_PREFIX}/run-multistep-server-error"
     if ev.error_kind is FailureKind.ASSERTION:
+        loaded = "The requests were answered" if check_type == "MULTI_STEP" else "The page loaded"
+        what = "answer" if check_type == "MULTI_STEP" else "page or answer"
         analysis = Analysis(
             classification="ASSERTION FAILURE",
             userImpact=f"What the {check} verifies changed: users see the same difference.",
-            rootCause=f"The page loaded and an expectation failed: {message}.{seen} Either the build changed "
-            "this page or answer (a regression) or the check's expectation is out of date.",
+            rootCause=f"{loaded} and an expectation failed: {message}.{seen} Either the build changed "
+            f"this {what} (a regression) or the check's expectation is out of date.",
             codeFix="Compare the screenshot and trace with what the check expects: fix the regression in the "
             "build, or update the expectation if the new page is intended.",
             evidence=evidence,
@@ -112,9 +143,21 @@ def analyse_browser(ev: Attempt, check_type: str, check_name: str) -> tuple[Anal
     return analysis, f"{MODEL_PREFIX}/run-browser-script-error"
 
 
-def _pages_said(console: tuple[str, ...]) -> str:
+_HTTP_ERROR = re.compile(r"HTTP error: (\S{1,16}) (\S{1,2000}): HTTP (\d{3})")
+
+
+def _server_error(console: tuple[str, ...]) -> tuple[str, str, int] | None:
+    """The first answer of 500 or more a MULTI_STEP check's requests got (fixtures.cjs: `request`)."""
+    for line in console:
+        match = _HTTP_ERROR.fullmatch(line)
+        if match and int(match.group(3)) >= 500:
+            return match.group(1), match.group(2), int(match.group(3))
+    return None
+
+
+def _pages_said(console: tuple[str, ...], who: str = "pages") -> str:
     """` The pages also reported: console error: ...; HTTP error: GET http://.../api/cart: HTTP 503.`"""
     said = [_q(line, 160) for line in console[:MAX_EVENTS_QUOTED]]
     if len(console) > MAX_EVENTS_QUOTED:
         said.append(f"{len(console) - MAX_EVENTS_QUOTED} more")
-    return f" The pages also reported: {'; '.join(said)}." if said else ""
+    return f" The {who} also reported: {'; '.join(said)}." if said else ""

@@ -498,17 +498,23 @@ def _configuration(f: _Facts) -> tuple[Analysis, str]:
         fix = _VARIABLES_FIX
     else:
         fix = _CONFIGURATION_FIX.get(kind, _OTHER_FIX) if kind is not None else _OTHER_FIX
+    ran = sum(1 for t in ev.tests if t.runs > 0)  # a suite whose other browsers' projects ran
+    impact = (
+        f"Part of {f.check} did not run ({ran} of its tests did), so it says nothing about the build in "
+        "the browsers left out."
+        if ran
+        else f"{f.check[0].upper()}{f.check[1:]} did not run, so it says nothing about the build under test."
+    )
     return (
         Analysis(
             classification="CONFIGURATION ERROR",
-            userImpact=f"{f.check[0].upper()}{f.check[1:]} did not run, so it says nothing about the build "
-            "under test.",
-            rootCause=f"The check was not run: {message}.",
+            userImpact=impact,
+            rootCause=f"{'Part of the check' if ran else 'The check'} was not run: {message}.",
             codeFix=fix,
             evidence=[
                 Evidence(
                     artifacts=[Artifact(name="CHECK_DEFINITION", type="CONFIGURATION")],
-                    description=f"Nothing was sent: {message}.",
+                    description=f"{'Its other tests ran' if ran else 'Nothing was sent'}: {message}.",
                 )
             ],
             referenceLinks=[LINKS["variables"]],

@@ -17,11 +17,13 @@ from runner.checks.analysis import shared
 from runner.checks.analysis.shared import MAX_QUOTE, MODEL_PREFIX, NODE_SYSTEM_ERRORS, mdn
 from runner.core.text import sanitize
 from runner.models import Analysis, Artifact, Evidence, ReferenceLink
+from runner.models.check_definitions import CHECK_KINDS
 
 # Only the head of a message is looked at: rules need its first lines, and any input stays cheap.
 MAX_SCAN_CHARS = 20_000
 
-BROWSER_TYPES = frozenset({"BROWSER", "PLAYWRIGHT", "MULTI_STEP", "AGENTIC"})
+# Types production runs in a browser (AGENTIC too), from the one table of check kinds.
+BROWSER_TYPES = frozenset(name for name, kind in CHECK_KINDS.items() if kind.browser)
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
 _URL = re.compile(r"(?i)\b(?:https?|wss?)://[^\s\"'<>()\[\]]+")

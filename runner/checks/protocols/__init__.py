@@ -1,7 +1,8 @@
 """One protocol per check type (base.py says what a protocol is and how to add one).
 
-`REGISTRY` maps a checkType to the module under this package that defines its `PROTOCOL`; the
-module is imported only when a check of that type runs (libcurl, dnspython: only when needed).
+`REGISTRY` maps a checkType to the module under this package that defines its `PROTOCOL`, as the
+one table of check kinds declares it (models/check_definitions.py CHECK_KINDS); the module is
+imported only when a check of that type runs (libcurl, dnspython: only when needed).
 """
 
 from __future__ import annotations
@@ -10,29 +11,19 @@ import functools
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from runner.models.check_definitions import CHECK_KINDS
+
 if TYPE_CHECKING:
     from runner.checks.protocols.base import CheckProtocol
 
-# checkType -> module: one line per protocol.
-REGISTRY: dict[str, str] = {
-    "API": "http",
-    "URL": "http",
-    "TCP": "tcp",
-    "DNS": "dns",
-    "BROWSER": "browser",
-    "MULTI_STEP": "browser",
-    "ICMP": "icmp",
-    "TRACEROUTE": "traceroute",
-    "GRPC": "grpc_monitor",
-    "SSL": "ssl_monitor",
-    "PLAYWRIGHT": "playwright",
-}
+# checkType -> module, as the table of check kinds says (models/check_definitions.py CHECK_KINDS).
+REGISTRY: dict[str, str] = {name: kind.protocol for name, kind in CHECK_KINDS.items() if kind.protocol}
 
 # Types whose protocol queues its own attempts under a limit of its own (browser runs: at most
 # TESTSESSION_BROWSER_CONCURRENCY browsers, checks that are ready together share one Playwright run,
 # browser/batch.py): an executor runs them without holding one of its workers while they wait, or the
 # checks queued behind its limit could not join a run (and API checks would wait behind browsers).
-SELF_QUEUED: frozenset[str] = frozenset({"BROWSER", "MULTI_STEP"})
+SELF_QUEUED: frozenset[str] = frozenset(name for name, kind in CHECK_KINDS.items() if kind.self_queued)
 
 
 @functools.cache

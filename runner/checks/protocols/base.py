@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from runner.checks.failures import Failure, NotRun
 from runner.checks.limits import Limits
-from runner.checks.outcome import Cut, EvidenceFile, RequestSummary, Step, TimingPhases
+from runner.checks.outcome import Cut, EvidenceFile, RequestSummary, Step, SuiteTest, TimingPhases
 from runner.checks.regex_budget import RegexBudget
 from runner.checks.variables import Substitution
 from runner.models.check_definitions import Assertion, CheckDefinition
@@ -129,6 +129,7 @@ class Observation:
     steps: tuple[Step, ...] = ()
     console: tuple[str, ...] = ()
     files: tuple[EvidenceFile, ...] = ()
+    tests: tuple[SuiteTest, ...] = ()  # a Playwright check suite's tests (protocols/playwright)
 
 
 class CheckProtocol(ABC, Generic[C]):

@@ -194,17 +194,19 @@ class HttpProtocol(CheckProtocol[ApiCheckDefinition | UrlCheckDefinition]):
         implicit = None
         if status is not None and status >= 400 and not check.shouldFail:
             implicit = Failure(FailureKind.HTTP_STATUS, http_status_message(status, shown), network=False)
+        # A teardown script's error fails the check after the assertions ran, as production's runtime
+        # runs them (the assertions' results are kept; a failed one is named first).
         return Observation(
             request=shown,
             timing=response.timing,
-            failure=script_failure or response.failure,
+            failure=response.failure,
+            implicit=script_failure or implicit,
             cancelled=response.cancelled,
             excerpt=cut(text, limits.excerpt_chars) if text else None,
             truncated=response.truncated,
             body_bytes=len(response.body),
             status_code=status,
             values=values,
-            implicit=implicit,
         )
 
 

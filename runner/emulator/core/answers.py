@@ -1,52 +1,46 @@
-"""The emulator's answers without HTTP: a local run reaches the Backend in this process.
+"""The emulator's /v1 API without HTTP: one table of handlers, one per operation of
+runner/models/operations.py, and `answer`, which takes a request from its method, path, query,
+headers and body bytes to its status, headers and JSON body.
 
-A local run (`run --checks FILE`, `run --emulator --world W`) used to start FastAPI and uvicorn on a
-loopback port only for its own client to talk to: about half a second of imports and start-up, a
-server thread, and every read of a 10,000-check session rendered, sent and parsed over a socket.
-`serve` answers the operations a run sends (trigger, the session's reads and long poll, cancel, error
-groups, analyses, the check list) from the Backend directly, as the HTTP shell would: the same
-status, the same error body (failures.error_body), the same JSON (OMIT: the fields each answer leaves
-out). The client parses that answer exactly as it parses one from the network (its transport
-contract, runner/client/transport.py), so reports, analyses, known/new and exit codes are those of a
-run against the service.
+Both ways into the emulator use it, moto's way (one responses layer, served in process and by its
+server): the HTTP shell (shell/routes.py) is one route that hands `answer` what came over the socket,
+and a run of a world in this process (`LocalService`, the client's LocalTransport) calls `serve`
+directly. So a request gets the same status and the same body either way, malformed ones included:
+the path and query are checked against the operation's row (its parameters' types, defaults and
+bounds), the body against its request model, and every problem is said at once in the service's
+error body (failures.error_body). The OpenAPI document is written from the same rows (openapi.py).
 
 What needs the network stays on the HTTP shell (`needs_http`): a world with fault specs (a reset
-connection or a slow proxy exists only on a socket), or a caller outside this process.
+connection or a slow proxy exists only on a socket), or a caller outside this process. (A checks
+file's run, `run --checks FILE`, reaches no emulator at all: runner/job/local.py.)
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple
 from urllib.parse import unquote
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError, create_model
 
 from runner.emulator.core.accounts import CheckFilter
 from runner.emulator.core.backend import Backend
 from runner.emulator.core.failures import ApiFailure, error_body
 from runner.emulator.core.world import World
-from runner.models import (
-    STILL_RUNNING_MESSAGE,
-    CreateAnalysisRequest,
-    TestSession,
-    TriggerRequest,
-    describe_validation_error,
-)
-from runner.models.operations import CHECKS_PAGE_LIMIT, Operation, match
+from runner.models import STILL_RUNNING_MESSAGE, TestSession, describe_validation_error
+from runner.models.operations import BY_NAME, NAMES, OPERATIONS, Operation, match
 
 log = logging.getLogger(__name__)
-M = TypeVar("M", bound=BaseModel)
 
-# Fields left out of each answer, as the HTTP shell's routes leave them out (routes.py reads this):
-# "unset" (a session has no `metadata: null` when the trigger sent none), "none" (an analysis shows
-# only what it has); absent: every field.
+# Fields left out of each answer: "unset" (a session has no `metadata: null` when the trigger sent
+# none), "none" (an analysis shows only what it has); absent: every field.
 OMIT: dict[str, Literal["unset", "none"]] = {
     "trigger": "unset",
     "get_session": "unset",
@@ -63,6 +57,20 @@ OMIT: dict[str, Literal["unset", "none"]] = {
 
 
 @dataclass(frozen=True)
+class Incoming:
+    """One request as both ways in have it: the path as sent (still quoted), the query's pairs in
+    order (a key may repeat), the headers (any case), the body's bytes; `account` when the HTTP
+    intake has already checked the key (shell/intake.py: before the body is read)."""
+
+    method: str
+    path: str
+    query: Sequence[tuple[str, str]] = ()
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    account: str | None = None
+
+
+@dataclass(frozen=True)
 class Answer:
     """One answer as the wire would carry it: status, headers and the JSON body's bytes."""
 
@@ -71,105 +79,147 @@ class Answer:
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Call:
+    """What a handler gets: the backend, the account, and the request validated against its row:
+    the path's parameters (unquoted, typed), the query's (defaults filled in) and the body's model."""
+
+    backend: Backend
+    account: str
+    path: Mapping[str, Any]
+    query: Mapping[str, Any]
+    body: Any
+    authorization: str | None
+
+
+class Reply(NamedTuple):
+    """A handler's answer: its value (rendered by the row's response model), its status (None: the
+    row's success status) and headers."""
+
+    value: Any = None
+    status: int | None = None
+    headers: Mapping[str, str] = {}
+
+
 def needs_http(world: World) -> bool:
     """True when a run against this world must go through the HTTP shell: its fault specs act on the
     connection (a reset, a truncated or slow answer) and only a socket has one."""
     return bool(world.settings.faults)
 
 
-@dataclass(frozen=True)
-class _Call:
-    """What a handler gets: the account, the path's parameters (unquoted), the query and the body."""
-
-    backend: Backend
-    account: str
-    values: Mapping[str, str]
-    params: Mapping[str, Any]
-    body: Any
-    authorization: str | None
+# --- the handlers: one per operation, thin, the Backend does the work ---------------------------------
 
 
-class _BadBody(Exception):
-    """The request's body does not fit its model: a 400, as the HTTP shell's validation answers."""
+def _trigger(call: Call) -> Reply:
+    # The key matters beyond the account: an exposed emulator runs real checks only for some keys.
+    return Reply(call.backend.trigger(call.account, call.body, call.authorization))
 
 
-def _body(model: type[M], body: Any) -> M:
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        raise _BadBody("; ".join(describe_validation_error(exc)) or "invalid request") from None
+def _get_session(call: Call) -> Reply:
+    return Reply(call.backend.get_session(call.account, call.path["testSessionId"]))
 
 
-def _trigger(call: _Call) -> tuple[int, BaseModel]:
-    request = _body(TriggerRequest, call.body)
-    return 201, call.backend.trigger(call.account, request, call.authorization)
-
-
-def _get_session(call: _Call) -> tuple[int, BaseModel]:
-    return 200, call.backend.get_session(call.account, call.values["testSessionId"])
-
-
-def _completion(call: _Call) -> tuple[int, BaseModel]:
-    wait = _int_param(call.params, "maxWaitSeconds", 30, 1, 30)
-    session = wait_for_completion(call.backend, call.account, call.values["testSessionId"], wait)
+def _completion(call: Call) -> Reply:
+    session_id, wait = call.path["testSessionId"], call.query["maxWaitSeconds"]
+    session = wait_for_completion(call.backend, call.account, session_id, wait)
     if session is None:
         raise ApiFailure(408, STILL_RUNNING_MESSAGE)
-    return 200, session
+    return Reply(session)
 
 
-def _cancel(call: _Call) -> tuple[int, None]:
-    call.backend.cancel(call.account, call.values["testSessionId"])
-    return 204, None
+def _cancel(call: Call) -> Reply:
+    call.backend.cancel(call.account, call.path["testSessionId"])
+    return Reply()
 
 
-def _session_group(call: _Call) -> tuple[int, BaseModel]:
-    return 200, call.backend.get_group(call.account, call.values["id"], "test-session")
+def _group(kind: str) -> Callable[[Call], Reply]:
+    def handler(call: Call) -> Reply:
+        return Reply(call.backend.get_group(call.account, call.path["id"], kind))
+
+    return handler
 
 
-def _session_group_analysis(call: _Call) -> tuple[int, BaseModel]:
-    body = _body(CreateAnalysisRequest, call.body) if call.body is not None else None
-    context = body.userContext if body else None
-    return 201, call.backend.create_analysis(call.account, call.values["id"], "test-session", context)
+def _create_analysis(kind: str) -> Callable[[Call], Reply]:
+    def handler(call: Call) -> Reply:
+        context = call.body.userContext if call.body is not None else None
+        return Reply(call.backend.create_analysis(call.account, call.path["id"], kind, context))
+
+    return handler
 
 
-def _check_group(call: _Call) -> tuple[int, BaseModel]:
-    return 200, call.backend.get_group(call.account, call.values["id"], "check")
+def _get_analysis(call: Call) -> Reply:
+    analysis = call.backend.get_analysis(call.account, call.path["id"])
+    return Reply(analysis, None if analysis.is_completed else 202)  # 202: still pending
 
 
-def _get_analysis(call: _Call) -> tuple[int, BaseModel]:
-    analysis = call.backend.get_analysis(call.account, call.values["id"])
-    return (200 if analysis.is_completed else 202), analysis
+def _incident_update(call: Call) -> Reply:
+    return Reply(call.backend.add_incident_update(call.account, call.path["incidentId"], call.body))
 
 
-def _list_checks(call: _Call) -> tuple[int, Any]:
-    tags = call.params.get("tag")
-    pattern = call.params.get("apiCheckUrlFilterPattern")
-    if pattern is not None and not pattern:
-        raise ApiFailure(400, "apiCheckUrlFilterPattern: at least 1 character")
-    where = CheckFilter(
-        tuple(tags if isinstance(tags, list) else [tags] if tags else ()),
-        call.params.get("checkType"),
-        call.params.get("search"),
-        call.params.get("apiCheckUrlFilterPattern"),
+def _delete_maintenance_window(call: Call) -> Reply:
+    call.backend.delete_maintenance_window(call.account, str(call.path["id"]))
+    return Reply()
+
+
+def _delete_maintenance(call: Call) -> Reply:
+    call.backend.delete_maintenance(call.account, str(call.path["id"]), call.path["maintenanceId"])
+    return Reply()
+
+
+def _delete_client_certificate(call: Call) -> Reply:
+    call.backend.delete_client_certificate(call.account, call.path["id"])
+    return Reply()
+
+
+def _create_dashboard(call: Call) -> Reply:
+    return Reply(call.backend.create_dashboard(call.account, call.body))
+
+
+def _update_check(call: Call) -> Reply:
+    auto_assign = call.query["autoAssignAlerts"]
+    check = call.backend.update_check(call.account, call.path["id"], call.body, auto_assign)
+    return Reply(check, headers={"Deprecation": "true"})
+
+
+def _list_checks(call: Call) -> Reply:
+    q = call.query
+    where = CheckFilter(tuple(q["tag"] or ()), q["checkType"], q["search"], q["apiCheckUrlFilterPattern"])
+    found = call.backend.list_checks(call.account, where, q["page"], q["limit"])
+    return Reply(
+        found.checks, headers={"Content-Range": content_range(found.checks, found.first, found.total)}
     )
-    page = _int_param(call.params, "page", 1, 1, None)
-    limit = _int_param(call.params, "limit", 10, 1, CHECKS_PAGE_LIMIT)
-    found = call.backend.list_checks(call.account, where, page, limit)
-    return 200, (found.checks, content_range(found.checks, found.first, found.total))
 
 
-# The operations a run sends. Anything else (a dashboard, an incident update) is never sent in-process.
-_HANDLERS: dict[str, Callable[[_Call], tuple[int, Any]]] = {
+def _get_check(call: Call) -> Reply:
+    return Reply(call.backend.get_check(call.account, call.path["id"]))
+
+
+def _list_variables(call: Call) -> Reply:
+    return Reply(call.backend.list_variables(call.account, call.query["page"], call.query["limit"]))
+
+
+HANDLERS: dict[str, Callable[[Call], Reply]] = {
     "trigger": _trigger,
     "get_session": _get_session,
     "completion": _completion,
     "cancel": _cancel,
-    "get_test_session_error_group": _session_group,
-    "get_error_group": _check_group,
-    "create_test_session_error_group_analysis": _session_group_analysis,
+    "get_test_session_error_group": _group("test-session"),
+    "get_error_group": _group("check"),
+    "create_test_session_error_group_analysis": _create_analysis("test-session"),
+    "create_error_group_analysis": _create_analysis("check"),
     "get_analysis": _get_analysis,
+    "incident_update": _incident_update,
+    "delete_maintenance_window": _delete_maintenance_window,
+    "delete_maintenance": _delete_maintenance,
+    "delete_client_certificate": _delete_client_certificate,
+    "create_dashboard": _create_dashboard,
+    "update_check": _update_check,
     "list_checks": _list_checks,
+    "get_check": _get_check,
+    "list_variables": _list_variables,
 }
+if tuple(HANDLERS) != NAMES:
+    raise RuntimeError("runner.emulator.core.answers: one handler per operation of runner.models.operations")
 
 
 def content_range(checks: list[Any], first: int, total: int) -> str:
@@ -177,6 +227,139 @@ def content_range(checks: list[Any], first: int, total: int) -> str:
     if not checks:
         return f"*/{total}"
     return f"{first}-{first + len(checks) - 1}/{total}"
+
+
+# --- a request's parameters, as the row declares them --------------------------------------------------
+
+
+@functools.cache
+def path_model(name: str) -> type[BaseModel]:
+    """The operation's path parameters as a model (a maintenance window id is a positive integer)."""
+    fields: dict[str, Any] = {
+        p.name: (int, Field(ge=1, description=f"{p.label} (a positive integer)"))
+        if p.positive_int
+        else (str, ...)
+        for p in BY_NAME[name].params
+    }
+    return create_model(f"{name}_path", **fields)
+
+
+@functools.cache
+def query_model(name: str) -> type[BaseModel]:
+    """The operation's query parameters as a model: types, defaults and bounds from its row."""
+    fields: dict[str, Any] = {
+        q.name: (
+            q.type if q.default is not None else q.type | None,
+            Field(q.default, description=q.description or None, ge=q.ge, le=q.le, min_length=q.min_length),
+        )
+        for q in BY_NAME[name].query
+    }
+    return create_model(f"{name}_query", **fields)
+
+
+def _problems(model: type[BaseModel], data: Any, prefix: str, problems: list[str]) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems.extend(describe_validation_error(exc, prefix))
+        return None
+
+
+def _query_values(op: Operation[Any], pairs: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """The pairs of the row's parameters: a list's every value, else the last one (as Starlette)."""
+    lists = {q.name for q in op.query if q.type == list[str]}
+    known = {q.name for q in op.query}
+    values: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in lists:
+            values.setdefault(name, []).append(value)
+        elif name in known:
+            values[name] = value
+    return values
+
+
+def _body(op: Operation[Any], raw: bytes, problems: list[str]) -> Any:
+    if op.request is None:
+        return None  # a body sent to an operation that takes none is not read
+    if not raw.strip():
+        if op.body_required:
+            problems.append("body: required (a JSON object)")
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        problems.append("body: invalid JSON")
+        return None
+    if data is None and not op.body_required:
+        return None
+    return _problems(op.request, data, "", problems)
+
+
+def _call(backend: Backend, op: Operation[Any], values: Mapping[str, str], request: Incoming) -> Call:
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    authorization = headers.get("authorization")
+    account = request.account
+    if account is None:
+        account_header = headers.get(backend.settings.accountHeader.lower())
+        account = backend.authenticate(authorization, account_header, request.method)
+    problems: list[str] = []
+    path = _problems(path_model(op.name), {k: unquote(v) for k, v in values.items()}, "path", problems)
+    query = _problems(query_model(op.name), _query_values(op, request.query), "query", problems)
+    body = _body(op, request.body, problems)
+    if problems:
+        raise ApiFailure(400, "; ".join(problems))
+    return Call(backend, account, dict(path), dict(query), body, authorization)
+
+
+# --- the answer ---------------------------------------------------------------------------------------
+
+
+def answer(backend: Backend, request: Incoming) -> Answer:
+    """The answer to one /v1 request (its path with the prefix), from either way in."""
+    try:
+        matched = match(request.method, request.path)
+        if matched is None:
+            allowed = [op.method for op in OPERATIONS if match(op.method, request.path)]
+            if not allowed:
+                raise ApiFailure(404, "Not Found")
+            raise ApiFailure(405, "Method Not Allowed", headers={"Allow": ", ".join(allowed)})
+        op, values = matched
+        reply = HANDLERS[op.name](_call(backend, op, values, request))
+        status = reply.status or op.status
+        if status not in (op.status, *op.also):  # the row (and so the OpenAPI document) says which
+            raise RuntimeError(f"{op.name} answered {status}, which its row does not declare")
+    except ApiFailure as failure:
+        error = error_body(failure.status, failure.message, failure.attributes, failure.error_code)
+        return Answer(
+            failure.status, _json(error.model_dump(mode="json", exclude_unset=True)), failure.headers
+        )
+    except Exception:  # a bug or a full disk: a 500 in the service's shape (the client retries one)
+        log.exception("the answer to %s %s failed", request.method, request.path)
+        return Answer(500, _json(error_body(500).model_dump(mode="json", exclude_unset=True)))
+    if reply.value is None or op.response is None:
+        return Answer(status, headers=reply.headers)
+    return Answer(status, _render(op, reply.value), reply.headers)
+
+
+def _render(op: Operation[Any], value: Any) -> bytes:
+    """The value as the row's response model writes it, leaving out what OMIT says; a value of
+    another shape (a dict, a list of checks) is made that model first."""
+    assert op.response is not None
+    omit = OMIT.get(op.name)
+    unset, none = omit == "unset", omit == "none"
+    if not isinstance(value, op.response):
+        if isinstance(value, BaseModel):
+            value = value.model_dump(by_alias=True, exclude_unset=unset, exclude_none=none)
+        value = op.response.model_validate(value)
+    # As bytes at once: a text and its .encode() were two copies (2 x 5 MiB of a 10,000-check session).
+    written: bytes = value.__pydantic_serializer__.to_json(
+        value, by_alias=True, exclude_unset=unset, exclude_none=none
+    )
+    return written
+
+
+def _json(data: Any) -> bytes:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def serve(
@@ -187,105 +370,40 @@ def serve(
     body: Any,
     headers: Mapping[str, str],
 ) -> Answer:
-    """The answer the HTTP shell would give to this request (path with the /v1 prefix)."""
+    """The answer to a request made in this process: `params` as the client passes them (a list
+    repeats its key, None is left out), `body` JSON-able or bytes. Counted in the stats, as the HTTP
+    shell's middleware counts a request that came over the socket."""
+    pairs = [
+        (name, str(item))
+        for name, value in (params or {}).items()
+        for item in (value if isinstance(value, (list, tuple)) else [value])
+        if item is not None
+    ]
+    raw = body if isinstance(body, bytes) else b"" if body is None else _json(body)
+    result = answer(backend, Incoming(method, path, pairs, headers, raw))
     matched = match(method, path)
-    name = matched[0].name if matched else "unmatched"
-    answer = _answer(backend, matched, method, path, params or {}, body, headers)
-    backend.record_request(name, answer.status)
-    return answer
-
-
-def _answer(
-    backend: Backend,
-    matched: tuple[Operation[Any], dict[str, str]] | None,
-    method: str,
-    path: str,
-    params: Mapping[str, Any],
-    body: Any,
-    headers: Mapping[str, str],
-) -> Answer:
-    lower = {k.lower(): v for k, v in headers.items()}
-    try:
-        handler = _HANDLERS.get(matched[0].name) if matched else None
-        if matched is None:
-            raise ApiFailure(404, "Not Found")  # as the HTTP shell's router answers an unknown path
-        if handler is None:  # an operation a run never sends (a dashboard, an incident update)
-            raise ApiFailure(501, f"{matched[0].name} is not answered in-process")
-        op, values = matched
-        authorization = lower.get("authorization")
-        account = backend.authenticate(
-            authorization, lower.get(backend.settings.accountHeader.lower()), method
-        )
-        call = _Call(
-            backend, account, {k: unquote(v) for k, v in values.items()}, params, body, authorization
-        )
-        status, result = handler(call)
-    except ApiFailure as failure:
-        error = error_body(failure.status, failure.message, failure.attributes, failure.error_code)
-        return Answer(
-            failure.status, _json(error.model_dump(mode="json", exclude_unset=True)), failure.headers
-        )
-    except _BadBody as exc:
-        return Answer(400, _json(error_body(400, str(exc)).model_dump(mode="json", exclude_unset=True)))
-    except Exception:  # a bug or a full disk: the 500 the HTTP shell answers (retried by the client)
-        log.exception("in-process answer to %s %s failed", method, path)
-        return Answer(500, _json(error_body(500).model_dump(mode="json", exclude_unset=True)))
-    if result is None:
-        return Answer(status)
-    extra: dict[str, str] = {}
-    if isinstance(result, tuple):  # a page of checks and its Content-Range
-        result, extra["Content-Range"] = result
-    omit = OMIT.get(op.name)
-    if isinstance(result, BaseModel):  # written by pydantic at once (a session of 10,000 results)
-        # As bytes: model_dump_json's text and its .encode() were two copies (2 x 5 MiB at 10,000).
-        body = result.__pydantic_serializer__.to_json(
-            result, by_alias=True, exclude_unset=omit == "unset", exclude_none=omit == "none"
-        )
-        return Answer(status, body, extra)
-    return Answer(status, _json(_render(result, omit)), extra)
-
-
-def _render(result: Any, omit: Literal["unset", "none"] | None) -> Any:
-    if isinstance(result, list):
-        return [_render(item, omit) for item in result]
-    if isinstance(result, BaseModel):
-        return result.model_dump(
-            mode="json", by_alias=True, exclude_unset=omit == "unset", exclude_none=omit == "none"
-        )
+    backend.record_request(matched[0].name if matched else "unmatched", result.status)
     return result
 
 
-def _json(data: Any) -> bytes:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def _int_param(params: Mapping[str, Any], name: str, default: int, low: int, high: int | None) -> int:
-    value = params.get(name, default)
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise ApiFailure(400, f"{name}: must be a whole number") from None
-    if number < low or (high is not None and number > high):
-        allowed = f"{low}..{high}" if high is not None else f">= {low}"
-        raise ApiFailure(400, f"{name}: must be {allowed}")
-    return number
+# --- the completion long poll ---------------------------------------------------------------------------
 
 
 def completion_step(
     backend: Backend, account: str, session_id: str, deadline: float, clock: Callable[[], float]
 ) -> TestSession | float | None:
-    """One look of the completion long poll, the same for the HTTP shell's (on its event loop) and
-    the in-process one: the final session; else the seconds to wait before looking again (until the
-    session's computed end, at most until `deadline` of `clock`); None once `deadline` has passed.
-    A session is rendered (all its results) only once it can be final: the poll is woken when its
-    last real check ends (and on cancel, advance, reset), not at every check's end."""
+    """One look of the completion long poll: the final session; else the seconds to wait before
+    looking again (until the session's computed end, at most until `deadline` of `clock`); None once
+    `deadline` has passed or the server stops. A session is rendered (all its results) only once it
+    can be final: the poll is woken when its last real check ends (and on cancel, advance, reset,
+    stop), not at every check's end."""
     to_end = backend.real_seconds_to_end(account, session_id)
     if to_end is not None and to_end <= 0:
         session = backend.get_session(account, session_id)
         if session.status != "RUNNING":
             return session
     remaining = deadline - clock()
-    if remaining <= 0:
+    if remaining <= 0 or backend.stopping:  # the server is stopping: the client asks again elsewhere
         return None
     return remaining if to_end is None else min(remaining, to_end + 0.001)
 
@@ -294,7 +412,8 @@ def wait_for_completion(
     backend: Backend, account: str, session_id: str, max_wait: float
 ) -> TestSession | None:
     """The final session, or None when `max_wait` real seconds pass first. Wakes at the session's
-    computed end, and at once on cancel, clock advance or reset (backend listeners)."""
+    computed end, and at once on cancel, clock advance or reset (backend listeners). Over HTTP too:
+    the shell runs every answer on a thread of its pool."""
     event = threading.Event()
     wake = event.set  # one object: the listener removed is the one added
     backend.add_listener(wake)

@@ -1,10 +1,10 @@
 """The emulated service without HTTP: one facade over the state, split per resource as moto's backends
-are (keys, accounts, sessions, error groups). The shell's routes are thin wrappers around it.
+are (keys, accounts, sessions, error groups). The table of handlers (answers.py) is a thin layer on it.
 
 Thread-safe: every public method takes the one lock, and the stores behind it are only ever called
 under it. Tests and benchmarks read the state through `snapshot()`, a copy taken under the lock.
 
-With a state file (`state=PATH`, core/state.py), the error groups and sessions stores save every change
+With a state file (`state=PATH`, state/store.py), the error groups and sessions stores save every change
 to it and read back what earlier runs left; `close()` releases it.
 Checks that run for real do so on the pool's daemon threads (realruns.py), which report back through
 the `attempt_*` methods, under the lock too.
@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.checks.protocols import SELF_QUEUED
+from runner.core.threads import DaemonPool
 from runner.emulator.core.accounts import Accounts, CheckFilter, CheckPage
 from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import ApiFailure
 from runner.emulator.core.faults import FaultInjector
 from runner.emulator.core.groups import ErrorGroups
 from runner.emulator.core.keys import Keys, bearer_key, rate_limited, real_checks_refusal
-from runner.emulator.core.pool import Pool
 from runner.emulator.core.realruns import SELF_QUEUED_LIMIT, RealJob, execute
 from runner.emulator.core.sessions import SessionRecord, Sessions
 from runner.emulator.core.world import Settings, World, WorldCheck, load_world
@@ -45,7 +45,10 @@ from runner.models import (
 
 if TYPE_CHECKING:
     from runner.checks.outcome import Attempt
-    from runner.emulator.core.state import StateFile
+    from runner.state.store import StateFile
+
+# A thread of the real-check pools with no check for this long ends: a server's pool between bursts.
+IDLE_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ class Backend:
         if state is not None:
             # Imported only with a state file (--state), as in sessions.py and groups.py: a run
             # without one has no use for its store and rows (start-up).
-            from runner.emulator.core.state import StateFile
+            from runner.state.store import StateFile
 
             self.state = StateFile.open(state)
         if self.state is not None:
@@ -89,11 +92,14 @@ class Backend:
         self._groups = ErrorGroups(self.clock, self.state)
         self._sessions = Sessions(self.clock, self._groups, self.state)
         self._requests: dict[str, Counter[str]] = {}  # operation name -> status -> requests
-        self._pool = Pool(self.world.settings.executor.concurrency)
-        self._self_queued = Pool(SELF_QUEUED_LIMIT)  # browser checks: their protocol queues them itself
+        # Real checks, at most executor.concurrency at once; a thread idle for IDLE_SECONDS ends.
+        self._pool = DaemonPool(self.world.settings.executor.concurrency, "real-check", IDLE_SECONDS)
+        # Browser checks: their protocol queues them itself.
+        self._self_queued = DaemonPool(SELF_QUEUED_LIMIT, "real-browser-check", IDLE_SECONDS)
         # Reachable from other machines (the server binds beyond loopback): real checks then run only
         # for keys of the caller's own, never for the documented demo keys (keys.real_checks_refusal).
         self.exposed = False
+        self.stopping = False  # set by shutdown: a long poll answers at once (408) instead of waiting on
         try:
             self.load(self.world)
         except BaseException:
@@ -145,6 +151,7 @@ class Backend:
     def shutdown(self) -> None:
         """Stops every real check run (the server is stopping); the state stays readable."""
         with self._lock:
+            self.stopping = True
             self._sessions.stop_all()
         self._notify()  # a long poll still waiting looks again and ends, instead of at its wait's end
 
@@ -253,7 +260,7 @@ class Backend:
             view = self._sessions.render(session, self.base_url)
         for job in jobs:
             pool = self._self_queued if job.definition.checkType in SELF_QUEUED else self._pool
-            pool.submit(lambda job=job: execute(job, self))  # type: ignore[misc]
+            pool.submit(execute, job, self)
         return view
 
     # --- what the workers of real checks report (realruns.RealRunHooks) ----------------------

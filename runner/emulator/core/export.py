@@ -44,10 +44,10 @@ from runner.models.check_definitions import (
     ApiRequest,
     CheckDefinition,
     DnsRequest,
-    PlaywrightCheckDefinition,
-    ScriptCheckDefinition,
+    Runs,
     TcpRequest,
     UrlRequest,
+    kind_of,
     parse_check_definition,
     unknown_request_fields,
 )
@@ -185,10 +185,11 @@ def _not_runnable(check: dict[str, Any]) -> tuple[str | None, CheckDefinition | 
     except ValidationError as exc:
         return f"its definition does not fit production's shape ({_definition_problem(exc)})", None
     reason = definition.local_support()
-    browser = isinstance(definition, ScriptCheckDefinition)  # BROWSER, MULTI_STEP: the script is what runs
+    runs = kind_of(definition.checkType).runs  # CHECK_KINDS, the one table
+    browser = runs is Runs.SCRIPT  # BROWSER, MULTI_STEP: the script is what runs
     if reason is None and check.get("script") and not browser:
         reason = "checks with a script cannot run locally"
-    if reason is None and isinstance(definition, PlaywrightCheckDefinition):
+    if reason is None and runs is Runs.SUITE:
         reason = (
             "a Playwright check suite runs its project's own files (production keeps them as a code bundle, "
             "not in the check): write it in a checks file beside the project (docs/checks.md)"

@@ -1,6 +1,6 @@
 """The emulator's error answers as values: the core raises them; the service's error body they become
-(`error_body`) is written here once, for the HTTP shell (shell/errors.py) and the in-process answers
-(core/answers.py) alike."""
+(`error_body`) is written here once, for the API's answers (core/answers.py, in process and over HTTP)
+and the shell's control API and pages (shell/errors.py) alike."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ from runner.models import (
 
 if TYPE_CHECKING:
     from runner.checks.outcome import Attempt
-    from runner.emulator.core.state import StateFile  # imported with a state file only (backend.py)
+    from runner.state.store import StateFile  # imported with a state file only (backend.py)
 
 PROVIDER = "emulator"
 
@@ -263,7 +263,7 @@ class ErrorGroups:
     def _save(self, group: Group) -> None:
         if self._state is None:
             return
-        from runner.emulator.core.state import GroupRow
+        from runner.state.store import GroupRow
 
         epoch = self._clock.to_epoch
         evidence = evidence_data.to_data(group.evidence) if group.evidence is not None else None
@@ -278,7 +278,7 @@ class ErrorGroups:
     def _save_analysis(self, job: AnalysisJob) -> None:
         if self._state is None:
             return
-        from runner.emulator.core.state import AnalysisRow
+        from runner.state.store import AnalysisRow
 
         epoch = self._clock.to_epoch
         content = job.content.model_dump_json(exclude_none=True) if job.content is not None else None

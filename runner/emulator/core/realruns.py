@@ -1,10 +1,11 @@
 """Checks that run for real in a session: a bounded pool of daemon threads that executes them.
 
 Trigger plans a `RealJob` per matched check with a definition (sessions.py); the Backend hands the
-jobs to its `Pool` (pool.py: at most `settings.executor.concurrency` at once; browser checks, which their
-protocol queues itself, to a pool of their own, SELF_QUEUED_LIMIT). A worker runs the executor
-(`checks.run_check`) and reports through `RealRunHooks`, which the Backend implements under its lock:
-a worker changes no shared state itself, it hands back values (frozen `Attempt`s, secrets masked).
+jobs to its pool (runner/core/threads.py: at most `settings.executor.concurrency` at once; browser
+checks, which their protocol queues itself, to a pool of their own, SELF_QUEUED_LIMIT). A worker runs
+the executor (`checks.run_check`) and reports through `RealRunHooks`, which the Backend implements
+under its lock: a worker changes no shared state itself, it hands back values (frozen `Attempt`s,
+secrets masked).
 
 Time: a real attempt takes real time; the session's times are the SimClock's, so each attempt's
 start and end are the clock's reading when they really happen, and its response time is the real
@@ -17,13 +18,13 @@ fraction of a second (the executor's own guarantee).
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from runner.checks.failures import ErrorClass, FailureKind
+from runner.checks.failures import ErrorClass
+from runner.checks.internal import internal_error
 from runner.checks.outcome import Attempt
 from runner.emulator.core.simulation import SessionAttempt, SessionRun
 from runner.emulator.core.world import WorldCheck
@@ -104,29 +105,7 @@ def execute(job: RealJob, hooks: RealRunHooks) -> None:
             scripts=runner_for(job.definition),
         )
     except Exception as exc:  # a bug in the executor: the check fails closed instead of hanging
-        hooks.attempt_finished(job, internal_error(exc, job), True)
-
-
-MAX_TRACEBACK = 16_000  # characters of an internal error's traceback kept (its end: where it failed)
-
-
-def internal_error(exc: BaseException, job: RealJob | None = None) -> Attempt:
-    """A bug of the executor as the check's attempt: INTERNAL_ERROR, with its traceback. Not the
-    user's configuration: the run ends with exit 4 and prints the traceback (job/session.py). Masked
-    with the check's secrets, as every attempt."""
-    import traceback
-
-    from runner.checks.outcome import mask
-    from runner.checks.variables import Substitution, VariableSources
-
-    message = (
-        f"internal error of the local executor: {type(exc).__name__}: {str(exc)[:300]} "
-        "(a bug in testsession, not in the check or the build)"
-    )
-    text = "".join(traceback.format_exception(exc)).rstrip()[-MAX_TRACEBACK:]
-    attempt = dataclasses.replace(Attempt.not_run(FailureKind.INTERNAL_ERROR, message), traceback=text)
-    redact = Substitution(job.variables if job is not None else VariableSources()).redact
-    return attempt if redact.empty else mask(attempt, redact)
+        hooks.attempt_finished(job, internal_error(exc, job.variables), True)
 
 
 # --- a real check's run in the session, changed only under the Backend's lock --------------------------

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from runner.checks.declared import cannot_run_message
 from runner.checks.failures import FailureKind
 from runner.checks.limits import Limits
 from runner.checks.variables import VariableSources, variables_from
@@ -25,7 +26,7 @@ from runner.models import NO_MATCHING_CHECKS, SessionResult, Target, TestSession
 
 if TYPE_CHECKING:
     from runner.checks.outcome import Attempt
-    from runner.emulator.core.state import SessionRow, StateFile  # with a state file only (backend.py)
+    from runner.state.store import SessionRow, StateFile  # with a state file only (backend.py)
 
 
 @dataclass
@@ -90,11 +91,6 @@ class SessionRecord:
     start: float
     end: float | None
     cancelled_at: float | None
-
-
-def cannot_run_message(reason: str, leave_out: str) -> str:
-    """The one failed result of a matched check that cannot run on this machine."""
-    return f"cannot run on this machine: {reason}; {leave_out}"
 
 
 @dataclass(frozen=True)

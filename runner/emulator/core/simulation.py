@@ -22,7 +22,6 @@ from runner.checks.outcome import Attempt
 from runner.checks.retry import next_retry_delay
 from runner.emulator.core.world import WorldCheck
 from runner.models import RetryStrategy, SessionResult
-from runner.models.base import SharedFieldsSet
 
 DEFAULT_MESSAGES = {
     "fail": "expected status 200 but received 500",
@@ -199,10 +198,13 @@ def _result(
     files = attempt.evidence.files if finished and attempt.evidence is not None else ()
     if files:  # a browser check's screenshot and trace (an extra field)
         extra["attachments"] = [{"name": f.name, "path": f.path} for f in files]
+    tests = attempt.evidence.tests if finished and attempt.evidence is not None else ()
+    if tests:  # a Playwright check suite's tests, each with its outcome and runs (an extra field)
+        extra["tests"] = [{"name": t.name, "status": t.status, "runs": t.runs} for t in tests]
     # Built, not validated: every value is ours and of its field's type (a session of 10,000
     # results is rendered at its trigger and again as its runs end: 0.4 s of validation each time).
     return SessionResult.model_construct(
-        _DECLARED,  # the fields validating them would count as set: the declared ones, not extras
+        set(_DECLARED),  # the fields validating them would count as set: the declared ones, not extras
         testSessionResultId=result_id,
         testSessionResultLink=f"{link}/results/{result_id}",
         checkType=run.check.checkType,
@@ -223,7 +225,7 @@ def _result(
     )
 
 
-_DECLARED = SharedFieldsSet(SessionResult.model_fields)  # one set for every row (base.share_parts)
+_DECLARED = frozenset(SessionResult.model_fields)
 
 
 def render_run(

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from runner.emulator.core.failures import ApiFailure, error_body, reason
-from runner.models import ErrorBody, describe_validation_error
+from runner.models import describe_validation_error
 
 
 def error_response(
@@ -23,11 +23,6 @@ def error_response(
 ) -> JSONResponse:
     body = error_body(status, message, attributes, error_code).model_dump(mode="json", exclude_unset=True)
     return JSONResponse(body, status_code=status, headers=headers)
-
-
-def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses` entries: each listed status answers with an ErrorBody."""
-    return {status: {"model": ErrorBody, "description": "Error"} for status in statuses}
 
 
 class _Errors:

@@ -5,8 +5,8 @@ FastAPI reads a route's whole body before it solves the route's dependencies (th
 so a request without a key could make the emulator read hundreds of megabytes before its 401, and a
 key holder could send a 100 MB session name. Here, for every operation of the table:
 1. the credentials are checked (`Backend.authenticate`: 401/403/429) from the headers alone; the
-   account found is left in the request's state for the route (routes.py `account_of`), so a request
-   is counted once against the rate limit;
+   account found is left in the request's state for the route (routes.py hands it to the core's
+   answer), so a request is counted once against the rate limit;
 2. a declared Content-Length over MAX_BODY_BYTES is 413 at once; a body without one (chunked) is
    counted as it is read and refused with 413 as soon as it passes the bound;
 3. the body read is handed to the route.

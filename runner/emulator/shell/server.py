@@ -40,7 +40,7 @@ class Emulator:
             control_token = secrets.token_urlsafe(24)
         self.control_token = control_token
         # With `state`, error groups, analyses and sessions live in that SQLite file (locked while this
-        # emulator runs) and outlast it: core/state.py.
+        # emulator runs) and outlast it: runner/state/store.py.
         self.backend = Backend(self.world, speed=speed, state=state)
         # Beyond loopback, real checks run only for keys of the world's own (access.py explains).
         self.backend.exposed = not is_loopback(host)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.checks.failures import Failure, FailureKind
+from runner.checks.outcome import SuiteTest
 
 MAX_EVENTS = 100
 
@@ -47,6 +48,7 @@ class BrowserTest:
     error: str | None = None  # as Playwright wrote it (several lines: Locator, Expected, Received)
     steps: tuple[BrowserStep, ...] = ()
     waiting_on: str | None = None  # the step it stopped at (a timeout's step)
+    runs: tuple[str, ...] = ()  # the status of each of its runs (its retries), first to last
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,8 @@ class Artifact:
 
 
 MAX_LINE = 300
+MAX_RUNS = 20  # a test's runs kept (Playwright's retries: production's default is 2)
+MAX_SUITE_TESTS = 500  # a suite's tests listed in the results
 KEPT_ATTACHMENTS = frozenset({"screenshot", "trace", "video", "error-context"})
 _NET_ERROR = re.compile(r"net::ERR_[A-Z_]+(?: at \S+)?")
 # The same from Node's own requests (the `request` fixture of a MULTI_STEP check).
@@ -115,6 +119,7 @@ def browser_tests(report: Mapping[str, Any]) -> tuple[BrowserTest, ...]:
                 error=str(errors[0].get("message", "")).strip() if errors and status != expected else None,
                 steps=steps,
                 waiting_on=_waited_on(steps, item.get("waitingOn")),
+                runs=tuple(str(r) for r in _list(item.get("runs")))[:MAX_RUNS],
             )
         )
     return tuple(out)
@@ -136,6 +141,19 @@ def events_of(report: Mapping[str, Any]) -> tuple[PageEvent, ...]:
                     out.append(PageEvent(kind=str(e.get("kind", "")), text=str(e.get("text", ""))[:MAX_LINE],
                                          url=str(e.get("url", "")), method=str(e.get("method", "")),
                                          status=status if isinstance(status, int) else None))  # fmt: skip
+    return tuple(out)
+
+
+def suite_tests(tests: tuple[BrowserTest, ...]) -> tuple[SuiteTest, ...]:
+    """Each test of a suite with its outcome and its runs: `flaky` when it passed on a retry, as
+    Playwright's own reporters say (a retry hidden behind the check's one attempt otherwise)."""
+    out = []
+    for test in tests[:MAX_SUITE_TESTS]:
+        runs = test.runs or (test.status,)
+        flaky = test.status == "passed" and any(r not in ("passed", "skipped") for r in runs[:-1])
+        out.append(
+            SuiteTest(name=test.title[:MAX_LINE], status="flaky" if flaky else test.status, runs=len(runs))
+        )
     return tuple(out)
 
 

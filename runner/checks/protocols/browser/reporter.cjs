@@ -69,6 +69,7 @@ class TestsessionReporter {
   onTestEnd(test, result) {
     const e = this.entry(test);
     e.status = result.status;
+    e.runs = [...(e.runs || []), result.status];  // one per run: Playwright's retries of the test
     e.expected = test.expectedStatus;
     e.durationMs = result.duration;
     e.errors = (result.errors || []).map((x) => this.error(x));

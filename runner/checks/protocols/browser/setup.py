@@ -179,9 +179,6 @@ def _why(result: ChildResult) -> str:
     return f"npm: {errors[0][:200]}" if errors else f"npm exited with {result.returncode}"
 
 
-_BROWSERS: dict[Path, Path | None] = {}
-
-
 def _may_have_browsers(playwright: Playwright) -> bool:
     """False when none of the folders where Playwright installs browsers exists: PLAYWRIGHT_BROWSERS_PATH
     (when set, Node is asked anyway), `ms-playwright` in $XDG_CACHE_HOME and in ~/.cache, and
@@ -216,16 +213,30 @@ def find_browser(playwright: Playwright, named: str | None = None) -> Path:
 def _playwright_browser(playwright: Playwright) -> Path | None:
     """The Chromium that Playwright downloaded itself, when it did (asked once per Playwright folder).
     Where Playwright keeps no browsers at all, Node is not asked (it costs a Node start per run)."""
-    if playwright.root not in _BROWSERS:
+    return own_build(playwright, "chromium")
+
+
+# Playwright's browser types; only Chromium has a machine's stand-in (MACHINE_BROWSERS).
+PLAYWRIGHT_BROWSERS = ("chromium", "firefox", "webkit")
+_BUILDS: dict[tuple[Path, str], Path | None] = {}
+
+
+def own_build(playwright: Playwright, browser: str) -> Path | None:
+    """Playwright's own build of `browser` (chromium, firefox, webkit) when `npx playwright install`
+    put it there, else None; asked once per Playwright folder and browser."""
+    key = (playwright.root, browser)
+    if browser not in PLAYWRIGHT_BROWSERS:
+        return None
+    if key not in _BUILDS:
         found: Path | None = None
         with contextlib.suppress(SetupError, OSError):
             if not _may_have_browsers(playwright):
                 raise SetupError("no browsers of Playwright's own")
             tools = node_tools()
-            script = "console.log(require('playwright-core').chromium.executablePath())"
+            script = f"console.log(require('playwright-core').{browser}.executablePath())"
             result = run_child([str(tools.node), "-e", script], cwd=playwright.root, env=child_environment(),
                                deadline=time.monotonic() + 20)  # fmt: skip
             path = Path(result.stdout.strip()) if result.returncode == 0 and result.stdout.strip() else None
             found = path if path is not None and path.is_file() and os.access(path, os.X_OK) else None
-        _BROWSERS[playwright.root] = found
-    return _BROWSERS[playwright.root]
+        _BUILDS[key] = found
+    return _BUILDS[key]

@@ -104,8 +104,10 @@ def run_suite(
     variables: dict[str, str],
     deadline: float,
     stop: threading.Event | None,
+    skip_browsers: tuple[str, ...] = (),
 ) -> ScriptRun:
-    """OSError when the wrapper config cannot be written beside the project's (a read-only folder)."""
+    """OSError when the wrapper config cannot be written beside the project's (a read-only folder).
+    `skip_browsers`: the config's projects of these browsers are left out (they cannot run here)."""
     tools = node_tools()
     with scratch_dir("testsession-suite-") as work:
         sweep_stale(project.config.parent)
@@ -123,6 +125,7 @@ def run_suite(
                 "trace": "retain-on-failure",
                 "screenshot": "only-on-failure",
                 "retries": DEFAULT_RETRIES,
+                "skip": list(skip_browsers),
             }
             env = child_environment(
                 variables,

@@ -7,9 +7,10 @@ three shapes, and needs no account, key or world:
   ({key, value, secret, locked}); a secret one's value is masked in every output;
 - what `testsession checks export` writes (the second shape; `runsLocally: false` marks a check
   that cannot run here, as in a world file).
-Each check is read as a world check (world.py: production's properties load and are kept; a key
-production does not know is an error with a did-you-mean) in a world of one account made up here,
-whose only location is `local`. Problems are named by their place in FILE, all of them at once.
+Each check is read as a file declares it (declared.py, as a world file's checks: production's
+properties load and are kept; a key production does not know is an error with a did-you-mean); a
+local run (runner/job/local.py) runs them at location `local`, with no emulator between.
+Problems are named by their place in FILE, all of them at once.
 An emulator-only key (behaviour, runsLocally, ...) is not production's: here it is unknown, and a
 check of a type that runs here (API, URL, TCP, DNS) must carry its request: never a scripted pass.
 """
@@ -17,54 +18,76 @@ check of a type that runs here (API, URL, TCP, DNS) must carry its request: neve
 from __future__ import annotations
 
 import re
-import secrets
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.core.files import InputFileError, read_input_text
-from runner.core.text import for_line
-from runner.emulator.core.world import (
+from pydantic import Field, ValidationError
+
+from runner.checks.declared import (
     CHECK_KEYS,
+    SCRIPT_TEXT_FIELDS,
     SCRIPTED_FIELDS,
     Lines,
     Mode,
     Problem,
-    World,
+    Strict,
+    WorldCheck,
     WorldError,
+    WorldVariable,
+    check_problems,
     problem_lines,
     read_document,
-    world_problems,
+    request_problems,
+    short_problems,
 )
-from runner.models.check_definitions import LOCAL_CHECK_TYPES, RUNNABLE_CHECK_TYPES, SUITE_CHECK_TYPES
-from runner.models.problems import Loc, unknown_key_message
-from runner.models.resources import CHECK_LOCATIONS
+from runner.core.expand import Expansion, expand
+from runner.core.files import InputFileError, read_input_text
+from runner.core.text import for_line
+from runner.models.check_definitions import Runs, kind_of
+from runner.models.problems import Loc, described_with_hints, unknown_key_message
+from runner.models.quarantine import QuarantineEntry
 from runner.models.sessions import CHECK_TYPES
 
 LOCAL = "local"  # the location of every result of a local run
-ACCOUNT_ID = "local"
+ACCOUNT_ID = "local"  # the account a local run's state is kept under (the state file's rows)
 # Keys of a world check that production's shape does not have: not accepted in a checks file.
 # `runsLocally: false` is allowed: `checks export` marks a check that cannot run here with it.
 EMULATOR_KEYS = frozenset({*SCRIPTED_FIELDS, "maxRunSeconds", "kept"})
 PRODUCTION_KEYS = sorted(set(CHECK_KEYS) - EMULATOR_KEYS)
-TOP_KEYS = ("checks", "variables")
+TOP_KEYS = ("checks", "variables", "quarantine")
 _SLUG = re.compile(r"[^a-z0-9]+")
 # The namespace of the ids made for checks without one: uuid5(NAMESPACE_URL, this address), fixed forever.
 ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/testsession-runner/checks-file")
 
 
+class CheckSet(Strict):
+    """The checks of a file and their variables, validated as a world validates an account's."""
+
+    checks: list[WorldCheck] = Field(default_factory=list)
+    environmentVariables: list[WorldVariable] = Field(default_factory=list)
+    quarantine: list[QuarantineEntry] = Field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class ChecksFile:
     path: str
-    world: World
+    checks: tuple[WorldCheck, ...]
+    variables: tuple[WorldVariable, ...]  # production's account variables: what {{KEY}} falls back to
     secrets: tuple[str, ...]  # the values of secret variables: masked in every output
+    # Checks whose failure does not fail the gate until a day (runner/job/quarantine.py decides).
+    quarantine: tuple[QuarantineEntry, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
 
     def warnings(self) -> list[str]:
         """What the user may not expect of their checks: one line each."""
         out = []
-        for check in self.world.accounts[0].checks:
+        for check in self.checks:
             definition = check.plan.definition
             http = check.plan.mode is Mode.REAL and check.checkType in ("API", "URL")
             if http and definition is not None and not getattr(definition.request, "assertions", None):
@@ -76,7 +99,7 @@ class ChecksFile:
 
 
 def load_checks_file(path: str | Path, environ: Mapping[str, str]) -> ChecksFile:
-    """The checks of FILE as a world of their own; WorldError with every problem, one line each."""
+    """The checks of FILE; WorldError with every problem, one line each."""
     try:
         text = read_input_text(path, "checks file")
     except InputFileError as exc:
@@ -85,10 +108,15 @@ def load_checks_file(path: str | Path, environ: Mapping[str, str]) -> ChecksFile
     return parse_checks(data, str(path), environ, lines)
 
 
-def parse_checks(data: Any, source: str, environ: Mapping[str, str], lines: Lines = None) -> ChecksFile:
+def parse_checks(
+    data: Any, source: str, environ: Mapping[str, str], lines: Lines = None, project: bool = False
+) -> ChecksFile:
+    """`project`: the checks of a Checkly project (runner/checkly), which checkly itself validated: a
+    check whose fields cannot run here fails alone, with its reason, instead of refusing the file."""
     problems: list[Problem] = []
     prefix: Loc = ()
     variables: Any = []
+    quarantine: Any = []
     if isinstance(data, dict):
         for key in data:
             if key not in TOP_KEYS:
@@ -96,10 +124,14 @@ def parse_checks(data: Any, source: str, environ: Mapping[str, str], lines: Line
                     ((str(key),), unknown_key_message(str(key), list(TOP_KEYS)).split(" allowed:")[0])
                 )
         checks, variables, prefix = data.get("checks"), data.get("variables") or [], ("checks",)
+        quarantine = data.get("quarantine") or []
         if checks is None:
             problems.append(((), "expected checks: (a list of checks in production's shape)"))
     else:
         checks = data
+    if not isinstance(quarantine, list):
+        problems.append((("quarantine",), "expected a list of {check, owner, reason, until}"))
+        quarantine = []
     if not isinstance(checks, list) or not isinstance(variables, list):
         what = "checks" if not isinstance(checks, list) else "variables"
         problems.append(((what,) if prefix else (), f"expected a list of {what}"))
@@ -131,31 +163,52 @@ def parse_checks(data: Any, source: str, environ: Mapping[str, str], lines: Line
                     ((*at, "checkType"), f"unknown check type {kind!r}: did you mean {close[0]!r}?")
                 )
         world_checks.append(_as_world_check(check, index, taken, Path(source).parent))
-        if check.get("request") is None and str(check.get("checkType", "API")) in LOCAL_CHECK_TYPES:
+        if check.get("request") is None and kind_of(str(check.get("checkType", "API"))).runs is Runs.REQUEST:
             problems.append(((*at, "request"), "required: what to send (url:, assertions: ... for API)"))
-    locations = {str(place) for check in world_checks for place in check.get("locations") or []}
-    world_data = {
-        # Analyses of real failures are ready at once: the evidence is all there is.
-        "settings": {
-            "locations": [LOCAL, *CHECK_LOCATIONS, *sorted(locations - {LOCAL, *CHECK_LOCATIONS})],
-            "analysisDelaySeconds": 0,
-        },
-        "accounts": [
-            {
-                "id": ACCOUNT_ID,
-                "name": Path(source).name,
-                "keys": [{"key": "tsk_local_" + secrets.token_urlsafe(18)}],
-                "checks": world_checks,
-                "environmentVariables": variables,
-            }
-        ],
-    }
-    world, found = world_problems(world_data, environ, checks_file=True) if not problems else (None, [])
-    problems += [(_in_file(loc, prefix), message) for loc, message in found]
-    if world is None or problems:
+    declared = {"checks": world_checks, "environmentVariables": variables, "quarantine": quarantine}
+    found = _problems(declared, environ, project)
+    problems += [(_in_file(loc, prefix), message) for loc, message in found[1]] if not problems else []
+    if found[0] is None or problems:
         raise WorldError(problem_lines(source, problems, lines))
-    masked = tuple(v.value for v in world.accounts[0].environmentVariables if v.secret and v.value)
-    return ChecksFile(source, world, masked)
+    checks_set = found[0]
+    masked = tuple(v.value for v in checks_set.environmentVariables if v.secret and v.value)
+    return ChecksFile(
+        source,
+        tuple(checks_set.checks),
+        tuple(checks_set.environmentVariables),
+        masked,
+        tuple(checks_set.quarantine),
+    )
+
+
+def _problems(
+    data: dict[str, Any], environ: Mapping[str, str], project: bool = False
+) -> tuple[CheckSet | None, list[Problem]]:
+    """The checks after ${VAR} expansion from `environ`, or every problem by field path (as a world
+    says its account's: world.py `world_problems`)."""
+    expansion = Expansion()
+    # Scripts are JavaScript: `${...}` there is a template literal, and variables reach them as process.env.
+    data = expand(data, environ, (), expansion, verbatim=SCRIPT_TEXT_FIELDS)
+    problems: list[Problem] = list(expansion.problems)
+    problems += [
+        (at, f"${{{name}}} is not set: set {name}, or write ${{{name}:-default}}")
+        for at, name in expansion.unset
+    ]
+    if problems:
+        return None, problems
+    try:
+        checks = CheckSet.model_validate(data, context={"checks_file": True, "project": project})
+    except ValidationError as exc:
+        found = short_problems(described_with_hints(exc, CheckSet))
+        return None, found + request_problems(data.get("checks"), ("checks",))
+    ids = {check.id for check in checks.checks}
+    if len(ids) != len(checks.checks):
+        problems.append((("checks",), "check ids must be unique"))
+    real = any(check.request is not None for check in checks.checks)
+    for c, check in enumerate(checks.checks):
+        problems += [(("checks", c, *at), message) for at, message in check_problems(check, real)]
+    problems = short_problems(problems)
+    return (None, problems) if problems else (checks, [])
 
 
 def _as_world_check(check: dict[str, Any], index: int, taken: set[str], folder: Path) -> dict[str, Any]:
@@ -171,9 +224,10 @@ def _as_world_check(check: dict[str, Any], index: int, taken: set[str], folder: 
             made = f"{base}-{n}"
         out["id"] = made_id(made)
     taken.add(str(out["id"]))
-    if str(out.get("checkType", "API")) not in RUNNABLE_CHECK_TYPES:
+    runs = kind_of(str(out.get("checkType", "API"))).runs  # CHECK_KINDS, the one table
+    if runs is None:
         out["runsLocally"] = False  # its reason is the type's own, without a world's behaviour hint
-    if out.get("checkType") in SUITE_CHECK_TYPES and not out.get("projectDir"):
+    if runs is Runs.SUITE and not out.get("projectDir"):
         out["projectDir"] = str(folder.resolve())
     return out
 
@@ -187,12 +241,12 @@ def made_id(slug: str) -> str:
 
 
 def _in_file(loc: Loc, prefix: Loc) -> Loc:
-    """A world path as the checks file writes it."""
-    if loc[:3] == ("accounts", 0, "checks"):
-        return (*prefix, *loc[3:])
-    if loc[:3] == ("accounts", 0, "environmentVariables"):
-        return ("variables", *loc[3:])
-    return loc[2:] if loc[:2] == ("accounts", 0) else loc
+    """A CheckSet's path as the checks file writes it."""
+    if loc[:1] == ("checks",):
+        return (*prefix, *loc[1:])
+    if loc[:1] == ("environmentVariables",):
+        return ("variables", *loc[1:])
+    return loc
 
 
 __all__ = ["LOCAL", "PRODUCTION_KEYS", "ChecksFile", "load_checks_file", "made_id", "parse_checks"]

@@ -16,12 +16,16 @@ only and nothing here runs.
   groups (with their analyses) are kept. A group keeps its occurrence count and the evidence of its
   latest real failure in `extra` (at most checks/evidence.MAX_EVIDENCE_CHARS of JSON), so that a
   known group is counted on and analysed from the same evidence after a restart.
+- Each check's runs (`check_runs`, schema version 2, migrated from 1): the newest MAX_RUNS_PER_CHECK of
+  each of the MAX_HISTORY_CHECKS checks that ran last, recorded by the job after a run's verdict
+  (runner/job/history.py says what they mean); `read_check_runs` reads them without the lock.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import threading
 import time
@@ -30,7 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from runner.core.errors import UsageError
 from runner.core.words import counted
@@ -40,12 +44,16 @@ if TYPE_CHECKING:  # sqlite3 is imported where a state file is opened: most runs
     import sqlite3
 
 APPLICATION_ID = 0x54534553  # "TSES": PRAGMA application_id of a testsession state file
-SCHEMA_VERSION = 1  # PRAGMA user_version; MIGRATIONS[v] turns version v into v + 1
+SCHEMA_VERSION = 2  # PRAGMA user_version; MIGRATIONS[v] turns version v into v + 1
 LOCK_WAIT_SECONDS = 2.0
 # The file stays bounded however many pipelines use it: the newest sessions and the most recently seen
 # error groups are kept (a group is what makes a failure known; a session only answers a late GET).
 MAX_SESSIONS = 500
 MAX_GROUPS = 10_000
+# A check's history (`testsession history`, the reports' "failed 3 of the last 20 runs"): its newest
+# MAX_RUNS_PER_CHECK runs, for the MAX_HISTORY_CHECKS checks that ran most recently.
+MAX_RUNS_PER_CHECK = 200
+MAX_HISTORY_CHECKS = 10_000
 SQLITE_HEADER = b"SQLite format 3\x00"
 _LOCK_OFFSET = 64  # Windows locks a byte range; the pid is written before it, where others can read it
 
@@ -88,7 +96,26 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX sessions_open ON sessions (final)",
     ),
+    (  # 1 -> 2: each check's runs (issue 43)
+        """CREATE TABLE check_runs (
+            check_key TEXT NOT NULL,         -- the check's id, else 'name:' and its name
+            check_id TEXT,
+            name TEXT NOT NULL,
+            location TEXT,
+            at REAL NOT NULL,                -- when the run was recorded, seconds since the epoch, UTC
+            verdict TEXT NOT NULL,           -- passed, failed, degraded, flaky, error, cancelled, running
+            duration_ms INTEGER,
+            attempts INTEGER NOT NULL,
+            error_group TEXT,                -- its first error group's id
+            error TEXT,                      -- its error message, cut to MAX_ERROR_CHARS
+            novelty TEXT,                    -- a failure's new, known or untold
+            commit_id TEXT,
+            quarantined INTEGER NOT NULL DEFAULT 0
+        )""",
+        "CREATE INDEX check_runs_key ON check_runs (check_key, at)",
+    ),
 )
+MAX_ERROR_CHARS = 500
 
 
 class StateFileError(UsageError):
@@ -148,6 +175,24 @@ class AnalysisRow:
     content: str | None  # JSON
 
 
+class CheckRun(NamedTuple):
+    """One run of one check, as the history keeps it (a tuple: a run of 10,000 checks reads 200,000)."""
+
+    check_key: str
+    check_id: str | None
+    name: str
+    location: str | None
+    at: float  # epoch seconds
+    verdict: str
+    duration_ms: int | None
+    attempts: int
+    error_group: str | None = None
+    error: str | None = None
+    novelty: str | None = None
+    commit_id: str | None = None
+    quarantined: bool = False
+
+
 @dataclass(frozen=True)
 class SessionRow:
     id: str
@@ -193,6 +238,19 @@ def _holder(fd: int) -> str:
     os.lseek(fd, 0, os.SEEK_SET)
     text = os.read(fd, 32).decode("ascii", "replace").strip()
     return f" (pid {text})" if text.isdigit() else ""
+
+
+def _refuse_special(path: Path) -> None:
+    """StateFileError when `path` is a FIFO, device or socket: its header's read would wait for a
+    FIFO's writer forever (a CI cache can plant one as it can a link) or read a device."""
+    try:
+        mode = os.stat(path).st_mode  # not a link: refused before
+    except OSError:
+        return  # missing (made now), or the open below says why
+    if not stat.S_ISREG(mode):
+        raise StateFileError(
+            f"{path}: not a regular file (a FIFO, device or socket); give the state file a new path"
+        )
 
 
 def _lock(path: Path, wait_seconds: float) -> int:
@@ -360,6 +418,7 @@ class StateFile:
             # journal must not be links (checked under the lock, which keeps other runs out)
             for name in (path.name, *(path.name + suffix for suffix in ("-wal", "-shm", "-journal"))):
                 refuse_link(path.with_name(name))
+            _refuse_special(path)
             if path.exists():
                 _check_header(path)
             connection = sqlite3.connect(
@@ -412,7 +471,7 @@ class StateFile:
                 return {}
             return {
                 table: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-                for table in ("error_groups", "analyses", "sessions")
+                for table in ("error_groups", "analyses", "sessions", "check_runs")
             }
 
     def describe(self) -> str:
@@ -516,6 +575,46 @@ class StateFile:
                 raise damaged(self.path, f"table analyses, id {row[0]}: content is not an analysis") from None
         return [AnalysisRow(*row) for row in rows]
 
+    # --- each check's runs --------------------------------------------------------------------
+
+    def record_runs(self, runs: list[CheckRun]) -> None:
+        """Adds one run of each check, in one transaction; a check keeps its newest MAX_RUNS_PER_CHECK."""
+        with self._connection() as db:
+            if db is None:
+                return
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany(
+                    "INSERT INTO check_runs (check_key, check_id, name, location, at, verdict, duration_ms,"
+                    " attempts, error_group, error, novelty, commit_id, quarantined)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            r.check_key, r.check_id, r.name, r.location, r.at, r.verdict, r.duration_ms,
+                            r.attempts, r.error_group, (r.error or "")[:MAX_ERROR_CHARS] or None, r.novelty,
+                            r.commit_id, int(r.quarantined),
+                        )
+                        for r in runs
+                    ],
+                )  # fmt: skip
+                # Older than the check's MAX_RUNS_PER_CHECK-th newest run: one index range per check,
+                # nothing deleted while it has fewer (the subquery is NULL).
+                db.executemany(
+                    "DELETE FROM check_runs WHERE check_key = ? AND at < (SELECT at FROM check_runs"
+                    " WHERE check_key = ? ORDER BY at DESC LIMIT 1 OFFSET ?)",
+                    [(key, key, MAX_RUNS_PER_CHECK - 1) for key in {r.check_key for r in runs}],
+                )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def check_runs(
+        self, keys: list[str] | None = None, last: int = MAX_RUNS_PER_CHECK
+    ) -> dict[str, list[CheckRun]]:
+        """Each check's newest `last` runs, oldest first, by check key (every check when `keys` is None)."""
+        return _check_runs(self._connection, keys, last)
+
     # --- sessions ----------------------------------------------------------------------------
 
     def save_session(self, account_id: str, session: TestSession, base_url: str, at: float) -> None:
@@ -592,6 +691,11 @@ def _tidy(connection: sqlite3.Connection) -> None:
         stale = "SELECT id FROM error_groups ORDER BY last_seen DESC LIMIT -1 OFFSET ?"
         connection.execute(f"DELETE FROM analyses WHERE group_id IN ({stale})", (MAX_GROUPS,))
         connection.execute(f"DELETE FROM error_groups WHERE id IN ({stale})", (MAX_GROUPS,))
+        connection.execute(
+            "DELETE FROM check_runs WHERE check_key IN (SELECT check_key FROM check_runs"
+            " GROUP BY check_key ORDER BY max(at) DESC LIMIT -1 OFFSET ?)",
+            (MAX_HISTORY_CHECKS,),
+        )
         connection.execute("COMMIT")
     except BaseException:
         connection.execute("ROLLBACK")
@@ -626,3 +730,71 @@ def recorded_sessions(path: str | Path, limit: int = MAX_SESSIONS) -> list[TestS
         except ValueError:  # a body this version cannot read: its durations are not needed
             continue
     return sessions
+
+
+_RUN_COLUMNS = (
+    "check_key, check_id, name, location, at, verdict, duration_ms, attempts, error_group, error, novelty,"
+    " commit_id, quarantined != 0"  # read as SQLite's 0 or 1; the same truth as the bool written
+)
+
+
+def _check_runs(connection: Any, keys: list[str] | None, last: int) -> dict[str, list[CheckRun]]:
+    """Each check's newest `last` runs, oldest first (the reads of an open file and a read-only one).
+    The run's own checks: one index range each (a run of 10,000 checks reads its window of each in a
+    fraction of a second, however many runs the file keeps). Every check (`testsession history`): one
+    ordered pass over the table, each check's newest `last` kept."""
+    rows: list[Any] = []
+    with connection() as db:
+        if db is None:
+            return {}
+        if keys is None:
+            cursor = db.execute(f"SELECT {_RUN_COLUMNS} FROM check_runs ORDER BY check_key, at, rowid")
+            rows = cursor.fetchall()
+        else:
+            query = (
+                f"SELECT {_RUN_COLUMNS} FROM check_runs WHERE check_key = ? ORDER BY at DESC, rowid DESC"
+                " LIMIT ?"
+            )
+            for key in dict.fromkeys(keys):
+                rows += reversed(db.execute(query, (key, last)).fetchall())
+    runs: dict[str, list[CheckRun]] = {}
+    for row in rows:
+        runs.setdefault(row[0], []).append(CheckRun._make(row))
+    if keys is None:
+        runs = {key: kept[-last:] for key, kept in runs.items()}
+    return runs
+
+
+def read_check_runs(
+    path: str | Path, last: int = MAX_RUNS_PER_CHECK, keys: list[str] | None = None
+) -> dict[str, list[CheckRun]]:
+    """Each check's newest `last` runs in the state file at `path` (of the checks `keys`, else every
+    check), read without its lock and without changing it (`testsession history` while a run writes
+    it); StateFileError (exit 2) naming the file when it cannot be read."""
+    import sqlite3
+
+    path = Path(path)
+    if not path.is_file():
+        raise StateFileError(f"{path}: no such state file (give the --state PATH your runs use)")
+    _check_header(path)
+    try:
+        uri = f"{path.resolve().as_uri()}?mode=ro"
+        connection = sqlite3.connect(uri, uri=True, timeout=LOCK_WAIT_SECONDS)
+    except sqlite3.Error as exc:
+        raise StateFileError(f"{path}: cannot be opened ({exc})") from None
+    try:
+        refusal = _refusal(path, connection)
+        if refusal:
+            raise StateFileError(refusal)
+        if connection.execute("PRAGMA user_version").fetchone()[0] < 2:
+            return {}  # a file of an earlier version: no run recorded yet
+
+        @contextmanager
+        def reader() -> Iterator[sqlite3.Connection]:
+            yield connection
+
+        return _check_runs(reader, keys, last)
+    except sqlite3.Error as exc:
+        raise StateFileError(f"{path}: cannot be read ({exc})") from None
+    finally:
+        connection.close()

@@ -1,0 +1,531 @@
+"""A checks file's checks as a result source: the engine (runner/checks/) runs them in this process.
+
+`run --checks FILE` (or a spec's `checks:`) comes here: no service, no emulator, nothing serialised.
+A session's matched checks go to a pool of daemon threads (at most CONCURRENCY at once; browser
+checks, which their protocol queues itself, to a pool of their own); each worker runs `run_check`
+and hands every attempt back, as it ends, through the session's queue. The session's own thread is
+the only one that keeps the session: it records a failure in its error group (local_groups.py, with
+the state file), reports the check once its final attempt is in (ResultFinished, Progress: the same
+events and console lines as a session of the service), and at the end judges the session by the
+job's policy. A failure's group is analysed by the engine's rules as soon as it appears.
+
+What a result says is what the service says of the same attempts (emulator/core/simulation.py
+renders them for the emulator): a FAILED result whose failure is not an assertion's is an error;
+retries fold into their final result (flaky when it passed at last); a check that cannot run here
+fails closed with why, and how to leave it out of the checks file.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from runner.checks.checksfile import ACCOUNT_ID, LOCAL, ChecksFile
+from runner.checks.declared import DEFAULT_MAX_RUN_SECONDS, Mode, WorldCheck, cannot_run_message
+from runner.checks.failures import ErrorClass, FailureKind
+from runner.checks.internal import internal_error
+from runner.checks.limits import Limits
+from runner.checks.outcome import Attempt
+from runner.checks.variables import VariableSources, variables_from
+from runner.core.errors import UsageError
+from runner.core.exitcodes import ExitCode
+from runner.core.threads import DaemonPool
+from runner.job.analyses import MAX_GROUPS_READ
+from runner.job.events import (
+    AnalysisReady,
+    DeadlinePassed,
+    NoMatch,
+    Progress,
+    ResultFinished,
+    SessionFailed,
+    SessionFinished,
+    Triggered,
+)
+from runner.job.known import UNKNOWN, classify
+from runner.job.local_groups import GroupBook, moment
+from runner.job.outcome import (
+    AnalysisOutcome,
+    AttemptOutcome,
+    ErrorGroupOutcome,
+    ResultOutcome,
+    ResultVerdict,
+    SessionOutcome,
+)
+from runner.job.policy import (
+    NOTHING_JUDGED_CODE,
+    UNRUN_NAMED_CODE,
+    checks_exit_code,
+    no_match_exit_code,
+    unexplained_end,
+    unrun_named_checks,
+)
+from runner.job.session import session_outcome, with_internal_errors
+from runner.job.source import ListedCheck, SessionContext
+from runner.job.verdicts import checked_attachments, checked_suite_tests
+from runner.models import Target, TestSession, TriggerRequest
+from runner.models.resources import CHECK_LOCATIONS
+
+if TYPE_CHECKING:
+    from runner.models.check_definitions import CheckDefinition
+    from runner.state.store import StateFile
+
+CONCURRENCY = 16  # checks of the run at once (the emulator's executor.concurrency default)
+SELF_QUEUED_LIMIT = 64  # browser checks waiting or running: their protocol queues them itself
+BODY_BYTES = 5 * 1024 * 1024  # of a response read by an attempt (Limits)
+NO_MATCH = "No checks matched the target"  # the service's words, as its 403 says them
+PROGRESS_EVERY = 0.25  # seconds between two Progress events (each carries every result so far)
+
+
+@dataclass
+class _Run:
+    """One check's attempts in the session, kept by the session's thread only."""
+
+    check: WorldCheck
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    tries: list[tuple[str, Attempt, str]] = field(default_factory=list)  # (id, attempt, group) failed ones
+    final: Attempt | None = None
+    group: str | None = None  # the final attempt's error group, when it failed
+    ended: float | None = None  # epoch seconds
+
+
+class LocalSource:
+    """The checks of one checks file, run by the engine for every session of the run."""
+
+    def __init__(
+        self, checks: ChecksFile, state: StateFile | None = None, concurrency: int = CONCURRENCY
+    ) -> None:
+        self.checks = checks
+        self.state = state
+        self.book = GroupBook({c.id: c for c in checks.checks}, state)
+        given = {str(place) for check in checks.checks for place in check.locations}
+        self.locations = [LOCAL, *CHECK_LOCATIONS, *sorted(given - {LOCAL, *CHECK_LOCATIONS})]
+        self._pool = DaemonPool(concurrency, "check")
+        self._queued = DaemonPool(SELF_QUEUED_LIMIT, "browser")
+        self._stops: dict[str, threading.Event] = {}  # by session id: what `cancel` sets
+
+    def close(self) -> None:
+        """Checks not started are dropped; running ones were stopped with their session."""
+        for stop in list(self._stops.values()):
+            stop.set()
+        self._pool.shutdown()
+        self._queued.shutdown()
+
+    def list_checks(self, tags: Iterable[str] = ()) -> Sequence[ListedCheck]:
+        return list(self.checks.checks)  # the target's own rule picks from every check
+
+    def cancel(self, session_id: str) -> None:
+        stop = self._stops.get(session_id)
+        if stop is not None:
+            stop.set()
+
+    def trigger_only(self, request: TriggerRequest, context: SessionContext) -> SessionOutcome:
+        # JobSettings refuses --detach with --checks: the checks run in this process.
+        raise UsageError("--detach with --checks: the checks run in this process, nothing runs on detached")
+
+    def run_session(self, request: TriggerRequest, context: SessionContext) -> SessionOutcome:
+        outcome = _Session(self, request, context).run()
+        target = request.target
+        if target is None or not target.checkId or target.matchTags or context.stop_code() is not None:
+            return outcome
+        if outcome.problem or outcome.exitCode not in (ExitCode.OK, ExitCode.CHECKS_FAILED):
+            return outcome
+        problem = unrun_named_checks(target.checkId, outcome.results)  # as session.py's _named_checks
+        if problem is None:
+            return outcome
+        context.emit(SessionFailed(context.where, problem))
+        return outcome.model_copy(update={"exitCode": int(UNRUN_NAMED_CODE), "problem": problem})
+
+    def execute(
+        self,
+        index: int,
+        definition: CheckDefinition,
+        variables: VariableSources,
+        retry: object,
+        max_run: float | None,
+        stop: threading.Event,
+        inbox: queue.SimpleQueue[tuple[int, Attempt, bool]],
+    ) -> None:
+        """On a pool's worker: the check to its end (or its stop), each attempt handed back as it
+        ends; never raises (a bug in the engine fails the check closed instead of hanging the run)."""
+        from runner.checks.run import run_check  # libcurl and friends: only when a check runs
+        from runner.checks.scripts import runner_for
+        from runner.models import RetryStrategy
+
+        if stop.is_set():
+            inbox.put((index, Attempt.not_run(FailureKind.CANCELLED, "cancelled"), True))
+            return
+        try:
+            run_check(
+                definition,
+                max_run_seconds=max_run,
+                variables=variables,
+                retry=retry if isinstance(retry, RetryStrategy) else None,
+                on_attempt=lambda attempt, final: inbox.put((index, attempt, final)),
+                stop=stop,
+                limits=Limits(body_cap_bytes=BODY_BYTES),
+                scripts=runner_for(definition),
+            )
+        except Exception as exc:  # a bug in the engine: exit 4 with its traceback (with_internal_errors)
+            inbox.put((index, internal_error(exc, variables), True))
+
+
+class _Session:
+    """One session of a local run, on the Runner's worker thread for it."""
+
+    def __init__(self, source: LocalSource, request: TriggerRequest, context: SessionContext) -> None:
+        self.source = source
+        self.request = request
+        self.context = context
+        self.id = str(uuid.uuid4())
+        self.start = time.time()
+        self.started_at = moment(self.start)
+        self.stop = threading.Event()
+        self.begun = context.clock()
+        self.inbox: queue.SimpleQueue[tuple[int, Attempt, bool]] = queue.SimpleQueue()
+        self.runs: list[_Run] = []
+        self.results: dict[int, ResultOutcome] = {}  # by run: its final result as first reported
+        self.analysed: dict[str, AnalysisOutcome] = {}  # by group, in the order they were started
+        self.new_failure = False  # a failure was recorded since the analyses were last looked at
+        self.running: dict[int, ResultOutcome] = {}  # a check's placeholder while it runs, made once
+
+    def _outcome(
+        self,
+        code: ExitCode,
+        problem: str | None = None,
+        results: list[ResultOutcome] | None = None,
+        groups: list[ErrorGroupOutcome] | None = None,
+        no_match: bool = False,
+        status: str | None = None,
+    ) -> SessionOutcome:
+        session = None
+        if status is not None:
+            ended = max((r.ended for r in self.runs if r.ended is not None), default=self.start)
+            stopped = moment(ended) if status != "RUNNING" else None
+            session = TestSession(
+                testSessionId=self.id, status=status, startedAt=self.started_at, stoppedAt=stopped
+            )
+        context = self.context
+        return session_outcome(
+            context.where, context.environment, session, results or [], groups or [], code, problem, no_match
+        )
+
+    def run(self) -> SessionOutcome:
+        context, request = self.context, self.request
+        where, gate = context.where, context.plan.gate
+        if request.runLocation not in self.source.locations:
+            problem = "runLocation: unknown location; allowed: " + ", ".join(self.source.locations)
+            context.emit(SessionFailed(where, problem))
+            return self._outcome(ExitCode.USAGE, problem)
+        target = request.target or Target()
+        matched = [c for c in self.source.checks.checks if target.selects(c.id, c.tags, c.activated)]
+        if not matched:
+            context.emit(NoMatch(where, NO_MATCH))
+            problem = f"no check matched the target: {NO_MATCH}"
+            return self._outcome(no_match_exit_code(gate), problem, no_match=True)
+        context.emit(Triggered(where, self.id, None))
+        self.runs = [_Run(check) for check in matched]
+        if context.stop.is_set():
+            return self._outcome(context.stop_code() or ExitCode.INTERRUPTED, status="CANCELLED")
+        self.source._stops[self.id] = self.stop
+        try:
+            self._start()
+            ended = self._wait()
+        finally:
+            self.stop.set()  # whatever still runs ends within a second (the engine's guarantee)
+            self.source._stops.pop(self.id, None)
+        return ended if ended is not None else self._judged()
+
+    def _start(self) -> None:
+        request, source = self.request, self.source
+        variables = VariableSources(
+            session=tuple(variables_from(request.environmentVariables)),
+            account=tuple(variables_from(source.checks.variables)),
+            runtime={"ACCOUNT_ID": ACCOUNT_ID, "REGION": request.runLocation},
+        )
+        from runner.checks.protocols import SELF_QUEUED
+
+        for index, run in enumerate(self.runs):
+            check, plan = run.check, run.check.plan
+            if plan.mode is not Mode.REAL or plan.definition is None:
+                reason = plan.reason or "it cannot run here"
+                message = cannot_run_message(reason, plan.leave_out)
+                self.inbox.put((index, Attempt.not_run(FailureKind.NOT_RUNNABLE_LOCALLY, message), True))
+                continue
+            max_run = DEFAULT_MAX_RUN_SECONDS.get(check.checkType, DEFAULT_MAX_RUN_SECONDS["default"])
+            retry = (
+                request.retryStrategy or check.retryStrategy
+            )  # as production: the session's, else the check's
+            pool = source._queued if check.checkType in SELF_QUEUED else source._pool
+            pool.submit(
+                source.execute, index, plan.definition, variables, retry, max_run, self.stop, self.inbox
+            )
+
+    def _wait(self) -> SessionOutcome | None:
+        """Every attempt as it ends, until every check has its final one: None; or the outcome of a
+        session the run's deadline or a signal ended."""
+        context = self.context
+        begun = self.begun = context.clock()
+        deadline = begun + context.plan.timeout_seconds
+        left = len(self.runs)
+        next_progress = begun
+        while left:
+            if context.stop.is_set():
+                return self._ended_early(context.stop_code() or ExitCode.INTERRUPTED)
+            now = context.clock()
+            if now >= deadline:
+                return self._timed_out()
+            try:
+                item = self.inbox.get(timeout=max(0.0, min(0.2, deadline - now)))
+            except queue.Empty:
+                continue
+            fresh: list[int] = []
+            while True:
+                index, attempt, final = item
+                if self._record(index, attempt, final):
+                    fresh.append(index)
+                try:
+                    item = self.inbox.get_nowait()
+                except queue.Empty:
+                    break
+            left -= len(fresh)
+            for index in fresh:
+                result = self.results[index] = self._result(index)
+                context.emit(ResultFinished(context.where, result, self.started_at))
+            if self.new_failure:  # most drains bring passes only: nothing to analyse
+                self._analyse()
+            now = context.clock()
+            if now >= next_progress or not left:
+                context.emit(Progress(context.where, now - begun, tuple(self._current())))
+                next_progress = now + PROGRESS_EVERY
+        return None
+
+    def _record(self, index: int, attempt: Attempt, final: bool) -> bool:
+        """An attempt of run `index` ended; True when it was the run's final one."""
+        run = self.runs[index]
+        if run.final is not None:
+            return False
+        ended = attempt.started_at + attempt.duration_ms / 1000 if attempt.started_at else time.time()
+        group = None
+        if not attempt.passed and not attempt.cancelled:
+            message = attempt.message or str(attempt.error_kind or "failed")
+            # Only the failure's own evidence is kept: a pass says nothing a group needs.
+            group = self.source.book.record(run.check, message, attempt, ended, self.context.environment)
+            self.new_failure = True
+        if final or attempt.cancelled:
+            # A pass keeps what its result shows (its time, its files), not its evidence (~0.9 KiB).
+            run.final = attempt.as_kept_passed() if attempt.passed else attempt
+            run.group, run.ended = group, ended
+            return True
+        run.tries.append((str(uuid.uuid4()), attempt, group or ""))
+        return False
+
+    # --- what a result says ----------------------------------------------------------------------
+
+    def _result(self, index: int, ended_by_us: bool = False) -> ResultOutcome:
+        run = self.runs[index]
+        check, final = run.check, run.final
+        groups = {g: self.source.book.outcome(g) for g in self._groups_of(run)}
+        failed_tries = [
+            AttemptOutcome(
+                id=try_id,
+                status="FAILED",
+                durationSeconds=_seconds(attempt),
+                error=groups[group].message if group in groups else None,
+            )
+            for try_id, attempt, group in run.tries
+        ]
+        base = {
+            "id": run.id,
+            "checkId": check.id,
+            "name": check.name,
+            "checkType": check.checkType,
+            "runLocation": self.request.runLocation,
+            "attempts": 1 + len(run.tries),
+            "failedAttempts": failed_tries,
+        }
+        if final is None or final.cancelled:
+            status = "CANCELLED" if ended_by_us or final is not None else "RUNNING"
+            return ResultOutcome(**base, status=status, verdict="running")
+        verdict = _verdict(final, bool(run.tries))
+        knowledge = UNKNOWN
+        ids = [run.group] if run.group else []
+        if verdict in ("failed", "error", "degraded") and ids:
+            knowledge = classify([groups[g] for g in ids], self.started_at)
+        return ResultOutcome(
+            **base,
+            status="PASSED" if final.passed else "FAILED",
+            verdict=verdict,
+            durationSeconds=_seconds(final),
+            errorGroupIds=ids,
+            # A degraded pass says why (the threshold and the measure: checks/judge.py), a failure its group.
+            error=(
+                final.message if verdict == "degraded" else groups[run.group].message if run.group else None
+            ),
+            known=knowledge.known,
+            firstSeen=knowledge.firstSeen,
+            lastSeenBefore=knowledge.lastSeenBefore,
+            attachments=checked_attachments({"name": f.name, "path": f.path} for f in final.files),
+            internalError=final.traceback if final.error_kind is FailureKind.INTERNAL_ERROR else None,
+            tests=checked_suite_tests(
+                {"name": t.name, "status": t.status, "runs": t.runs} for t in final.tests
+            ),
+        )
+
+    @staticmethod
+    def _groups_of(run: _Run) -> list[str]:
+        ids = [group for _id, _attempt, group in run.tries if group]
+        return [*ids, run.group] if run.group else ids
+
+    def _current(self) -> list[ResultOutcome]:
+        """Every check of the session as it stands: its final result, or running."""
+        return [self.results.get(i) or self._running_result(i) for i in range(len(self.runs))]
+
+    def _running_result(self, index: int) -> ResultOutcome:
+        held = self.running.get(index)
+        if held is None or held.attempts != 1 + len(self.runs[index].tries):
+            held = self.running[index] = self._result(index)
+        return held
+
+    def _ranked(self) -> list[tuple[str, int]]:
+        """The session's error groups, most frequent first (ties: in the order the results show them)."""
+        counts: Counter[str] = Counter()
+        for run in self.runs:
+            counts.update(self._groups_of(run))
+        return counts.most_common()
+
+    def _analyse(self) -> None:
+        """Analyses of the groups seen so far, most frequent first, up to rca.max in all."""
+        plan = self.context.plan.analyses
+        self.new_failure = False
+        if not plan.enabled or len(self.analysed) >= plan.max_groups:
+            return
+        names: dict[str, list[str]] = {}
+        for run in self.runs:
+            for group in self._groups_of(run):
+                if run.check.name not in names.setdefault(group, []):
+                    names[group].append(run.check.name)
+        for group, _count in self._ranked():
+            if len(self.analysed) >= plan.max_groups:
+                return
+            if group in self.analysed:
+                continue
+            analysis = self.analysed[group] = self.source.book.analysis(group, plan, time.time())
+            if analysis.state == "completed":
+                done = self.source.book.outcome(group).model_copy(update={"analysis": analysis})
+                self.context.emit(AnalysisReady(self.context.where, tuple(names[group]), done))
+
+    def _groups(self) -> list[ErrorGroupOutcome]:
+        plan = self.context.plan.analyses
+        out = []
+        for rank, (group, count) in enumerate(self._ranked()[:MAX_GROUPS_READ]):
+            if not plan.enabled:
+                state = AnalysisOutcome(state="disabled", reason="analyses are off (rca.enabled: false)")
+            elif group in self.analysed:
+                state = self.analysed[group]
+            elif rank >= plan.max_groups or len(self.analysed) >= plan.max_groups:
+                state = AnalysisOutcome(state="skipped", reason=f"beyond rca.max ({plan.max_groups})")
+            else:
+                state = AnalysisOutcome(state="timeout", reason="interrupted")
+            out.append(self.source.book.outcome(group).model_copy(update={"count": count, "analysis": state}))
+        return out
+
+    # --- the end -------------------------------------------------------------------------------------
+
+    def _judged(self) -> SessionOutcome:
+        context = self.context
+        status = "FAILED" if any(r.final is not None and not r.final.passed for r in self.runs) else "PASSED"
+        context.emit(SessionFinished(context.where, status, context.clock() - self.begun))
+        self._analyse()
+        groups = self._groups()
+        # A failure's result again, with its groups' messages as they are now; a pass is as reported.
+        results = [
+            self.results[i] if i in self.results and not self._groups_of(run) else self._result(i)
+            for i, run in enumerate(self.runs)
+        ]
+        self._save(status, results)
+        problem = unexplained_end(status, results, vanished=0)
+        if problem is not None:
+            return self._outcome(NOTHING_JUDGED_CODE, problem, results, groups, status=status)
+        code = checks_exit_code(results, context.plan.gate)
+        judged = self._outcome(code, None, results, groups, status=status)
+        return with_internal_errors(judged, context.where, context.emit)
+
+    def _timed_out(self) -> SessionOutcome:
+        context = self.context
+        before = self._current()
+        timeout = context.plan.timeout_seconds
+        finished = tuple(r for r in before if r.verdict != "running")
+        context.emit(
+            DeadlinePassed(
+                context.where, timeout, finished, tuple(r for r in before if r.verdict == "running")
+            )
+        )
+        self.stop.set()
+        problem = f"the session did not finish within the {timeout:g} s deadline; it was cancelled"
+        results = [self._result(i, ended_by_us=True) for i in range(len(self.runs))]
+        self._save("CANCELLED", results)
+        return self._outcome(ExitCode.TIMEOUT, problem, results, self._groups(), status="CANCELLED")
+
+    def _ended_early(self, code: ExitCode) -> SessionOutcome:
+        self.stop.set()
+        results = [self._result(i, ended_by_us=True) for i in range(len(self.runs))]
+        self._save("CANCELLED", results)
+        return self._outcome(code, None, results, self._groups(), status="CANCELLED")
+
+    def _save(self, status: str, results: list[ResultOutcome]) -> None:
+        """The session in the state file as the service shows it (what a later sharded run reads its
+        checks' durations from)."""
+        state = self.source.state
+        if state is None:
+            return
+        from runner.models import SessionResult
+
+        rows = [
+            SessionResult(
+                testSessionResultId=r.id,
+                checkId=r.checkId,
+                name=r.name,
+                checkType=r.checkType,
+                runLocation=r.runLocation,
+                status=r.status,
+                resultType="FINAL",
+                errorGroupIds=r.errorGroupIds,
+                responseTime=round(r.durationSeconds * 1000) if r.durationSeconds is not None else None,
+            )
+            for r in results
+        ]
+        ended = max((r.ended for r in self.runs if r.ended is not None), default=self.start)
+        session = TestSession(
+            testSessionId=self.id,
+            name=self.request.name,
+            status=status,
+            startedAt=self.started_at,
+            stoppedAt=moment(ended),
+            timeElapsed=round((ended - self.start) * 1000),
+            errorGroupIds=[g for g, _count in self._ranked()],
+            results=rows,
+        )
+        state.save_session(ACCOUNT_ID, session, "", time.time())
+
+
+def _seconds(attempt: Attempt) -> float:
+    """What the service reports of an attempt's time: its response time, else its own duration."""
+    ms = attempt.response_time_ms if attempt.response_time_ms is not None else attempt.duration_ms
+    return round(round(ms) / 1000.0, 3)
+
+
+def _verdict(final: Attempt, retried: bool) -> ResultVerdict:
+    """The check's verdict from its final attempt (job/verdicts.py says the same of the service's
+    rows: a failure that is not an assertion's is an error, a pass after failed attempts flaky)."""
+    if final.passed:
+        if final.degraded:
+            return "degraded"
+        return "flaky" if retried else "passed"
+    error_class = final.error_class or ErrorClass.CONFIGURATION_ERROR
+    return "error" if error_class.is_error else "failed"

@@ -1,0 +1,109 @@
+"""A checks file's run through the job's port (job/local.py LocalSource): the engine's attempts become
+the job's events and outcome directly, with no emulator between: retries fold into one result, a
+failure gets its group, history and analysis from its evidence, and the run's deadline (an injected
+clock) ends a check that is still running."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from checks_servers import HttpServer
+
+from runner.checks.checksfile import parse_checks
+from runner.core.exitcodes import ExitCode
+from runner.job.analyses import AnalysisPlan
+from runner.job.events import AnalysisReady, DeadlinePassed, Event, ResultFinished, Triggered
+from runner.job.local import LocalSource
+from runner.job.outcome import Outcome
+from runner.job.run import Runner
+from runner.job.session import SessionPlan
+from runner.models import RetryStrategy, TriggerRequest
+
+STATUS_200 = [{"source": "STATUS_CODE", "comparison": "EQUALS", "target": "200"}]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def notify(self, event: Event) -> None:
+        self.events.append(event)
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+
+def _check(name: str, url: str, **more: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "checkType": "API",
+        "request": {"method": "GET", "url": url, "assertions": STATUS_200},
+        **more,
+    }
+
+
+def _run(
+    checks: list[dict[str, Any]],
+    plan: SessionPlan,
+    request: TriggerRequest | None = None,
+    clock: Callable[[], float] | None = None,
+) -> tuple[Outcome, Recorder]:
+    source = LocalSource(parse_checks(checks, "checks.yml", {}))
+    recorder = Recorder()
+    kwargs: dict[str, Any] = {} if clock is None else {"clock": clock}
+    try:
+        runner = Runner(source, plan, recorder, **kwargs)
+        outcome = runner.run([request or TriggerRequest(name="local", runLocation="local")])
+    finally:
+        source.close()
+    return outcome, recorder
+
+
+def test_a_retried_check_is_one_flaky_result_with_its_failed_attempt(web: HttpServer) -> None:
+    flaky = _check("Flaky", web.url("/flaky?key=local-source&fail=1"))
+    retry = RetryStrategy(type="FIXED", maxRetries=1, baseBackoffSeconds=0)
+    request = TriggerRequest(name="local", runLocation="local", retryStrategy=retry)
+    outcome, events = _run([flaky], SessionPlan(timeout_seconds=60), request)
+    (result,) = outcome.sessions[0].results
+    assert (result.verdict, result.status, result.attempts) == ("flaky", "PASSED", 2)
+    assert len(result.failedAttempts) == 1 and "503" in (result.failedAttempts[0].error or "")
+    assert [e.result.verdict for e in events.of(ResultFinished)] == ["flaky"]  # reported once, when final
+    assert events.of(Triggered)[0].link is None and outcome.exitCode == ExitCode.OK
+
+
+def test_a_failure_is_new_and_analysed_from_its_evidence(web: HttpServer) -> None:
+    checks = [_check("Down", web.url("/status/503")), _check("Up", web.url("/json"))]
+    outcome, events = _run(checks, SessionPlan(timeout_seconds=60, analyses=AnalysisPlan(timeout_seconds=5)))
+    session = outcome.sessions[0]
+    down = next(r for r in session.results if r.name == "Down")
+    assert (down.verdict, down.known) == ("failed", False) and "503" in (down.error or "")
+    (group,) = session.errorGroups
+    assert group.id in down.errorGroupIds and group.count == 1 and group.occurrences == 1
+    assert group.analysis is not None and group.analysis.state == "completed"
+    assert group.analysis.analysis is not None and "503" in group.analysis.analysis.model_dump_json()
+    assert [e.checks for e in events.of(AnalysisReady)] == [("Down",)]
+    assert outcome.exitCode == ExitCode.CHECKS_FAILED and outcome.counts.passed == 1
+
+
+@pytest.fixture
+def ticking() -> Iterator[Callable[[], float]]:
+    """A clock that moves half a second each time it is read: the run's deadline comes after a few
+    reads, whatever the machine's load."""
+    counter = itertools.count()
+    yield lambda: next(counter) * 0.5
+
+
+def test_the_deadline_ends_a_running_check_and_reports_it_unfinished(
+    web: HttpServer, ticking: Callable[[], float]
+) -> None:
+    slow = _check("Slow", web.url("/slow?ms=3000"))
+    outcome, events = _run([slow], SessionPlan(timeout_seconds=2), clock=ticking)
+    session = outcome.sessions[0]
+    assert session.exitCode == ExitCode.TIMEOUT and outcome.partial
+    assert "did not finish within the 2 s deadline" in (session.problem or "")
+    assert [r.verdict for r in session.results] == ["running"]
+    (passed,) = events.of(DeadlinePassed)
+    assert [r.name for r in passed.unfinished] == ["Slow"] and not passed.finished
