@@ -92,6 +92,11 @@ def start(world_factory: Callable[..., Emulator]) -> Callable[..., Api]:
     return started
 
 
+def at(timestamp: str) -> datetime:
+    """A session's ISO time ("Z" spelled out: Python 3.10's fromisoformat does not read it)."""
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+
+
 RETRY_ONCE = {"type": "FIXED", "baseBackoffSeconds": 0, "maxRetries": 1, "maxDurationSeconds": 60}
 
 
@@ -197,7 +202,9 @@ def test_attempts_are_revealed_as_they_finish(start: Callable[..., Api], web: Ht
     done = client.final(session_id)
     first, last = attempts(done, "flaky")[0], finals(done)["flaky"]
     assert last["status"] == "PASSED" and done["status"] == "PASSED"
-    assert first["stoppedAt"] <= last["startedAt"] <= last["stoppedAt"]
+    # As times, not strings: a time on a whole second is written without its fraction ("...:00Z" sorts
+    # after "...:00.066000Z"; seen once under load).
+    assert at(first["stoppedAt"]) <= at(last["startedAt"]) <= at(last["stoppedAt"]), (first, last)
 
 
 def test_a_retry_backoff_is_simulated_time_scaled_by_the_worlds_speed(
@@ -214,7 +221,7 @@ def test_a_retry_backoff_is_simulated_time_scaled_by_the_worlds_speed(
     # the failed attempt and the retry. Unscaled, the 4 s would be real and read as 40 simulated ones;
     # the margin is a real second of scheduling on a loaded machine (no wall-clock window: one of 2 s
     # around the whole session failed under load).
-    gap = datetime.fromisoformat(last["startedAt"]) - datetime.fromisoformat(first["stoppedAt"])
+    gap = at(last["startedAt"]) - at(first["stoppedAt"])
     assert 3.9 <= gap.total_seconds() < 4 + 10, gap
 
 
@@ -349,7 +356,7 @@ def test_a_waiting_checks_row_shows_its_real_start_once_a_worker_takes_it(
         assert time.monotonic() < deadline
         time.sleep(0.02)
     assert second["status"] == "RUNNING"
-    assert second["startedAt"] >= first["stoppedAt"] > waiting[0]["startedAt"]
+    assert at(second["startedAt"]) >= at(first["stoppedAt"]) > at(waiting[0]["startedAt"])
 
 
 def test_real_failures_group_by_message_and_analyses_cite_what_happened(
