@@ -20,9 +20,10 @@
 #   3    timeout: the sessions did not finish in wait.timeoutSeconds; cancelled  -> do not deploy
 #   4    the service could not be used (auth, network, server errors)           -> do not deploy
 #   5    no check matched the target (0 with gate.failOnNoMatchingChecks: false) -> do not deploy
+#   6    the build did not start (--build-command, --build-url)                 -> do not deploy
 #   130  interrupted (SIGINT), 143 terminated (SIGTERM): sessions cancelled     -> do not deploy
 # This script passes the code through (the deploy command's own code when it ran), so the caller
-# can tell "the checks failed" (1) from "the gate could not decide" (2-5, 130, 143).
+# can tell "the checks failed" (1) from "the gate could not decide" (2-6, 130, 143).
 set -uo pipefail
 
 run_args=()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -106,11 +107,39 @@ def shown_verdicts() -> list[str]:
     return [line for line in block.splitlines() if line.startswith("verdict: ")]
 
 
+LABELS = ("PASSED ", "FAILED ", "DEGRADED ", "ERROR ", "FLAKY ")
+
+
+def shown_results() -> tuple[list[str], list[str]]:
+    """The result lines of the README's before/after block: the good build's, then the broken one's."""
+    (block,) = code_blocks(README, "## Run your checks against a local build", "text")
+    good, broken = (
+        [line for line in part.splitlines() if line.startswith("  ") and line.strip().startswith(LABELS)]
+        for part in block.split("verdict: ", 1)
+    )
+    return good, broken
+
+
+def timeless(line: str) -> str:
+    """A result line without what changes from run to run: durations, then any other number."""
+    return re.sub(r"\d[\d,.]*", "N", re.sub(r"\d[\d,.]*\s?(ms|s)\b", "T", line))
+
+
+def assert_shown(shown: list[str], console: str) -> None:
+    """Each result line the README shows is printed so, but for timings and ports."""
+    printed = {timeless(line) for line in console.splitlines()}
+    for line in shown:
+        assert timeless(line) in printed, (line, console)
+
+
 def test_the_good_build_passes_and_the_broken_one_fails_with_the_same_story_everywhere(run: Any) -> None:
     good_verdict, broken_verdict = shown_verdicts()
+    good_lines, broken_lines = shown_results()
+    assert len(good_lines) == 2 and len(broken_lines) == 3
     code, console, results, markdown, junit = run(broken=False)
     assert code == 0, console
     assert good_verdict in console.splitlines(), console  # as the README shows it
+    assert_shown(good_lines, console)
     assert verdicts(results) == {
         "Shop health": "passed", "Products API": "passed", "Cart API": "passed", "Search API": "passed",
         "Payments API": "flaky", "Line service": "passed", "Shop DNS": "passed",
@@ -121,6 +150,7 @@ def test_the_good_build_passes_and_the_broken_one_fails_with_the_same_story_ever
     code, console, results, markdown, junit = run(broken=True)
     assert code == 1, console
     assert broken_verdict in console.splitlines(), console
+    assert_shown(broken_lines, console)
     outcome = {r["name"]: r for s in results["sessions"] for r in s["results"]}
     assert verdicts(results) == {
         "Shop health": "passed", "Products API": "passed", "Cart API": "failed", "Search API": "degraded",

@@ -19,13 +19,21 @@ import json
 from typing import Any
 
 from runner.checks.failures import ErrorClass, FailureKind
-from runner.checks.outcome import AssertionResult, Attempt, EvidenceFile, RequestSummary, Step, TimingPhases
+from runner.checks.outcome import (
+    AssertionResult,
+    Attempt,
+    EvidenceFile,
+    RequestSummary,
+    Step,
+    SuiteTest,
+    TimingPhases,
+)
 
 MAX_EVIDENCE_CHARS = 16_384
 MAX_HEADERS = 20
 MAX_TEXT_CHARS = 1_000
 MAX_CONSOLE_LINES = 10  # the last lines: where a script's failure shows
-_CHILD_FIELDS = ("steps", "console", "files")
+_CHILD_FIELDS = ("steps", "console", "files", "tests")
 
 
 def to_data(attempt: Attempt) -> dict[str, Any] | None:
@@ -67,6 +75,7 @@ def from_data(data: Any) -> Attempt | None:
         fields["steps"] = tuple(Step(**item) for item in fields.get("steps") or ())
         fields["console"] = tuple(str(line) for line in fields.get("console") or ())
         fields["files"] = tuple(EvidenceFile(**item) for item in fields.get("files") or ())
+        fields["tests"] = tuple(SuiteTest(**item) for item in fields.get("tests") or ())
         known = {f.name for f in dataclasses.fields(Attempt)}
         return Attempt(**{name: value for name, value in fields.items() if name in known})
     except (TypeError, ValueError, AttributeError):

@@ -53,7 +53,7 @@ from runner.job.events import (
 from runner.job.history import READY_RUNS, describe_unstable, key_of, lately
 from runner.job.history import describe as describe_history
 from runner.job.known import history
-from runner.job.outcome import ResultOutcome
+from runner.job.outcome import HistoryOutcome, ResultOutcome
 from runner.job.policy import LABELS, Gate, failing_verdict
 
 if TYPE_CHECKING:
@@ -354,6 +354,8 @@ class Console:
         elif isinstance(event, Note):
             if event.verbose:
                 self.verbose(_s(event.text))
+            elif event.always:
+                self.always(_s(event.text))
             else:
                 self.line(_s(event.text))
         elif isinstance(event, Finished):
@@ -465,7 +467,7 @@ class Console:
             if item.history is not None:
                 self.line(f"  {item.history.label}: {item.history.reason}")
             if result.history is not None:
-                self.line(f"  history: {describe_history(result.history)} {_marks(result.history.recent)}")
+                self.line(f"  history: {_history_details(result.history)}")
             if item.classification or item.root_cause:
                 cause = f"({_s(item.classification, 100)}): {_s(item.root_cause, 2000)}"
                 same = explained.get(_same_cause(cause))
@@ -524,6 +526,15 @@ class Console:
         return (
             f"{head} — {digest.summary} · {digest.count_line()} · exit code {int(digest.exit_code)}{detail}"
         )
+
+
+def _history_details(history: HistoryOutcome) -> str:
+    """'failed 2 of the last 3 runs; flaky; recent runs (oldest first): .XX': the marks are named, and
+    left out on a first recorded run, where a lone 'X' would say nothing the line does not."""
+    marks = _marks(history.recent)
+    if history.runs <= 1 or not marks:
+        return describe_history(history)
+    return f"{describe_history(history)}; recent runs (oldest first): {marks}"
 
 
 def _marks(recent: str) -> str:

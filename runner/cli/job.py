@@ -358,7 +358,9 @@ class Job:
         # The build inside the signal handling: a signal while it starts or is awaited ends the
         # command (Interrupted), and leaving the block stops the build on every way out.
         if self.settings.source == "demo":
-            self.observer.notify(Note(f"{DEMO_MARK} --checks FILE runs your own checks against the build"))
+            self.observer.notify(
+                Note(f"{DEMO_MARK} --checks FILE runs your own checks against the build", always=True)
+            )
         _remove_leftovers(self.settings.emulator)
         with self._signals(), self._build():
             return self._run_checks()

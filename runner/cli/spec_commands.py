@@ -13,7 +13,10 @@ from runner.core.text import for_line
 from runner.core.words import counted
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from runner.cli.common import Context
+    from runner.models.quarantine import QuarantineEntry
     from runner.spec import RunSpec, SessionSpec
 
 
@@ -79,6 +82,7 @@ def handle_validate(args: argparse.Namespace, ctx: Context) -> int:
             continue
         try:
             spec = load_spec(path, os.environ, allow_unset=args.allow_unset)
+            _judge_quarantine(spec.quarantine, None, path)
         except SpecError as exc:
             code = ExitCode.USAGE
             for problem in exc.problems:
@@ -126,6 +130,7 @@ def _validate_checks(path: str, ctx: Context) -> bool:
     from runner.checks.checksfile import load_checks_file
     from runner.checks.declared import Mode, WorldError
     from runner.cli.common import problem_line
+    from runner.core.errors import SpecError
 
     try:
         checks = load_checks_file(path, os.environ)
@@ -137,6 +142,13 @@ def _validate_checks(path: str, ctx: Context) -> bool:
     for secret in checks.secrets:
         ctx.redact.add(secret)
     loaded = checks.checks
+    try:
+        _judge_quarantine(checks.quarantine, [(c.id, c.name) for c in loaded], path)
+    except SpecError as exc:
+        for problem in exc.problems:
+            print(ctx.redact(problem), file=sys.stderr)
+        print(f"{path}: {counted(len(exc.problems), 'problem')} (a checks file)", file=sys.stderr)
+        return False
     cannot = [c for c in loaded if c.plan.mode is not Mode.REAL]
     for check in cannot:
         print(
@@ -152,6 +164,20 @@ def _validate_checks(path: str, ctx: Context) -> bool:
         runs += f", {len(cannot)} cannot (a session that matches one fails closed)"
     print(ctx.redact(f"{path}: ok (a checks file: {counted(len(loaded), 'check')}, {runs})"))
     return True
+
+
+def _judge_quarantine(
+    entries: Sequence[QuarantineEntry], checks: list[tuple[str | None, str]] | None, path: str
+) -> None:
+    """The quarantine entries judged as `run` judges them at its start, on the same day (the clock
+    seam): SpecError for every entry `run` would refuse. `checks` None: a spec, whose checks the
+    service names only after they ran (then only `until` and duplicates can be judged)."""
+    if not entries:
+        return
+    from runner.core import clock
+    from runner.job.quarantine import resolve
+
+    resolve(entries, checks, clock.today(), path)
 
 
 def handle_schema(args: argparse.Namespace, ctx: Context) -> int:

@@ -142,6 +142,7 @@ class Retrying:
 class Note:
     text: str
     verbose: bool = False
+    always: bool = False  # shown under -q too: what no reader may miss (a DEMO run's scripted results)
 
 
 @dataclass(frozen=True)

@@ -161,6 +161,8 @@ def describe(history: HistoryOutcome) -> str:
     """'failed 3 of the last 20 runs; flaky': a failing check's history in one clause."""
     if history.runs <= 1:
         return "its first recorded run"
+    if history.failed == 0 and history.degraded:  # a degraded check: "failed 0 of ..." says nothing
+        return f"degraded {history.degraded} of the last {history.runs} runs"
     text = f"failed {history.failed} of the last {history.runs} runs"
     if history.unstable:
         return text + "; flaky"
@@ -170,8 +172,11 @@ def describe(history: HistoryOutcome) -> str:
 
 
 def describe_unstable(history: HistoryOutcome) -> str:
-    """'passed 17 of the last 20 runs (2 only on a retry)': an unstable check that passes now."""
+    """'passed 17 of the last 20 runs, 2 only on a retry': an unstable check that passes now (its
+    caller puts it in parentheses: no second pair inside)."""
+    if history.runs == 1:  # unstable on one run: it passed only on a retry
+        return "passed its only recorded run" + (" only on a retry" if history.flaky else "")
     text = f"passed {history.runs - history.failed} of the last {history.runs} runs"
     if history.flaky:
-        text += f" ({history.flaky} only on a retry)"
+        text += f", {history.flaky} only on a retry"
     return text

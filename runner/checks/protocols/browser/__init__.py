@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import sys
 import threading
 import time
@@ -242,12 +243,18 @@ def attempt_dir(check: CheckDefinition) -> Path:
     from runner.core.files import PlantedLink, refuse_link
 
     folder = OPTIONS.artifacts_dir / _folder(check)
-    attempt = folder / f"attempt-{_next_attempt(check)}"
+    number = _next_attempt(check)
+    attempt = folder / f"attempt-{number}"
     try:
         refuse_link(folder)
         refuse_link(attempt)
     except PlantedLink as exc:
         raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, f"evidence folder {exc}") from None
+    if number == 1 and folder.is_dir():
+        # An earlier run's screenshots and traces (which may hold what a script typed): only this
+        # run's evidence stays beside its reports, so an uploaded folder never pairs old files with
+        # a new verdict. The folder is ours and no link (refused above): removed, never followed.
+        shutil.rmtree(folder, ignore_errors=True)
     return attempt.resolve()
 
 
