@@ -97,6 +97,9 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(int(query.get("ms", "200")) / 1000)
             self._send(200, "slow answer")
         elif path == "/trickle":
+            if "key" in query:  # a test waits for the request to be under way
+                counts = self.server.counts  # type: ignore[attr-defined]
+                counts[query["key"]] = counts.get(query["key"], 0) + 1
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
             self.send_header("Content-Length", "1000")
@@ -213,9 +216,9 @@ def make_tls(directory: Path) -> Tls:
 
 
 class _TcpHandler(socketserver.BaseRequestHandler):
-    """One line in, an answer by command: PING -> +PONG (stays open), HELLO -> hello and close,
-    SLOW -> an answer after 0.6 s, SILENT -> nothing, RESET -> a TCP reset, TRICKLE -> a byte every
-    20 ms for 2 s (an answer that does not end)."""
+    """One line in, an answer by command: PING -> +PONG (stays open until the client closes),
+    HELLO -> hello and close, SLOW -> an answer after 0.6 s, SILENT -> nothing, RESET -> a TCP reset,
+    TRICKLE -> a byte every 20 ms for 2 s (an answer that does not end)."""
 
     def handle(self) -> None:
         sock: socket.socket = self.request
@@ -232,7 +235,12 @@ class _TcpHandler(socketserver.BaseRequestHandler):
         command = line.strip().decode()
         if command == "PING":
             sock.sendall(b"+PONG\r\n")
-            time.sleep(1.0)  # stays open: the client ends the read on a quiet line
+            # Stays open until the client closes (or 30 s): only a quiet line can end the client's read,
+            # however slow the machine (a fixed 1 s hold made the test a race under load).
+            sock.settimeout(30)
+            with contextlib.suppress(OSError):
+                while sock.recv(1024):
+                    pass
         elif command == "HELLO":
             sock.sendall(b"hello there\r\n")
         elif command == "SLOW":

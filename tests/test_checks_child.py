@@ -9,10 +9,13 @@ import os
 import threading
 import time
 
+import pytest
+
 from runner.checks.child import run_child
 
 
-def gone(pid: int, within: float = 2.0) -> bool:
+def gone(pid: int, within: float = 10.0) -> bool:
+    """Whether `pid` is gone within `within` s (returns once it is: the bound is for a loaded machine)."""
     end = time.monotonic() + within
     while time.monotonic() < end:
         try:
@@ -29,6 +32,7 @@ def test_a_child_that_exits_gives_its_code_and_both_outputs() -> None:
     assert not (result.cancelled or result.timed_out or result.stdout_truncated)
 
 
+@pytest.mark.timing  # measures real time: the `timing` phase, one test at a time (.ci/run)
 def test_the_stop_event_ends_the_child_and_what_it_started_within_a_slice() -> None:
     stop = threading.Event()
     threading.Timer(0.3, stop.set).start()
@@ -37,7 +41,7 @@ def test_the_stop_event_ends_the_child_and_what_it_started_within_a_slice() -> N
     result = run_child(["sh", "-c", "sleep 30 & echo $!; wait"], deadline=time.monotonic() + 20, stop=stop)
     took = time.monotonic() - started
     assert result.cancelled and result.returncode is None and not result.timed_out
-    assert 0.3 <= took < 1.5, took
+    assert 0.3 <= took < 1.5, took  # the stop, a slice after it: not the 20 s deadline nor the 30 s sleep
     assert gone(int(result.stdout.split()[0])), "the background sleep outlived the stop"
 
 
@@ -45,7 +49,7 @@ def test_the_deadline_ends_a_child_that_never_exits() -> None:
     started = time.monotonic()
     result = run_child(["sh", "-c", "echo started; exec sleep 30"], deadline=time.monotonic() + 0.4)
     assert result.timed_out and result.returncode is None and result.stdout == "started\n"
-    assert time.monotonic() - started < 2.0
+    assert 0.4 <= time.monotonic() - started < 10  # the 0.4 s deadline, not the 30 s sleep
 
 
 def test_a_grandchild_holding_the_output_open_neither_holds_the_call_nor_outlives_it() -> None:
@@ -53,7 +57,7 @@ def test_a_grandchild_holding_the_output_open_neither_holds_the_call_nor_outlive
     started = time.monotonic()
     result = run_child(["sh", "-c", "sleep 30 & echo $!; exit 4"], deadline=time.monotonic() + 20)
     assert result.returncode == 4 and not result.timed_out
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 10  # not the 20 s deadline nor the 30 s the sleep holds the pipe
     assert gone(int(result.stdout.split()[0]))
 
 

@@ -212,6 +212,7 @@ def test_slow_answers_degrade_then_time_out(server: GrpcServer) -> None:
     assert analyse_run(timed_out, timed_out.message, "GRPC", "Greeter")[1] == "rules-v1/run-timeout"
 
 
+@pytest.mark.timing  # measures real time: the `timing` phase, one test at a time (.ci/run)
 def test_a_stopped_call_is_cancelled_within_a_quarter_second(server: GrpcServer) -> None:
     stop, set_at = threading.Event(), []
     threading.Timer(0.3, lambda: (set_at.append(time.monotonic()), stop.set())).start()

@@ -247,6 +247,7 @@ def test_loopback_answers_every_ping_with_its_latency(host: str) -> None:
     assert [r["success"] for r in document["pingResults"]] == [True, True, True]
 
 
+@pytest.mark.timing  # measures real time: the `timing` phase, one test at a time (.ci/run)
 @needs_ping
 def test_a_stop_ends_the_pings_within_a_tenth_of_a_second() -> None:
     stop = threading.Event()
@@ -379,6 +380,7 @@ def test_a_failed_latency_assertion_fails_the_check_and_the_analysis_quotes_the_
     assert "2 packets transmitted, 2 received, 0% packet loss" in analysis.rootCause
 
 
+@pytest.mark.timing  # measures real time: the `timing` phase, one test at a time (.ci/run)
 @needs_ping
 def test_a_stopped_icmp_check_is_cancelled_within_a_tenth_of_a_second() -> None:
     stop = threading.Event()

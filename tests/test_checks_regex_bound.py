@@ -54,7 +54,8 @@ def test_a_backtracking_regex_fails_within_the_attempts_bound_and_the_process_ke
     elapsed = time.monotonic() - started
     worker.join(1)
     [attempt] = done
-    assert elapsed < 1.5 + 1.5, elapsed  # the attempt's 1.5 s, plus a loaded machine's slack
+    # The attempt's 1.5 s, not the match's end (never): a bound far from both, for a loaded machine.
+    assert elapsed < 10, elapsed
     assert ticks >= 30, ticks  # with `re`, this thread got no turn until the match ended (never)
     assert not attempt.passed and attempt.error_kind == "assertion"
     message = attempt.message or ""
@@ -72,7 +73,7 @@ def test_the_regex_budget_is_at_most_the_cap_and_at_least_the_floor(web: HttpSer
     limits = Limits(regex_max_seconds=0.4)  # the API default bound is 20 s: the cap decides
     started = time.monotonic()
     attempt = run_check(check, max_run_seconds=30, limits=limits).final
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 10  # not the 20 s default nor the match's end (never)
     assert "regex took longer than 0.4 s" in (attempt.message or "")
 
 
@@ -89,7 +90,7 @@ def test_regexes_in_jsonpath_filters_are_bounded_too(path: str) -> None:
     assertion = Assertion(source="JSON_BODY", property=path, comparison="IS_EMPTY", target="")
     started = time.monotonic()
     result = evaluate(assertion, {"JSON_BODY": document}, budget=RegexBudget.start(0.3))
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 10  # unbounded, the match never ends
     assert not result.passed
     assert result.detail.startswith("regex took longer than 0.3 s in the JSONPath's filter"), result.detail
 
@@ -122,7 +123,7 @@ def test_a_long_number_like_body_is_compared_at_once(web: HttpServer) -> None:
     )
     started = time.monotonic()
     attempt = run_check(check, max_run_seconds=30).final
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 10  # quadratic, a million digits take hours
     assert not attempt.passed and attempt.error_kind == "assertion"
 
 

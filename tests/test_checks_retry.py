@@ -120,7 +120,8 @@ def test_a_stop_during_the_wait_ends_the_run_at_once(web: HttpServer) -> None:
         stop=stop,
         on_attempt=lambda attempt, final: stop.set(),
     )
-    assert result.cancelled and len(result.attempts) == 1 and time.monotonic() - started < 1
+    # Not the 60 s backoff: a bound far from it, for a loaded machine (the order says the stop ended it).
+    assert result.cancelled and len(result.attempts) == 1 and time.monotonic() - started < 10
 
 
 def _stopped_after(definition: dict[str, Any], seconds: float) -> tuple[CheckRun, float]:
@@ -131,6 +132,7 @@ def _stopped_after(definition: dict[str, Any], seconds: float) -> tuple[CheckRun
     return result, time.monotonic() - started
 
 
+@pytest.mark.timing  # measures real time: the `timing` phase, one test at a time (.ci/run)
 def test_a_stop_during_a_request_ends_it_promptly(web: HttpServer) -> None:
     slow = {
         "name": "x",

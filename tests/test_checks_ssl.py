@@ -221,6 +221,7 @@ def test_an_expired_certificate_fails(
     assert attempt.message.startswith("the certificate for 127.0.0.1 expired 3 days ago (notAfter ")
 
 
+@pytest.mark.timing  # measures real time: the `timing` phase, one test at a time (.ci/run)
 def test_refused_silent_and_stopped() -> None:
     port = free_port()
     refused = run(ssl_check(port))

@@ -234,9 +234,10 @@ def test_deterministic_across_processes() -> None:
 def test_weird_input_never_raises_and_stays_fast(
     message: str, check_type: str | None, check_name: str
 ) -> None:
-    started = time.perf_counter()
+    # CPU time of this thread, not wall time: a loaded machine does not make the analysis slower.
+    started = time.thread_time()
     analysis, model = analyse(message, check_type, check_name)
-    assert time.perf_counter() - started < 1.0
+    assert time.thread_time() - started < 1.0
     assert model.startswith("rules-v1/")
     text = text_of(analysis)
     assert len(text) < 5_000  # quotes are shortened, whatever the input

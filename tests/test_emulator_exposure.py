@@ -48,7 +48,9 @@ def emulator(module_emulator: Emulator) -> Emulator:
 def test_alias_bomb_world_is_refused_quickly(emulator: Emulator) -> None:
     started = time.monotonic()
     response = requests.post(f"{emulator.url}/_emulator/world", headers=YAML, data=BOMB.encode(), timeout=15)
-    assert time.monotonic() - started < 2
+    # Refused before expanding: 9^8 nodes would take minutes and gigabytes (the 15 s read would time
+    # out). A bound far from that, not a 2 s window, which a loaded machine missed at 2.25 s.
+    assert time.monotonic() - started < 10
     assert response.status_code == 400
     assert "too large" in response.json()["message"]
     # Still serving, with its world unchanged.
@@ -73,11 +75,11 @@ def test_world_parse_does_not_block_other_requests(
     from runner.emulator.shell import control
 
     real = control.parse_world_text
-    parsing = threading.Event()
+    parsing, release = threading.Event(), threading.Event()
 
     def slow_parse(text: str, source: str = "world") -> Any:
         parsing.set()
-        time.sleep(1.5)
+        release.wait(20)  # held until the other request is answered: an order, not a time window
         return real(text, source)
 
     monkeypatch.setattr(control, "parse_world_text", slow_parse)
@@ -90,11 +92,12 @@ def test_world_parse_does_not_block_other_requests(
     loader.start()
     try:
         assert parsing.wait(5)
-        started = time.monotonic()
+        # Answered while the parse is still held: on the event loop, it could not be (a read timeout).
         answer = requests.get(f"{emulator.url}/_emulator/settings", headers=CONTROL_HEADERS, timeout=10)
         assert answer.status_code == 200
-        assert time.monotonic() - started < 0.5
+        assert loader.is_alive()
     finally:
+        release.set()
         loader.join(15)
 
 

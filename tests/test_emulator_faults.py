@@ -374,13 +374,17 @@ def test_slow_after_times_the_client_out_after_the_side_effect(srv: Server) -> N
 
 
 def test_slow_does_not_block_other_requests(srv: Server) -> None:
-    srv.injector.add(fault(route="trigger", kind="slow", delaySeconds=1.0))
+    # Held after its handler ran, so the test knows the slow request is in the server: another
+    # request is answered while it is held (an order, not a 0.5 s window a loaded machine missed).
+    srv.injector.add(fault(route="trigger", kind="slow", delaySeconds=3.0, phase="after"))
     slow = threading.Thread(target=trigger, args=(srv,))
     slow.start()
-    time.sleep(0.1)
-    started = time.monotonic()
+    deadline = time.monotonic() + TIMEOUT
+    while srv.handlers.triggers == 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
     assert read(srv).status_code == 200
-    assert time.monotonic() - started < 0.5
+    assert slow.is_alive()  # the slow answer is still held
     slow.join(TIMEOUT)
 
 

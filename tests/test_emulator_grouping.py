@@ -119,10 +119,10 @@ def test_empty_message_is_one_group() -> None:
     ],
 )
 def test_a_megabyte_message_is_cleaned_fast(huge: str) -> None:
-    started = time.perf_counter()
+    started = time.thread_time()  # CPU time of this thread: the same on a loaded machine
     cleaned = clean_message(huge)
     error_hash(cleaned)
-    assert time.perf_counter() - started < 1.0
+    assert time.thread_time() - started < 1.0
     assert len(cleaned) <= 100_000 * 4  # bounded, whatever the input size
 
 

@@ -211,7 +211,9 @@ def test_a_100_mb_body_is_413_before_a_byte_of_it_is_read(emulator: Emulator) ->
         assert json.loads(answer.read())["message"] == f"request body larger than {MAX_BODY_BYTES} bytes"
     finally:
         connection.close()
-    assert time.monotonic() - started < 3
+    # Answered before the body: waiting for it would end only at the connection's 5 s timeout (an
+    # error); a margin for a loaded machine below that, not a 3 s window.
+    assert time.monotonic() - started < 5
     assert emulator.backend.stats()["sessionsTotal"] == 0
 
 

@@ -613,7 +613,7 @@ def test_a_signal_during_waits_first_read_ends_it_at_once_with_reports(
         finally:
             proc.kill()
     assert proc.returncode == code, out
-    assert time.monotonic() - sent < 5, out
+    assert time.monotonic() - sent < 12, out  # not the held read's 20 s (times its retries)
     data = json.loads((plain_env / "r.json").read_text())
     assert data["verdict"] == "interrupted" and data["exitCode"] == code
     assert (plain_env / "j.xml").exists() and KEY not in out

@@ -282,6 +282,7 @@ def slow_cancels(emulator: Emulator, seconds: float = 60.0) -> None:
     ).raise_for_status()
 
 
+@pytest.mark.timing  # measures real time: the `timing` phase, one test at a time (.ci/run)
 @pytest.mark.parametrize(("sig", "code"), SIGNALS)
 def test_a_slow_cancel_does_not_hold_the_shutdown(
     sig: signal.Signals, code: int, start_run: Callable[[str], RunProcess], emulator: Emulator, tmp_path: Path
@@ -299,6 +300,7 @@ def test_a_slow_cancel_does_not_hold_the_shutdown(
     partial_reports(tmp_path, code, sig.name)
 
 
+@pytest.mark.timing  # measures real time: the `timing` phase, one test at a time (.ci/run)
 def test_a_second_signal_stops_at_once(
     start_run: Callable[[str], RunProcess], emulator: Emulator, tmp_path: Path
 ) -> None:

@@ -70,7 +70,12 @@ def test_the_second_run_calls_the_same_real_failure_known_since_the_first(tmp_pa
     assert cart["error"] == "STATUS_CODE EQUALS 200: received 503"
     assert cart["known"] is False
     seen = cart["firstSeen"]
-    assert before["startedAt"] <= seen <= before["finishedAt"]
+    # As times, not strings: a time on a whole second is written without its fraction.
+    at = [
+        datetime.fromisoformat(t.replace("Z", "+00:00"))
+        for t in (before["startedAt"], seen, before["finishedAt"])
+    ]
+    assert at[0] <= at[1] <= at[2], (before["startedAt"], seen, before["finishedAt"])
     assert console_line(first.stdout, "Cart API").endswith("— STATUS_CODE EQUALS 200: received 503 [new]")
     assert "**2 new failures** (in this build) · **0 known**" in first_md
     assert "### New in this build (2)" in first_md

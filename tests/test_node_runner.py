@@ -70,7 +70,7 @@ def test_deadline_and_stop_end_the_child_and_a_detached_grandchild(tmp_path: Pat
     started = time.monotonic()
     result = run_child(["node", "-e", SPAWNER], cwd=tmp_path, env=child_environment(), deadline=deadline,
                        stop=stop, grace=1.0)  # fmt: skip
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 15  # 1.5 s and the 1 s grace, not the spawner's forever
     assert (result.timed_out, result.cancelled) == ((True, False) if how == "deadline" else (False, True))
     assert result.returncode is None
     grandchild = int(result.stdout.split()[0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
+from collections.abc import Callable
 from http import HTTPStatus
 
 from runner.emulator.core.failures import ApiFailure
@@ -52,12 +53,14 @@ def rate_limited(limit: RateLimit, retry_after: int) -> ApiFailure:
 
 
 class Keys:
-    """Not thread-safe: the Backend calls it under its lock."""
+    """Not thread-safe: the Backend calls it under its lock. `clock` (monotonic seconds) times the rate
+    limit's window; a test sets its own to judge a flood without a race against real time."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
         self._keys: dict[str, tuple[str, str]] = {}  # key -> (account id, role)
         self._revoked: set[str] = set()
-        self._used: dict[str, deque[float]] = {}  # key -> monotonic times of its requests in the window
+        self._used: dict[str, deque[float]] = {}  # key -> `clock` times of its requests in the window
 
     def clear(self) -> None:
         self._keys.clear()
@@ -105,7 +108,7 @@ class Keys:
 
     def _count(self, key: str, limit: RateLimit) -> None:
         """Counts the request in its key's sliding window, or raises the 429 it meets."""
-        now = time.monotonic()
+        now = self.clock()
         used = self._used.setdefault(key, deque())
         while used and used[0] <= now - limit.windowSeconds:
             used.popleft()
