@@ -98,3 +98,13 @@ def test_spec_commands_module_imports_nothing_heavy() -> None:
         timeout=60,
     )
     assert done.returncode == 0 and done.stdout.strip() == "", done.stdout + done.stderr
+
+
+def test_a_subcommand_error_shows_that_subcommand_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    # `report` takes no -o: the error must show report's usage, not the top-level one.
+    with pytest.raises(SystemExit) as exited:
+        main(["report", "results.json", "-o", "DIR"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("usage: testsession report "), err
+    assert err[-1].startswith("testsession report: error: unrecognized arguments: -o DIR"), err

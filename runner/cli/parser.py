@@ -58,10 +58,12 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # As argparse prints it (usage, then one line), raised as UsageExit so that `run` and `wait`
         # can still write their reports (cli/error_reports.py).
+        # The top parser reports a subcommand's unknown flags: show that subcommand's usage.
         full = message + self._suggestion(message)
+        parser = self._command_parser()
         with suppress(OSError, ValueError):  # stderr closed or broken: the exit code still says 2
-            self.print_usage(sys.stderr)
-            sys.stderr.write(f"{self.prog}: error: {full}\n")
+            parser.print_usage(sys.stderr)
+            sys.stderr.write(f"{parser.prog}: error: {full}\n")
         raise UsageExit(full)
 
     def _suggestion(self, message: str) -> str:
