@@ -264,3 +264,35 @@ def test_a_bug_is_no_verdict_exit_4_with_its_reports_and_traceback(
     assert data["exitCode"] == 4 and "internal error: ZeroDivisionError" in data["message"]
     assert "internal error" in the_error_case(junit).get("message", "")
     assert len(cli_env.backend.snapshot().sessions) == 0
+
+
+# --- a report that cannot be written at the end ----------------------------------------------------
+
+
+def test_a_passing_run_whose_report_cannot_be_written_does_not_exit_0(
+    cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A FIFO nobody reads passes the check before the run (it exists, it is writable) but takes no
+    report at the end: the gate fails closed, and the last line says why."""
+    fifo = tmp_path / "junit.fifo"
+    os.mkfifo(fifo)
+    code = main(
+        [
+            "run",
+            "--location",
+            "eu-west-1",
+            "--tag",
+            "smoke",
+            "--junit",
+            str(fifo),
+            "--json",
+            str(tmp_path / "results.json"),
+        ]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert json.loads((tmp_path / "results.json").read_text())["exitCode"] == 0  # the checks passed
+    assert code == ExitCode.USAGE, err
+    assert "could not write junit report" in err[-2]
+    assert (
+        "junit report could not be written" in err[-1] and "exit 2" in err[-1] and "gate passed" in err[-1]
+    ), err

@@ -692,8 +692,18 @@ class Job:
             shown = outcome
         else:
             shown = Outcome.model_validate(redact_data(outcome.model_dump(), self.redact))
-        written = self.write_reports(shown) if write_reports else {}
+        written, lost = self.write_reports(shown) if write_reports else ({}, [])
         self.observer.notify(Finished(digest(shown), written))
+        if lost and outcome.exitCode == ExitCode.OK:
+            # A gate fails closed: a report the user asked for and does not get is no pass.
+            with suppress(OSError, ValueError):
+                print(
+                    f"testsession: error: exit {int(ExitCode.USAGE)}: the gate passed, but the "
+                    f"{' and '.join(lost)} report{'s' if len(lost) > 1 else ''} could not be written "
+                    "(see above)",
+                    file=self.stderr,
+                )
+            return ExitCode.USAGE
         return outcome.exitCode
 
     def _no_secret_in(self, outcome: Outcome) -> bool:
@@ -702,12 +712,14 @@ class Job:
         except ValueError:  # not writable as JSON (never seen): masked field by field, as before
             return False
 
-    def write_reports(self, outcome: Outcome) -> dict[str, Path]:
-        """Each report on its own: one that cannot be rendered or written never costs the others."""
+    def write_reports(self, outcome: Outcome) -> tuple[dict[str, Path], list[str]]:
+        """Each report on its own: one that cannot be rendered or written never costs the others.
+        Returns the reports written and the kinds that could not be."""
         from runner.reports import render_json, render_junit, render_markdown, write_atomic
 
         renderers = {"json": render_json, "junit": render_junit, "markdown": render_markdown}
         written: dict[str, Path] = {}
+        lost: list[str] = []
         for kind, path in self.settings.report_paths.items():
             try:
                 text = self.redact(renderers[kind](outcome))
@@ -718,13 +730,14 @@ class Job:
                 write_atomic(path, text)
                 written[kind] = path
             except (OSError, ValueError) as exc:
+                lost.append(kind)
                 # stderr closed or broken: the exit code stands (an error escaping here would
                 # cost the verdict).
                 with suppress(OSError, ValueError):
                     print(
                         f"testsession: error: could not write {kind} report {path}: {exc}", file=self.stderr
                     )
-        return written
+        return written, lost
 
     def _print_stdout(self, text: str) -> None:
         # stdout closed: the reports on disk and the exit code stand.

@@ -12,7 +12,8 @@ class ExitCode(IntEnum):
     1 CHECKS_FAILED     a check failed the gate (the rule: see 'gate' below)
     2 USAGE             you must act: bad arguments, spec or body, an id you named that does not exist
                         or a name that is taken; nothing was triggered (or a check named in
-                        target.checkId never ran)
+                        target.checkId never ran); also a passing gate whose report could not be
+                        written at the end of the run
     3 TIMEOUT           the deadline passed before the session finished; the session was cancelled
     4 SERVICE           the service or the way to it must be fixed: auth, permission, network, server
                         errors, or an answer not understood (never read as a pass or a no-match);
