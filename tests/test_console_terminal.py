@@ -104,3 +104,33 @@ def test_a_secret_is_masked_before_the_live_line_is_cut(terminal: tuple[int, Tex
     screen = read_screen(main)
     assert "hunter2" not in screen
     assert screen.endswith("\r\x1b[K… 1 s · 0/1 done · running: login as ***")
+
+
+def test_a_session_failed_by_quarantined_checks_says_the_gate_passes_them() -> None:
+    """`finished: FAILED` beside `verdict: PASSED` read as a contradiction: the session's line says
+    which failures the gate passes (the policy's decision), and which still fail it."""
+    import io
+    from datetime import date
+
+    from runner.job.events import SessionFinished
+    from runner.job.outcome import QuarantineOutcome
+
+    held = QuarantineOutcome(owner="@team", until=date(2026, 12, 15))
+    stream = io.StringIO()
+    console = Console(stream=stream, environ={"CI": "true"}, gate=Gate())
+    for name in ("a", "b"):
+        console.notify(ResultFinished(WHERE, result(name, "failed").model_copy(update={"quarantined": held})))
+    console.notify(SessionFinished(WHERE, "FAILED", 3.0))
+    other = Where("smoke", "us-east-1")
+    console.notify(ResultFinished(other, result("c", "failed").model_copy(update={"quarantined": held})))
+    console.notify(ResultFinished(other, result("d", "error")))
+    console.notify(SessionFinished(other, "FAILED", 3.0))
+    third = Where("api", "us-east-1")
+    console.notify(ResultFinished(third, result("e", "failed")))
+    console.notify(SessionFinished(third, "FAILED", 3.0))
+    lines = [line for line in stream.getvalue().splitlines() if "finished:" in line]
+    assert lines[0].endswith("finished: FAILED (2 quarantined checks; the gate passes them) after 3.0 s")
+    assert lines[1].endswith(
+        "finished: FAILED (1 quarantined check, the gate passes it; 1 other check fails it) after 3.0 s"
+    )
+    assert lines[2].endswith("finished: FAILED after 3.0 s")

@@ -186,6 +186,8 @@ def test_a_failing_quarantined_check_passes_the_gate_until_its_day_then_gates_ag
         "sandbox flaps, TICKET-42; its first recorded run"
     ) in ran.stdout
     assert "verdict: PASSED — gate passed: 1 quarantined check failed" in ran.stdout
+    # The session's line agrees with the verdict: it failed, and says why the gate passes it.
+    assert "finished: FAILED (1 quarantined check; the gate passes it) after" in ran.stdout
     assert check_line(ran.stdout, "Payments API").endswith(
         "received 500 [new] · quarantined, not gating (owner @payments-team)"
     )
@@ -236,6 +238,7 @@ def test_a_quarantined_check_that_passes_gates_nothing_and_an_error_of_another_c
     assert ran.returncode == 1
     assert result(data, "Home")["quarantined"]["owner"] == "@payments-team"
     assert "QUARANTINED" not in ran.stdout  # nothing quarantined failed
+    assert "finished: FAILED after" in ran.stdout  # a gating failure: nothing to explain
     assert junit_case(out, "Home").find("skipped") is None
 
 

@@ -54,7 +54,7 @@ from runner.job.history import READY_RUNS, describe_unstable, key_of, lately
 from runner.job.history import describe as describe_history
 from runner.job.known import history
 from runner.job.outcome import HistoryOutcome, ResultOutcome
-from runner.job.policy import LABELS, Gate, failing_verdict
+from runner.job.policy import LABELS, Gate, failing_verdict, quarantined, result_fails
 
 if TYPE_CHECKING:
     from runner.job.quarantine import Quarantine
@@ -136,6 +136,9 @@ class Console:
         self._printed: set[str] = set()  # checks whose result line is out
         self._held: dict[str, list[AnalysisReady]] = {}  # analyses waiting for their check's line
         self._causes: dict[str, str] = {}  # an analysis already printed -> for which checks
+        # Per session, each finished check the gate would fail but for its quarantine (True), or
+        # fails (False): its "finished: FAILED" line then says what the verdict will say.
+        self._held_failures: dict[Where, dict[str, bool]] = {}
 
     # --- writing ------------------------------------------------------------------------------
 
@@ -267,7 +270,37 @@ class Console:
                 text += f" · quarantined, not gating (owner {_s(held.owner, 200)})"
         return text
 
+    def _tally(self, event: ResultFinished) -> None:
+        """The gate's own decision (job/policy.py) on a finished check, its quarantine applied as
+        the run will apply it."""
+        result = event.result
+        held = result.quarantined or (self.quarantine.of(result) if self.quarantine else None)
+        if held is not None and result.quarantined is None:
+            result = result.model_copy(update={"quarantined": held})
+        tally = self._held_failures.setdefault(event.where, {})
+        if quarantined(result, self.gate):
+            tally[result.name] = True
+        elif result_fails(result, self.gate):
+            tally[result.name] = False
+
+    def _quarantine_note(self, where: Where) -> str:
+        """' (2 quarantined checks; the gate passes them)': a session that failed only by checks in
+        quarantine must not read as a failed gate beside a verdict that passed."""
+        tally = self._held_failures.pop(where, {})
+        held = sum(tally.values())
+        if not held:
+            return ""
+        them = "it" if held == 1 else "them"
+        if held == len(tally):
+            return f" ({counted(held, 'quarantined check')}; the gate passes {them})"
+        failing = len(tally) - held
+        return (
+            f" ({counted(held, 'quarantined check')}, the gate passes {them}; "
+            f"{counted(failing, 'other check')} {'fails' if failing == 1 else 'fail'} it)"
+        )
+
     def _result(self, event: ResultFinished) -> None:
+        self._tally(event)
         # A known failure forgiven by `failOn: new` is still a failure: -q shows it too.
         line = self.result_line(event.result, since=event.since)
         failing = failing_verdict(event.result, self.gate.fail_on_degraded)
@@ -311,8 +344,8 @@ class Console:
             self._progress.pop(event.where, None)
             self.clear_status()
             self.line(
-                f"Test session {_place(event.where)} finished: {_s(event.status, 40)} after "
-                f"{event.elapsed:.1f} s"
+                f"Test session {_place(event.where)} finished: {_s(event.status, 40)}"
+                f"{self._quarantine_note(event.where)} after {event.elapsed:.1f} s"
             )
         elif isinstance(event, DeadlinePassed):
             self._deadline(event)
