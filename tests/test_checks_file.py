@@ -277,3 +277,48 @@ def test_a_misspelled_check_type_is_refused_at_load_and_an_unknown_one_kept(tmp_
     code, out, _err, data = run(tmp_path, "--checks", "checks.yml")
     [result] = [r for s in data["sessions"] for r in s["results"]]
     assert code == 1 and result["verdict"] == "error" and "cannot run on this machine" in result["error"], out
+
+
+def test_every_problem_of_every_check_at_once_whatever_its_kind(tmp_path: Path) -> None:
+    """A wrong checkType hid a misspelt field, a misspelt field hid a bad comparison: each pass of
+    `validate` told one. Now every problem of every check, one line each, in one pass."""
+    text = (
+        "checks:\n"
+        "  - name: One\n"
+        "    checkType: APII\n"
+        "    request: {url: 'http://127.0.0.1:1/', method: GET}\n"
+        "  - name: Two\n"
+        "    checkType: API\n"
+        "    frequncy: 5\n"
+        "    request: {url: 'http://127.0.0.1:1/', method: GET}\n"
+        "  - name: Three\n"
+        "    checkType: API\n"
+        "    request:\n"
+        "      url: 'http://127.0.0.1:1/'\n"
+        "      method: GET\n"
+        "      assertions: [{source: STATUS_CODE, comparison: EQUAL, target: '200'}]\n"
+        "  - name: Four\n"
+        "    checkType: API\n"
+        "    frequncy: 5\n"
+        "    request:\n"
+        "      url: 'http://127.0.0.1:1/'\n"
+        "      method: GET\n"
+        "      assertions: [{source: STATUS_CODE, comparison: EQUAL, target: '200'}]\n"
+    )
+    path = tmp_path / "checks.yml"
+    path.write_text(text, encoding="utf-8")
+    expected = [
+        ("3", "checks[0].checkType"),
+        ("7", "checks[1].frequncy"),
+        ("14", "checks[2].request.assertions[0].comparison"),
+        ("17", "checks[3].frequncy"),
+        ("21", "checks[3].request.assertions[0].comparison"),
+    ]
+    for argv in (["validate", str(path)], ["run", "--checks", str(path), "--no-rca"]):
+        ran = run_here(argv, bare_env(), tmp_path)
+        assert ran.returncode == 2, ran.stderr
+        lines = [
+            line[len(str(path)) + 1 :] for line in ran.stderr.splitlines() if line.startswith(f"{path}:")
+        ]
+        found = [tuple(line.split(": ", 2)[:2]) for line in lines if line[:1].isdigit()]
+        assert sorted(set(found)) == sorted(expected), ran.stderr

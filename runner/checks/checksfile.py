@@ -167,7 +167,13 @@ def parse_checks(
             problems.append(((*at, "request"), "required: what to send (url:, assertions: ... for API)"))
     declared = {"checks": world_checks, "environmentVariables": variables, "quarantine": quarantine}
     found = _problems(declared, environ, project)
-    problems += [(_in_file(loc, prefix), message) for loc, message in found[1]] if not problems else []
+    # Every problem at once: a typo found above (a check type, an emulator key) hides none of these;
+    # a missing request said above is not said again as the check's "neither request nor behaviour".
+    said = {loc[:-1] for loc, _ in problems if loc[-1:] == ("request",)}
+    for loc, message in found[1]:
+        at = _in_file(loc, prefix)
+        if at not in said:
+            problems.append((at, message))
     if found[0] is None or problems:
         raise WorldError(problem_lines(source, problems, lines))
     checks_set = found[0]
@@ -200,7 +206,8 @@ def _problems(
         checks = CheckSet.model_validate(data, context={"checks_file": True, "project": project})
     except ValidationError as exc:
         found = short_problems(described_with_hints(exc, CheckSet))
-        return None, found + request_problems(data.get("checks"), ("checks",))
+        found += request_problems(data.get("checks"), ("checks",))
+        return None, found + _definition_problems(data.get("checks"), exc, project)
     ids = {check.id for check in checks.checks}
     if len(ids) != len(checks.checks):
         problems.append((("checks",), "check ids must be unique"))
@@ -209,6 +216,32 @@ def _problems(
         problems += [(("checks", c, *at), message) for at, message in check_problems(check, real)]
     problems = short_problems(problems)
     return (None, problems) if problems else (checks, [])
+
+
+def _definition_problems(checks: Any, exc: ValidationError, project: bool) -> list[Problem]:
+    """The definition problems (a bad comparison, ...) of each check, when the file did not validate:
+    a misspelt field of one check must hide neither its own nor another check's. A check whose own
+    fields were refused is read without them (each error is already named)."""
+    if not isinstance(checks, list):
+        return []
+    refused: dict[int, set[str]] = {}
+    for error in exc.errors():
+        loc = error["loc"]
+        if len(loc) >= 3 and loc[0] == "checks" and isinstance(loc[1], int):
+            refused.setdefault(loc[1], set()).add(str(loc[2]))
+    real = any(isinstance(check, dict) and check.get("request") is not None for check in checks)
+    context = {"checks_file": True, "project": project}
+    out: list[Problem] = []
+    for c, check in enumerate(checks):
+        if not isinstance(check, dict):
+            continue
+        kept = {key: value for key, value in check.items() if key not in refused.get(c, set())}
+        try:
+            valid = WorldCheck.model_validate(kept, context=context)
+        except ValidationError:  # a problem of its own, named above
+            continue
+        out += [(("checks", c, *at), message) for at, message in check_problems(valid, real)]
+    return short_problems(out)
 
 
 def _as_world_check(check: dict[str, Any], index: int, taken: set[str], folder: Path) -> dict[str, Any]:
