@@ -254,7 +254,8 @@ class _Session:
 
         for index, run in enumerate(self.runs):
             check, plan = run.check, run.check.plan
-            if plan.mode is not Mode.REAL or plan.definition is None:
+            definition = plan.definition if plan.mode is Mode.REAL else None
+            if definition is None:
                 reason = plan.reason or "it cannot run here"
                 message = cannot_run_message(reason, plan.leave_out)
                 self.inbox.put((index, Attempt.not_run(FailureKind.NOT_RUNNABLE_LOCALLY, message), True))
@@ -264,9 +265,7 @@ class _Session:
                 request.retryStrategy or check.retryStrategy
             )  # as production: the session's, else the check's
             pool = source._queued if check.checkType in SELF_QUEUED else source._pool
-            pool.submit(
-                source.execute, index, plan.definition, variables, retry, max_run, self.stop, self.inbox
-            )
+            pool.submit(source.execute, index, definition, variables, retry, max_run, self.stop, self.inbox)
 
     def _wait(self) -> SessionOutcome | None:
         """Every attempt as it ends, until every check has its final one: None; or the outcome of a
