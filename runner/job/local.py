@@ -71,7 +71,6 @@ from runner.models import Target, TestSession, TriggerRequest
 from runner.models.resources import CHECK_LOCATIONS
 
 if TYPE_CHECKING:
-    from runner.models.check_definitions import CheckDefinition
     from runner.state.store import StateFile
 
 CONCURRENCY = 16  # checks of the run at once (the emulator's executor.concurrency default)
@@ -146,7 +145,7 @@ class LocalSource:
     def execute(
         self,
         index: int,
-        definition: CheckDefinition,
+        check: WorldCheck,
         variables: VariableSources,
         retry: object,
         max_run: float | None,
@@ -163,6 +162,11 @@ class LocalSource:
             inbox.put((index, Attempt.not_run(FailureKind.CANCELLED, "cancelled"), True))
             return
         try:
+            # Made here, when the check starts, and dropped when it ends: a queue of 10,000 checks
+            # holds the checks, not a definition of each.
+            definition = check.plan.definition
+            if definition is None:  # never: the plan said REAL, and its definition parsed
+                raise RuntimeError(f"check {check.id}: its definition no longer parses")
             run_check(
                 definition,
                 max_run_seconds=max_run,
@@ -254,8 +258,7 @@ class _Session:
 
         for index, run in enumerate(self.runs):
             check, plan = run.check, run.check.plan
-            definition = plan.definition if plan.mode is Mode.REAL else None
-            if definition is None:
+            if plan.mode is not Mode.REAL or plan.parsed is None:
                 reason = plan.reason or "it cannot run here"
                 message = cannot_run_message(reason, plan.leave_out)
                 self.inbox.put((index, Attempt.not_run(FailureKind.NOT_RUNNABLE_LOCALLY, message), True))
@@ -265,7 +268,7 @@ class _Session:
                 request.retryStrategy or check.retryStrategy
             )  # as production: the session's, else the check's
             pool = source._queued if check.checkType in SELF_QUEUED else source._pool
-            pool.submit(source.execute, index, definition, variables, retry, max_run, self.stop, self.inbox)
+            pool.submit(source.execute, index, check, variables, retry, max_run, self.stop, self.inbox)
 
     def _wait(self) -> SessionOutcome | None:
         """Every attempt as it ends, until every check has its final one: None; or the outcome of a
