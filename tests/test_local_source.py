@@ -107,3 +107,20 @@ def test_the_deadline_ends_a_running_check_and_reports_it_unfinished(
     assert [r.verdict for r in session.results] == ["running"]
     (passed,) = events.of(DeadlinePassed)
     assert [r.name for r in passed.unfinished] == ["Slow"] and not passed.finished
+
+
+def test_a_session_larger_than_the_pools_window_runs_every_check(
+    web: HttpServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session hands its checks to the pools a window at a time (HANDED): every check still runs
+    # once, and one that cannot run here fails closed without taking a place in the window.
+    from runner.job import local
+
+    monkeypatch.setattr(local, "HANDED", 2)
+    checks = [_check(f"Up {n}", web.url(f"/json?n={n}")) for n in range(5)]
+    checks.insert(2, {"name": "Browser", "checkType": "BROWSER"})
+    outcome, events = _run(checks, SessionPlan(timeout_seconds=60))
+    results = {r.name: r for r in outcome.sessions[0].results}
+    assert [results[f"Up {n}"].status for n in range(5)] == ["PASSED"] * 5
+    assert results["Browser"].status == "FAILED" and "cannot run" in (results["Browser"].error or "")
+    assert len(events.of(ResultFinished)) == 6

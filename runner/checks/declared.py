@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -149,10 +149,18 @@ CHECKS_FILE_LEAVE_OUT = "leave it out of the checks file, or run other tags (--t
 @dataclass(frozen=True, slots=True)  # one a check: 120 B with a __dict__, 56 B without
 class CheckPlan:
     mode: Mode
-    definition: CheckDefinition | None = None  # production's definition (REAL; NOT_RUNNABLE when it parsed)
+    # The check whose definition parsed (REAL; NOT_RUNNABLE when it parsed), else None. Its definition
+    # is parsed again when asked for, not kept: a run holds its checks, not a second model of each.
+    parsed: WorldCheck | None = field(default=None, repr=False, compare=False)
     reason: str | None = None  # NOT_RUNNABLE: why, one sentence
     # NOT_RUNNABLE: how to leave it out, in the terms of the file it came from.
     leave_out: str = WORLD_LEAVE_OUT
+
+    @property
+    def definition(self) -> CheckDefinition | None:
+        """Production's definition of the check, made now (a new value each time); None when it did
+        not parse. The one who runs the check holds it while it runs."""
+        return None if self.parsed is None else parse_check_definition(self.parsed.definition_data())
 
 
 def cannot_run_message(reason: str, leave_out: str) -> str:
@@ -329,9 +337,9 @@ def _decide(check: WorldCheck, checks_file: bool = False, project: bool = False)
             reason = f"{check.checkType} check that cannot run as the project defines it: {what}"
     leave_out = CHECKS_FILE_LEAVE_OUT if checks_file else WORLD_LEAVE_OUT
     return (
-        CheckPlan(Mode.REAL, definition)
+        CheckPlan(Mode.REAL, check)
         if reason is None
-        else CheckPlan(Mode.NOT_RUNNABLE, definition, reason, leave_out)
+        else CheckPlan(Mode.NOT_RUNNABLE, check, reason, leave_out)
     )
 
 

@@ -36,7 +36,7 @@ from runner.core.redact import Redactor, redact_data
 from runner.job.analyses import AnalysisPlan
 from runner.job.digest import DEMO_MARK, digest
 from runner.job.events import EventQueue, Finished, Note, Observer, Observers
-from runner.job.outcome import Outcome
+from runner.job.outcome import Outcome, ResultOutcome
 from runner.job.policy import Gate
 from runner.job.remote import RemoteSource
 from runner.job.run import Runner
@@ -707,6 +707,8 @@ class Job:
         return outcome.exitCode
 
     def _no_secret_in(self, outcome: Outcome) -> bool:
+        if self.redact.empty:  # no secret known: no JSON of every result to search
+            return True
         try:
             return self.redact.absent_from_json(outcome.model_dump_json())
         except ValueError:  # not writable as JSON (never seen): masked field by field, as before
@@ -750,21 +752,17 @@ def local_outcome(outcome: Outcome, source: Literal["demo", "world", "checks"]) 
     The service's pages lived at a loopback address that is gone once the run is over."""
     sessions = [
         session.model_copy(
-            update={
-                "link": None,
-                "results": [
-                    result.model_copy(
-                        update={
-                            "link": None,
-                            "failedAttempts": [
-                                a.model_copy(update={"link": None}) for a in result.failedAttempts
-                            ],
-                        }
-                    )
-                    for result in session.results
-                ],
-            }
+            update={"link": None, "results": [_unlinked(result) for result in session.results]}
         )
         for session in outcome.sessions
     ]
     return outcome.model_copy(update={"world": source, "sessions": sessions})
+
+
+def _unlinked(result: ResultOutcome) -> ResultOutcome:
+    """`result` without its links; itself when it has none (a checks file's run has none): a copy of
+    every result would hold a second set of them while the reports are written."""
+    if result.link is None and all(a.link is None for a in result.failedAttempts):
+        return result
+    attempts = [a.model_copy(update={"link": None}) for a in result.failedAttempts]
+    return result.model_copy(update={"link": None, "failedAttempts": attempts})

@@ -21,7 +21,7 @@ import queue
 import threading
 import time
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -71,13 +71,13 @@ from runner.models import Target, TestSession, TriggerRequest
 from runner.models.resources import CHECK_LOCATIONS
 
 if TYPE_CHECKING:
-    from runner.models.check_definitions import CheckDefinition
     from runner.state.store import StateFile
 
 CONCURRENCY = 16  # checks of the run at once (the emulator's executor.concurrency default)
 SELF_QUEUED_LIMIT = 64  # browser checks waiting or running: their protocol queues them itself
 BODY_BYTES = 5 * 1024 * 1024  # of a response read by an attempt (Limits)
 NO_MATCH = "No checks matched the target"  # the service's words, as its 403 says them
+HANDED = 256  # checks of a session in the pools' queues at once, waiting or running
 PROGRESS_EVERY = 0.25  # seconds between two Progress events (each carries every result so far)
 
 
@@ -146,7 +146,7 @@ class LocalSource:
     def execute(
         self,
         index: int,
-        definition: CheckDefinition,
+        check: WorldCheck,
         variables: VariableSources,
         retry: object,
         max_run: float | None,
@@ -163,6 +163,11 @@ class LocalSource:
             inbox.put((index, Attempt.not_run(FailureKind.CANCELLED, "cancelled"), True))
             return
         try:
+            # Made here, when the check starts, and dropped when it ends: a queue of 10,000 checks
+            # holds the checks, not a definition of each.
+            definition = check.plan.definition
+            if definition is None:  # never: the plan said REAL, and its definition parsed
+                raise RuntimeError(f"check {check.id}: its definition no longer parses")
             run_check(
                 definition,
                 max_run_seconds=max_run,
@@ -195,6 +200,9 @@ class _Session:
         self.analysed: dict[str, AnalysisOutcome] = {}  # by group, in the order they were started
         self.new_failure = False  # a failure was recorded since the analyses were last looked at
         self.running: dict[int, ResultOutcome] = {}  # a check's placeholder while it runs, made once
+        self.variables = VariableSources()
+        self.waiting: deque[int] = deque()  # checks that run here, not yet handed to a pool
+        self.handed = 0  # checks handed to a pool whose final attempt has not come back
 
     def _outcome(
         self,
@@ -250,23 +258,33 @@ class _Session:
             account=tuple(variables_from(source.checks.variables)),
             runtime={"ACCOUNT_ID": ACCOUNT_ID, "REGION": request.runLocation},
         )
+        self.variables = variables
+        for index, run in enumerate(self.runs):
+            plan = run.check.plan
+            if _runs_here(run):
+                self.waiting.append(index)
+                continue
+            reason = plan.reason or "it cannot run here"
+            message = cannot_run_message(reason, plan.leave_out)
+            self.inbox.put((index, Attempt.not_run(FailureKind.NOT_RUNNABLE_LOCALLY, message), True))
+        self._feed()
+
+    def _feed(self) -> None:
+        """Checks to the pools until HANDED are there, waiting or running: the pools' queues hold a
+        window of the session's checks, not all of them."""
         from runner.checks.protocols import SELF_QUEUED
 
-        for index, run in enumerate(self.runs):
-            check, plan = run.check, run.check.plan
-            if plan.mode is not Mode.REAL or plan.definition is None:
-                reason = plan.reason or "it cannot run here"
-                message = cannot_run_message(reason, plan.leave_out)
-                self.inbox.put((index, Attempt.not_run(FailureKind.NOT_RUNNABLE_LOCALLY, message), True))
-                continue
+        request, source = self.request, self.source
+        while self.waiting and self.handed < HANDED:
+            index = self.waiting.popleft()
+            check = self.runs[index].check
             max_run = DEFAULT_MAX_RUN_SECONDS.get(check.checkType, DEFAULT_MAX_RUN_SECONDS["default"])
             retry = (
                 request.retryStrategy or check.retryStrategy
             )  # as production: the session's, else the check's
             pool = source._queued if check.checkType in SELF_QUEUED else source._pool
-            pool.submit(
-                source.execute, index, plan.definition, variables, retry, max_run, self.stop, self.inbox
-            )
+            pool.submit(source.execute, index, check, self.variables, retry, max_run, self.stop, self.inbox)
+            self.handed += 1
 
     def _wait(self) -> SessionOutcome | None:
         """Every attempt as it ends, until every check has its final one: None; or the outcome of a
@@ -296,6 +314,8 @@ class _Session:
                 except queue.Empty:
                     break
             left -= len(fresh)
+            self.handed -= sum(1 for index in fresh if _runs_here(self.runs[index]))
+            self._feed()
             for index in fresh:
                 self.running.pop(index, None)  # its placeholder (~1.2 KiB) is not shown again
                 result = self.results[index] = self._result(index)
@@ -515,6 +535,12 @@ class _Session:
             results=rows,
         )
         state.save_session(ACCOUNT_ID, session, "", time.time())
+
+
+def _runs_here(run: _Run) -> bool:
+    """The engine runs it (its plan is REAL); else it fails closed without a run."""
+    plan = run.check.plan
+    return plan.mode is Mode.REAL and plan.parsed is not None
 
 
 def _seconds(attempt: Attempt) -> float:
