@@ -28,7 +28,6 @@ from pydantic import Field, ValidationError
 
 from runner.checks.declared import (
     CHECK_KEYS,
-    SCRIPT_TEXT_FIELDS,
     SCRIPTED_FIELDS,
     Lines,
     Mode,
@@ -38,12 +37,12 @@ from runner.checks.declared import (
     WorldError,
     WorldVariable,
     check_problems,
+    expanded_document,
     problem_lines,
     read_document,
     request_problems,
     short_problems,
 )
-from runner.core.expand import Expansion, expand
 from runner.core.files import InputFileError, read_input_text
 from runner.core.text import for_line
 from runner.models.check_definitions import Runs, kind_of
@@ -192,14 +191,7 @@ def _problems(
 ) -> tuple[CheckSet | None, list[Problem]]:
     """The checks after ${VAR} expansion from `environ`, or every problem by field path (as a world
     says its account's: world.py `world_problems`)."""
-    expansion = Expansion()
-    # Scripts are JavaScript: `${...}` there is a template literal, and variables reach them as process.env.
-    data = expand(data, environ, (), expansion, verbatim=SCRIPT_TEXT_FIELDS)
-    problems: list[Problem] = list(expansion.problems)
-    problems += [
-        (at, f"${{{name}}} is not set: set {name}, or write ${{{name}:-default}}")
-        for at, name in expansion.unset
-    ]
+    data, problems = expanded_document(data, environ)
     if problems:
         return None, problems
     try:

@@ -10,7 +10,7 @@ when it loads (`CheckPlan`). `read_document` reads YAML or JSON text with the li
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 from runner.core.errors import SpecError
+from runner.core.expand import Expansion, expand
 from runner.core.yamlguard import Loc, TooLarge, lines_later, load_plain_or_bounded
 from runner.models.base import empty_dict, empty_list
 from runner.models.check_definitions import (
@@ -361,6 +362,20 @@ def escape_document(value: Any) -> Any:
 
 
 Problem = tuple[Loc, str]
+
+
+def expanded_document(data: Any, environ: Mapping[str, str]) -> tuple[Any, list[Problem]]:
+    """A parsed checks file or world after ${VAR} expansion from `environ`, and its expansion's
+    problems by field path (a variable that is not set among them). Scripts are JavaScript: `${...}`
+    there is a template literal, and variables reach them as process.env."""
+    expansion = Expansion()
+    data = expand(data, environ, (), expansion, verbatim=SCRIPT_TEXT_FIELDS)
+    problems: list[Problem] = list(expansion.problems)
+    problems += [
+        (at, f"${{{name}}} is not set: set {name}, or write ${{{name}:-default}}")
+        for at, name in expansion.unset
+    ]
+    return data, problems
 
 
 def check_problems(check: WorldCheck, world_runs_real_checks: bool) -> list[Problem]:

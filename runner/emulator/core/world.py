@@ -40,12 +40,12 @@ from runner.checks.declared import (
     check_problems,
     escape_document,
     escape_references,
+    expanded_document,
     problem_lines,
     read_document,
     request_problems,
     short_problems,
 )
-from runner.core.expand import Expansion, expand
 from runner.core.files import InputFileError, read_input_text
 from runner.core.messages import clean_message
 from runner.core.yamlguard import Loc
@@ -274,14 +274,7 @@ def world_problems(
 ) -> tuple[World | None, list[Problem]]:
     """The world of a parsed document (after ${VAR} expansion from `environ`), or every problem of it
     by field path: those of each check too, when another part of the file has problems of its own."""
-    expansion = Expansion()
-    # Scripts are JavaScript: `${...}` there is a template literal, and variables reach them as process.env.
-    data = expand(data, environ, (), expansion, verbatim=SCRIPT_TEXT_FIELDS)
-    problems: list[Problem] = list(expansion.problems)
-    problems += [
-        (at, f"${{{name}}} is not set: set {name}, or write ${{{name}:-default}}")
-        for at, name in expansion.unset
-    ]
+    data, problems = expanded_document(data, environ)
     if problems:
         return None, problems
     try:
