@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from runner.checks.failures import FailureKind
 from runner.checks.outcome import AssertionResult, Attempt, RequestSummary
-from runner.core.messages import clean_message
+from runner.core.messages import clean_message, error_hash
 
 # Bounded so that the state file's evidence (evidence.MAX_TEXT_CHARS) never cuts it: a cut line
 # would hash differently after a restart.
@@ -75,3 +75,11 @@ def _detail(failed: AssertionResult) -> str:
     if failed.actual is None or failed.source == "RESPONSE_TIME":
         return clean_message(failed.detail)
     return failed.detail
+
+
+def group_key(raw: str, evidence: Attempt | None) -> tuple[str, str]:
+    """A failure's error group key, the same for every caller (the local run's groups, the emulator's):
+    its cleaned message (a real failure's fingerprint, else the message cleaned) and that line's hash."""
+    fingerprint = evidence.fingerprint if evidence is not None else None
+    cleaned = fingerprint or clean_message(raw)
+    return cleaned, error_hash(cleaned)

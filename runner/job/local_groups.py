@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 from runner.checks import evidence as evidence_data
 from runner.checks.checksfile import ACCOUNT_ID
-from runner.core.messages import clean_message, error_hash
+from runner.checks.fingerprint import group_key
+from runner.core.messages import error_hash
 from runner.job.analyses import AnalysisPlan
 from runner.job.outcome import AnalysisOutcome, ErrorGroupOutcome
 from runner.models import Analysis
@@ -68,12 +69,6 @@ class _Analysis:
     user_context: str | None = None
 
 
-def _key_text(raw: str, evidence: Attempt | None) -> str:
-    """A group's cleaned message: a real failure's fingerprint, else the message cleaned."""
-    fingerprint = evidence.fingerprint if evidence is not None else None
-    return fingerprint or clean_message(raw)
-
-
 class GroupBook:
     def __init__(self, checks: dict[str, WorldCheck], state: StateFile | None = None) -> None:
         self._checks = checks
@@ -89,8 +84,7 @@ class GroupBook:
         self, check: WorldCheck, raw: str, evidence: Attempt | None, seen: float, environment: str | None
     ) -> str:
         """The group of a failure (made on its first occurrence); its id."""
-        cleaned = _key_text(raw, evidence)
-        digest = error_hash(cleaned)
+        cleaned, digest = group_key(raw, evidence)
         with self._lock:
             group_id = self._index.get((check.id, digest))
             if group_id is not None:
@@ -200,9 +194,9 @@ class GroupBook:
             # Cleaned and hashed again: a group found by today's grouping rules is the one a failure
             # of today lands in. Its evidence carries a real failure's fingerprint.
             evidence = evidence_data.from_data(row.evidence)
-            cleaned = _key_text(row.raw, evidence)
+            cleaned, digest = group_key(row.raw, evidence)
             group = _Group(
-                row.id, check.id, check.checkType, check.name, row.raw, cleaned, error_hash(cleaned),
+                row.id, check.id, check.checkType, check.name, row.raw, cleaned, digest,
                 row.first_seen, row.last_seen, list(row.environments), [], evidence, row.occurrences,
             )  # fmt: skip
             self._groups[group.id] = group

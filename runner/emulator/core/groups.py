@@ -19,6 +19,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from runner.checks import evidence as evidence_data
+from runner.checks.fingerprint import group_key
 from runner.core.messages import clean_message, error_hash
 from runner.emulator.core.clock import SimClock
 from runner.emulator.core.failures import not_found
@@ -139,8 +140,7 @@ class ErrorGroups:
         evidence: Attempt | None = None,
     ) -> str:
         """The test-session group of a failure (made on its first occurrence); its id."""
-        cleaned = _key_text(raw, evidence)
-        digest = error_hash(cleaned)
+        cleaned, digest = group_key(raw, evidence)
         key = (account_id, check.id, digest)
         group_id = self._index.get(key)
         if group_id is not None:
@@ -303,14 +303,14 @@ class ErrorGroups:
             # Cleaned and hashed again: a group found by today's grouping rules is the one a failure
             # of today lands in. Its evidence carries a real failure's fingerprint.
             evidence = evidence_data.from_data(row.evidence)  # None: analysed from its message
-            cleaned = _key_text(row.raw, evidence)
+            cleaned, digest = group_key(row.raw, evidence)
             group = self._groups.get(row.id)
             if group is None:
                 group = Group(row.id, account.id, row.kind, check, row.raw, cleaned, "", 0, 0)
                 self._groups[group.id] = group
             elif group.account_id != account.id:
                 continue
-            group.raw, group.cleaned, group.hash = row.raw, cleaned, error_hash(cleaned)
+            group.raw, group.cleaned, group.hash = row.raw, cleaned, digest
             group.first_seen, group.last_seen = sim(row.first_seen), sim(row.last_seen)
             group.environments = list(row.environments)
             group.occurrences = row.occurrences
@@ -332,9 +332,3 @@ class ErrorGroups:
             group = self._groups[group_id]
             kept = [a for a in analyses if a in self._analyses]
             group.analyses = kept + [a for a in group.analyses if a not in kept]
-
-
-def _key_text(raw: str, evidence: Attempt | None) -> str:
-    """A group's cleaned message: a real failure's fingerprint, else the message cleaned."""
-    fingerprint = evidence.fingerprint if evidence is not None else None
-    return fingerprint or clean_message(raw)
