@@ -28,7 +28,9 @@ from pydantic import Field, ValidationError
 
 from runner.checks.declared import (
     CHECK_KEYS,
+    CHECKS_FILE_LEAVE_OUT,
     SCRIPTED_FIELDS,
+    CheckPlan,
     Lines,
     Mode,
     Problem,
@@ -45,10 +47,10 @@ from runner.checks.declared import (
 )
 from runner.core.files import InputFileError, read_input_text
 from runner.core.text import for_line
-from runner.models.check_definitions import Runs, kind_of
+from runner.models.check_definitions import Runs, kind_of, plain_api_request
 from runner.models.problems import Loc, described_with_hints, unknown_key_message
 from runner.models.quarantine import QuarantineEntry
-from runner.models.sessions import CHECK_TYPES
+from runner.models.sessions import CHECK_TYPES, RetryStrategy
 
 LOCAL = "local"  # the location of every result of a local run
 ACCOUNT_ID = "local"  # the account a local run's state is kept under (the state file's rows)
@@ -70,10 +72,94 @@ class CheckSet(Strict):
     quarantine: list[QuarantineEntry] = Field(default_factory=list)
 
 
+class FileCheck:
+    """A check of a checks file as a run holds it: what the run reads of it, and its plan, whose
+    definition is made from the check's data when the check runs (CheckPlan.definition). A __slots__
+    value: ~0.5 KiB a check with that data, where a WorldCheck model held ~1.7 KiB more (its field
+    dict of ~40 names and its set of given ones); a run of 10,000 checks holds them all."""
+
+    __slots__ = (
+        "activated", "checkType", "id", "kept", "locations", "name", "plan", "request", "retryStrategy",
+        "runtimeId", "tags",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        id: str,
+        name: str,
+        checkType: str,
+        plan: CheckPlan,
+        tags: list[str] | None = None,
+        activated: bool = True,
+        locations: list[str] | None = None,
+        request: dict[str, Any] | None = None,
+        retryStrategy: RetryStrategy | None = None,
+        runtimeId: str | None = None,
+        kept: dict[str, Any] | None = None,
+    ) -> None:
+        self.id = id
+        self.name = name
+        self.checkType = checkType
+        self.plan = plan
+        self.tags: list[str] = [] if tags is None else tags
+        self.activated = activated
+        self.locations: list[str] = [] if locations is None else locations
+        self.request = request  # as given: a REAL check's definition is parsed from it
+        self.retryStrategy = retryStrategy
+        self.runtimeId = runtimeId
+        self.kept: dict[str, Any] = {} if kept is None else kept  # production's other properties
+
+    @classmethod
+    def of(cls, check: WorldCheck) -> FileCheck:
+        """A validated check (one that was not plain, `_plain_check`) as a run holds it: its plan keeps
+        the data of its definition, not the model."""
+        plan = check.plan
+        if isinstance(plan.parsed, WorldCheck):
+            plan = CheckPlan(plan.mode, check.definition_data(), plan.reason, plan.leave_out)
+        return cls(
+            check.id, check.name, check.checkType, plan, check.tags, check.activated, check.locations,
+            check.request, check.retryStrategy, check.runtimeId, check.kept,
+        )  # fmt: skip
+
+    def __repr__(self) -> str:
+        return f"FileCheck(id={self.id!r}, name={self.name!r}, {self.checkType}, {self.plan.mode.value})"
+
+
+# What a plain check (`_plain_check`) may carry, and the exact type of each.
+_PLAIN_CHECK_TYPES: dict[str, type] = {
+    "id": str, "name": str, "checkType": str, "tags": list, "activated": bool, "request": dict,
+}  # fmt: skip
+
+
+def _plain_check(check: dict[str, Any]) -> FileCheck | None:
+    """The check, when it is a plain API check (production's fields id, name, checkType, tags,
+    activated and a plain request, `plain_api_request`): validating it as a WorldCheck would accept
+    it, find no problem and plan it REAL, so it is held as that without the model (~3 µs a check, not
+    the ~100 µs of the model, its definition's parse and its problems). None: read it the full way."""
+    for key, value in check.items():
+        if _PLAIN_CHECK_TYPES.get(key) is not type(value):
+            return None
+    check_id, name, request = check.get("id"), check.get("name"), check.get("request")
+    if not check_id or not name or check.get("checkType", "API") != "API" or not plain_api_request(request):
+        return None
+    tags = check.get("tags")
+    if tags is not None and any(type(tag) is not str for tag in tags):
+        return None
+    activated = check.get("activated", True)
+    # The definition's data as WorldCheck.definition_data() makes it: what is given, empty tags left out.
+    data: dict[str, Any] = {"id": check_id, "name": name, "checkType": "API"}
+    if tags:
+        data["tags"] = tags
+    data["activated"] = activated
+    data["request"] = request
+    plan = CheckPlan(Mode.REAL, data, None, CHECKS_FILE_LEAVE_OUT)
+    return FileCheck(check_id, name, "API", plan, tags, activated, None, request)
+
+
 @dataclass(frozen=True)
 class ChecksFile:
     path: str
-    checks: tuple[WorldCheck, ...]
+    checks: tuple[FileCheck, ...]
     variables: tuple[WorldVariable, ...]  # production's account variables: what {{KEY}} falls back to
     secrets: tuple[str, ...]  # the values of secret variables: masked in every output
     # Checks whose failure does not fail the gate until a day (runner/job/quarantine.py decides).
@@ -139,6 +225,7 @@ def parse_checks(
         problems.append((prefix, "no checks: give at least one check (name, checkType, request)"))
     world_checks: list[Any] = []
     taken: set[str] = set()
+    folder = Path(source).parent
     for index, check in enumerate(checks):
         at: Loc = (*prefix, index)
         if not isinstance(check, dict):
@@ -161,7 +248,7 @@ def parse_checks(
                 problems.append(
                     ((*at, "checkType"), f"unknown check type {kind!r}: did you mean {close[0]!r}?")
                 )
-        world_checks.append(_as_world_check(check, index, taken, Path(source).parent))
+        world_checks.append(_as_world_check(check, index, taken, folder))
         if check.get("request") is None and kind_of(str(check.get("checkType", "API"))).runs is Runs.REQUEST:
             problems.append(((*at, "request"), "required: what to send (url:, assertions: ... for API)"))
     declared = {"checks": world_checks, "environmentVariables": variables, "quarantine": quarantine}
@@ -175,11 +262,11 @@ def parse_checks(
             problems.append((at, message))
     if found[0] is None or problems:
         raise WorldError(problem_lines(source, problems, lines))
-    checks_set = found[0]
+    loaded, checks_set = found[0]
     masked = tuple(v.value for v in checks_set.environmentVariables if v.secret and v.value)
     return ChecksFile(
         source,
-        tuple(checks_set.checks),
+        tuple(loaded),
         tuple(checks_set.environmentVariables),
         masked,
         tuple(checks_set.quarantine),
@@ -188,43 +275,61 @@ def parse_checks(
 
 def _problems(
     data: dict[str, Any], environ: Mapping[str, str], project: bool = False
-) -> tuple[CheckSet | None, list[Problem]]:
-    """The checks after ${VAR} expansion from `environ`, or every problem by field path (as a world
-    says its account's: world.py `world_problems`)."""
+) -> tuple[tuple[list[FileCheck], CheckSet] | None, list[Problem]]:
+    """The checks after ${VAR} expansion from `environ` (with the file's variables and quarantine), or
+    every problem by field path (as a world says its account's: world.py `world_problems`). A plain
+    check (`_plain_check`) is held as it is; the others are validated as WorldChecks, in one CheckSet
+    with the variables, and their problems named by their place in the whole list."""
     data, problems = expanded_document(data, environ)
     if problems:
         return None, problems
+    checks: list[Any] = data["checks"]
+    plain = [_plain_check(check) for check in checks]
+    others = [c for c, check in enumerate(plain) if check is None]  # where each other check is
+    real = any(isinstance(check, dict) and check.get("request") is not None for check in checks)
     try:
-        checks = CheckSet.model_validate(data, context={"checks_file": True, "project": project})
+        context = {"checks_file": True, "project": project}
+        validated = CheckSet.model_validate({**data, "checks": [checks[c] for c in others]}, context=context)
     except ValidationError as exc:
-        found = short_problems(described_with_hints(exc, CheckSet))
-        found += request_problems(data.get("checks"), ("checks",))
-        return None, found + _definition_problems(data.get("checks"), exc, project)
-    ids = {check.id for check in checks.checks}
-    if len(ids) != len(checks.checks):
+        found = short_problems([(_placed(loc, others), m) for loc, m in described_with_hints(exc, CheckSet)])
+        found += request_problems(checks, ("checks",))
+        return None, found + _definition_problems(checks, others, exc, project, real)
+    ids = {check.id for check in validated.checks} | {check.id for check in plain if check is not None}
+    if len(ids) != len(checks):
         problems.append((("checks",), "check ids must be unique"))
-    real = any(check.request is not None for check in checks.checks)
-    for c, check in enumerate(checks.checks):
+    for c, check in zip(others, validated.checks, strict=True):
         problems += [(("checks", c, *at), message) for at, message in check_problems(check, real)]
     problems = short_problems(problems)
-    return (None, problems) if problems else (checks, [])
+    if problems:
+        return None, problems
+    held = iter(validated.checks)
+    loaded = [check if check is not None else FileCheck.of(next(held)) for check in plain]
+    return (loaded, validated), []
 
 
-def _definition_problems(checks: Any, exc: ValidationError, project: bool) -> list[Problem]:
-    """The definition problems (a bad comparison, ...) of each check, when the file did not validate:
-    a misspelt field of one check must hide neither its own nor another check's. A check whose own
-    fields were refused is read without them (each error is already named)."""
-    if not isinstance(checks, list):
-        return []
+def _placed(loc: Loc, others: list[int]) -> Loc:
+    """A path in the CheckSet of the checks that were not plain, as a path in the whole list."""
+    if len(loc) >= 2 and loc[0] == "checks" and isinstance(loc[1], int):
+        return ("checks", others[loc[1]], *loc[2:])
+    return loc
+
+
+def _definition_problems(
+    checks: list[Any], others: list[int], exc: ValidationError, project: bool, real: bool
+) -> list[Problem]:
+    """The definition problems (a bad comparison, ...) of each check that was not plain (a plain one
+    has none), when the file did not validate: a misspelt field of one check must hide neither its
+    own nor another check's. A check whose own fields were refused is read without them (each error
+    is already named). `real`: a check of the file has a request."""
     refused: dict[int, set[str]] = {}
     for error in exc.errors():
         loc = error["loc"]
         if len(loc) >= 3 and loc[0] == "checks" and isinstance(loc[1], int):
-            refused.setdefault(loc[1], set()).add(str(loc[2]))
-    real = any(isinstance(check, dict) and check.get("request") is not None for check in checks)
+            refused.setdefault(others[loc[1]], set()).add(str(loc[2]))
     context = {"checks_file": True, "project": project}
     out: list[Problem] = []
-    for c, check in enumerate(checks):
+    for c in others:
+        check = checks[c]
         if not isinstance(check, dict):
             continue
         kept = {key: value for key, value in check.items() if key not in refused.get(c, set())}
@@ -274,4 +379,6 @@ def _in_file(loc: Loc, prefix: Loc) -> Loc:
     return loc
 
 
-__all__ = ["LOCAL", "PRODUCTION_KEYS", "ChecksFile", "load_checks_file", "made_id", "parse_checks"]
+__all__ = [
+    "LOCAL", "PRODUCTION_KEYS", "ChecksFile", "FileCheck", "load_checks_file", "made_id", "parse_checks",
+]  # fmt: skip

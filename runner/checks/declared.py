@@ -150,9 +150,10 @@ CHECKS_FILE_LEAVE_OUT = "leave it out of the checks file, or run other tags (--t
 @dataclass(frozen=True, slots=True)  # one a check: 120 B with a __dict__, 56 B without
 class CheckPlan:
     mode: Mode
-    # The check whose definition parsed (REAL; NOT_RUNNABLE when it parsed), else None. Its definition
-    # is parsed again when asked for, not kept: a run holds its checks, not a second model of each.
-    parsed: WorldCheck | None = field(default=None, repr=False, compare=False)
+    # The check whose definition parsed (REAL; NOT_RUNNABLE when it parsed), or that definition's data
+    # (a checks file's check: checksfile.FileCheck), else None. Its definition is parsed again when
+    # asked for, not kept: a run holds its checks, not a second model of each.
+    parsed: WorldCheck | dict[str, Any] | None = field(default=None, repr=False, compare=False)
     reason: str | None = None  # NOT_RUNNABLE: why, one sentence
     # NOT_RUNNABLE: how to leave it out, in the terms of the file it came from.
     leave_out: str = WORLD_LEAVE_OUT
@@ -161,7 +162,10 @@ class CheckPlan:
     def definition(self) -> CheckDefinition | None:
         """Production's definition of the check, made now (a new value each time); None when it did
         not parse. The one who runs the check holds it while it runs."""
-        return None if self.parsed is None else parse_check_definition(self.parsed.definition_data())
+        parsed = self.parsed
+        if parsed is None:
+            return None
+        return parse_check_definition(parsed if isinstance(parsed, dict) else parsed.definition_data())
 
 
 def cannot_run_message(reason: str, leave_out: str) -> str:
@@ -393,14 +397,15 @@ def check_problems(check: WorldCheck, world_runs_real_checks: bool) -> list[Prob
             return [((), f"{check.checkType} check with neither request nor behaviour, in a world that runs "
                          "checks for real: give request: to run it, or behaviour: to script it")]  # fmt: skip
         return []
-    # The plan's definition is the check parsed once when it loaded: not parsed a second time.
-    parsed = plan.definition is not None
+    # Made once here (each `plan.definition` parses the check again).
+    definition = plan.definition
+    parsed = definition is not None
     # Parsed: only the request's keys are left to look at (no dump of the whole check, 10,000 times).
     data = {"checkType": check.checkType, "request": check.request} if parsed else check.definition_data()
     problems: list[Problem] = list(hand_written_problems(data, parsed=parsed))
-    if problems or plan.mode is not Mode.REAL or plan.definition is None:
+    if problems or plan.mode is not Mode.REAL or definition is None:
         return problems
-    return plan.definition.definition_problems()
+    return definition.definition_problems()
 
 
 # The line of each field, or how to find them (a large file is read once, without its node graph;

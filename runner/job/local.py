@@ -25,8 +25,8 @@ from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from runner.checks.checksfile import ACCOUNT_ID, LOCAL, ChecksFile
-from runner.checks.declared import DEFAULT_MAX_RUN_SECONDS, Mode, WorldCheck, cannot_run_message
+from runner.checks.checksfile import ACCOUNT_ID, LOCAL, ChecksFile, FileCheck
+from runner.checks.declared import DEFAULT_MAX_RUN_SECONDS, Mode, cannot_run_message
 from runner.checks.failures import ErrorClass, FailureKind
 from runner.checks.internal import internal_error
 from runner.checks.limits import Limits
@@ -87,7 +87,7 @@ class _Run:
 
     __slots__ = ("check", "ended", "final", "group", "id", "tries")
 
-    def __init__(self, check: WorldCheck) -> None:
+    def __init__(self, check: FileCheck) -> None:
         self.check = check
         self.id = str(uuid.uuid4())
         self.tries: tuple[tuple[str, Attempt, str], ...] = ()  # (id, attempt, group): failed ones
@@ -146,7 +146,7 @@ class LocalSource:
     def execute(
         self,
         index: int,
-        check: WorldCheck,
+        check: FileCheck,
         variables: VariableSources,
         retry: object,
         max_run: float | None,

@@ -670,6 +670,58 @@ class ApiCheckDefinition(CheckDefinition):
         ]
 
 
+# --- a plain API request: known without a parse to have no problem ------------------------------------
+#
+# A checks file of thousands of API checks is mostly requests like `{method: GET, url: ..., assertions:
+# [{source: STATUS_CODE, comparison: EQUALS, target: "200"}]}`. `plain_api_request` says, in a few
+# microseconds, that such a request is one ApiCheckDefinition parses and finds nothing wrong with:
+# only fields of ApiRequest, each of its exact type (no conversion a validator would make) and a value
+# `field_problems` accepts. Anything else (a number for a target, a header given as a mapping, a
+# field left to production) is not plain: the caller reads it the full way, with its messages.
+_PLAIN_REQUEST_TYPES: dict[str, type] = {
+    "method": str, "url": str, "body": str, "bodyType": str, "ipFamily": str,
+    "followRedirects": bool, "skipSSL": bool, "assertions": list, "headers": list, "queryParameters": list,
+}  # fmt: skip
+_PLAIN_ASSERTION_TYPES: dict[str, tuple[type, ...]] = {
+    "source": (str,), "comparison": (str,), "property": (str,), "target": (str,), "regex": (str, type(None)),
+}  # fmt: skip
+_PLAIN_PAIR: dict[str, type] = {"key": str, "value": str, "locked": bool}
+
+
+def plain_api_request(request: Any) -> bool:
+    """True when `request` is an API check's request that parses as it is, without a problem
+    (hand_written_problems and ApiCheckDefinition.field_problems would find none); False: read it
+    the full way."""
+    if type(request) is not dict:
+        return False
+    for key, value in request.items():
+        if _PLAIN_REQUEST_TYPES.get(key) is not type(value):
+            return False
+    url = request.get("url")
+    if not url or _http_url(url):
+        return False
+    method = request.get("method", "GET")
+    if method.upper() not in HTTP_METHODS or request.get("bodyType", "NONE") not in BODY_TYPES:
+        return False
+    if request.get("ipFamily", "IPv4") not in IP_FAMILIES:
+        return False
+    sources, comparisons = ASSERTION_SOURCES["API"], ASSERTION_COMPARISONS["API"]
+    for assertion in request.get("assertions", ()):
+        if type(assertion) is not dict or not _plain_values(assertion, _PLAIN_ASSERTION_TYPES):
+            return False
+        if assertion.get("source", "") not in sources or assertion.get("comparison", "") not in comparisons:
+            return False
+    for name in ("headers", "queryParameters"):
+        for pair in request.get(name, ()):
+            if type(pair) is not dict or not all(_PLAIN_PAIR.get(k) is type(v) for k, v in pair.items()):
+                return False
+    return True
+
+
+def _plain_values(value: dict[Any, Any], types: dict[str, tuple[type, ...]]) -> bool:
+    return all(type(item) in types.get(key, ()) for key, item in value.items())
+
+
 class UrlCheckDefinition(CheckDefinition):
     checkType: Literal["URL"] = "URL"
     request: UrlRequest = Field(default_factory=UrlRequest)
