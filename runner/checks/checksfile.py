@@ -74,13 +74,14 @@ class CheckSet(Strict):
 
 class FileCheck:
     """A check of a checks file as a run holds it: what the run reads of it, and its plan, whose
-    definition is made from the check's data when the check runs (CheckPlan.definition). A __slots__
-    value: ~0.5 KiB a check with that data, where a WorldCheck model held ~1.7 KiB more (its field
-    dict of ~40 names and its set of given ones); a run of 10,000 checks holds them all."""
+    definition is made from the check's fields when the check runs (CheckPlan.definition, through
+    `definition_data`). A __slots__ value, ~0.3 KiB a check with its plan, where a WorldCheck model
+    held ~1.7 KiB (its field dict of ~40 names and its set of given ones) and the same data; a run
+    of 10,000 checks holds them all."""
 
     __slots__ = (
-        "activated", "checkType", "id", "kept", "locations", "name", "plan", "request", "retryStrategy",
-        "runtimeId", "tags",
+        "activated", "checkType", "id", "kept", "locations", "more", "name", "plan", "request",
+        "retryStrategy", "runtimeId", "tags",
     )  # fmt: skip
 
     def __init__(
@@ -88,43 +89,66 @@ class FileCheck:
         id: str,
         name: str,
         checkType: str,
-        plan: CheckPlan,
         tags: list[str] | None = None,
         activated: bool = True,
-        locations: list[str] | None = None,
         request: dict[str, Any] | None = None,
+        *,
+        plan: CheckPlan | None = None,
+        locations: list[str] | None = None,
         retryStrategy: RetryStrategy | None = None,
         runtimeId: str | None = None,
         kept: dict[str, Any] | None = None,
+        more: dict[str, Any] | None = None,
     ) -> None:
         self.id = id
         self.name = name
         self.checkType = checkType
-        self.plan = plan
         self.tags: list[str] = [] if tags is None else tags
         self.activated = activated
-        self.locations: list[str] = [] if locations is None else locations
         self.request = request  # as given: a REAL check's definition is parsed from it
+        # Its plan: REAL (its definition made from this check) unless said otherwise.
+        self.plan = CheckPlan(Mode.REAL, self, None, CHECKS_FILE_LEAVE_OUT) if plan is None else plan
+        self.locations: list[str] = [] if locations is None else locations
         self.retryStrategy = retryStrategy
         self.runtimeId = runtimeId
         self.kept: dict[str, Any] = {} if kept is None else kept  # production's other properties
+        self.more = more  # its definition's other fields (WorldCheck.definition_data), if any
 
     @classmethod
     def of(cls, check: WorldCheck) -> FileCheck:
-        """A validated check (one that was not plain, `_plain_check`) as a run holds it: its plan keeps
-        the data of its definition, not the model."""
-        plan = check.plan
-        if isinstance(plan.parsed, WorldCheck):
-            plan = CheckPlan(plan.mode, check.definition_data(), plan.reason, plan.leave_out)
-        return cls(
-            check.id, check.name, check.checkType, plan, check.tags, check.activated, check.locations,
-            check.request, check.retryStrategy, check.runtimeId, check.kept,
+        """A validated check (one that was not plain, `_plain_check`) as a run holds it: its plan makes
+        the definition from the held check, not from the model."""
+        data = check.definition_data()
+        more = {key: value for key, value in data.items() if key not in _HELD} or None
+        made = cls(
+            check.id, check.name, check.checkType, check.tags, check.activated, check.request,
+            plan=check.plan, locations=check.locations, retryStrategy=check.retryStrategy,
+            runtimeId=check.runtimeId, kept=check.kept, more=more,
         )  # fmt: skip
+        plan = check.plan
+        if plan.parsed is not None:
+            made.plan = CheckPlan(plan.mode, made, plan.reason, plan.leave_out)
+        return made
+
+    def definition_data(self) -> dict[str, Any]:
+        """The check in production's shape, as WorldCheck.definition_data() gives it: what is given
+        (an empty list left out), the values the check's own."""
+        data: dict[str, Any] = {"id": self.id, "name": self.name, "checkType": self.checkType}
+        if self.tags:
+            data["tags"] = self.tags
+        data["activated"] = self.activated
+        if self.request is not None:
+            data["request"] = self.request
+        if self.more:
+            data.update(self.more)
+        return data
 
     def __repr__(self) -> str:
         return f"FileCheck(id={self.id!r}, name={self.name!r}, {self.checkType}, {self.plan.mode.value})"
 
 
+# The fields of a definition that a FileCheck holds as its own (the rest are in `more`).
+_HELD = frozenset({"id", "name", "checkType", "tags", "activated", "request"})
 # What a plain check (`_plain_check`) may carry, and the exact type of each.
 _PLAIN_CHECK_TYPES: dict[str, type] = {
     "id": str, "name": str, "checkType": str, "tags": list, "activated": bool, "request": dict,
@@ -134,7 +158,7 @@ _PLAIN_CHECK_TYPES: dict[str, type] = {
 def _plain_check(check: dict[str, Any]) -> FileCheck | None:
     """The check, when it is a plain API check (production's fields id, name, checkType, tags,
     activated and a plain request, `plain_api_request`): validating it as a WorldCheck would accept
-    it, find no problem and plan it REAL, so it is held as that without the model (~3 µs a check, not
+    it, find no problem and plan it REAL, so it is held as that without the model (~5 µs a check, not
     the ~100 µs of the model, its definition's parse and its problems). None: read it the full way."""
     for key, value in check.items():
         if _PLAIN_CHECK_TYPES.get(key) is not type(value):
@@ -145,15 +169,7 @@ def _plain_check(check: dict[str, Any]) -> FileCheck | None:
     tags = check.get("tags")
     if tags is not None and any(type(tag) is not str for tag in tags):
         return None
-    activated = check.get("activated", True)
-    # The definition's data as WorldCheck.definition_data() makes it: what is given, empty tags left out.
-    data: dict[str, Any] = {"id": check_id, "name": name, "checkType": "API"}
-    if tags:
-        data["tags"] = tags
-    data["activated"] = activated
-    data["request"] = request
-    plan = CheckPlan(Mode.REAL, data, None, CHECKS_FILE_LEAVE_OUT)
-    return FileCheck(check_id, name, "API", plan, tags, activated, None, request)
+    return FileCheck(check_id, name, "API", tags, check.get("activated", True), request)
 
 
 @dataclass(frozen=True)
@@ -231,7 +247,7 @@ def parse_checks(
         if not isinstance(check, dict):
             problems.append((at, "expected a check (a mapping with name, checkType, request)"))
             continue
-        for key in check:
+        for key in () if EMULATOR_KEYS.isdisjoint(check) else check:
             if key in EMULATOR_KEYS:
                 message = (
                     f"unknown field {key!r}: not production's; scripted results need a world file (--world)"
@@ -345,7 +361,10 @@ def _as_world_check(check: dict[str, Any], index: int, taken: set[str], folder: 
     """The check as a world holds it: an id made from its name when it has none (a check written by
     hand; `made_id`), a type that cannot run here marked so (it fails closed, never scripted), and a
     Playwright check suite's project folder the checks file's own (its workingDir is relative to it)."""
-    out = {key: value for key, value in check.items() if key not in EMULATOR_KEYS}
+    if EMULATOR_KEYS.isdisjoint(check):
+        out = dict(check)
+    else:
+        out = {key: value for key, value in check.items() if key not in EMULATOR_KEYS}
     if not out.get("id"):
         base = _SLUG.sub("-", str(out.get("name") or "").lower()).strip("-") or f"check-{index + 1}"
         made, n = base, 1

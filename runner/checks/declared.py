@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
@@ -147,13 +147,19 @@ WORLD_LEAVE_OUT = "leave it out with settings.notRunnable: skip in the world, or
 CHECKS_FILE_LEAVE_OUT = "leave it out of the checks file, or run other tags (--tag)"
 
 
+class DefinitionSource(Protocol):
+    """A check that makes its definition's data (WorldCheck, checksfile.FileCheck)."""
+
+    def definition_data(self) -> dict[str, Any]: ...
+
+
 @dataclass(frozen=True, slots=True)  # one a check: 120 B with a __dict__, 56 B without
 class CheckPlan:
     mode: Mode
-    # The check whose definition parsed (REAL; NOT_RUNNABLE when it parsed), or that definition's data
-    # (a checks file's check: checksfile.FileCheck), else None. Its definition is parsed again when
-    # asked for, not kept: a run holds its checks, not a second model of each.
-    parsed: WorldCheck | dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    # The check whose definition parsed (REAL; NOT_RUNNABLE when it parsed), else None: a WorldCheck,
+    # or the checks file's FileCheck. Its definition is parsed again when asked for, not kept: a run
+    # holds its checks, not a second model of each.
+    parsed: DefinitionSource | None = field(default=None, repr=False, compare=False)
     reason: str | None = None  # NOT_RUNNABLE: why, one sentence
     # NOT_RUNNABLE: how to leave it out, in the terms of the file it came from.
     leave_out: str = WORLD_LEAVE_OUT
@@ -162,10 +168,7 @@ class CheckPlan:
     def definition(self) -> CheckDefinition | None:
         """Production's definition of the check, made now (a new value each time); None when it did
         not parse. The one who runs the check holds it while it runs."""
-        parsed = self.parsed
-        if parsed is None:
-            return None
-        return parse_check_definition(parsed if isinstance(parsed, dict) else parsed.definition_data())
+        return None if self.parsed is None else parse_check_definition(self.parsed.definition_data())
 
 
 def cannot_run_message(reason: str, leave_out: str) -> str:

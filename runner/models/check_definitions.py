@@ -685,7 +685,7 @@ _PLAIN_REQUEST_TYPES: dict[str, type] = {
 _PLAIN_ASSERTION_TYPES: dict[str, tuple[type, ...]] = {
     "source": (str,), "comparison": (str,), "property": (str,), "target": (str,), "regex": (str, type(None)),
 }  # fmt: skip
-_PLAIN_PAIR: dict[str, type] = {"key": str, "value": str, "locked": bool}
+_PLAIN_PAIR_TYPES: dict[str, tuple[type, ...]] = {"key": (str,), "value": (str,), "locked": (bool,)}
 
 
 def plain_api_request(request: Any) -> bool:
@@ -698,27 +698,29 @@ def plain_api_request(request: Any) -> bool:
         if _PLAIN_REQUEST_TYPES.get(key) is not type(value):
             return False
     url = request.get("url")
-    if not url or _http_url(url):
+    if not url or not ("{{" in url or url.lower().startswith(("http://", "https://"))):  # as _http_url
         return False
-    method = request.get("method", "GET")
-    if method.upper() not in HTTP_METHODS or request.get("bodyType", "NONE") not in BODY_TYPES:
+    if request.get("method", "GET").upper() not in HTTP_METHODS:
         return False
-    if request.get("ipFamily", "IPv4") not in IP_FAMILIES:
+    if (
+        request.get("bodyType", "NONE") not in BODY_TYPES
+        or request.get("ipFamily", "IPv4") not in IP_FAMILIES
+    ):
         return False
     sources, comparisons = ASSERTION_SOURCES["API"], ASSERTION_COMPARISONS["API"]
     for assertion in request.get("assertions", ()):
-        if type(assertion) is not dict or not _plain_values(assertion, _PLAIN_ASSERTION_TYPES):
+        if type(assertion) is not dict or not _plain(assertion, _PLAIN_ASSERTION_TYPES):
             return False
         if assertion.get("source", "") not in sources or assertion.get("comparison", "") not in comparisons:
             return False
-    for name in ("headers", "queryParameters"):
-        for pair in request.get(name, ()):
-            if type(pair) is not dict or not all(_PLAIN_PAIR.get(k) is type(v) for k, v in pair.items()):
-                return False
+    for pair in (*request.get("headers", ()), *request.get("queryParameters", ())):
+        if type(pair) is not dict or not _plain(pair, _PLAIN_PAIR_TYPES):
+            return False
     return True
 
 
-def _plain_values(value: dict[Any, Any], types: dict[str, tuple[type, ...]]) -> bool:
+def _plain(value: dict[Any, Any], types: dict[str, tuple[type, ...]]) -> bool:
+    """Only keys of `types`, each value of one of its exact types."""
     return all(type(item) in types.get(key, ()) for key, item in value.items())
 
 
