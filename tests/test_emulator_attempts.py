@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from runner.checks.failures import ErrorClass, FailureKind
-from runner.checks.outcome import Attempt
+from runner.checks.outcome import Attempt, EvidenceFile, SuiteTest
 from runner.emulator.core import realruns
 from runner.emulator.core.simulation import SessionRun, plan_run, render_run
 from runner.emulator.core.world import WorldCheck, parse_world_text
@@ -44,8 +44,9 @@ def test_a_real_run_keeps_the_engines_attempt_and_its_row_fails_closed() -> None
     realruns.finish(run, stopped, False, 1.0)
     realruns.begin(run, 2.0)
     slow = Attempt(
-        2, 103.0, 900.0, True, degraded=True, message="response time 900 ms exceeded", response_time_ms=870.4
-    )
+        2, 103.0, 900.0, True, degraded=True, message="response time 900 ms exceeded", response_time_ms=870.4,
+        files=(EvidenceFile("trace", "TRACE", "out/trace.zip"),), tests=(SuiteTest("cart", "flaky", 2),),
+    )  # fmt: skip
     realruns.finish(run, slow, True, 3.0)
 
     assert run.slots[0].attempt is stopped  # the engine's value itself, not a copy of its fields
@@ -54,6 +55,8 @@ def test_a_real_run_keeps_the_engines_attempt_and_its_row_fails_closed() -> None
     assert retried["errorMessage"] == "cancelled" and retried["responseTime"] == 40
     assert (final["status"], final["isDegraded"], final["responseTime"]) == ("PASSED", True, 870)
     assert final["degradedReason"] == "response time 900 ms exceeded" and final["errorGroupIds"] == []
+    assert final["attachments"] == [{"name": "trace", "path": "out/trace.zip"}]
+    assert final["tests"] == [{"name": "cart", "status": "flaky", "runs": 2}]
 
 
 def test_scripted_attempts_are_attempts_shared_by_checks_scripted_the_same_way() -> None:

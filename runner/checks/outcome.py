@@ -101,6 +101,10 @@ class SuiteTest:
     status: str
     runs: int = 1
 
+    def as_dict(self) -> dict[str, str | int]:
+        """As a result lists it (its `tests` field: the emulator's rows, results.json)."""
+        return {"name": self.name, "status": self.status, "runs": self.runs}
+
 
 @dataclass(frozen=True)
 class EvidenceFile:
@@ -109,6 +113,10 @@ class EvidenceFile:
     name: str
     kind: str  # TRACE, SCREENSHOT, VIDEO ... (the analysis's artifact types)
     path: str
+
+    def as_dict(self) -> dict[str, str]:
+        """As a result lists it (its `attachments` field: the emulator's rows, results.json)."""
+        return {"name": self.name, "path": self.path}
 
 
 # slots: a session keeps one a check (a __dict__ of 24 fields is ~0.6 KiB, the slots 0.25)

@@ -206,9 +206,9 @@ def _result(
         elif attempt.degraded and attempt.message:  # why: the threshold and the measure
             extra["degradedReason"] = attempt.message
         if attempt.files:  # a browser check's screenshot and trace
-            extra["attachments"] = [{"name": f.name, "path": f.path} for f in attempt.files]
+            extra["attachments"] = [f.as_dict() for f in attempt.files]
         if attempt.tests:  # a Playwright check suite's tests, each with its outcome and runs
-            extra["tests"] = [{"name": t.name, "status": t.status, "runs": t.runs} for t in attempt.tests]
+            extra["tests"] = [t.as_dict() for t in attempt.tests]
     # Built, not validated: every value is ours and of its field's type (a session of 10,000
     # results is rendered at its trigger and again as its runs end: 0.4 s of validation each time).
     return SessionResult.model_construct(
