@@ -37,7 +37,8 @@ Behaviour = Literal["pass", "fail", "degrade", "flaky", "error", "hang"]
 # spec's, still a bound on what an alias bomb can cost.
 WORLD_MAX_NODES = 500_000
 
-# Maximum run time of one check run, in simulated seconds, by check type. Production-like values:
+# Maximum run time of one check run, in seconds, by check type (real seconds for a check the engine
+# runs, in a local run or a world; simulated for a world's scripted ones). Production-like values:
 # browser and multi-step checks are capped at 240 s (checklyhq.com/docs/browser-checks/timeouts/),
 # Playwright check suites at 30 minutes (checklyhq.com/docs/platform/runtimes/runtime-specification),
 # API and the other request-level checks at 30 s (the API check's maximum response time).

@@ -73,11 +73,13 @@ class JobSettings:
     connection: Connection
     report_paths: Mapping[str, Path | str] = field(default_factory=dict)
     detach: bool = False
+    # No account: --emulator, --demo, --world, or a checks file (which runs without the emulator:
+    # the name is older than the local run; see `source`).
     emulator: bool = False
     world: str | None = None
     checks: ChecksFile | None = None  # --checks FILE (or the spec's checks:): the user's own checks
-    source: Literal["demo", "world", "checks"] | None = None  # with the emulator: what it runs
-    state: str | None = None  # the emulator's state file
+    source: Literal["demo", "world", "checks"] | None = None  # without an account: what runs
+    state: str | None = None  # the state file (--state): a local run's or the emulator's
     verbosity: int = NORMAL
     secret_keys: tuple[str, ...] = ()
     spec_path: str | None = None  # names the sticky comment of this spec

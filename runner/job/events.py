@@ -81,7 +81,7 @@ class ResultFinished(_Value):
 
 
 class Progress(_Value):
-    """After each read of a running session: how far it is and what still runs."""
+    """While a session runs (after a read of the service, or attempts of local checks): how far it is."""
 
     __slots__ = ("elapsed", "results", "where")
 

@@ -19,6 +19,10 @@ What can be known and what cannot:
   result whose groups are all known but one unread cannot be told, `known` is None, and the gate must
   never forgive it.
 
+A local run (job/local.py) has no service: its groups are job/local_groups.py's, kept in the state
+file, and their times and the sessions' `startedAt` all come from this machine's clock, so they are
+still compared with each other only. Without a state file every group is this run's: new.
+
 That is the error group's half. The baseline (runner/job/baseline.py) is the other; the policy's
 `novelty` weighs the two once, and `history` below is what every output shows of it: the console,
 the markdown, the JUnit and the comment only format a `History`, the digest carries one per failure.

@@ -9,8 +9,8 @@ the state file), reports the check once its final attempt is in (ResultFinished,
 events and console lines as a session of the service), and at the end judges the session by the
 job's policy. A failure's group is analysed by the engine's rules as soon as it appears.
 
-What a result says is what the service says of the same attempts (emulator/core/simulation.py
-renders them for the emulator): a FAILED result whose failure is not an assertion's is an error;
+What a result says is what the service says of the same attempts (job/verdicts.py reads the
+service's rows by the same rule): a FAILED result whose failure is not an assertion's is an error;
 retries fold into their final result (flaky when it passed at last); a check that cannot run here
 fails closed with why, and how to leave it out of the checks file.
 """

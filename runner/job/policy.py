@@ -139,8 +139,9 @@ def checks_exit_code(results: list[ResultOutcome], gate: Gate) -> ExitCode:
 
 
 def no_match_exit_code(gate: Gate) -> ExitCode:
-    """Only for the service's own no-match signals: the trigger's 403 ERR_NO_MATCHING_CHECKS, or a
-    session that PASSED with no results. Every other refusal is an error, never this."""
+    """Only for a no-match: the service's own signals (the trigger's 403 ERR_NO_MATCHING_CHECKS, or a
+    session that PASSED with no results), or a target that selects no check of a checks file (a
+    local run). Every other refusal is an error, never this."""
     return ExitCode.NO_MATCH if gate.fail_on_no_match else ExitCode.OK
 
 
