@@ -119,3 +119,40 @@ def test_the_checks_a_run_holds_are_small_values(tmp_path: Path) -> None:
     assert not hasattr(checks.checks[0], "__dict__")
     # Measured: ~1.1 KiB a check with its texts and request (was ~2.7 KiB with the model).
     assert held / 1000 < 1600, held / 1000
+
+
+def test_a_check_that_is_not_plain_is_parsed_once_when_it_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its definition decides its plan and names its problems from one parse (it was four)."""
+    from runner.checks import declared
+
+    parsed: list[str] = []
+    parse = declared.parse_check_definition
+
+    def counted(data: Any) -> Any:
+        parsed.append(str(data.get("name")))
+        return parse(data)
+
+    monkeypatch.setattr(declared, "parse_check_definition", counted)
+    url = {"checkType": "URL", "request": {"url": URL}}
+    checks = [{"id": f"u{i}", "name": f"url {i}", **url} for i in range(3)]
+    loaded = parse_checks([*checks, api()], "checks.yml", {})
+    assert [c.plan.mode for c in loaded.checks] == [Mode.REAL] * 4
+    assert parsed == ["url 0", "url 1", "url 2"]  # the plain API check: none
+
+
+def test_every_problem_of_the_file_at_once_among_plain_checks() -> None:
+    """A variable's problem, a check's definition problem and a check's wrong type, each at its place."""
+    url = {"checkType": "URL"}
+    checks = [
+        {"name": "a", "request": {"url": URL}},
+        {"name": "u", **url, "request": {"url": "ftp://x"}},
+        {"name": "p", "request": {"url": URL}},
+        {"name": "v", **url, "request": {"url": 5}},
+    ]
+    with pytest.raises(WorldError) as caught:
+        parse_checks({"variables": [{"key": ""}], "checks": checks}, "c.yml", {})
+    assert caught.value.problems == [
+        "c.yml: variables[0].key: must not be empty",
+        "c.yml: checks[1].request.url: must start with http:// or https://",
+        "c.yml: checks[3].request.url: expected a string, got a number",
+    ]

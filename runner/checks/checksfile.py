@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -125,9 +125,8 @@ class FileCheck:
             plan=check.plan, locations=check.locations, retryStrategy=check.retryStrategy,
             runtimeId=check.runtimeId, kept=check.kept, more=more,
         )  # fmt: skip
-        plan = check.plan
-        if plan.parsed is not None:
-            made.plan = CheckPlan(plan.mode, made, plan.reason, plan.leave_out)
+        if check.plan.parsed is not None:
+            made.plan = replace(check.plan, parsed=made)
         return made
 
     def definition_data(self) -> dict[str, Any]:
@@ -294,33 +293,44 @@ def _problems(
 ) -> tuple[tuple[list[FileCheck], CheckSet] | None, list[Problem]]:
     """The checks after ${VAR} expansion from `environ` (with the file's variables and quarantine), or
     every problem by field path (as a world says its account's: world.py `world_problems`). A plain
-    check (`_plain_check`) is held as it is; the others are validated as WorldChecks, in one CheckSet
-    with the variables, and their problems named by their place in the whole list."""
+    check (`_plain_check`) is held as it is; each other one is validated as a WorldCheck and held as
+    a FileCheck (one model at a time, not a list of them beside the checks held); a file that does
+    not validate is read again in one CheckSet, for every problem named by its place in the file."""
     data, problems = expanded_document(data, environ)
     if problems:
         return None, problems
     checks: list[Any] = data["checks"]
-    plain = [_plain_check(check) for check in checks]
-    others = [c for c, check in enumerate(plain) if check is None]  # where each other check is
+    loaded = [_plain_check(check) for check in checks]
+    others = [c for c, check in enumerate(loaded) if check is None]  # where each other check is
     real = any(isinstance(check, dict) and check.get("request") is not None for check in checks)
+    context = {"checks_file": True, "project": project}
     try:
-        context = {"checks_file": True, "project": project}
-        validated = CheckSet.model_validate({**data, "checks": [checks[c] for c in others]}, context=context)
-    except ValidationError as exc:
-        found = short_problems([(_placed(loc, others), m) for loc, m in described_with_hints(exc, CheckSet)])
-        found += request_problems(checks, ("checks",))
-        return None, found + _definition_problems(checks, others, exc, project, real)
-    ids = {check.id for check in validated.checks} | {check.id for check in plain if check is not None}
-    if len(ids) != len(checks):
-        problems.append((("checks",), "check ids must be unique"))
-    for c, check in zip(others, validated.checks, strict=True):
-        problems += [(("checks", c, *at), message) for at, message in check_problems(check, real)]
+        validated = CheckSet.model_validate({**data, "checks": []}, context=context)  # the rest of the file
+        for c in others:
+            check = WorldCheck.model_validate(checks[c], context=context)
+            problems += [(("checks", c, *at), message) for at, message in check_problems(check, real)]
+            loaded[c] = FileCheck.of(check)
+    except ValidationError:
+        return None, _validation_problems(data, others, context, real)
+    if len({check.id for check in loaded if check is not None}) != len(checks):
+        problems.insert(0, (("checks",), "check ids must be unique"))
     problems = short_problems(problems)
     if problems:
         return None, problems
-    held = iter(validated.checks)
-    loaded = [check if check is not None else FileCheck.of(next(held)) for check in plain]
-    return (loaded, validated), []
+    return ([check for check in loaded if check is not None], validated), []
+
+
+def _validation_problems(data: dict[str, Any], others: list[int], context: Any, real: bool) -> list[Problem]:
+    """Every problem of a file whose checks (those that were not plain) or variables do not validate:
+    pydantic's, the requests' unknown keys, the definitions' problems."""
+    checks = data["checks"]
+    try:
+        CheckSet.model_validate({**data, "checks": [checks[c] for c in others]}, context=context)
+    except ValidationError as exc:
+        found = short_problems([(_placed(loc, others), m) for loc, m in described_with_hints(exc, CheckSet)])
+        found += request_problems(checks, ("checks",))
+        return found + _definition_problems(checks, others, exc, context["project"], real)
+    raise AssertionError("a check did not validate alone but validates in the file")  # never
 
 
 def _placed(loc: Loc, others: list[int]) -> Loc:

@@ -148,6 +148,9 @@ WORLD_LEAVE_OUT = "leave it out with settings.notRunnable: skip in the world, or
 CHECKS_FILE_LEAVE_OUT = "leave it out of the checks file, or run other tags (--tag)"
 
 
+Problem = tuple[Loc, str]
+
+
 class DefinitionSource(Protocol):
     """A check that makes its definition's data (WorldCheck, checksfile.FileCheck)."""
 
@@ -164,6 +167,9 @@ class CheckPlan:
     reason: str | None = None  # NOT_RUNNABLE: why, one sentence
     # NOT_RUNNABLE: how to leave it out, in the terms of the file it came from.
     leave_out: str = WORLD_LEAVE_OUT
+    # REAL: what its definition's fields would keep it from running (definition_problems), found
+    # when it was parsed to decide this plan (check_problems names them: not parsed a second time).
+    problems: tuple[Problem, ...] = field(default=(), repr=False)
 
     @property
     def definition(self) -> CheckDefinition | None:
@@ -345,11 +351,9 @@ def _decide(check: WorldCheck, checks_file: bool = False, project: bool = False)
             what = "; ".join(problems)
             reason = f"{check.checkType} check that cannot run as the project defines it: {what}"
     leave_out = CHECKS_FILE_LEAVE_OUT if checks_file else WORLD_LEAVE_OUT
-    return (
-        CheckPlan(Mode.REAL, check)
-        if reason is None
-        else CheckPlan(Mode.NOT_RUNNABLE, check, reason, leave_out)
-    )
+    if reason is not None:
+        return CheckPlan(Mode.NOT_RUNNABLE, check, reason, leave_out)
+    return CheckPlan(Mode.REAL, check, problems=tuple(definition.definition_problems()))
 
 
 def escape_references(text: str) -> str:
@@ -367,9 +371,6 @@ def escape_document(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: item if k in SCRIPT_TEXT_FIELDS else escape_document(item) for k, item in value.items()}
     return value
-
-
-Problem = tuple[Loc, str]
 
 
 def expanded_document(data: Any, environ: Mapping[str, str]) -> tuple[Any, list[Problem]]:
@@ -401,15 +402,14 @@ def check_problems(check: WorldCheck, world_runs_real_checks: bool) -> list[Prob
             return [((), f"{check.checkType} check with neither request nor behaviour, in a world that runs "
                          "checks for real: give request: to run it, or behaviour: to script it")]  # fmt: skip
         return []
-    # Made once here (each `plan.definition` parses the check again).
-    definition = plan.definition
-    parsed = definition is not None
+    # The plan was decided from the definition parsed once (`_decide`): parsed is whether it parsed.
+    parsed = plan.parsed is not None
     # Parsed: only the request's keys are left to look at (no dump of the whole check, 10,000 times).
     data = {"checkType": check.checkType, "request": check.request} if parsed else check.definition_data()
     problems: list[Problem] = list(hand_written_problems(data, parsed=parsed))
-    if problems or plan.mode is not Mode.REAL or definition is None:
+    if problems or plan.mode is not Mode.REAL or not parsed:
         return problems
-    return definition.definition_problems()
+    return list(plan.problems)
 
 
 # The line of each field, or how to find them (a large file is read once, without its node graph;
