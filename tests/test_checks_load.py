@@ -59,13 +59,13 @@ VARIANTS: list[dict[str, Any]] = [
 
 
 def loaded(checks: list[Any]) -> tuple[list[tuple[Any, ...]], list[str]]:
-    """Each check's (id, name, type, tags, activated, mode, reason, definition), or the problems."""
+    """Each check's fields, plan (its mode, reason, advice) and definition, or the problems."""
     try:
         found = parse_checks(checks, "checks.yml", {})
     except WorldError as exc:
         return [], exc.problems
     held = [
-        (c.id, c.name, c.checkType, c.tags, c.activated, c.locations, c.kept, c.plan.mode, c.plan.reason)
+        (c.id, c.name, c.checkType, c.tags, c.activated, c.locations, c.kept, c.runtimeId, c.plan)
         for c in found.checks
     ]
     return [(*row, c.plan.definition) for row, c in zip(held, found.checks, strict=True)], []

@@ -28,7 +28,6 @@ from pydantic import Field, ValidationError
 
 from runner.checks.declared import (
     CHECK_KEYS,
-    CHECKS_FILE_LEAVE_OUT,
     SCRIPTED_FIELDS,
     CheckPlan,
     Lines,
@@ -106,8 +105,8 @@ class FileCheck:
         self.tags: list[str] = [] if tags is None else tags
         self.activated = activated
         self.request = request  # as given: a REAL check's definition is parsed from it
-        # Its plan: REAL (its definition made from this check) unless said otherwise.
-        self.plan = CheckPlan(Mode.REAL, self, None, CHECKS_FILE_LEAVE_OUT) if plan is None else plan
+        # Its plan: REAL (its definition made from this check, as _decide plans it) unless said otherwise.
+        self.plan = CheckPlan(Mode.REAL, self) if plan is None else plan
         self.locations: list[str] = [] if locations is None else locations
         self.retryStrategy = retryStrategy
         self.runtimeId = runtimeId
@@ -158,7 +157,7 @@ def _plain_check(check: dict[str, Any]) -> FileCheck | None:
     """The check, when it is a plain API check (production's fields id, name, checkType, tags,
     activated and a plain request, `plain_api_request`): validating it as a WorldCheck would accept
     it, find no problem and plan it REAL, so it is held as that without the model (~5 µs a check, not
-    the ~100 µs of the model, its definition's parse and its problems). None: read it the full way."""
+    the ~80 µs of the model, its definition's parse and its problems). None: read it the full way."""
     for key, value in check.items():
         if _PLAIN_CHECK_TYPES.get(key) is not type(value):
             return None
