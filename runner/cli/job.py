@@ -37,10 +37,10 @@ from runner.job.analyses import AnalysisPlan
 from runner.job.digest import DEMO_MARK, digest
 from runner.job.events import EventQueue, Finished, Note, Observer, Observers
 from runner.job.outcome import Outcome, ResultOutcome
+from runner.job.plan import SessionPlan
 from runner.job.policy import Gate
 from runner.job.remote import RemoteSource
 from runner.job.run import Runner
-from runner.job.session import SessionPlan
 from runner.metadata import resolve_metadata
 from runner.models import SessionMetadata, TriggerRequest
 from runner.reports.files import check_writable

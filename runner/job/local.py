@@ -56,6 +56,7 @@ from runner.job.outcome import (
     ResultVerdict,
     SessionOutcome,
 )
+from runner.job.plan import session_outcome, with_internal_errors
 from runner.job.policy import (
     NOTHING_JUDGED_CODE,
     UNRUN_NAMED_CODE,
@@ -64,7 +65,6 @@ from runner.job.policy import (
     unexplained_end,
     unrun_named_checks,
 )
-from runner.job.session import session_outcome, with_internal_errors
 from runner.job.source import ListedCheck, SessionContext
 from runner.job.verdicts import checked_attachments, checked_suite_tests
 from runner.models import Target, TestSession, TriggerRequest

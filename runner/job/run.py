@@ -43,6 +43,7 @@ from runner.job.events import (
 )
 from runner.job.known import mark_known
 from runner.job.outcome import CommitInfo, Outcome, ResultOutcome, SessionOutcome, count_results
+from runner.job.plan import SessionPlan, session_outcome
 from runner.job.policy import (
     NOTHING_JUDGED,
     NOTHING_JUDGED_CODE,
@@ -55,7 +56,7 @@ from runner.job.policy import (
 )
 from runner.job.refusals import unknown_session
 from runner.job.remote import RemoteSource
-from runner.job.session import SessionPlan, SessionWorker, session_outcome
+from runner.job.session import SessionWorker
 from runner.job.source import ResultSource, SessionContext
 from runner.models import SessionMetadata, TestSession, TriggerRequest
 
