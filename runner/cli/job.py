@@ -27,8 +27,6 @@ from runner.cli.common import (
     handle_signals,
     stop_at_once,
 )
-from runner.client import ApiClient
-from runner.client.transport import LocalTransport
 from runner.core import memory
 from runner.core.errors import SpecError, UsageError
 from runner.core.exitcodes import ExitCode
@@ -39,7 +37,6 @@ from runner.job.events import EventQueue, Finished, Note, Observer, Observers
 from runner.job.outcome import Outcome, ResultOutcome
 from runner.job.plan import SessionPlan
 from runner.job.policy import Gate
-from runner.job.remote import RemoteSource
 from runner.job.run import Runner
 from runner.metadata import resolve_metadata
 from runner.models import SessionMetadata, TriggerRequest
@@ -51,6 +48,7 @@ if TYPE_CHECKING:
     # build:/--build-command, --shard): most runs have none, and their modules (a dozen frozen
     # dataclasses, subprocess) were ~4% of a one-check run's start-up.
     from runner.checks.checksfile import ChecksFile
+    from runner.client import ApiClient  # imported where the run has a service: a checks file's has none
     from runner.emulator import Emulator
     from runner.emulator.core.answers import LocalService
     from runner.emulator.core.world import World
@@ -435,11 +433,13 @@ class Job:
             events = EventQueue()
             quarantine = self._quarantine()  # the spec's (--spec): the checks are known from the results
             self.console.quarantine = quarantine
+            from runner.job.remote import RemoteSource
+
             with self._client(events, use_emulator=False) as client:
                 self._check_writable()
                 plan, observer = self.settings.plan, self.observer
                 runner = self._runner = Runner(
-                    client,
+                    RemoteSource(client),
                     plan,
                     observer,
                     SessionMetadata(),
@@ -596,6 +596,8 @@ class Job:
         (job/local.py), else the service (an account, or the emulator for a world) through the client."""
         checks = self.settings.checks
         if checks is None:
+            from runner.job.remote import RemoteSource
+
             with self._client(events) as client:
                 yield RemoteSource(client)
             return
@@ -626,6 +628,7 @@ class Job:
             with connection.client(self.redact, budget, events.retrying) as client:
                 yield client
             return
+        from runner.client.transport import LocalTransport
         from runner.emulator.core.answers import LocalService, needs_http
         from runner.emulator.core.world import load_world
 
