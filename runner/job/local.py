@@ -56,6 +56,7 @@ from runner.job.outcome import (
     ResultVerdict,
     SessionOutcome,
 )
+from runner.job.plan import session_outcome, with_internal_errors
 from runner.job.policy import (
     NOTHING_JUDGED_CODE,
     UNRUN_NAMED_CODE,
@@ -64,13 +65,13 @@ from runner.job.policy import (
     unexplained_end,
     unrun_named_checks,
 )
-from runner.job.session import session_outcome, with_internal_errors
 from runner.job.source import ListedCheck, SessionContext
 from runner.job.verdicts import checked_attachments, checked_suite_tests
 from runner.models import Target, TestSession, TriggerRequest
 from runner.models.resources import CHECK_LOCATIONS
 
 if TYPE_CHECKING:
+    from runner.models import RetryStrategy
     from runner.state.store import StateFile
 
 CONCURRENCY = 16  # checks of the run at once (the emulator's executor.concurrency default)
@@ -148,7 +149,7 @@ class LocalSource:
         index: int,
         check: FileCheck,
         variables: VariableSources,
-        retry: object,
+        retry: RetryStrategy | None,
         max_run: float | None,
         stop: threading.Event,
         inbox: queue.SimpleQueue[tuple[int, Attempt, bool]],
@@ -157,7 +158,6 @@ class LocalSource:
         ends; never raises (a bug in the engine fails the check closed instead of hanging the run)."""
         from runner.checks.run import run_check  # libcurl and friends: only when a check runs
         from runner.checks.scripts import runner_for
-        from runner.models import RetryStrategy
 
         if stop.is_set():
             inbox.put((index, Attempt.not_run(FailureKind.CANCELLED, "cancelled"), True))
@@ -172,7 +172,7 @@ class LocalSource:
                 definition,
                 max_run_seconds=max_run,
                 variables=variables,
-                retry=retry if isinstance(retry, RetryStrategy) else None,
+                retry=retry,
                 on_attempt=lambda attempt, final: inbox.put((index, attempt, final)),
                 stop=stop,
                 limits=Limits(body_cap_bytes=BODY_BYTES),

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from runner.checks.outcome import Attempt
     from runner.state.store import StateFile
 
-PROVIDER = "emulator"  # the provider an analysis names: the engine's rules, as the emulator has always said
+# The provider an analysis names: the engine's own rules, run here (the emulator's say "emulator").
+PROVIDER = "local"
 
 
 def moment(epoch: float) -> datetime:
