@@ -165,8 +165,9 @@ def _plain_check(check: dict[str, Any]) -> FileCheck | None:
     if not check_id or not name or check.get("checkType", "API") != "API" or not plain_api_request(request):
         return None
     tags = check.get("tags")
-    if tags is not None and any(type(tag) is not str for tag in tags):
-        return None
+    for tag in tags or ():
+        if type(tag) is not str:
+            return None
     return FileCheck(check_id, name, "API", tags, check.get("activated", True), request)
 
 
