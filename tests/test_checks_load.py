@@ -61,10 +61,10 @@ VARIANTS: list[dict[str, Any]] = [
 ]
 
 
-def loaded(checks: list[Any]) -> tuple[list[tuple[Any, ...]], list[str]]:
+def loaded(checks: list[Any], project: bool = False) -> tuple[list[tuple[Any, ...]], list[str]]:
     """Each check's fields, plan (its mode, reason, advice) and definition, or the problems."""
     try:
-        found = parse_checks(checks, "checks.yml", {})
+        found = parse_checks(checks, "checks.yml", {}, project=project)
     except WorldError as exc:
         return [], exc.problems
     held = [
@@ -79,11 +79,13 @@ def the_full_way(check: dict[str, Any]) -> dict[str, Any]:
     return {**check, "frequency": 10}
 
 
+@pytest.mark.parametrize("project", [False, True], ids=["file", "project"])
 @pytest.mark.parametrize("check", VARIANTS, ids=[str(i) for i in range(len(VARIANTS))])
-def test_a_check_loads_as_the_full_way_loads_it(check: dict[str, Any]) -> None:
+def test_a_check_loads_as_the_full_way_loads_it(check: dict[str, Any], project: bool) -> None:
+    """`project`: a Checkly project's checks, where one check's fields fail it alone."""
     between = [api(id="before"), check, api(id="after")]
     full = [api(id="before"), the_full_way(check), api(id="after")]
-    assert loaded(between) == loaded(full)
+    assert loaded(between, project) == loaded(full, project)
 
 
 def test_problems_of_checks_among_plain_ones_are_named_at_their_place(tmp_path: Path) -> None:
