@@ -27,8 +27,6 @@ from runner.cli.common import (
     handle_signals,
     stop_at_once,
 )
-from runner.client import ApiClient
-from runner.client.transport import LocalTransport
 from runner.core import memory
 from runner.core.errors import SpecError, UsageError
 from runner.core.exitcodes import ExitCode
@@ -38,7 +36,6 @@ from runner.job.digest import DEMO_MARK, digest
 from runner.job.events import EventQueue, Finished, Note, Observer, Observers
 from runner.job.outcome import Outcome, ResultOutcome
 from runner.job.policy import Gate
-from runner.job.remote import RemoteSource
 from runner.job.run import Runner
 from runner.job.session import SessionPlan
 from runner.metadata import resolve_metadata
@@ -47,6 +44,7 @@ from runner.reports.files import check_writable
 from runner.spec import RunSpec
 
 if TYPE_CHECKING:
+    from runner.client import ApiClient
     # The baseline, the build and the shard are imported where a run has one (--baseline,
     # build:/--build-command, --shard): most runs have none, and their modules (a dozen frozen
     # dataclasses, subprocess) were ~4% of a one-check run's start-up.
@@ -576,6 +574,8 @@ class Job:
         (job/local.py), else the service (an account, or the emulator for a world) through the client."""
         checks = self.settings.checks
         if checks is None:
+            from runner.job.remote import RemoteSource  # the service's: a checks file's run never loads it
+
             with self._client(events) as client:
                 yield RemoteSource(client)
             return
@@ -606,6 +606,7 @@ class Job:
             with connection.client(self.redact, budget, events.retrying) as client:
                 yield client
             return
+        from runner.client.transport import LocalTransport
         from runner.emulator.core.answers import LocalService, needs_http
         from runner.emulator.core.world import load_world
 

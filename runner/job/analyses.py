@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from runner.client import ApiClient
 from runner.client.polling import wait_for_analysis
 from runner.core.errors import ApiError, PaymentRequiredError
 from runner.core.threads import DaemonPool
@@ -27,6 +27,9 @@ from runner.job.events import AnalysisReady, Event, Where
 from runner.job.outcome import AnalysisOutcome, ErrorGroupOutcome
 from runner.models import ErrorGroup, TestSession
 from runner.models.analyses import Analysis, TestSessionErrorGroup
+
+if TYPE_CHECKING:
+    from runner.client import ApiClient
 
 MAX_WORKERS = 8
 MAX_GROUPS_READ = 200  # error messages for the reports; beyond this a report names the group id only

@@ -25,7 +25,6 @@ from functools import partial
 from typing import TYPE_CHECKING, cast
 
 from runner import __version__
-from runner.client import ApiClient
 from runner.core.errors import ApiError, NotFoundError
 from runner.core.exitcodes import ExitCode
 from runner.core.threads import DaemonPool
@@ -54,12 +53,12 @@ from runner.job.policy import (
     shared_session,
 )
 from runner.job.refusals import unknown_session
-from runner.job.remote import RemoteSource
 from runner.job.session import SessionPlan, SessionWorker, session_outcome
 from runner.job.source import ResultSource, SessionContext
 from runner.models import SessionMetadata, TestSession, TriggerRequest
 
 if TYPE_CHECKING:
+    from runner.client import ApiClient
     from runner.job.baseline import Baseline, BaselineWarning
     from runner.job.quarantine import Quarantine
 
@@ -117,6 +116,8 @@ class Runner:
         if hasattr(client, "run_session"):
             self.source = cast("ResultSource", client)
         else:
+            from runner.job.remote import RemoteSource  # the service's: a local run never loads it
+
             self.client = client
             self.source = RemoteSource(self.client)
         self.plan = plan
@@ -197,6 +198,8 @@ class Runner:
         )
 
     def _worker(self, where: Where, environment: str | None) -> SessionWorker:
+        from runner.job.remote import RemoteSource
+
         assert isinstance(self.source, RemoteSource)  # `wait`: a session of the service
         return self.source.worker(self._context(where, environment))
 

@@ -12,8 +12,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from runner.client import ApiClient
 from runner.client.polling import SESSION_READS, Pace, wait_for_session
 from runner.core.errors import (
     ApiError,
@@ -53,6 +53,9 @@ from runner.job.policy import (
 from runner.job.refusals import trigger_refusal
 from runner.job.verdicts import KeptRead, OutcomeMemo, check_rows, check_verdict
 from runner.models import FINAL_SESSION_STATUSES, SessionResult, TestSession, TriggerRequest
+
+if TYPE_CHECKING:
+    from runner.client import ApiClient
 
 MESSAGE_WAIT = 3.0  # seconds a failure's line waits for its error message before it is printed
 CANCEL_WITHIN = 3.0  # seconds a cancel may take when the run is ending
