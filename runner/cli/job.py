@@ -44,11 +44,11 @@ from runner.reports.files import check_writable
 from runner.spec import RunSpec
 
 if TYPE_CHECKING:
-    from runner.client import ApiClient
     # The baseline, the build and the shard are imported where a run has one (--baseline,
     # build:/--build-command, --shard): most runs have none, and their modules (a dozen frozen
     # dataclasses, subprocess) were ~4% of a one-check run's start-up.
     from runner.checks.checksfile import ChecksFile
+    from runner.client import ApiClient
     from runner.emulator import Emulator
     from runner.emulator.core.answers import LocalService
     from runner.emulator.core.world import World

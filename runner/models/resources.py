@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field, RootModel, field_validator, model_valida
 
 from runner.models.base import ApiModel, RequestModel, empty_list
 from runner.models.check_definitions import CheckDefinition, parse_check_definition
+
 # CHECK_LOCATIONS lives with the sessions (a local run needs it without the resources' models).
 from runner.models.sessions import CHECK_LOCATIONS as CHECK_LOCATIONS
 from runner.models.sessions import UUID_PATTERN
