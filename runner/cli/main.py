@@ -6,7 +6,6 @@ command's module is imported, and its parser built, only when that command or th
 
 from __future__ import annotations
 
-import gc
 import importlib
 import os
 import sys
@@ -94,16 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def entry() -> None:
     """The `testsession` command (the console script and `python -m runner`): main(), then the
     interpreter's normal exit (atexit handlers, then it waits for any thread that is not a daemon;
-    every thread a run starts is a daemon or joined before main() returns).
-
-    What the command made lives until the process ends (modules, model classes and their schemas,
-    ~60,000 objects the cycle collector tracks after a one-check run): it is frozen (gc.freeze, the
-    documented way to tell the collector so) before the exit, whose collections would otherwise walk
-    all of it again, ~20% of a one-check run's CPU time. Nothing is skipped: atexit handlers run,
-    the streams are flushed, and every object is released by reference counting as the modules are
-    torn down. Only the command does this: main() called in a process that lives on does not."""
+    every thread a run starts is a daemon or joined before main() returns). Before it, what the
+    command made is frozen out of the collector's way (core/memory.py); main() called in a process
+    that lives on leaves the collector as it was."""
     code = main()
-    gc.freeze()
+    from runner.core import memory
+
+    memory.before_exit()
     sys.exit(code)
 
 
