@@ -46,6 +46,7 @@ from runner.checks.declared import (
 )
 from runner.core.files import InputFileError, read_input_text
 from runner.core.text import for_line
+from runner.models.base import empty_list
 from runner.models.check_definitions import Runs, kind_of, plain_api_request
 from runner.models.problems import Loc, described_with_hints, unknown_key_message
 from runner.models.quarantine import QuarantineEntry
@@ -66,9 +67,9 @@ ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/testsession-ru
 class CheckSet(Strict):
     """The checks of a file and their variables, validated as a world validates an account's."""
 
-    checks: list[WorldCheck] = Field(default_factory=list)
-    environmentVariables: list[WorldVariable] = Field(default_factory=list)
-    quarantine: list[QuarantineEntry] = Field(default_factory=list)
+    checks: list[WorldCheck] = Field(default_factory=empty_list)
+    environmentVariables: list[WorldVariable] = Field(default_factory=empty_list)
+    quarantine: list[QuarantineEntry] = Field(default_factory=empty_list)
 
 
 class FileCheck:

@@ -12,10 +12,9 @@ import signal
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext, suppress
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Literal, TextIO
+from types import FrameType, MappingProxyType
+from typing import TYPE_CHECKING, Literal, NamedTuple, TextIO
 
 from runner.ci import CiPublisher
 from runner.ci.console import NORMAL, QUIET, VERBOSE, Console
@@ -62,14 +61,14 @@ if TYPE_CHECKING:
 STDOUT = "-"  # a report path that means standard output
 
 
-@dataclass(frozen=True)
-class JobSettings:
-    """Everything `run` and `wait` need, decided once."""
+class JobSettings(NamedTuple):
+    """Everything `run` and `wait` need, decided once (a value: a NamedTuple is cheap to create on
+    the start-up path, a frozen dataclass of 15 fields is not)."""
 
     spec: RunSpec
     plan: SessionPlan
     connection: Connection
-    report_paths: Mapping[str, Path | str] = field(default_factory=dict)
+    report_paths: Mapping[str, Path | str] = MappingProxyType({})
     detach: bool = False
     # The emulator runs the sessions: --emulator, --demo, --world (a checks file's run has no
     # emulator: it runs without an account too, see `source` and `no_account`).

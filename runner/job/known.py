@@ -31,16 +31,15 @@ the markdown, the JUnit and the comment only format a `History`, the digest carr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import NamedTuple
 
 from runner.core.words import span
 from runner.job.outcome import BaselineMark, ErrorGroupOutcome, Outcome, ResultOutcome
 from runner.job.policy import Novelty, failing_verdict, novelty
 
 
-@dataclass(frozen=True)
-class Knowledge:
+class Knowledge(NamedTuple):
     known: bool | None  # None: cannot be told
     firstSeen: datetime | None = None
     lastSeenBefore: datetime | None = None
@@ -117,8 +116,7 @@ def mark_known(outcome: Outcome) -> Outcome:
     return outcome.model_copy(update={"sessions": sessions})
 
 
-@dataclass(frozen=True)
-class History:
+class History(NamedTuple):
     """Known or new of one failing result, as every output shows it.
 
     `novelty` is the policy's decision; the rest are the facts it came from. `age` is how long

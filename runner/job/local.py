@@ -68,7 +68,7 @@ from runner.job.policy import (
 from runner.job.source import ListedCheck, SessionContext
 from runner.job.verdicts import checked_attachments, checked_suite_tests
 from runner.models import Target, TestSession, TriggerRequest
-from runner.models.resources import CHECK_LOCATIONS
+from runner.models.sessions import CHECK_LOCATIONS
 
 if TYPE_CHECKING:
     from runner.models import RetryStrategy

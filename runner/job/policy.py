@@ -7,8 +7,7 @@ the GitHub and GitLab outputs, and the exit-code text of `--help`. Pure function
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from runner.core.exitcodes import ExitCode, most_severe
 from runner.core.words import counted, first_of, plural
@@ -56,9 +55,9 @@ RUN_VERDICTS: dict[ExitCode, RunVerdict] = {
 PARTIAL_CODES = frozenset({ExitCode.TIMEOUT, ExitCode.SERVICE, ExitCode.INTERRUPTED, ExitCode.TERMINATED})
 
 
-@dataclass(frozen=True)
-class Gate:
-    """The gate options of a run (spec `gate`, flags), as results.json records them."""
+class Gate(NamedTuple):
+    """The gate options of a run (spec `gate`, flags), as results.json records them (a value made
+    on every run's start-up path: a NamedTuple, not a dataclass, is cheap to create)."""
 
     fail_on_degraded: bool = False
     fail_on_no_match: bool = True

@@ -23,10 +23,9 @@ constructs/grpc-monitor.mdx and ssl-monitor.mdx.
 # No `from __future__ import annotations`: real annotations, as models/base.py says why.
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import Enum
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, Discriminator, Field, Tag, TypeAdapter, ValidationError, field_validator
 
@@ -43,8 +42,7 @@ class Runs(Enum):
     SUITE = "suite"  # the user's own Playwright project, run where it is (a Playwright check suite)
 
 
-@dataclass(frozen=True)
-class CheckKind:
+class CheckKind(NamedTuple):
     """What this version says of one checkType, once: whether and how it runs here (None: never,
     `reason` says why in production's terms), the engine's protocol module that runs it
     (runner/checks/protocols/), whether that protocol queues its own attempts, and whether production
