@@ -3,7 +3,7 @@
 Few and lean: each browser run costs seconds. The scripts are the example world's own checks. The checks
 of this module run once, together (`runs`): ready at the same moment they share `playwright test` runs
 as a run's checks do (batch.py: one for the checks with the same settings, one for the check with its
-own playwrightConfig), and each test reads its check's attempt.
+own playwrightConfig), and one test reads each check's attempt.
 """
 
 from __future__ import annotations
@@ -143,9 +143,12 @@ CHECKS = {
 }  # fmt: skip
 
 
-def test_the_login_passes_on_the_good_build_and_names_the_changed_heading_on_the_broken_one(
+def test_browser_checks_run_together_each_keep_their_own_verdict_steps_and_files(
     runs: dict[str, CheckRun],
 ) -> None:
+    """One test for the checks that ran together (a module fixture shared by several tests would run
+    them once per xdist worker)."""
+    # The login passes on the good build and names the changed heading on the broken one.
     passed = runs["sign in"]
     assert passed.passed, passed.final.message
     assert [s.name for s in passed.final.steps if s.name.startswith("test ")] == ["test shopper signs in"]
@@ -163,10 +166,7 @@ def test_the_login_passes_on_the_good_build_and_names_the_changed_heading_on_the
     step = next(s for s in failed.steps if not s.passed and not s.name.startswith("test "))
     assert "toHaveText" in step.name and "Your account" in (step.detail or "")
 
-
-def test_a_refused_page_load_is_named_and_a_typed_secret_is_masked_everywhere(
-    runs: dict[str, CheckRun],
-) -> None:
+    # A refused page load is named and a typed secret is masked everywhere.
     attempt = runs["refused and secret"].final
     assert PASSWORD not in repr(attempt)  # steps, errors, console lines, messages: every field
     assert (attempt.error_kind, attempt.message) == (FailureKind.ASSERTION, attempt.message)
@@ -185,12 +185,22 @@ def test_a_refused_page_load_is_named_and_a_typed_secret_is_masked_everywhere(
         "closed port: page.goto: net::ERR_CONNECTION_REFUSED at http://127.0.0.1:"
     )
 
-
-def test_a_multi_step_check_in_esm_runs_its_steps(runs: dict[str, CheckRun]) -> None:
+    # A MULTI_STEP check in ESM runs its steps.
     result = runs["multi-step"]
     assert result.passed, result.final.message
     names = [s.name.split(" \u203a ", 1)[1] for s in result.final.steps if " \u203a GET " in s.name]
     assert "GET /api/products" in names and "GET /api/cart" in names  # the script's test.step()s
+
+    # The check's playwrightConfig is honoured where production reads it.
+    done = runs["configured"]
+    assert done.passed, done.final.message
+    assert done.final.files == ()  # `trace: on` was theirs to ask, not to get: a pass keeps none
+
+    # Shared files sit where the script imports them.
+    done = runs["shared files"]
+    assert done.passed, done.final.message
+    tests = [s.name for s in done.final.steps if s.name.startswith("test ")]
+    assert tests == ["test signs in through a helper"]
 
 
 def test_no_browser_fails_closed_saying_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -201,21 +211,6 @@ def test_no_browser_fails_closed_saying_what_to_install(monkeypatch: pytest.Monk
     )
     assert "apt-get install chromium" not in (attempt.message or "")  # a named browser: that one is wrong
     assert attempt.steps == () and attempt.files == ()
-
-
-def test_the_checks_playwright_config_is_honoured_where_production_reads_it(
-    runs: dict[str, CheckRun],
-) -> None:
-    done = runs["configured"]
-    assert done.passed, done.final.message
-    assert done.final.files == ()  # `trace: on` was theirs to ask, not to get: a pass keeps none
-
-
-def test_shared_files_sit_where_the_script_imports_them(runs: dict[str, CheckRun]) -> None:
-    done = runs["shared files"]
-    assert done.passed, done.final.message
-    tests = [s.name for s in done.final.steps if s.name.startswith("test ")]
-    assert tests == ["test signs in through a helper"]
 
 
 def test_a_playwright_config_production_would_not_read_is_one_line_each() -> None:
@@ -235,5 +230,5 @@ def test_shared_files_stay_inside_the_run_folder_and_off_our_own_files(tmp_path:
     written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
     assert written == ["w/a/check.spec.ts", "w/a/helpers/x.ts", "w/data/u.json"]
     assert spec == tmp_path / "w" / "a" / "check.spec.ts"
-    shim = "import { expect } from '../../testsession-test.cjs'"
+    shim = "import { expect } from '../../node_modules/testsession-test.cjs'"
     assert (tmp_path / "w/a/helpers/x.ts").read_text() == shim
