@@ -56,7 +56,9 @@ def checks_file(work: Path, shop_url: str, pids: Path, note: Path) -> Path:
          "script": PID_SCRIPT.replace("HEADING", repr(heading))}
         for id_, name, heading in ((PASSES, "Passes", "Your account"), (FAILS, "Fails", "Welcome, admin"))
     ]  # fmt: skip
-    titled = {"id": "../../../x", "name": "types", "checkType": "BROWSER", "script": TITLED_BY_A_SECRET}
+    # Its id is not test_browser_evidence_paths' `../../../x`: run_here runs in this process, whose
+    # attempt counters (per evidence folder) go on from that test's run.
+    titled = {"id": "../../../types", "name": "types", "checkType": "BROWSER", "script": TITLED_BY_A_SECRET}
     variables = [
         {"key": "SHOP_URL", "value": shop_url},
         {"key": "SHOP_PASSWORD", "value": PASSWORD, "secret": True},
@@ -73,7 +75,10 @@ def checks_file(work: Path, shop_url: str, pids: Path, note: Path) -> Path:
 
 def plant_an_earlier_runs_files(browser: Path) -> list[Path]:
     """Files as an earlier run of the same checks left them (a run's attempts count from 1 again)."""
-    planted = [browser / "x" / "attempt-1" / "test-1" / "trace.zip", browser / FAILS / "attempt-2" / "x.png"]
+    planted = [
+        browser / "types" / "attempt-1" / "test-1" / "trace.zip",
+        browser / FAILS / "attempt-2" / "x.png",
+    ]
     for path in planted:
         path.parent.mkdir(parents=True)
         path.write_bytes(b"an earlier run's")
@@ -130,8 +135,7 @@ def test_one_run_of_browser_checks_and_a_suite_on_the_broken_build_reports_each_
     everything = [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")]
     assert not [p for p in everything if SECRET in p], everything
     assert {"screenshot", "trace"} <= set(files["types"]), by_name["types"]
-    x, attempt, test = files["types"]["trace"].relative_to(browser).parts[:3]
-    assert (x, attempt[:8], test) == ("x", "attempt-", "test-1"), by_name["types"]
+    assert files["types"]["trace"].relative_to(browser).parts[:3] == ("types", "attempt-1", "test-1")
 
     # The suite (its tests are the user's own, their titles too): its failure and its files, each
     # test's folder counted, not titled; the project is left as it was.
