@@ -2,16 +2,16 @@
 
     python bench/browser.py [--repeat 3] [--many 20] [--many-repeat 1]
 
-1. One check: `testsession run --emulator` with the example world's BROWSER check `Sign in` against
-   examples/local-app/shop.py, against `npx playwright test` of the same script with the same browser,
-   flags, trace and screenshot settings (one worker). The median wall time of each, and the ratio
-   (goal <= 1.3 x).
+1. One check: `testsession run --checks` of a checks file holding the example's BROWSER check `Sign in`
+   against examples/local-app/shop.py, against `npx playwright test` of the same script with the same
+   browser, flags, trace and screenshot settings (one worker). The median wall time of each, and the
+   ratio (goal <= 1.0 x).
 2. Many checks: `--many` copies of the check in one run at testsession's default browser concurrency
-   (DEFAULT_CONCURRENCY, 2; the example world's executor concurrency, 8, as a user has it), against
-   Playwright running as many test files with `--workers` = that concurrency (goal: no slower); the
-   median of `--many-repeat` runs of each.
+   (DEFAULT_CONCURRENCY, 2), against Playwright running as many test files with `--workers` = that
+   concurrency (goal <= 1.0 x); the median of `--many-repeat` runs of each.
 Both use the same Playwright (testsession's cache for the runtime) and the machine's Chromium. Real
-processes, wall time from start to exit.
+processes, wall time from start to exit, ours and theirs alternating; CPU time (user + system of the
+command and its children) is printed beside it, and the load average.
 """
 
 from __future__ import annotations
@@ -40,23 +40,24 @@ from runner.checks.protocols.browser.script import CHROMIUM_FLAGS  # noqa: E402
 from runner.checks.protocols.browser.setup import find_browser, find_playwright  # noqa: E402
 
 
-def world_and_spec(folder: Path, shop_url: str, copies: int) -> tuple[Path, Path]:
+def checks_file(folder: Path, shop_url: str, copies: int) -> tuple[Path, str]:
+    """A checks file with `copies` copies of the example's `Sign in` (its variables: the shop's URL and
+    password); returns it and the script."""
     world: dict[str, Any] = yaml.safe_load((REPO / "examples" / "local-checks.yml").read_text())
-    account = world["accounts"][0]
-    check = next(c for c in account["checks"] if c["name"] == "Sign in")
-    account["checks"] = [
-        {**check, "id": f"5e0c7a1b-0000-4c2d-9e8f-{n:012d}", "name": f"Sign in {n}", "tags": ["bench"]}
+    check = next(c for c in world["accounts"][0]["checks"] if c["name"] == "Sign in")
+    checks = [
+        {
+            "name": f"Sign in {n}",
+            "checkType": "BROWSER",
+            "runtimeId": check["runtimeId"],
+            "script": check["script"],
+        }
         for n in range(1, copies + 1)
     ]
-    world["settings"]["executor"]["concurrency"] = 8
-    spec: dict[str, Any] = yaml.safe_load((REPO / "examples" / "local-checks-spec.yml").read_text())
-    spec["target"] = {"matchTags": [["bench"]]}
-    spec.pop("retryStrategy", None)
-    spec["wait"] = {"timeoutSeconds": 1800}  # 20 browser checks on a loaded 2-core machine take minutes
-    spec["environmentVariables"] = [{"key": "SHOP_URL", "value": shop_url}]
-    (folder / "world.yml").write_text(yaml.safe_dump(world))
-    (folder / "spec.yml").write_text(yaml.safe_dump(spec))
-    return folder / "world.yml", folder / "spec.yml"
+    variables = [{"key": "SHOP_URL", "value": shop_url},
+                 {"key": "SHOP_PASSWORD", "value": PASSWORD, "secret": True}]  # fmt: skip
+    (folder / "checks.yml").write_text(yaml.safe_dump({"variables": variables, "checks": checks}))
+    return folder / "checks.yml", str(check["script"])
 
 
 def playwright_project(folder: Path, script: str, copies: int, workers: int) -> Path:
@@ -80,27 +81,30 @@ def playwright_project(folder: Path, script: str, copies: int, workers: int) -> 
     return project
 
 
-def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the command and its children)."""
+    before = os.times()
     start = time.monotonic()
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=900, check=False)
     took = time.monotonic() - start
+    after = os.times()
     if done.returncode != 0:
         raise SystemExit(
             f"{argv[0]} ... failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         )
-    return took
+    return took, (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
 
 
-def measure(copies: int, repeat: int, shop: Shop) -> tuple[float, float]:
+def measure(copies: int, repeat: int, shop: Shop) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The medians of (wall, CPU) of ours and of theirs."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        world, spec = world_and_spec(folder, shop.url, copies)
-        check = yaml.safe_load(world.read_text())["accounts"][0]["checks"][0]
-        script = check["script"]
+        checks, script = checks_file(folder, shop.url, copies)
         workers = min(copies, DEFAULT_CONCURRENCY)
         project = playwright_project(folder, script, copies, workers)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI", "TESTSESSION_"))}
-        env_ts = {**env, "SHOP_PASSWORD": PASSWORD}
         env_pw = {
             **env,
             "SHOP_URL": shop.url,
@@ -109,13 +113,17 @@ def measure(copies: int, repeat: int, shop: Shop) -> tuple[float, float]:
         }
         ours, theirs = [], []
         for _ in range(repeat):
-            run = [sys.executable, "-m", "runner", "run", str(spec), "--emulator", "--world", str(world)]
-            ours.append(timed([*run, "--junit", "", "--markdown", "", "--json", ""], folder, env_ts))
+            run = [sys.executable, "-m", "runner", "run", "--checks", str(checks), "--no-rca"]
+            ours.append(timed([*run, "--junit", "", "--markdown", "", "--json", ""], folder, env))
             theirs.append(
                 timed(["npx", "playwright", "test", "--config", "playwright.config.cjs"], project, env_pw)
             )
         shutil.rmtree(folder / "pw-out", ignore_errors=True)
-        return statistics.median(ours), statistics.median(theirs)
+        return _medians(ours), _medians(theirs)
+
+
+def _medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
 
 
 def main() -> None:
@@ -130,9 +138,14 @@ def main() -> None:
     shop = Shop()
     try:
         for copies in (1, args.many):
+            load = os.getloadavg()[0]
             ours, theirs = measure(copies, args.repeat if copies == 1 else args.many_repeat, shop)
-            print(f"{copies} browser check(s): testsession {ours:.2f} s, npx playwright test {theirs:.2f} s, "
-                  f"{ours / theirs:.2f} x (load average {os.getloadavg()[0]:.1f})", flush=True)  # fmt: skip
+            said = (f"{copies} browser check(s): testsession run --checks {ours[0]:.2f} s "
+                    f"(CPU {ours[1]:.2f} s), "
+                    f"npx playwright test {theirs[0]:.2f} s (CPU {theirs[1]:.2f} s), "
+                    f"{ours[0] / theirs[0]:.2f} x (load average {load:.1f} at the start, "
+                    f"{os.getloadavg()[0]:.1f} at the end)")  # fmt: skip
+            print(said, flush=True)
     finally:
         shop.stop()
 

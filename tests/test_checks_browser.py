@@ -1,11 +1,15 @@
 """BROWSER and MULTI_STEP checks with real Node, Playwright and Chromium against examples/local-app/shop.py.
 
-Few and lean: each browser run costs seconds. The scripts are the example world's own checks.
+Few and lean: each browser run costs seconds. The scripts are the example world's own checks. The checks
+of this module run once, together (`runs`): ready at the same moment they share `playwright test` runs
+as a run's checks do (batch.py: one for the checks with the same settings, one for the check with its
+own playwrightConfig), and one test reads each check's attempt.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -36,34 +40,121 @@ def artifacts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "browser"
 
 
-@pytest.fixture(scope="module")
-def good() -> Iterator[Shop]:
-    shop = Shop()
-    yield shop
-    shop.stop()
-
-
-def run(check: Any, shop_url: str) -> CheckRun:
+def run(check: Any, shop_url: str, broken_url: str = "http://127.0.0.1:9") -> CheckRun:
     variables = VariableSources(
-        session=(Variable("SHOP_URL", shop_url),),
+        session=(Variable("SHOP_URL", shop_url), Variable("BROKEN_SHOP_URL", broken_url)),
         account=(Variable("SHOP_PASSWORD", PASSWORD, True), Variable("SHOP_TOKEN", TOKEN, True)),
     )  # fmt: skip
     return run_check(check, max_run_seconds=240, variables=variables)
 
 
-def test_the_login_passes_on_the_good_build_and_names_the_changed_heading_on_the_broken_one(
-    good: Shop,
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, CheckRun]]:
+    """Every check of this module, run at once against the good build (SHOP_URL) and the broken one
+    (BROKEN_SHOP_URL): its CheckRun by name."""
+    good, broken = Shop(), Shop(broken=True)
+    saved = browser.OPTIONS.artifacts_dir
+    browser.OPTIONS.artifacts_dir = tmp_path_factory.mktemp("browser")
+    try:
+        checks = {name: make(good.url) for name, make in CHECKS.items()}
+        with ThreadPoolExecutor(len(checks)) as pool:
+            futures = {name: pool.submit(run, check, good.url, broken.url) for name, check in checks.items()}
+            done = {name: future.result() for name, future in futures.items()}
+    finally:
+        browser.OPTIONS.artifacts_dir = saved
+        good.stop()
+        broken.stop()
+    yield done
+
+
+def _closed_port() -> int:
+    from checks_servers import free_port
+
+    return free_port()
+
+
+REFUSED_AND_SECRET = """
+const {{ test, expect }} = require('@playwright/test')
+test('password field', async ({{ page }}) => {{
+  await page.goto(`${{process.env.SHOP_URL}}/login`)
+  await page.getByLabel('Password').fill(process.env.SHOP_PASSWORD)
+  console.log('typed ' + process.env.SHOP_PASSWORD)
+  await page.evaluate((p) => console.error('page saw ' + p), process.env.SHOP_PASSWORD)
+  await expect(page.getByLabel('Password')).toHaveValue('something else', {{ timeout: 1000 }})
+}})
+test('closed port', async ({{ page }}) => {{
+  await page.goto('http://127.0.0.1:{port}/login')
+}})
+"""
+# baseURL, viewport and timeout are the check's; headless and trace are ours (a headed browser cannot
+# start on a runner without a display, so the run passing shows ours won).
+CONFIGURED = """const { test, expect } = require('@playwright/test')
+test('config', async ({ page }) => {
+  await page.goto('/login')
+  await expect(page.getByLabel('Username')).toBeVisible()
+  expect(page.viewportSize()).toEqual({ width: 411, height: 299 })
+  expect(test.info().timeout).toBe(45678)
+})
+"""
+SHARED_SCRIPT = """import { test } from '@playwright/test'
+import { signIn } from './helpers/login'
+import users from '../data/users.json'
+test('signs in through a helper', async ({ page }) => {
+  await signIn(page, users.shopper)
+})
+"""
+SHARED_HELPER = """import { expect, type Page } from '@playwright/test'
+export async function signIn(page: Page, user: string) {
+  await page.goto(`${process.env.SHOP_URL}/login`)
+  await page.getByLabel('Username').fill(user)
+  await page.getByLabel('Password').fill(process.env.SHOP_PASSWORD ?? '')
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await expect(page.getByRole('heading', { level: 1 })).toHaveText(`Welcome, ${user}`, { timeout: 3000 })
+}
+"""
+
+
+def _sign_in_on_the_broken_build(_: str) -> Any:
+    script = example_check("Sign in").script
+    assert "process.env.SHOP_URL" in script
+    script = script.replace("process.env.SHOP_URL", "process.env.BROKEN_SHOP_URL")
+    return example_check("Sign in", id="5e0c7a1b-0000-4c2d-9e8f-0000000000b1", script=script)
+
+
+CHECKS = {
+    "sign in": lambda _: example_check("Sign in"),
+    "sign in, broken build": _sign_in_on_the_broken_build,
+    "refused and secret": lambda _: example_check("Sign in", id="refused",
+                                                  script=REFUSED_AND_SECRET.format(port=_closed_port())),
+    "multi-step": lambda _: example_check("Products and cart"),
+    "configured": lambda url: parse_check_definition({
+        "name": "configured", "checkType": "BROWSER", "script": CONFIGURED,
+        "playwrightConfig": {"timeout": 45678,
+                             "use": {"baseURL": url, "viewport": {"width": 411, "height": 299},
+                                     "headless": False, "trace": "on"}},
+    }),
+    "shared files": lambda _: parse_check_definition({
+        "name": "shared", "checkType": "BROWSER", "script": SHARED_SCRIPT,
+        "scriptPath": "__checks__/shop.spec.ts",
+        "sharedFiles": [{"path": "__checks__/helpers/login.ts", "content": SHARED_HELPER},
+                        {"path": "data/users.json", "content": '{"shopper": "shopper"}'},
+                        {"path": "../outside.ts", "content": "never written"}],
+    }),
+}  # fmt: skip
+
+
+def test_browser_checks_run_together_each_keep_their_own_verdict_steps_and_files(
+    runs: dict[str, CheckRun],
 ) -> None:
-    passed = run(example_check("Sign in"), good.url)
+    """One test for the checks that ran together (a module fixture shared by several tests would run
+    them once per xdist worker)."""
+    # The login passes on the good build and names the changed heading on the broken one.
+    passed = runs["sign in"]
     assert passed.passed, passed.final.message
     assert [s.name for s in passed.final.steps if s.name.startswith("test ")] == ["test shopper signs in"]
     assert passed.final.files == ()  # a passing test keeps no screenshot or trace
 
-    broken = Shop(broken=True)
-    try:
-        failed = run(example_check("Sign in"), broken.url).final
-    finally:
-        broken.stop()
+    failed = runs["sign in, broken build"].final
     assert (failed.error_class, failed.error_kind) == (ErrorClass.ASSERTION_FAILURE, FailureKind.ASSERTION)
     message = failed.message or ""
     assert message.startswith("shopper signs in: expect(locator).toHaveText(expected) failed")
@@ -75,22 +166,8 @@ def test_the_login_passes_on_the_good_build_and_names_the_changed_heading_on_the
     step = next(s for s in failed.steps if not s.passed and not s.name.startswith("test "))
     assert "toHaveText" in step.name and "Your account" in (step.detail or "")
 
-
-def test_a_refused_page_load_is_named_and_a_typed_secret_is_masked_everywhere(good: Shop) -> None:
-    script = f"""
-const {{ test, expect }} = require('@playwright/test')
-test('password field', async ({{ page }}) => {{
-  await page.goto(`${{process.env.SHOP_URL}}/login`)
-  await page.getByLabel('Password').fill(process.env.SHOP_PASSWORD)
-  console.log('typed ' + process.env.SHOP_PASSWORD)
-  await page.evaluate((p) => console.error('page saw ' + p), process.env.SHOP_PASSWORD)
-  await expect(page.getByLabel('Password')).toHaveValue('something else', {{ timeout: 1000 }})
-}})
-test('closed port', async ({{ page }}) => {{
-  await page.goto('http://127.0.0.1:{_closed_port()}/login')
-}})
-"""
-    attempt = run(example_check("Sign in", script=script), good.url).final
+    # A refused page load is named and a typed secret is masked everywhere.
+    attempt = runs["refused and secret"].final
     assert PASSWORD not in repr(attempt)  # steps, errors, console lines, messages: every field
     assert (attempt.error_kind, attempt.message) == (FailureKind.ASSERTION, attempt.message)
     assert 'received "***"' in (attempt.message or "")  # the typed secret, as the field's value
@@ -108,77 +185,32 @@ test('closed port', async ({{ page }}) => {{
         "closed port: page.goto: net::ERR_CONNECTION_REFUSED at http://127.0.0.1:"
     )
 
-
-def test_a_multi_step_check_in_esm_runs_its_steps(good: Shop) -> None:
-    result = run(example_check("Products and cart"), good.url)
+    # A MULTI_STEP check in ESM runs its steps.
+    result = runs["multi-step"]
     assert result.passed, result.final.message
     names = [s.name.split(" \u203a ", 1)[1] for s in result.final.steps if " \u203a GET " in s.name]
     assert "GET /api/products" in names and "GET /api/cart" in names  # the script's test.step()s
 
+    # The check's playwrightConfig is honoured where production reads it.
+    done = runs["configured"]
+    assert done.passed, done.final.message
+    assert done.final.files == ()  # `trace: on` was theirs to ask, not to get: a pass keeps none
 
-def test_no_browser_fails_closed_saying_what_to_install(good: Shop, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Shared files sit where the script imports them.
+    done = runs["shared files"]
+    assert done.passed, done.final.message
+    tests = [s.name for s in done.final.steps if s.name.startswith("test ")]
+    assert tests == ["test signs in through a helper"]
+
+
+def test_no_browser_fails_closed_saying_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TESTSESSION_BROWSER", "/nonexistent/chrome")
-    attempt = run(example_check("Sign in"), good.url).final
+    attempt = run(example_check("Sign in"), "http://127.0.0.1:9").final
     assert attempt.error_class == ErrorClass.CONFIGURATION_ERROR and "TESTSESSION_BROWSER" in (
         attempt.message or ""
     )
     assert "apt-get install chromium" not in (attempt.message or "")  # a named browser: that one is wrong
     assert attempt.steps == () and attempt.files == ()
-
-
-def _closed_port() -> int:
-    from checks_servers import free_port
-
-    return free_port()
-
-
-def test_the_checks_playwright_config_is_honoured_where_production_reads_it(good: Shop) -> None:
-    # baseURL, viewport and timeout are the check's; headless and trace are ours (a headed browser
-    # cannot start on a runner without a display, so the run passing shows ours won).
-    script = """const { test, expect } = require('@playwright/test')
-test('config', async ({ page }) => {
-  await page.goto('/login')
-  await expect(page.getByLabel('Username')).toBeVisible()
-  expect(page.viewportSize()).toEqual({ width: 411, height: 299 })
-  expect(test.info().timeout).toBe(45678)
-})
-"""
-    config = {"timeout": 45678, "use": {"baseURL": good.url, "viewport": {"width": 411, "height": 299},
-                                        "headless": False, "trace": "on"}}  # fmt: skip
-    check = parse_check_definition({"name": "configured", "checkType": "BROWSER", "script": script,
-                                    "playwrightConfig": config})  # fmt: skip
-    done = run(check, good.url)
-    assert done.passed, done.final.message
-    assert done.final.files == ()  # `trace: on` was theirs to ask, not to get: a pass keeps none
-
-
-def test_shared_files_sit_where_the_script_imports_them(good: Shop) -> None:
-    script = """import { test } from '@playwright/test'
-import { signIn } from './helpers/login'
-import users from '../data/users.json'
-test('signs in through a helper', async ({ page }) => {
-  await signIn(page, users.shopper)
-})
-"""
-    helper = """import { expect, type Page } from '@playwright/test'
-export async function signIn(page: Page, user: string) {
-  await page.goto(`${process.env.SHOP_URL}/login`)
-  await page.getByLabel('Username').fill(user)
-  await page.getByLabel('Password').fill(process.env.SHOP_PASSWORD ?? '')
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await expect(page.getByRole('heading', { level: 1 })).toHaveText(`Welcome, ${user}`, { timeout: 3000 })
-}
-"""
-    check = parse_check_definition({
-        "name": "shared", "checkType": "BROWSER", "script": script, "scriptPath": "__checks__/shop.spec.ts",
-        "sharedFiles": [{"path": "__checks__/helpers/login.ts", "content": helper},
-                        {"path": "data/users.json", "content": '{"shopper": "shopper"}'},
-                        {"path": "../outside.ts", "content": "never written"}],
-    })  # fmt: skip
-    done = run(check, good.url)
-    assert done.passed, done.final.message
-    tests = [s.name for s in done.final.steps if s.name.startswith("test ")]
-    assert tests == ["test signs in through a helper"]
 
 
 def test_a_playwright_config_production_would_not_read_is_one_line_each() -> None:
@@ -198,5 +230,5 @@ def test_shared_files_stay_inside_the_run_folder_and_off_our_own_files(tmp_path:
     written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
     assert written == ["w/a/check.spec.ts", "w/a/helpers/x.ts", "w/data/u.json"]
     assert spec == tmp_path / "w" / "a" / "check.spec.ts"
-    shim = "import { expect } from '../../testsession-test.cjs'"
+    shim = "import { expect } from '../../node_modules/testsession-test.cjs'"
     assert (tmp_path / "w/a/helpers/x.ts").read_text() == shim

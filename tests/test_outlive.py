@@ -262,7 +262,9 @@ def browser_scratch(tmp_path: Path) -> list[str]:
     return files_in(tmp_path / "tmp") + [p.name for p in fragments.glob(".run-*")]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+# SIGKILL (the watchdog ends them); SIGTERM's run ends its own browsers: test_browser_batch.py's
+# test_sigterm_during_a_shared_run_ends_it_within_5_s_and_leaves_no_browser.
+@pytest.mark.parametrize("sig", [signal.SIGKILL], ids=["SIGKILL"])
 @BROWSER[0]
 @BROWSER[1]
 def test_a_browser_run_ended_by_a_signal_leaves_no_process_and_no_scratch(tmp_path: Path, sig: int) -> None:

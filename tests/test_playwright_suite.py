@@ -1,6 +1,7 @@
 """PLAYWRIGHT checks (Playwright check suites): the user's own Playwright project run where it is, with
 real Node, Playwright and Chromium against examples/local-app/shop.py; the project missing, or a
-testCommand that is not `npx playwright test ...`, fails closed with one line saying what is wrong."""
+testCommand that is not `npx playwright test ...`, fails closed with one line saying what is wrong. A
+failing suite's message, files and reports: tests/test_browser_run.py (one run with browser checks)."""
 
 from __future__ import annotations
 
@@ -74,34 +75,6 @@ def test_a_passing_suite_passes_and_leaves_the_project_as_it_was(tmp_path: Path)
     (result,) = results(tmp_path)
     assert (result["checkType"], result["verdict"]) == ("PLAYWRIGHT", "passed")
     assert sorted(p.name for p in e2e.iterdir()) == before  # our config beside theirs is removed
-
-
-@SKIP_WITHOUT_BROWSER
-@BROWSER
-def test_a_failing_suite_names_the_test_and_the_expectation_with_its_files_and_no_secret(
-    tmp_path: Path,
-) -> None:
-    project(tmp_path)
-    shop = Shop(broken=True)
-    try:
-        ran = run_here(["run", "--checks", str(checks_file(tmp_path, suite(), shop_url=shop.url))],
-                       child_env(), tmp_path)  # fmt: skip
-    finally:
-        shop.stop()
-    assert ran.returncode == 1, ran.stdout + ran.stderr
-    (result,) = results(tmp_path)
-    assert result["error"] == (
-        "[chromium] › sign-in.spec.ts › shopper signs in: expect(locator).toHaveText(expected) "
-        "failed: locator getByRole('heading', { level: 1 }), expected \"Welcome, shopper\", received "
-        '"Your account"'
-    )
-    files = {a["name"]: tmp_path / a["path"] for a in result["attachments"]}  # type: ignore[attr-defined]
-    assert files["screenshot"].is_file() and files["trace"].name == "trace.zip" and files["trace"].is_file()
-    assert "testsession-reports/browser/" in str(files["trace"])
-    assert "ASSERTION FAILURE: The page loaded and an expectation failed: [chromium]" in ran.stdout
-    reports = tmp_path / "testsession-reports"
-    for text in (ran.stdout, ran.stderr, *(f.read_text() for f in reports.iterdir() if f.is_file())):
-        assert PASSWORD not in text
 
 
 @SKIP_WITHOUT_BROWSER

@@ -89,6 +89,10 @@ def wait_for_slot(job: Job) -> threading.BoundedSemaphore | None:
     return pool
 
 
+# How often a check waiting for its run looks at its stop (its run's end wakes it at once): a check
+# polls, not its run, so a run of 20 checks woke 400 times a second at 0.05 s (38,000 context switches
+# in a 56 s run of 20 checks at load 14; 1.1 s of our process's CPU against 0.4 s for one check).
+STOP_POLL = 0.25
 MAX_STEPS = 200
 FILE_KINDS = {
     "screenshot": "SCREENSHOT",
@@ -128,7 +132,7 @@ class BrowserProtocol(CheckProtocol[ScriptCheckDefinition]):
         batch.BATCHER.submit(request, workers=OPTIONS.concurrency, slots=_slot_pool())
         while True:
             try:
-                run = request.future.result(timeout=0.05)
+                run = request.future.result(timeout=STOP_POLL)
                 break
             except FutureTimeout:
                 pass

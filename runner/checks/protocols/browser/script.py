@@ -41,14 +41,16 @@ from runner.models.check_definitions import PLAYWRIGHT_USE_KEYS
 
 HERE = Path(__file__).parent
 SPEC_NAME = "check.spec.ts"
-SHIM_NAME = "testsession-test.cjs"
-FIXTURES_NAME = "testsession-fixtures.cjs"
+# The shim and the fixtures are ours and plain CommonJS: in a node_modules folder, which Playwright loads
+# as it is (it compiles every other file it loads with Babel: for 20 checks, 21 files fewer to compile).
+SHIM_NAME = "node_modules/testsession-test.cjs"  # in each check's folder
+FIXTURES_NAME = "testsession/node_modules/testsession-fixtures.cjs"  # in the run's folder
 REPORT_DIR = "testsession-report"
 REPORT_NAME = "report.json"
 CONFIG_NAME = "playwright.config.cjs"
 # Ours in the run's folder: a shared file of these names at its top is not written (it could pose as
 # the report, a config or the shim).
-RESERVED = frozenset({SHIM_NAME, REPORT_NAME, CONFIG_NAME, "node_modules"})
+RESERVED = frozenset({REPORT_NAME, CONFIG_NAME, "node_modules"})
 # Files whose `@playwright/test` imports are pointed at the shim: the script and the shared files.
 CODE_SUFFIXES = (".ts", ".js", ".mjs", ".cjs", ".mts", ".cts", ".tsx", ".jsx")
 # Flags Chromium needs on a CI runner: no GPU, no sandbox as root, no background connections (a closed
@@ -160,12 +162,13 @@ def run_batch(
         reports = work / REPORT_DIR
         reports.mkdir()
         (work / "node_modules").symlink_to(playwright.root / "node_modules", target_is_directory=True)
+        (work / FIXTURES_NAME).parent.mkdir(parents=True)
         shutil.copyfile(HERE / "fixtures.cjs", work / FIXTURES_NAME)
         own_keys = sorted({key for m in members for key in m.own_variables})
         specs = []
         for member in members:
             root = work / member.folder
-            root.mkdir()
+            (root / SHIM_NAME).parent.mkdir(parents=True)
             (root / SHIM_NAME).write_text(_shim(member.own_variables, own_keys), encoding="utf-8")
             spec = write_sources(root, member.script, member.script_path, member.shared_files)
             specs.append(spec.relative_to(work).as_posix())
@@ -197,7 +200,7 @@ def _shim(own: Mapping[str, str], keys: Sequence[str]) -> str:
         "  Object.assign(process.env, own);\n"
         "};\n"
         "mine();\n"
-        f"const pw = require('../{FIXTURES_NAME}');\n"
+        f"const pw = require('../../{FIXTURES_NAME}');\n"
         "pw.test.beforeEach(mine);\n"
         "module.exports = pw;\n"
     )
