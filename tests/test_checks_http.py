@@ -266,3 +266,14 @@ def test_checks_one_after_another_each_connect_and_shake_hands_anew(tls: Tls, sc
     assert not any(resumed for _port, resumed in _KeepAlive.seen)
     if scheme == "https":
         assert all(a.timing is not None and a.timing.tls_ms is not None for a in attempts)
+
+
+def test_the_headers_are_the_last_responses_after_a_redirect(web: HttpServer) -> None:
+    # The header lines are read once, after the transfer: a redirect's own headers are not the answer's.
+    from runner.checks.protocols.http import HttpRequest, perform
+
+    request = HttpRequest("GET", web.url("/redirect"), (), None, None, True, False, "IPv4")
+    response = perform(request, bound_seconds=10, limits=Limits())
+    names = [key.lower() for key, _value in response.headers]
+    assert response.status_code == 200 and "location" not in names
+    assert response.content_type == "application/json; charset=utf-8"

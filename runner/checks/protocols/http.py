@@ -249,7 +249,8 @@ def address_of(url: str) -> str:
 
 
 class _Transfer:
-    """The callbacks of one transfer: a capped body and capped headers."""
+    """The callbacks of one transfer: a capped body and capped headers. A header line is only kept
+    in the callback (libcurl calls it once a line) and the lines are read once, after the transfer."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
@@ -257,7 +258,7 @@ class _Transfer:
         self.truncated = False
         self.header_bytes = 0
         self.headers_too_large = False
-        self.headers: list[tuple[str, str]] = []
+        self.lines: list[bytes] = []
         self.cancelled = False
 
     def write(self, chunk: bytes) -> int | None:
@@ -274,13 +275,21 @@ class _Transfer:
         if self.header_bytes > self.limits.header_cap_bytes:
             self.headers_too_large = True
             return 0
-        text = line.decode("iso-8859-1").rstrip("\r\n")
-        if text.startswith("HTTP/"):
-            self.headers = []  # a new response (after a redirect or a 100 Continue)
-        elif ":" in text and not text[:1].isspace():
-            key, _, value = text.partition(":")
-            self.headers.append((key.strip(), value.strip()))
+        self.lines.append(line)
         return None
+
+    @property
+    def headers(self) -> list[tuple[str, str]]:
+        """The last response's headers (a redirect or a 100 Continue begins a new response)."""
+        headers: list[tuple[str, str]] = []
+        for line in self.lines:
+            text = line.decode("iso-8859-1").rstrip("\r\n")
+            if text.startswith("HTTP/"):
+                headers = []
+            elif ":" in text and not text[:1].isspace():
+                key, _, value = text.partition(":")
+                headers.append((key.strip(), value.strip()))
+        return headers
 
 
 def perform(
