@@ -282,8 +282,9 @@ class _Transfer:
     def headers(self) -> list[tuple[str, str]]:
         """The last response's headers (a redirect or a 100 Continue begins a new response)."""
         headers: list[tuple[str, str]] = []
-        for line in self.lines:
-            text = line.decode("iso-8859-1").rstrip("\r\n")
+        # libcurl hands whole lines, each ending in LF: one decode of them all, split at LF only.
+        for text in b"".join(self.lines).decode("iso-8859-1").split("\n"):
+            text = text.rstrip("\r")
             if text.startswith("HTTP/"):
                 headers = []
             elif ":" in text and not text[:1].isspace():
