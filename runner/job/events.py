@@ -243,8 +243,10 @@ Event = Union[  # noqa: UP007 - a runtime alias: `X | Y` of classes needs 3.10 a
 ]
 
 
-class EventQueue(queue.Queue[Union[Event, None]]):  # noqa: UP007 - see Event
-    """Where a run's threads put their events (None only wakes the main thread)."""
+class EventQueue(queue.SimpleQueue[Union[Event, None]]):  # noqa: UP007 - see Event
+    """Where a run's threads put their events (None only wakes the main thread). A SimpleQueue (C,
+    unbounded): a put and a get cost ~0.14 µs against queue.Queue's ~2.6 µs and its Python-level
+    condition, once per result of the run."""
 
     def retrying(self, method: str, path: str, answer: str, attempt: int, delay: float) -> None:
         """The client's retry callback (ApiClient(on_retry=...))."""
