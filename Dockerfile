@@ -20,7 +20,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     XDG_CACHE_HOME=/opt/testsession/cache
 
-# git: gitpython reads the commit metadata of the mounted repository. A mounted workspace belongs to
+# git: it gives the commit metadata of the mounted repository. A mounted workspace belongs to
 # another user (the host's, or the CI runner's), which git refuses ("dubious ownership") unless the
 # directory is marked safe; --system so that it holds for any --user the container is started as.
 # Debian's git is not version-pinned: the base tag already fixes the release, and a pinned point

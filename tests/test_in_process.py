@@ -142,6 +142,8 @@ code = main(sys.argv[1:])
 LIBRARIES = ("fastapi", "uvicorn", "starlette", "requests", "urllib3")
 print("LOADED:" + ",".join(sorted(m for m in LIBRARIES if m in sys.modules)))
 print("EMULATOR:" + ",".join(sorted(m for m in sys.modules if m.startswith("runner.emulator"))))
+SERVICE = ("runner.client", "runner.job.remote", "runner.job.session")
+print("CLIENT:" + ",".join(sorted(m for m in sys.modules if m.startswith(SERVICE))))
 raise SystemExit(code)
 """
 
@@ -175,6 +177,8 @@ def test_a_checks_file_runs_without_an_http_server(web: HttpServer, tmp_path: Pa
     assert "LOADED:\n" in ran.stdout + "\n", ran.stdout
     # Nor any module of the emulator: the engine's attempts go to the job directly.
     assert "EMULATOR:\n" in ran.stdout + "\n", ran.stdout
+    # Nor the service's client and worker (job/run.py takes the source it is given).
+    assert "CLIENT:\n" in ran.stdout + "\n", ran.stdout
     data = json.loads((tmp_path / "testsession-reports" / "results.json").read_text(encoding="utf-8"))
     statuses = {r["name"]: r["status"] for s in data["sessions"] for r in s["results"]}
     assert statuses == {"Health": "PASSED", "Missing": "FAILED"} and data["exitCode"] == 1
@@ -187,7 +191,7 @@ def test_a_spec_with_a_checks_file_loads_nothing_of_the_emulator(web: HttpServer
     (tmp_path / "spec.yml").write_text("checks: checks.yml\nrunLocation: local\n", encoding="utf-8")
     ran = _run(tmp_path, "spec.yml")
     assert ran.returncode == 1, ran.stderr
-    assert "EMULATOR:\n" in ran.stdout + "\n", ran.stdout
+    assert "EMULATOR:\n" in ran.stdout + "\n" and "CLIENT:\n" in ran.stdout + "\n", ran.stdout
     world = {
         "accounts": [
             {
@@ -202,6 +206,7 @@ def test_a_spec_with_a_checks_file_loads_nothing_of_the_emulator(web: HttpServer
     served = _run(tmp_path, "world-spec.yml", "--emulator", "--world", "world.yml")
     assert served.returncode == 0, served.stderr
     assert "EMULATOR:runner.emulator" in served.stdout, served.stdout
+    assert "CLIENT:runner.client" in served.stdout, served.stdout  # the probe tells the two apart
 
 
 def test_a_run_in_this_process_leaves_the_collector_as_it_found_it(web: HttpServer, tmp_path: Path) -> None:

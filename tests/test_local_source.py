@@ -18,8 +18,8 @@ from runner.job.analyses import AnalysisPlan
 from runner.job.events import AnalysisReady, DeadlinePassed, Event, ResultFinished, Triggered
 from runner.job.local import LocalSource
 from runner.job.outcome import Outcome
+from runner.job.plan import SessionPlan
 from runner.job.run import Runner
-from runner.job.session import SessionPlan
 from runner.models import RetryStrategy, TriggerRequest
 
 STATUS_200 = [{"source": "STATUS_CODE", "comparison": "EQUALS", "target": "200"}]

@@ -42,3 +42,41 @@ def test_two_runs_at_once_leave_the_collector_as_the_process_had_it() -> None:
         assert gc.get_freeze_count() == 0
     finally:
         gc.set_threshold(*before)
+
+
+def test_the_collector_is_paused_from_the_runs_first_step_to_the_end_of_its_start_up() -> None:
+    """The spec, the checks file and the modules a run loads live as long as the run: no collection
+    walks them while they are made; after the start-up the collector runs at the run's pace."""
+    before, enabled = gc.get_threshold(), gc.isenabled()
+    gc.enable()
+    try:
+        with memory.for_a_run():
+            assert not gc.isenabled()  # reading the spec and the checks file
+            with memory.start_up():
+                assert not gc.isenabled()
+            assert gc.isenabled() and gc.get_freeze_count() > 0
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.set_threshold(*before)
+        gc.enable() if enabled else gc.disable()
+
+
+def test_a_run_that_ends_before_its_start_up_gives_the_collector_back() -> None:
+    """A bad spec ends the run before its start-up: the collector is enabled again all the same."""
+    before = gc.get_threshold()
+    gc.enable()
+    try:
+        with pytest.raises(ValueError), memory.for_a_run():
+            raise ValueError("a bad spec")
+        assert gc.isenabled() and gc.get_threshold() == before
+    finally:
+        gc.set_threshold(*before)
+
+
+def test_before_exit_freezes_what_the_command_made() -> None:
+    """The command's exit collections do not walk what it made: it is frozen (nothing is freed)."""
+    try:
+        memory.before_exit()
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

@@ -132,7 +132,7 @@ def test_repository_owned_by_another_user(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_git_not_on_path(tmp_path: Path) -> None:
-    """In a fresh process, so that gitpython's import-time search for git runs with no git at all."""
+    """In a fresh process with no git on PATH at all."""
     repo = make_repo(tmp_path / "repo")
     nothing = tmp_path / "no-bin"
     nothing.mkdir()
@@ -174,3 +174,24 @@ def test_gitpython_is_imported_only_when_git_is_asked() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "False"
+
+
+def test_a_repository_costs_three_git_commands_and_no_gitpython(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every field from one repository: three short git commands (the commit with its author and
+    subject, the branch, origin's URL), no `git version` first, and gitpython (~0.1 s of imports)
+    is not loaded."""
+    repo = make_repo(tmp_path / "repo")
+    real = shutil.which("git")
+    assert real is not None
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    calls = tmp_path / "calls.txt"
+    (shim / "git").write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec {real} "$@"\n', encoding="utf-8")
+    (shim / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ.get('PATH', '')}")
+    metadata, _ = resolve(repo)
+    assert len(calls.read_text(encoding="utf-8").splitlines()) == 3
+    assert metadata.commitId == git(repo, "rev-parse", "HEAD") and metadata.repoUrl
+    assert "git" not in sys.modules

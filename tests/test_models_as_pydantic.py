@@ -1,6 +1,7 @@
-"""Values read in bulk (a session's rows, a world's or a checks file's checks and their definitions)
-are pydantic models as pydantic makes them: a user or a test changes one without changing another,
-and a field set later is set on that value only."""
+"""Values read in bulk (a session's rows, a world's checks, the checks' definitions) are pydantic
+models as pydantic makes them, and a checks file's checks (slots values, checksfile.FileCheck) hold
+fields of their own: a user or a test changes one without changing another, and a field set later
+is set on that value only."""
 
 from __future__ import annotations
 

@@ -207,6 +207,18 @@ def test_run_emulator_detach_is_refused_with_the_way_out(
     assert not (no_service / "testsession-reports").exists()  # --detach writes no reports
 
 
+def test_run_checks_detach_is_refused_for_what_it_is(
+    no_service: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A checks file's checks run in the command: no emulator to start elsewhere."""
+    check = "- {name: Up, checkType: API, request: {url: 'http://127.0.0.1:9/'}}\n"
+    (no_service / "checks.yml").write_text(check, encoding="utf-8")
+    assert main(["run", "--checks", "checks.yml", "--detach"]) == ExitCode.USAGE
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "--detach with --checks" in line and "emulator" not in line
+    assert not (no_service / "testsession-reports").exists()
+
+
 def test_a_read_only_file_system_is_named_and_no_user_flag_is_suggested(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

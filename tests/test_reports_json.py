@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
+from checks_servers import HttpServer
+from helpers import child_env, run_here
 from outcome_factory import big_outcome, outcome, result, sample_outcome, session
 
 from runner.core.errors import UsageError
@@ -77,3 +82,46 @@ def test_validation_errors_never_echo_values() -> None:
         load_outcome(text, "r.json")
     assert "exitCode" in str(info.value)
     assert "sk-secret-value" not in str(info.value)
+
+
+def _results(tmp_path: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(
+        (tmp_path / "testsession-reports" / "results.json").read_text(encoding="utf-8")
+    )
+    return loaded
+
+
+def test_a_checks_files_run_says_it_ran_here_and_a_worlds_run_says_emulator(
+    web: HttpServer, tmp_path: Path
+) -> None:
+    """A checks file's checks run by the engine in the process (no emulator): `service: local`, and
+    its analyses are the engine's own (`provider: local`); a world's run is the emulator's."""
+    down = {"source": "STATUS_CODE", "comparison": "EQUALS", "target": "200"}
+    request = {"url": web.url("/status/503"), "assertions": [down]}
+    checks = [{"name": "Down", "checkType": "API", "request": request}]
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(checks), encoding="utf-8")
+    ran = run_here(["run", "--checks", "checks.yml"], child_env(), tmp_path)
+    assert ran.returncode == 1, ran.stderr
+    data = _results(tmp_path)
+    assert (data["service"], data["world"]) == ("local", "checks")
+    groups = [g for s in data["sessions"] for g in s["errorGroups"]]
+    assert groups and {g["analysis"]["provider"] for g in groups} == {"local"}
+
+    world = {"accounts": [{"id": "a", "keys": [{"key": "tsk_test_0123456789"}],
+                           "checks": [{"id": "c", "name": "C", "durationSeconds": 0}]}]}  # fmt: skip
+    (tmp_path / "world.yml").write_text(yaml.safe_dump(world), encoding="utf-8")
+    (tmp_path / "spec.yml").write_text("runLocation: eu-west-1\n", encoding="utf-8")
+    argv = ["run", "spec.yml", "--emulator", "--world", "world.yml", "--no-rca"]
+    ran = run_here(argv, child_env(), tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    data = _results(tmp_path)
+    assert (data["service"], data["world"]) == ("emulator", "world")
+
+
+def test_an_older_checks_files_run_that_says_emulator_reads_as_local() -> None:
+    """Earlier versions wrote `service: emulator` for a checks file's run: read back, it says where
+    it ran (a world's run stays the emulator's), so `merge` of old and new parts names one service."""
+    older = sample_outcome().model_copy(update={"service": "emulator", "world": "checks"})
+    assert load_outcome(render_json(older), "results.json").service == "local"
+    world = older.model_copy(update={"world": "world"})
+    assert load_outcome(render_json(world), "results.json").service == "emulator"

@@ -10,8 +10,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+import yaml
+from checks_servers import HttpServer
+from helpers import child_env
 
 from runner import __version__
 
@@ -30,9 +34,16 @@ print(json.dumps({"code": code, "new": sorted(set(sys.modules) - before)}), file
 """
 
 
-def imported(*argv: str) -> tuple[str, set[str]]:
+def imported(*argv: str, cwd: Path | None = None) -> tuple[str, set[str]]:
     """(stdout, modules imported by `testsession ARGV`) in a fresh interpreter."""
-    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env=child_env(),
+    )
     report = json.loads(done.stderr.strip().splitlines()[-1])
     assert report["code"] in (0, None), done.stderr
     return done.stdout, set(report["new"])
@@ -70,3 +81,33 @@ def test_the_full_help_still_lists_every_command() -> None:
     for command in ("run", "wait", "validate", "schema", "report", "comment", "sessions", "emulator"):
         assert f"    {command} " in listed
     assert "exit codes:" in listed
+
+
+# What a run of a checks file never needs: the service's client and its operation table, the API's
+# resources (the check list, dashboards, incidents: ~15 model classes and a list's validator), the
+# remote session worker, the emulator, and the libraries of the service and the emulator.
+NOT_FOR_A_LOCAL_RUN = {
+    "runner.client.http",
+    "runner.client.transport",
+    "runner.models.resources",
+    "runner.models.operations",
+    "runner.job.remote",
+    "runner.emulator",
+    "git",
+    "requests",
+    "fastapi",
+    "uvicorn",
+    "starlette",
+}
+
+
+def test_a_one_check_run_of_a_checks_file_loads_only_the_local_path(web: HttpServer, tmp_path: Path) -> None:
+    """`run --checks FILE` with one API check and the three reports: the engine, the job and the
+    reports, nothing of the service's side (imports only where used)."""
+    check = {"name": "Health", "checkType": "API", "request": {"method": "GET", "url": web.url("/json")}}
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump([check]), encoding="utf-8")
+    reports = ("--junit", "junit.xml", "--markdown", "summary.md", "--json", "results.json")
+    _out, modules = imported("run", "--checks", "checks.yml", *reports, cwd=tmp_path)
+    assert json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["verdict"] == "passed"
+    assert "runner.checks.protocols.http" in modules  # the check ran here, by the engine
+    assert not {m for m in modules if m.startswith(tuple(NOT_FOR_A_LOCAL_RUN))}

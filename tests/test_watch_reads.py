@@ -23,7 +23,8 @@ from runner.job import verdicts
 from runner.job.analyses import AnalysisPlan, GroupReader
 from runner.job.events import Event, ResultFinished, Where
 from runner.job.outcome import ResultOutcome
-from runner.job.session import SessionPlan, SessionWorker, _Watch
+from runner.job.plan import SessionPlan
+from runner.job.session import SessionWorker, _Watch
 from runner.models import Target, TestSession, TriggerRequest
 
 WHERE = Where("Deploy checks", "eu-west-1")

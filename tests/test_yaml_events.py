@@ -15,6 +15,10 @@ DOCUMENTS = [
     "just a scalar",
     "a: 1\na: 2",  # the last wins, as SafeLoader
     "a: 2001-12-14t21:59:43.10-05:00\nb: '12'\nc: \"\\u00e9\"\nd: |\n  two\n  lines\n",
+    # Quoted, block and `!` scalars are strings whatever they say; plain ones are resolved.
+    "a: '123'\nb: \"true\"\nc: ! 12\nd: >\n  folded\n  text\ne: 'null'\nf: ''\ng:\n'h': ~\n",
+    "- []\n- {}\n- [{}, [[]], {a: []}]\n- {'k': [1, '1', \"1\"]}\n",
+    "\n".join(f"{'  ' * i}k{i}:" for i in range(39)) + " v",  # 39 mappings deep: within the budget
     # The composed way: anchors, aliases, merge keys, explicit tags, complex keys.
     "a: &x 1\nb: *x",
     "base: &b {k: 1}\nmine:\n  <<: *b\n  j: 2",

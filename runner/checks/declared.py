@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
@@ -37,7 +37,8 @@ Behaviour = Literal["pass", "fail", "degrade", "flaky", "error", "hang"]
 # spec's, still a bound on what an alias bomb can cost.
 WORLD_MAX_NODES = 500_000
 
-# Maximum run time of one check run, in simulated seconds, by check type. Production-like values:
+# Maximum run time of one check run, in seconds, by check type (real seconds for a check the engine
+# runs, in a local run or a world; simulated for a world's scripted ones). Production-like values:
 # browser and multi-step checks are capped at 240 s (checklyhq.com/docs/browser-checks/timeouts/),
 # Playwright check suites at 30 minutes (checklyhq.com/docs/platform/runtimes/runtime-specification),
 # API and the other request-level checks at 30 s (the API check's maximum response time).
@@ -147,15 +148,28 @@ WORLD_LEAVE_OUT = "leave it out with settings.notRunnable: skip in the world, or
 CHECKS_FILE_LEAVE_OUT = "leave it out of the checks file, or run other tags (--tag)"
 
 
+Problem = tuple[Loc, str]
+
+
+class DefinitionSource(Protocol):
+    """A check that makes its definition's data (WorldCheck, checksfile.FileCheck)."""
+
+    def definition_data(self) -> dict[str, Any]: ...
+
+
 @dataclass(frozen=True, slots=True)  # one a check: 120 B with a __dict__, 56 B without
 class CheckPlan:
     mode: Mode
-    # The check whose definition parsed (REAL; NOT_RUNNABLE when it parsed), else None. Its definition
-    # is parsed again when asked for, not kept: a run holds its checks, not a second model of each.
-    parsed: WorldCheck | None = field(default=None, repr=False, compare=False)
+    # The check whose definition parsed (REAL; NOT_RUNNABLE when it parsed), else None: a WorldCheck,
+    # or the checks file's FileCheck. Its definition is parsed again when asked for, not kept: a run
+    # holds its checks, not a second model of each.
+    parsed: DefinitionSource | None = field(default=None, repr=False, compare=False)
     reason: str | None = None  # NOT_RUNNABLE: why, one sentence
     # NOT_RUNNABLE: how to leave it out, in the terms of the file it came from.
     leave_out: str = WORLD_LEAVE_OUT
+    # REAL: what its definition's fields would keep it from running (definition_problems), found
+    # when it was parsed to decide this plan (check_problems names them: not parsed a second time).
+    problems: tuple[Problem, ...] = field(default=(), repr=False)
 
     @property
     def definition(self) -> CheckDefinition | None:
@@ -337,11 +351,9 @@ def _decide(check: WorldCheck, checks_file: bool = False, project: bool = False)
             what = "; ".join(problems)
             reason = f"{check.checkType} check that cannot run as the project defines it: {what}"
     leave_out = CHECKS_FILE_LEAVE_OUT if checks_file else WORLD_LEAVE_OUT
-    return (
-        CheckPlan(Mode.REAL, check)
-        if reason is None
-        else CheckPlan(Mode.NOT_RUNNABLE, check, reason, leave_out)
-    )
+    if reason is not None:
+        return CheckPlan(Mode.NOT_RUNNABLE, check, reason, leave_out)
+    return CheckPlan(Mode.REAL, check, problems=tuple(definition.definition_problems()))
 
 
 def escape_references(text: str) -> str:
@@ -359,9 +371,6 @@ def escape_document(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: item if k in SCRIPT_TEXT_FIELDS else escape_document(item) for k, item in value.items()}
     return value
-
-
-Problem = tuple[Loc, str]
 
 
 def expanded_document(data: Any, environ: Mapping[str, str]) -> tuple[Any, list[Problem]]:
@@ -393,14 +402,14 @@ def check_problems(check: WorldCheck, world_runs_real_checks: bool) -> list[Prob
             return [((), f"{check.checkType} check with neither request nor behaviour, in a world that runs "
                          "checks for real: give request: to run it, or behaviour: to script it")]  # fmt: skip
         return []
-    # The plan's definition is the check parsed once when it loaded: not parsed a second time.
-    parsed = plan.definition is not None
+    # The plan was decided from the definition parsed once (`_decide`): parsed is whether it parsed.
+    parsed = plan.parsed is not None
     # Parsed: only the request's keys are left to look at (no dump of the whole check, 10,000 times).
     data = {"checkType": check.checkType, "request": check.request} if parsed else check.definition_data()
     problems: list[Problem] = list(hand_written_problems(data, parsed=parsed))
-    if problems or plan.mode is not Mode.REAL or plan.definition is None:
+    if problems or plan.mode is not Mode.REAL or not parsed:
         return problems
-    return plan.definition.definition_problems()
+    return list(plan.problems)
 
 
 # The line of each field, or how to find them (a large file is read once, without its node graph;

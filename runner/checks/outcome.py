@@ -101,6 +101,10 @@ class SuiteTest:
     status: str
     runs: int = 1
 
+    def as_dict(self) -> dict[str, str | int]:
+        """As a result lists it (its `tests` field: the emulator's rows, results.json)."""
+        return {"name": self.name, "status": self.status, "runs": self.runs}
+
 
 @dataclass(frozen=True)
 class EvidenceFile:
@@ -109,6 +113,10 @@ class EvidenceFile:
     name: str
     kind: str  # TRACE, SCREENSHOT, VIDEO ... (the analysis's artifact types)
     path: str
+
+    def as_dict(self) -> dict[str, str]:
+        """As a result lists it (its `attachments` field: the emulator's rows, results.json)."""
+        return {"name": self.name, "path": self.path}
 
 
 # slots: a session keeps one a check (a __dict__ of 24 fields is ~0.6 KiB, the slots 0.25)
@@ -186,6 +194,30 @@ class Attempt:
             files=self.files,
             tests=self.tests,
         )
+
+    # What a result shows of an attempt, one reading for every caller (the local run's results and
+    # the emulator's rows say the same of the same attempt).
+
+    @property
+    def reported_ms(self) -> float:
+        """The attempt's time as a result reports it: its response time, else its own duration (a
+        check that got no answer, or sent nothing)."""
+        return self.response_time_ms if self.response_time_ms is not None else self.duration_ms
+
+    @property
+    def failure_class(self) -> ErrorClass | None:
+        """The class of a failed attempt; None when it passed. A failure with no class (a cancelled
+        attempt) counts as CONFIGURATION_ERROR: an error, so a gate that reads it fails closed."""
+        if self.passed:
+            return None
+        return self.error_class or ErrorClass.CONFIGURATION_ERROR
+
+    @property
+    def failure_message(self) -> str | None:
+        """What a failed attempt says (its kind when the engine gave no message); None when it passed."""
+        if self.passed:
+            return None
+        return self.message or str(self.error_kind or "failed")
 
     @property
     def truncation(self) -> str | None:

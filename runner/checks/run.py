@@ -3,8 +3,9 @@
 Outcome rules (production: constructs/api-check.mdx, api-checks/configuration.mdx and
 response-limits.mdx, url-monitor.mdx, tcp-monitors/configuration.mdx, dns-monitor.mdx):
 - Each attempt is cut off at its bound: the check's maxResponseTime, or the check type's maximum run
-  time (a world setting) when that is shorter. Cut off, or answered slower than maxResponseTime:
-  failed as TIMEOUT. Answered slower than degradedResponseTime: passed, degraded.
+  time (`max_run_seconds`: declared.DEFAULT_MAX_RUN_SECONDS, or a world's setting) when that is
+  shorter. Cut off, or answered slower than maxResponseTime: failed as TIMEOUT. Answered slower than
+  degradedResponseTime: passed, degraded.
 - The first failing assertion fails the attempt (ASSERTION_FAILURE, `STATUS_CODE EQUALS 200:
   received 503`). An API or URL response with a 4xx or 5xx status fails it too, unless the check
   has shouldFail; a DNS answer other than NOERROR fails it unless an assertion looks at
@@ -19,10 +20,11 @@ response-limits.mdx, url-monitor.mdx, tcp-monitors/configuration.mdx, dns-monito
   locally): CONFIGURATION_ERROR, never retried (the next attempt would fail the same way).
 - Retries: `retry.next_retry_delay`, the rule the simulation uses too. The waits go through `sleep`
   (default: the stop event's wait), so a cancelled session stops during a wait and during a request.
-- A body longer than the read cap (`Limits.body_cap_bytes`, the world's settings.executor.bodyBytes)
-  is cut there. An assertion that reads the body (TEXT_BODY, JSON_BODY; TCP's RESPONSE_DATA) cannot be
-  judged on part of it: a NOT_CONTAINS would pass on what it never read. So each such assertion fails,
-  saying `body truncated at N bytes` and how to raise the cap (ours; production reads 25 MB).
+- A body longer than the read cap (`Limits.body_cap_bytes`: 5 MiB for a local run, job/local.py; the
+  world's settings.executor.bodyBytes in the emulator) is cut there. An assertion that reads the body
+  (TEXT_BODY, JSON_BODY; TCP's RESPONSE_DATA) cannot be judged on part of it: a NOT_CONTAINS would
+  pass on what it never read. So each such assertion fails, saying `body truncated at N bytes` and
+  how to raise the cap (ours; production reads 25 MB).
 - The regexes of the assertions (assertions.py) share the time left of the attempt's bound, within
   `Limits.regex_min_seconds` and `Limits.regex_max_seconds`.
 - Each failed attempt carries its fingerprint (fingerprint.py): what the failure is, its group's key.
@@ -89,8 +91,9 @@ def run_check(
 ) -> CheckRun:
     """Runs `check` until it passes, the retry strategy ends, or `stop` is set.
 
-    `max_run_seconds`: the check type's maximum run time (the world's maxRunSeconds); None (a world's
-    `never`): only the check's maxResponseTime bounds an attempt, which every definition has.
+    `max_run_seconds`: the check type's maximum run time (declared.DEFAULT_MAX_RUN_SECONDS, or a
+    world's maxRunSeconds); None (a world's `never`): only the check's maxResponseTime bounds an
+    attempt, which every definition has.
     `on_attempt(attempt, final)` is called after each finished attempt, before any wait.
     `scripts`: runs an API check's setup and teardown scripts (scripts.py); None: such a check fails
     closed as not runnable here.

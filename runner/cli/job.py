@@ -12,10 +12,9 @@ import signal
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext, suppress
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Literal, TextIO
+from types import FrameType, MappingProxyType
+from typing import TYPE_CHECKING, Literal, NamedTuple, TextIO
 
 from runner.ci import CiPublisher
 from runner.ci.console import NORMAL, QUIET, VERBOSE, Console
@@ -27,8 +26,6 @@ from runner.cli.common import (
     handle_signals,
     stop_at_once,
 )
-from runner.client import ApiClient
-from runner.client.transport import LocalTransport
 from runner.core import memory
 from runner.core.errors import SpecError, UsageError
 from runner.core.exitcodes import ExitCode
@@ -37,10 +34,9 @@ from runner.job.analyses import AnalysisPlan
 from runner.job.digest import DEMO_MARK, digest
 from runner.job.events import EventQueue, Finished, Note, Observer, Observers
 from runner.job.outcome import Outcome, ResultOutcome
+from runner.job.plan import SessionPlan
 from runner.job.policy import Gate
-from runner.job.remote import RemoteSource
 from runner.job.run import Runner
-from runner.job.session import SessionPlan
 from runner.metadata import resolve_metadata
 from runner.models import SessionMetadata, TriggerRequest
 from runner.reports.files import check_writable
@@ -51,6 +47,7 @@ if TYPE_CHECKING:
     # build:/--build-command, --shard): most runs have none, and their modules (a dozen frozen
     # dataclasses, subprocess) were ~4% of a one-check run's start-up.
     from runner.checks.checksfile import ChecksFile
+    from runner.client import ApiClient  # imported where the run has a service: a checks file's has none
     from runner.emulator import Emulator
     from runner.emulator.core.answers import LocalService
     from runner.emulator.core.world import World
@@ -64,20 +61,22 @@ if TYPE_CHECKING:
 STDOUT = "-"  # a report path that means standard output
 
 
-@dataclass(frozen=True)
-class JobSettings:
-    """Everything `run` and `wait` need, decided once."""
+class JobSettings(NamedTuple):
+    """Everything `run` and `wait` need, decided once (a value: a NamedTuple is cheap to create on
+    the start-up path, a frozen dataclass of 15 fields is not)."""
 
     spec: RunSpec
     plan: SessionPlan
     connection: Connection
-    report_paths: Mapping[str, Path | str] = field(default_factory=dict)
+    report_paths: Mapping[str, Path | str] = MappingProxyType({})
     detach: bool = False
+    # The emulator runs the sessions: --emulator, --demo, --world (a checks file's run has no
+    # emulator: it runs without an account too, see `source` and `no_account`).
     emulator: bool = False
     world: str | None = None
     checks: ChecksFile | None = None  # --checks FILE (or the spec's checks:): the user's own checks
-    source: Literal["demo", "world", "checks"] | None = None  # with the emulator: what it runs
-    state: str | None = None  # the emulator's state file
+    source: Literal["demo", "world", "checks"] | None = None  # without an account: what runs
+    state: str | None = None  # the state file (--state): a local run's or the emulator's
     verbosity: int = NORMAL
     secret_keys: tuple[str, ...] = ()
     spec_path: str | None = None  # names the sticky comment of this spec
@@ -98,7 +97,8 @@ class JobSettings:
             raise UsageError(f"{'--world' if world else '--demo'} with --checks: give one of them")
         if demo and world:
             raise UsageError("--demo with --world: the demo is the shipped world; give one of them")
-        emulator = emulator or demo or checks is not None
+        emulator = emulator or demo
+        no_account = emulator or checks is not None
         if world and not emulator:
             raise UsageError("--world needs --emulator")
         build = _build_plan(spec, environ)
@@ -110,7 +110,7 @@ class JobSettings:
                 "start the build in an earlier step and drop build, or run without --detach"
             )
         source: Literal["demo", "world", "checks"] | None = None
-        if emulator:
+        if no_account:
             source = "checks" if checks is not None else "world" if world else "demo"
         if source == "demo" and not demo and _in_ci(environ):
             # A CI job gates a build: scripted demo results must never pass for the build's.
@@ -118,6 +118,11 @@ class JobSettings:
                 "--emulator without --checks or --world runs the shipped demo world, whose results are "
                 "scripted, not your build's: give --checks FILE to run your checks against the build "
                 "(or --world FILE), or --demo if the demo is what this job means to run"
+            )
+        if checks is not None and getattr(args, "detach", False):
+            raise UsageError(
+                "--detach with --checks: the checks run in this process and stop when this command "
+                "exits, so nothing would run detached; run without --detach"
             )
         if emulator and getattr(args, "detach", False):
             # The in-process emulator stops when this command exits: the id would lead nowhere.
@@ -127,11 +132,11 @@ class JobSettings:
                 "terminal, export what it prints, and run with --detach and without --emulator"
             )
         state = getattr(args, "state", None)
-        if state is not None and not emulator:
+        if state is not None and not no_account:
             raise UsageError("--state needs --emulator or --checks FILE: it keeps a local run's history")
         if state == "":
             raise UsageError("--state: give the state file's path")
-        if state is None and emulator:
+        if state is None and no_account:
             state = environ.get(ENV_EMULATOR_STATE) or None
         shard = None
         if spec.shard is not None and hasattr(args, "shard"):  # `run` only: `wait` triggers nothing
@@ -170,6 +175,11 @@ class JobSettings:
             build_plan=build,
             shard=shard,
         )
+
+    @property
+    def no_account(self) -> bool:
+        """The run needs no account: a checks file's checks run here, or the emulator serves a world."""
+        return self.source is not None
 
     def retry_budget(self) -> float:
         """Seconds after the start past which no retry begins: the run's deadlines plus a margin."""
@@ -361,7 +371,7 @@ class Job:
             self.observer.notify(
                 Note(f"{DEMO_MARK} --checks FILE runs your own checks against the build", always=True)
             )
-        _remove_leftovers(self.settings.emulator)
+        _remove_leftovers(self.settings.no_account)
         with self._signals(), self._build():
             return self._run_checks()
 
@@ -422,11 +432,13 @@ class Job:
             events = EventQueue()
             quarantine = self._quarantine()  # the spec's (--spec): the checks are known from the results
             self.console.quarantine = quarantine
+            from runner.job.remote import RemoteSource
+
             with self._client(events, use_emulator=False) as client:
                 self._check_writable()
                 plan, observer = self.settings.plan, self.observer
                 runner = self._runner = Runner(
-                    client,
+                    RemoteSource(client),
                     plan,
                     observer,
                     SessionMetadata(),
@@ -534,7 +546,7 @@ class Job:
 
     def _where(self, plan: ShardPlan | None, outcome: Outcome) -> dict[str, object]:
         """What results.json records of where the run ran and which part it was."""
-        update: dict[str, object] = {"service": "emulator" if self.settings.emulator else self._host()}
+        update: dict[str, object] = {"service": self._service()}
         if plan is not None:
             update["shard"] = plan.info
             if not plan.requests and not outcome.message:
@@ -543,6 +555,13 @@ class Job:
                     "nothing ran in this part"
                 )
         return update
+
+    def _service(self) -> str | None:
+        """Where the sessions ran: "local" (a checks file's, by the engine here), "emulator" (a
+        world's), else the API's host."""
+        if self.settings.checks is not None:
+            return "local"
+        return "emulator" if self.settings.emulator else self._host()
 
     def _host(self) -> str | None:
         from urllib.parse import urlsplit
@@ -576,6 +595,8 @@ class Job:
         (job/local.py), else the service (an account, or the emulator for a world) through the client."""
         checks = self.settings.checks
         if checks is None:
+            from runner.job.remote import RemoteSource
+
             with self._client(events) as client:
                 yield RemoteSource(client)
             return
@@ -606,6 +627,7 @@ class Job:
             with connection.client(self.redact, budget, events.retrying) as client:
                 yield client
             return
+        from runner.client.transport import LocalTransport
         from runner.emulator.core.answers import LocalService, needs_http
         from runner.emulator.core.world import load_world
 

@@ -93,8 +93,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def entry() -> None:
     """The `testsession` command (the console script and `python -m runner`): main(), then the
     interpreter's normal exit (atexit handlers, then it waits for any thread that is not a daemon;
-    every thread a run starts is a daemon or joined before main() returns)."""
-    sys.exit(main())
+    every thread a run starts is a daemon or joined before main() returns). Before it, what the
+    command made is frozen out of the collector's way (core/memory.py); main() called in a process
+    that lives on leaves the collector as it was."""
+    code = main()
+    from runner.core import memory
+
+    memory.before_exit()
+    sys.exit(code)
 
 
 def _main(argv: list[str]) -> int:

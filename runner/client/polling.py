@@ -12,10 +12,15 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from runner.client.http import MAX_WAIT_SECONDS, ApiClient
 from runner.core.errors import BadResponseError
-from runner.models import RootCauseAnalysis, TestSession
+
+if TYPE_CHECKING:
+    # The pace of reads is part of every run's plan (job/session.py); the client and the models
+    # only of one that waits on the service.
+    from runner.client.http import ApiClient
+    from runner.models import RootCauseAnalysis, TestSession
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,8 @@ def wait_for_session(
     times what the last read took (within `pace.most`). `read_cost`: what the caller's own read of
     the session took (the trigger's answer, watched): the first read waits by it too.
     """
+    from runner.client.http import MAX_WAIT_SECONDS
+
     interval = max(pace.first, min(pace.most, READ_COST_FACTOR * read_cost))
     while True:
         if stop is not None and stop.is_set():

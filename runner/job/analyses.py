@@ -18,15 +18,19 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from runner.client import ApiClient
-from runner.client.polling import wait_for_analysis
 from runner.core.errors import ApiError, PaymentRequiredError
 from runner.core.threads import DaemonPool
 from runner.job.events import AnalysisReady, Event, Where
 from runner.job.outcome import AnalysisOutcome, ErrorGroupOutcome
 from runner.models import ErrorGroup, TestSession
 from runner.models.analyses import Analysis, TestSessionErrorGroup
+
+if TYPE_CHECKING:
+    # The service's reader only: a checks file's run (job/local.py) takes its plan and bounds from
+    # here and loads nothing of the client.
+    from runner.client import ApiClient
 
 MAX_WORKERS = 8
 MAX_GROUPS_READ = 200  # error messages for the reports; beyond this a report names the group id only
@@ -236,6 +240,8 @@ class GroupReader:
         return result
 
     def _analysis_of(self, group: ErrorGroup) -> AnalysisOutcome:
+        from runner.client.polling import wait_for_analysis  # loaded already: session.py waits with it
+
         try:
             newest = group.rootCauseAnalyses[0] if group.rootCauseAnalyses else None
             if newest is not None and newest.analysis is not None:

@@ -91,9 +91,10 @@ class ResultFinished(_Value):
 
 
 class Progress(_Value):
-    """How far a session is: its counts, and the unfinished checks it names. Its size does not grow
-    with the session (a local run lists at most RUNNING_SHOWN of its running checks; a service
-    session, the unfinished results of its read): each check's final result comes once, in its own
+    """While a session runs (after a read of the service, or attempts of local checks): how far it
+    is, by its counts, and the unfinished checks it names. Its size does not grow with the session
+    (a local run names at most RUNNING_SHOWN of its running checks; a service session, the
+    unfinished results of its read): each check's final result comes once, in its own
     ResultFinished, so a front end or the partial reports never walk every result at every event."""
 
     __slots__ = ("done", "elapsed", "running", "total", "where")

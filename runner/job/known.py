@@ -19,6 +19,10 @@ What can be known and what cannot:
   result whose groups are all known but one unread cannot be told, `known` is None, and the gate must
   never forgive it.
 
+A local run (job/local.py) has no service: its groups are job/local_groups.py's, kept in the state
+file, and their times and the sessions' `startedAt` all come from this machine's clock, so they are
+still compared with each other only. Without a state file every group is this run's: new.
+
 That is the error group's half. The baseline (runner/job/baseline.py) is the other; the policy's
 `novelty` weighs the two once, and `history` below is what every output shows of it: the console,
 the markdown, the JUnit and the comment only format a `History`, the digest carries one per failure.
@@ -27,16 +31,15 @@ the markdown, the JUnit and the comment only format a `History`, the digest carr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import NamedTuple
 
 from runner.core.words import span
 from runner.job.outcome import BaselineMark, ErrorGroupOutcome, Outcome, ResultOutcome
 from runner.job.policy import Novelty, failing_verdict, novelty
 
 
-@dataclass(frozen=True)
-class Knowledge:
+class Knowledge(NamedTuple):
     known: bool | None  # None: cannot be told
     firstSeen: datetime | None = None
     lastSeenBefore: datetime | None = None
@@ -113,8 +116,7 @@ def mark_known(outcome: Outcome) -> Outcome:
     return outcome.model_copy(update={"sessions": sessions})
 
 
-@dataclass(frozen=True)
-class History:
+class History(NamedTuple):
     """Known or new of one failing result, as every output shows it.
 
     `novelty` is the policy's decision; the rest are the facts it came from. `age` is how long

@@ -9,8 +9,8 @@ the state file), reports the check once its final attempt is in (ResultFinished,
 events and console lines as a session of the service), and at the end judges the session by the
 job's policy. A failure's group is analysed by the engine's rules as soon as it appears.
 
-What a result says is what the service says of the same attempts (emulator/core/simulation.py
-renders them for the emulator): a FAILED result whose failure is not an assertion's is an error;
+What a result says is what the service says of the same attempts (job/verdicts.py reads the
+service's rows by the same rule): a FAILED result whose failure is not an assertion's is an error;
 retries fold into their final result (flaky when it passed at last); a check that cannot run here
 fails closed with why, and how to leave it out of the checks file.
 """
@@ -26,8 +26,8 @@ from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from runner.checks.checksfile import ACCOUNT_ID, LOCAL, ChecksFile
-from runner.checks.declared import DEFAULT_MAX_RUN_SECONDS, Mode, WorldCheck, cannot_run_message
+from runner.checks.checksfile import ACCOUNT_ID, LOCAL, ChecksFile, FileCheck
+from runner.checks.declared import DEFAULT_MAX_RUN_SECONDS, Mode, cannot_run_message
 from runner.checks.failures import ErrorClass, FailureKind
 from runner.checks.internal import internal_error
 from runner.checks.limits import Limits
@@ -57,6 +57,7 @@ from runner.job.outcome import (
     ResultVerdict,
     SessionOutcome,
 )
+from runner.job.plan import session_outcome, with_internal_errors
 from runner.job.policy import (
     NOTHING_JUDGED_CODE,
     UNRUN_NAMED_CODE,
@@ -65,13 +66,13 @@ from runner.job.policy import (
     unexplained_end,
     unrun_named_checks,
 )
-from runner.job.session import session_outcome, with_internal_errors
 from runner.job.source import ListedCheck, SessionContext
 from runner.job.verdicts import checked_attachments, checked_suite_tests
 from runner.models import Target, TestSession, TriggerRequest
-from runner.models.resources import CHECK_LOCATIONS
+from runner.models.sessions import CHECK_LOCATIONS
 
 if TYPE_CHECKING:
+    from runner.models import RetryStrategy
     from runner.state.store import StateFile
 
 CONCURRENCY = 16  # checks of the run at once (the emulator's executor.concurrency default)
@@ -89,7 +90,7 @@ class _Run:
 
     __slots__ = ("check", "ended", "final", "group", "id", "tries")
 
-    def __init__(self, check: WorldCheck) -> None:
+    def __init__(self, check: FileCheck) -> None:
         self.check = check
         self.id = str(uuid.uuid4())
         self.tries: tuple[tuple[str, Attempt, str], ...] = ()  # (id, attempt, group): failed ones
@@ -148,9 +149,9 @@ class LocalSource:
     def execute(
         self,
         index: int,
-        check: WorldCheck,
+        check: FileCheck,
         variables: VariableSources,
-        retry: object,
+        retry: RetryStrategy | None,
         max_run: float | None,
         stop: threading.Event,
         inbox: queue.SimpleQueue[tuple[int, Attempt, bool]],
@@ -159,7 +160,6 @@ class LocalSource:
         ends; never raises (a bug in the engine fails the check closed instead of hanging the run)."""
         from runner.checks.run import run_check  # libcurl and friends: only when a check runs
         from runner.checks.scripts import runner_for
-        from runner.models import RetryStrategy
 
         if stop.is_set():
             inbox.put((index, Attempt.not_run(FailureKind.CANCELLED, "cancelled"), True))
@@ -174,7 +174,7 @@ class LocalSource:
                 definition,
                 max_run_seconds=max_run,
                 variables=variables,
-                retry=retry if isinstance(retry, RetryStrategy) else None,
+                retry=retry,
                 on_attempt=lambda attempt, final: inbox.put((index, attempt, final)),
                 stop=stop,
                 limits=Limits(body_cap_bytes=BODY_BYTES),

@@ -29,11 +29,12 @@ from runner.job.outcome import AnalysisOutcome, ErrorGroupOutcome
 from runner.models import Analysis
 
 if TYPE_CHECKING:
-    from runner.checks.declared import WorldCheck
+    from runner.checks.checksfile import FileCheck
     from runner.checks.outcome import Attempt
     from runner.state.store import StateFile
 
-PROVIDER = "emulator"  # the provider an analysis names: the engine's rules, as the emulator has always said
+# The provider an analysis names: the engine's own rules, run here (the emulator's say "emulator").
+PROVIDER = "local"
 
 
 def moment(epoch: float) -> datetime:
@@ -70,7 +71,7 @@ class _Analysis:
 
 
 class GroupBook:
-    def __init__(self, checks: dict[str, WorldCheck], state: StateFile | None = None) -> None:
+    def __init__(self, checks: dict[str, FileCheck], state: StateFile | None = None) -> None:
         self._checks = checks
         self._state = state
         self._lock = threading.Lock()
@@ -81,7 +82,7 @@ class GroupBook:
             self._restore(state)
 
     def record(
-        self, check: WorldCheck, raw: str, evidence: Attempt | None, seen: float, environment: str | None
+        self, check: FileCheck, raw: str, evidence: Attempt | None, seen: float, environment: str | None
     ) -> str:
         """The group of a failure (made on its first occurrence); its id."""
         cleaned, digest = group_key(raw, evidence)

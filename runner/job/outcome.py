@@ -183,7 +183,7 @@ class ResultOutcome(OutcomeModel):
 
 class Origin(OutcomeModel):
     """Where a session of a merged run (`testsession merge`) came from: its file, its part of a
-    sharded run, and the service that ran it ("emulator", or the API's host)."""
+    sharded run, and the service that ran it ("local", "emulator", or the API's host)."""
 
     file: str
     shard: str | None = None  # "2/4"
@@ -306,7 +306,10 @@ class Outcome(OutcomeModel):
     counts: Counts = Field(default_factory=Counts)
     sessions: list[SessionOutcome] = Field(default_factory=empty_list)
     baseline: BaselineOutcome | None = None  # None when no baseline was asked for
-    service: str | None = None  # where the sessions ran: "emulator", or the API's host
+    # Where the sessions ran: "local" (a checks file's, by the engine in the process), "emulator" (a
+    # world's), or the API's host. Earlier files said "emulator" for a checks file's run too (`world`
+    # tells it apart): reports/json_report.py load_outcome reads those as "local".
+    service: str | None = None
     shard: ShardInfo | None = None  # this run is one part of a sharded run
     merged: list[MergedPart] = Field(default_factory=empty_list)  # `testsession merge`: the parts
     # Where the checks came from on a local run: "demo" (the shipped demo world: scripted results,

@@ -7,8 +7,7 @@ the GitHub and GitLab outputs, and the exit-code text of `--help`. Pure function
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from runner.core.exitcodes import ExitCode, most_severe
 from runner.core.words import counted, first_of, plural
@@ -56,9 +55,9 @@ RUN_VERDICTS: dict[ExitCode, RunVerdict] = {
 PARTIAL_CODES = frozenset({ExitCode.TIMEOUT, ExitCode.SERVICE, ExitCode.INTERRUPTED, ExitCode.TERMINATED})
 
 
-@dataclass(frozen=True)
-class Gate:
-    """The gate options of a run (spec `gate`, flags), as results.json records them."""
+class Gate(NamedTuple):
+    """The gate options of a run (spec `gate`, flags), as results.json records them (a value made
+    on every run's start-up path: a NamedTuple, not a dataclass, is cheap to create)."""
 
     fail_on_degraded: bool = False
     fail_on_no_match: bool = True
@@ -139,8 +138,9 @@ def checks_exit_code(results: list[ResultOutcome], gate: Gate) -> ExitCode:
 
 
 def no_match_exit_code(gate: Gate) -> ExitCode:
-    """Only for the service's own no-match signals: the trigger's 403 ERR_NO_MATCHING_CHECKS, or a
-    session that PASSED with no results. Every other refusal is an error, never this."""
+    """Only for a no-match: the service's own signals (the trigger's 403 ERR_NO_MATCHING_CHECKS, or a
+    session that PASSED with no results), or a target that selects no check of a checks file (a
+    local run). Every other refusal is an error, never this."""
     return ExitCode.NO_MATCH if gate.fail_on_no_match else ExitCode.OK
 
 

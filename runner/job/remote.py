@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from runner.client import ApiClient
 from runner.job.outcome import SessionOutcome
 from runner.job.session import CANCEL_WITHIN, SessionWorker
 from runner.job.source import ListedCheck, SessionContext
 from runner.models import TriggerRequest
+
+if TYPE_CHECKING:
+    from runner.client import ApiClient
 
 
 class RemoteSource:

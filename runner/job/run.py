@@ -22,10 +22,9 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from runner import __version__
-from runner.client import ApiClient
 from runner.core.errors import ApiError, NotFoundError
 from runner.core.exitcodes import ExitCode
 from runner.core.threads import DaemonPool
@@ -43,6 +42,7 @@ from runner.job.events import (
 )
 from runner.job.known import mark_known
 from runner.job.outcome import CommitInfo, Outcome, ResultOutcome, SessionOutcome, count_results
+from runner.job.plan import SessionPlan, session_outcome
 from runner.job.policy import (
     NOTHING_JUDGED,
     NOTHING_JUDGED_CODE,
@@ -54,14 +54,14 @@ from runner.job.policy import (
     shared_session,
 )
 from runner.job.refusals import unknown_session
-from runner.job.remote import RemoteSource
-from runner.job.session import SessionPlan, SessionWorker, session_outcome
 from runner.job.source import ResultSource, SessionContext
 from runner.models import SessionMetadata, TestSession, TriggerRequest
 
 if TYPE_CHECKING:
     from runner.job.baseline import Baseline, BaselineWarning
     from runner.job.quarantine import Quarantine
+    from runner.job.remote import RemoteSource
+    from runner.job.session import SessionWorker
 
 SHUTDOWN_SECONDS = 4.0  # from the first signal to the reports: CI runners kill about 10 s after it
 TICK_SECONDS = 1.0
@@ -100,7 +100,7 @@ class _Seen:
 class Runner:
     def __init__(
         self,
-        client: ApiClient | ResultSource,
+        source: ResultSource,
         plan: SessionPlan,
         observer: Observer,
         commit: SessionMetadata | None = None,
@@ -111,14 +111,8 @@ class Runner:
         shutdown_seconds: float = SHUTDOWN_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        # The service's client (a source of its own); or another source (local.py), which `wait` has not.
-        # (Told apart by what they do: tests hand in clients of their own making.)
-        self.client: ApiClient | None = None
-        if hasattr(client, "run_session"):
-            self.source = cast("ResultSource", client)
-        else:
-            self.client = client
-            self.source = RemoteSource(self.client)
+        # The service through its client (remote.py), or a checks file's checks run here (local.py).
+        self.source = source
         self.plan = plan
         self.observer = observer
         self.commit = commit or SessionMetadata()
@@ -128,7 +122,7 @@ class Runner:
         self.clock = clock
         self.started_at = datetime.now(timezone.utc)
         self.stop = threading.Event()  # set by the main thread once a signal was seen
-        # The client given here reports its retries to this queue (ApiClient(on_retry=...)).
+        # A remote source's client reports its retries to this queue (ApiClient(on_retry=...)).
         self.events = events or EventQueue()
         # Written only by the signal handler: plain assignments, no locks (a handler that waits on a
         # lock the interrupted main thread holds would hang the run).
@@ -156,11 +150,10 @@ class Runner:
 
     def wait_for(self, session_id: str) -> Outcome:
         """`testsession wait ID`: a session triggered earlier, maybe by another job."""
-        assert self.client is not None, "wait follows a session of the service"
         try:
             session = self._first_read(session_id)
         except NotFoundError as exc:  # the user named an id the service does not have: exit 2
-            raise unknown_session(exc, session_id, self.client.account_id) or exc from None
+            raise unknown_session(exc, session_id, self._remote().client.account_id) or exc from None
         if session is None:  # a signal came before the service answered: nothing was followed
             where = Where(session_id, "unknown", 0)
             stopped = session_outcome(where, None, None, [], [], self.stop_code or ExitCode.INTERRUPTED)
@@ -174,9 +167,8 @@ class Runner:
     def _first_read(self, session_id: str) -> TestSession | None:
         """The session, read on a worker so that a signal is answered at once even while the
         service holds the read (its timeout and retries take minutes); None after a signal."""
-        assert self.client is not None
         pool = DaemonPool(1, "read")
-        future = pool.submit(self.client.get_session, session_id)
+        future = pool.submit(self._remote().client.get_session, session_id)
         try:
             while True:
                 try:
@@ -197,8 +189,16 @@ class Runner:
         )
 
     def _worker(self, where: Where, environment: str | None) -> SessionWorker:
-        assert isinstance(self.source, RemoteSource)  # `wait`: a session of the service
-        return self.source.worker(self._context(where, environment))
+        return self._remote().worker(self._context(where, environment))
+
+    def _remote(self) -> RemoteSource:
+        """`wait` follows a session of the service: its source is the service's client. Imported only
+        here: a checks file's run loads nothing of the client."""
+        from runner.job.remote import RemoteSource
+
+        if not isinstance(self.source, RemoteSource):
+            raise TypeError("wait follows a session of the service: give the Runner a RemoteSource")
+        return self.source
 
     # --- supervision --------------------------------------------------------------------------
 

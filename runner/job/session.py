@@ -11,10 +11,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 from runner.client import ApiClient
-from runner.client.polling import SESSION_READS, Pace, wait_for_session
+from runner.client.polling import wait_for_session
 from runner.core.errors import (
     ApiError,
     BadRequestError,
@@ -24,8 +23,7 @@ from runner.core.errors import (
     exit_code_for,
 )
 from runner.core.exitcodes import ExitCode
-from runner.core.words import counted, first_of
-from runner.job.analyses import AnalysisPlan, GroupReader, checks_by_group, groups_by_frequency
+from runner.job.analyses import GroupReader, checks_by_group, groups_by_frequency
 from runner.job.events import (
     AnalysesWaiting,
     Cancelled,
@@ -40,11 +38,11 @@ from runner.job.events import (
     Where,
 )
 from runner.job.outcome import ErrorGroupOutcome, ResultOutcome, SessionOutcome
+from runner.job.plan import SessionPlan, session_outcome, with_internal_errors
 from runner.job.policy import (
     NO_RESULTS_FIELD,
     NOTHING_JUDGED_CODE,
     UNRUN_NAMED_CODE,
-    Gate,
     checks_exit_code,
     no_match_exit_code,
     unexplained_end,
@@ -56,52 +54,6 @@ from runner.models import FINAL_SESSION_STATUSES, SessionResult, TestSession, Tr
 
 MESSAGE_WAIT = 3.0  # seconds a failure's line waits for its error message before it is printed
 CANCEL_WITHIN = 3.0  # seconds a cancel may take when the run is ending
-
-
-@dataclass(frozen=True)
-class SessionPlan:
-    """What a session worker needs to know of the run's options."""
-
-    timeout_seconds: float = 900.0
-    analyses: AnalysisPlan = field(default_factory=AnalysisPlan)
-    gate: Gate = field(default_factory=Gate)
-    pace: Pace = SESSION_READS
-
-
-def _duration(session: TestSession | None) -> float | None:
-    if session and session.startedAt and session.stoppedAt:
-        return round((session.stoppedAt - session.startedAt).total_seconds(), 3)
-    if session and session.timeElapsed is not None:
-        return round(session.timeElapsed / 1000.0, 3)
-    return None
-
-
-def session_outcome(
-    where: Where,
-    environment: str | None,
-    session: TestSession | None,
-    results: list[ResultOutcome],
-    groups: list[ErrorGroupOutcome],
-    code: ExitCode,
-    problem: str | None = None,
-    no_match: bool = False,
-) -> SessionOutcome:
-    return SessionOutcome(
-        name=where.name,
-        runLocation=where.location,
-        environment=environment,
-        testSessionId=session.testSessionId if session else None,
-        link=session.testSessionLink if session else None,
-        status=session.status if session else None,
-        startedAt=session.startedAt if session else None,
-        stoppedAt=session.stoppedAt if session else None,
-        durationSeconds=_duration(session),
-        exitCode=int(code),
-        problem=problem,
-        noMatch=no_match,
-        results=results,
-        errorGroups=groups,
-    )
 
 
 class SessionWorker:
@@ -322,7 +274,6 @@ class _Watch:
                 deadline,
                 stop=worker.stop,
                 watch=self._observe,
-                pace=plan.pace,
                 clock=worker.clock,
                 read_cost=worker.clock() - began,  # a big session's reads are paced from the first
             )
@@ -412,22 +363,3 @@ def _vanished(seen: Iterable[tuple[str, tuple[str | None, str]]], final: list[Se
         for result_id, (check_id, name) in seen
     )
     return sum(1 for here in kept if not here)
-
-
-def with_internal_errors(
-    outcome: SessionOutcome, where: Where, emit: Callable[[Event], None]
-) -> SessionOutcome:
-    """A check the local executor could not run for a bug of its own has no verdict, and neither
-    has the run: exit 4 (as any internal error), its traceback printed, never the check's failure
-    nor the user's configuration error. Both sources of results (the service's, job/remote.py; the
-    engine's in this process, job/local.py) end their sessions through it."""
-    broken = [r for r in outcome.results if r.internalError]
-    if not broken or outcome.problem or outcome.exitCode not in (ExitCode.OK, ExitCode.CHECKS_FAILED):
-        return outcome
-    names = first_of([r.name for r in broken], 3)
-    problem = (
-        f"internal error of the local executor on {counted(len(broken), 'check')} ({names}); no verdict "
-        "(exit 4). This is a bug in testsession: please report it with the traceback above"
-    )
-    emit(SessionFailed(where, problem, traceback=broken[0].internalError))
-    return outcome.model_copy(update={"exitCode": int(ExitCode.SERVICE), "problem": problem})

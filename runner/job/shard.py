@@ -10,7 +10,7 @@ unit; the units are split into n parts and part i is triggered as the sessions' 
   25%) so that most of a run's jitter does not move checks between parts (a duration that crosses a
   step does: pin the durations file, e.g. refresh it weekly, where the parts keep their own state).
 - Balanced: longest first, each unit to the part with the least work so far (ties: the lowest part);
-  with durations of an earlier run (a results.json, or an emulator state file) the work is seconds, a
+  with durations of an earlier run (a results.json, or a state file) the work is seconds, a
   check without one weighs the median; without durations every check weighs the same.
 - Checked: each part records the set's size, a fingerprint of it, one of its own checks and one of the
   assignment (`ShardInfo`): `testsession merge` verifies each part's results against its own header
@@ -114,7 +114,7 @@ def durations_of(results: Sequence[ResultOutcome], source: str | None = None) ->
 
 
 def load_durations(path: str) -> Durations:
-    """Durations from a results.json or an emulator state file; one that cannot be read gives a
+    """Durations from a results.json or a state file (`--state`); one that cannot be read gives a
     warning, and the split weighs every check the same (every part that cannot read it splits
     alike; one that can splits otherwise, which `testsession merge` refuses)."""
     from runner.core.files import read_regular

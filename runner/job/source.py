@@ -23,7 +23,7 @@ from typing import Protocol
 from runner.core.exitcodes import ExitCode
 from runner.job.events import Event, Where
 from runner.job.outcome import SessionOutcome
-from runner.job.session import SessionPlan
+from runner.job.plan import SessionPlan
 from runner.models import TriggerRequest
 
 

@@ -1,48 +1,108 @@
-"""Pydantic models of every resource of the API, shared by the client and the emulator."""
+"""Pydantic models of every resource of the API, shared by the client and the emulator.
 
-from runner.models.analyses import (
-    Analysis,
-    AnalysisSummary,
-    Artifact,
-    CreateAnalysisRequest,
-    ErrorGroup,
-    Evidence,
-    PlaywrightMetadata,
-    ReferenceLink,
-    RootCauseAnalysis,
-    TestSessionErrorGroup,
-)
-from runner.models.base import ApiModel, RequestModel, describe_validation_error
-from runner.models.errors import NO_MATCHING_CHECKS, STILL_RUNNING_MESSAGE, ErrorBody
-from runner.models.headers import (
-    DEFAULT_ACCOUNT_HEADER,
-    PRODUCTION_ACCOUNT_HEADER,
-    account_header_problem,
-)
-from runner.models.resources import (
-    AccountVariable,
-    Check,
-    CheckList,
-    CheckUpdate,
-    Dashboard,
-    DashboardKeyRequest,
-    DashboardRequest,
-    IncidentUpdate,
-    IncidentUpdateRequest,
-    VariableList,
-    frequency_offset_problem,
-)
-from runner.models.sessions import (
-    FINAL_SESSION_STATUSES,
-    EnvironmentVariable,
-    GithubMetadata,
-    RetryStrategy,
-    SessionMetadata,
-    SessionResult,
-    Target,
-    TestSession,
-    TriggerRequest,
-)
+The names below are loaded on first use (PEP 562): importing one module of the package (a run's
+`runner.models.sessions`) does not create the ~100 model classes of the others (resources, check
+definitions, operations), which a one-check local run never uses.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runner.models.analyses import (
+        Analysis,
+        AnalysisSummary,
+        Artifact,
+        CreateAnalysisRequest,
+        ErrorGroup,
+        Evidence,
+        PlaywrightMetadata,
+        ReferenceLink,
+        RootCauseAnalysis,
+        TestSessionErrorGroup,
+    )
+    from runner.models.base import ApiModel, RequestModel, describe_validation_error
+    from runner.models.errors import NO_MATCHING_CHECKS, STILL_RUNNING_MESSAGE, ErrorBody
+    from runner.models.headers import (
+        DEFAULT_ACCOUNT_HEADER,
+        PRODUCTION_ACCOUNT_HEADER,
+        account_header_problem,
+    )
+    from runner.models.resources import (
+        AccountVariable,
+        Check,
+        CheckList,
+        CheckUpdate,
+        Dashboard,
+        DashboardKeyRequest,
+        DashboardRequest,
+        IncidentUpdate,
+        IncidentUpdateRequest,
+        VariableList,
+        frequency_offset_problem,
+    )
+    from runner.models.sessions import (
+        FINAL_SESSION_STATUSES,
+        EnvironmentVariable,
+        GithubMetadata,
+        RetryStrategy,
+        SessionMetadata,
+        SessionResult,
+        Target,
+        TestSession,
+        TriggerRequest,
+    )
+
+_HOME = {
+    "Analysis": "analyses",
+    "AnalysisSummary": "analyses",
+    "Artifact": "analyses",
+    "CreateAnalysisRequest": "analyses",
+    "ErrorGroup": "analyses",
+    "Evidence": "analyses",
+    "PlaywrightMetadata": "analyses",
+    "ReferenceLink": "analyses",
+    "RootCauseAnalysis": "analyses",
+    "TestSessionErrorGroup": "analyses",
+    "ApiModel": "base",
+    "RequestModel": "base",
+    "describe_validation_error": "base",
+    "NO_MATCHING_CHECKS": "errors",
+    "STILL_RUNNING_MESSAGE": "errors",
+    "ErrorBody": "errors",
+    "DEFAULT_ACCOUNT_HEADER": "headers",
+    "PRODUCTION_ACCOUNT_HEADER": "headers",
+    "account_header_problem": "headers",
+    "AccountVariable": "resources",
+    "Check": "resources",
+    "CheckList": "resources",
+    "CheckUpdate": "resources",
+    "Dashboard": "resources",
+    "DashboardKeyRequest": "resources",
+    "DashboardRequest": "resources",
+    "IncidentUpdate": "resources",
+    "IncidentUpdateRequest": "resources",
+    "VariableList": "resources",
+    "frequency_offset_problem": "resources",
+    "FINAL_SESSION_STATUSES": "sessions",
+    "EnvironmentVariable": "sessions",
+    "GithubMetadata": "sessions",
+    "RetryStrategy": "sessions",
+    "SessionMetadata": "sessions",
+    "SessionResult": "sessions",
+    "Target": "sessions",
+    "TestSession": "sessions",
+    "TriggerRequest": "sessions",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_ACCOUNT_HEADER",

@@ -23,10 +23,9 @@ constructs/grpc-monitor.mdx and ssl-monitor.mdx.
 # No `from __future__ import annotations`: real annotations, as models/base.py says why.
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import Enum
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, Discriminator, Field, Tag, TypeAdapter, ValidationError, field_validator
 
@@ -43,8 +42,7 @@ class Runs(Enum):
     SUITE = "suite"  # the user's own Playwright project, run where it is (a Playwright check suite)
 
 
-@dataclass(frozen=True)
-class CheckKind:
+class CheckKind(NamedTuple):
     """What this version says of one checkType, once: whether and how it runs here (None: never,
     `reason` says why in production's terms), the engine's protocol module that runs it
     (runner/checks/protocols/), whether that protocol queues its own attempts, and whether production
@@ -668,6 +666,67 @@ class ApiCheckDefinition(CheckDefinition):
             *_one_of("ipFamily", r.ipFamily, IP_FAMILIES),
             *_assertion_problems("API", r.assertions),
         ]
+
+
+# --- a plain API request: known without a parse to have no problem ------------------------------------
+#
+# A checks file of thousands of API checks is mostly requests like `{method: GET, url: ..., assertions:
+# [{source: STATUS_CODE, comparison: EQUALS, target: "200"}]}`. `plain_api_request` says, in a few
+# microseconds, that such a request is one ApiCheckDefinition parses and finds nothing wrong with:
+# only fields of ApiRequest, each of its exact type (no conversion a validator would make) and a value
+# `field_problems` accepts. Anything else (a number for a target, a header given as a mapping, a
+# field left to production) is not plain: the caller reads it the full way, with its messages.
+_PLAIN_REQUEST_TYPES: dict[str, type] = {
+    "method": str, "url": str, "body": str, "bodyType": str, "ipFamily": str,
+    "followRedirects": bool, "skipSSL": bool, "assertions": list, "headers": list, "queryParameters": list,
+}  # fmt: skip
+_PLAIN_ASSERTION_TYPES: dict[str, tuple[type, ...]] = {
+    "source": (str,), "comparison": (str,), "property": (str,), "target": (str,), "regex": (str, type(None)),
+}  # fmt: skip
+_PLAIN_PAIR_TYPES: dict[str, tuple[type, ...]] = {"key": (str,), "value": (str,), "locked": (bool,)}
+
+
+def plain_api_request(request: Any) -> bool:
+    """True when `request` is an API check's request that parses as it is, without a problem
+    (hand_written_problems and ApiCheckDefinition.field_problems would find none); False: read it
+    the full way."""
+    if type(request) is not dict:
+        return False
+    for key, value in request.items():
+        if _PLAIN_REQUEST_TYPES.get(key) is not type(value):
+            return False
+    url = request.get("url")
+    if not url or not ("{{" in url or url.lower().startswith(("http://", "https://"))):  # as _http_url
+        return False
+    if request.get("method", "GET").upper() not in _PLAIN_METHODS:
+        return False
+    if request.get("bodyType", "NONE") not in _PLAIN_BODY_TYPES:
+        return False
+    if request.get("ipFamily", "IPv4") not in _PLAIN_IP_FAMILIES:
+        return False
+    for assertion in request.get("assertions", ()):
+        if type(assertion) is not dict:
+            return False
+        for key, value in assertion.items():
+            if type(value) not in _PLAIN_ASSERTION_TYPES.get(key, ()):
+                return False
+        if assertion.get("source") not in _API_SOURCES or assertion.get("comparison") not in _API_COMPARISONS:
+            return False
+    for pair in (*request.get("headers", ()), *request.get("queryParameters", ())):
+        if type(pair) is not dict:
+            return False
+        for key, value in pair.items():
+            if type(value) not in _PLAIN_PAIR_TYPES.get(key, ()):
+                return False
+    return True
+
+
+# The same lists as sets (a membership test per field of thousands of checks).
+_PLAIN_METHODS = frozenset(HTTP_METHODS)
+_PLAIN_BODY_TYPES = frozenset(BODY_TYPES)
+_PLAIN_IP_FAMILIES = frozenset(IP_FAMILIES)
+_API_SOURCES = frozenset(ASSERTION_SOURCES["API"])
+_API_COMPARISONS = frozenset(ASSERTION_COMPARISONS["API"])
 
 
 class UrlCheckDefinition(CheckDefinition):

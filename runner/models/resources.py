@@ -9,16 +9,13 @@ from pydantic import ConfigDict, Field, RootModel, field_validator, model_valida
 
 from runner.models.base import ApiModel, RequestModel, empty_list
 from runner.models.check_definitions import CheckDefinition, parse_check_definition
+
+# CHECK_LOCATIONS lives with the sessions (a local run needs it without the resources' models).
+from runner.models.sessions import CHECK_LOCATIONS as CHECK_LOCATIONS
 from runner.models.sessions import UUID_PATTERN
 
 INCIDENT_STATUSES = ("INVESTIGATING", "IDENTIFIED", "MONITORING", "RESOLVED")
 
-CHECK_LOCATIONS = (
-    "us-east-1", "us-east-2", "us-west-1", "us-west-2", "ca-central-1", "sa-east-1", "eu-west-1",
-    "eu-central-1", "eu-west-2", "eu-west-3", "eu-north-1", "eu-south-1", "me-south-1",
-    "ap-southeast-1", "ap-northeast-1", "ap-east-1", "ap-southeast-2", "ap-southeast-3",
-    "ap-northeast-2", "ap-northeast-3", "ap-south-1", "af-south-1",
-)  # fmt: skip
 RUNTIME_VERSIONS = ("2026.04", "2025.04", "2024.09", "2024.02", "2023.09", "2023.02", "2022.10")
 UPDATABLE_CHECK_TYPES = (
     "AGENTIC", "API", "BROWSER", "HEARTBEAT", "ICMP", "MULTI_STEP", "TCP", "PLAYWRIGHT",

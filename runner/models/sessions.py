@@ -18,6 +18,14 @@ from pydantic import (
 
 from runner.models.base import ApiModel, RequestModel, empty_list
 
+# The locations of production that a check can run from (a checks file's run adds `local`).
+CHECK_LOCATIONS = (
+    "us-east-1", "us-east-2", "us-west-1", "us-west-2", "ca-central-1", "sa-east-1", "eu-west-1",
+    "eu-central-1", "eu-west-2", "eu-west-3", "eu-north-1", "eu-south-1", "me-south-1",
+    "ap-southeast-1", "ap-northeast-1", "ap-east-1", "ap-southeast-2", "ap-southeast-3",
+    "ap-northeast-2", "ap-northeast-3", "ap-south-1", "af-south-1",
+)  # fmt: skip
+
 SESSION_STATUSES = ("RUNNING", "FAILED", "PASSED", "CANCELLED")
 FINAL_SESSION_STATUSES = frozenset({"FAILED", "PASSED", "CANCELLED"})
 RESULT_TYPES = ("FINAL", "ATTEMPT", "PENDING")

@@ -1,4 +1,4 @@
-"""The emulator's state file (`--state PATH`): error groups, analyses and sessions in SQLite, so that a
+"""The state file (`--state PATH`): error groups, analyses and sessions in SQLite, so that a
 failure seen by yesterday's pipeline is known today. Without one, the stores keep their state in memory
 only and nothing here runs.
 
@@ -7,7 +7,8 @@ only and nothing here runs.
   LOCK_WAIT_SECONDS, then says which pid has the file.
 - Every change is committed at once (autocommit, WAL, synchronous=NORMAL): a crash or SIGKILL loses
   nothing that was committed; only a power cut may lose the last transactions.
-- Times are wall-clock seconds since the epoch (UTC); the stores turn them into their SimClock's time.
+- Times are wall-clock seconds since the epoch (UTC); the emulator's stores turn them into their
+  SimClock's time, a local run (job/local_groups.py) keeps them as they are.
 - A file that is not SQLite, an SQLite database of another application, or a state file of a newer
   schema (PRAGMA application_id / user_version) is refused with one line naming the file.
 - A session still running when its process died is read back as CANCELLED at the moment it was last

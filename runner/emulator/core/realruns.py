@@ -23,10 +23,9 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from runner.checks.failures import ErrorClass
 from runner.checks.internal import internal_error
 from runner.checks.outcome import Attempt
-from runner.emulator.core.simulation import SessionAttempt, SessionRun
+from runner.emulator.core.simulation import SessionRun, Slot
 from runner.emulator.core.world import WorldCheck
 from runner.models import RetryStrategy
 
@@ -114,36 +113,25 @@ def execute(job: RealJob, hooks: RealRunHooks) -> None:
 def open_run(check: WorldCheck, start: float) -> SessionRun:
     """A run whose first attempt is waiting for a worker (it starts when one picks it up)."""
     final_id = str(uuid.uuid4())
-    return SessionRun(check=check, final_id=final_id, attempts=[SessionAttempt(final_id, start, None, False)])
+    return SessionRun(check, final_id, [Slot(final_id, start)])
 
 
 def begin(run: SessionRun, at: float) -> None:
     """The open attempt really started at clock time `at`."""
-    run.attempts[-1].start = at
+    run.slots[-1].start = at
 
 
 def plan_next(run: SessionRun, at: float) -> None:
     """The open attempt (a retry, after a backoff) is planned to start at clock time `at`."""
-    run.attempts[-1].start = at
+    run.slots[-1].start = at
 
 
-def finish(run: SessionRun, evidence: Attempt, final: bool, at: float) -> None:
-    """The open attempt ended at clock time `at` as the executor says; a retry follows unless final."""
-    attempt = run.attempts[-1]
-    attempt.end = max(at, attempt.start)
-    attempt.passed = evidence.passed
-    attempt.degraded = evidence.passed and evidence.degraded
-    attempt.error_class = (
-        None if evidence.passed else (evidence.error_class or ErrorClass.CONFIGURATION_ERROR)
-    )
-    if evidence.passed:  # a pass says nothing, a degraded one why (the threshold and the measure)
-        attempt.message = evidence.message if attempt.degraded else None
-    else:
-        attempt.message = evidence.message or str(evidence.error_kind or "failed")
-    attempt.response_ms = (
-        evidence.response_time_ms if evidence.response_time_ms is not None else evidence.duration_ms
-    )
-    attempt.evidence = evidence if not evidence.passed else evidence.as_kept_passed()
+def finish(run: SessionRun, attempt: Attempt, final: bool, at: float) -> None:
+    """The open attempt ended at clock time `at` as the engine's `attempt`; a retry follows unless final.
+    A pass is kept as its row shows it (Attempt.as_kept_passed: ~0.9 KiB less a check)."""
+    slot = run.slots[-1]
+    slot.end = max(at, slot.start)
+    slot.attempt = attempt if not attempt.passed else attempt.as_kept_passed()
     if not final:
-        attempt.id = str(uuid.uuid4())  # an ATTEMPT row; the open one keeps the FINAL's id
-        run.attempts.append(SessionAttempt(run.final_id, attempt.end, None, False))
+        slot.id = str(uuid.uuid4())  # an ATTEMPT row; the open one keeps the FINAL's id
+        run.slots.append(Slot(run.final_id, slot.end))

@@ -233,13 +233,13 @@ class Sessions:
             realruns.plan_next(job.run, at)
         return at
 
-    def attempt_finished(self, job: RealJob, evidence: Attempt, final: bool) -> bool:
+    def attempt_finished(self, job: RealJob, attempt: Attempt, final: bool) -> bool:
         """True when the session's end became known with it (its last open run ended)."""
         session = self._live(job)
         if session is None:
             return False
         was_open = job.run.end is None
-        realruns.finish(job.run, evidence, final, self._clock.now())
+        realruns.finish(job.run, attempt, final, self._clock.now())
         if job.run.end is None:
             return False
         session.ended(job.run, was_open)
@@ -284,12 +284,13 @@ class Sessions:
         """Records every failure that has happened by `at` in its test-session error group."""
         environment = (session.metadata or {}).get("environment")
         for run in session.runs:
-            for attempt in run.attempts:
-                if attempt.passed or attempt.group_id or attempt.end is None or attempt.end > at:
+            for slot in run.slots:
+                attempt = slot.attempt
+                if attempt is None or attempt.passed or slot.group_id or slot.end is None or slot.end > at:
                     continue
-                attempt.group_id = self._groups.record(
-                    session.account_id, run.check, attempt.message or "", attempt.end, environment,
-                    attempt.evidence,
+                slot.group_id = self._groups.record(
+                    session.account_id, run.check, attempt.failure_message or "", slot.end, environment,
+                    None if run.scripted else attempt,  # a script's failure is analysed from its message
                 )  # fmt: skip
 
     def render(self, session: Session | StoredSession, base_url: str) -> TestSession:
@@ -360,9 +361,9 @@ def _rows_key(run: SessionRun, at: float, cancelled: bool) -> object | None:
         return _ENDED
     if cancelled:
         return None
-    last = run.attempts[-1]
-    ended = sum(1 for a in run.attempts if a.end is not None and a.end <= at)
-    return (len(run.attempts), last.start, last.end, last.start <= at, ended)
+    last = run.slots[-1]
+    ended = sum(1 for s in run.slots if s.end is not None and s.end <= at)
+    return (len(run.slots), last.start, last.end, last.start <= at, ended)
 
 
 def _stored_rendering(row: SessionRow, base_url: str) -> TestSession:

@@ -1,12 +1,14 @@
 """How one check behaves in a session: its attempts (with retries) and how they look at a moment.
 
-A scripted check's attempts are planned up front (`plan_run`) and revealed by the clock. A check that
-runs for real (`realruns.py`) has the same shape: its attempts are filled in as they finish, and its
-last one stays open (`end` None) until the engine hands back the final one.
+Every attempt is the engine's `Attempt` (runner/checks/outcome.py), the one value of an attempt from
+the engine to the reports. A check that runs for real (`realruns.py`) keeps the Attempts the engine
+hands back as they finish; a scripted check's attempts are made as Attempts too (`scripted_attempt`),
+planned up front (`plan_run`) and revealed by the clock. A session's rows are rendered from them.
 
-`SessionRun` and `SessionAttempt` are the session's bookkeeping (ids, simulated start and end, the
-error group a failure went to); what a real attempt did is the engine's `Attempt`
-(runner/checks/outcome.py), kept as a session attempt's `evidence`.
+What the session adds to an attempt is its place there, a `Slot`: the result's id, its start and end
+in simulated time (the SimClock's, which may run faster than real time: not the Attempt's own wall
+times), and the error group its failure went to. A slot's attempt is None until it ends (a real check
+still running or waiting for a worker, a hang that never ends).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from runner.checks.failures import ErrorClass, FailureKind
@@ -30,11 +33,11 @@ DEFAULT_MESSAGES = {
 }
 # Why a scripted `degrade` is degraded, unless its errorMessage says.
 SCRIPTED_DEGRADED = "degraded as the world scripts it (behaviour: degrade)"
-# The error class of each scripted behaviour that fails.
-BEHAVIOUR_CLASSES = {
-    "fail": ErrorClass.ASSERTION_FAILURE,
-    "error": ErrorClass.SCRIPT_ERROR,
-    "flaky": ErrorClass.NETWORK_ERROR,
+# The kind of each scripted behaviour's failure, as the engine would say it (its class: the result's).
+BEHAVIOUR_KINDS = {
+    "fail": FailureKind.ASSERTION,
+    "error": FailureKind.SCRIPT,
+    "flaky": FailureKind.NETWORK,
 }
 
 
@@ -47,30 +50,47 @@ def timeout_message(check_type: str, seconds: float) -> str:
 
 
 @dataclass(slots=True)  # one or more a check of a session: no __dict__ each
-class SessionAttempt:
-    id: str
+class Slot:
+    """Where one attempt sits in its session (see the module's docstring)."""
+
+    id: str  # the result's id: an ATTEMPT row's own, the last one the FINAL row's (run.final_id)
     start: float
-    end: float | None  # None: never ends on its own (a hanging check in a world that says `never`)
-    passed: bool
-    degraded: bool = False
-    error_class: ErrorClass | None = None
-    message: str | None = None
-    group_id: str | None = None  # set once the failure was recorded in an error group
-    # A real attempt: its own response time in real milliseconds (its start and end are the clock's,
-    # which may run faster than real time), and what really happened (secrets already masked).
-    response_ms: float | None = None
-    evidence: Attempt | None = None
+    end: float | None = None  # None: not ended (yet: a hang in a world that says `never` never ends)
+    attempt: Attempt | None = None  # what it did: set with `end`
+    group_id: str | None = None  # set once its failure was recorded in an error group
 
 
 @dataclass(slots=True)
 class SessionRun:
     check: WorldCheck
     final_id: str
-    attempts: list[SessionAttempt] = field(default_factory=list)
+    slots: list[Slot] = field(default_factory=list)
+    # Its attempts are the world's script, not a real run: their failures are analysed from their
+    # message, not as evidence of what happened (groups.py).
+    scripted: bool = False
 
     @property
     def end(self) -> float | None:
-        return self.attempts[-1].end
+        return self.slots[-1].end
+
+
+@lru_cache(maxsize=1024)
+def scripted_attempt(
+    number: int, duration_ms: float, kind: FailureKind | None, message: str | None, degraded: bool = False
+) -> Attempt:
+    """A scripted attempt as the engine's value: passed when `kind` is None (degraded when the world
+    says so, `message` saying why), else failed as `kind` with `message`. It has no wall-clock start
+    (0, as an attempt that sent nothing): its times are its slot's. A value, so one is shared by
+    every check scripted the same way (making a frozen Attempt costs ~20 cache hits; a world may
+    script 10,000 checks a session)."""
+    if kind is None:
+        return Attempt(
+            number, 0.0, duration_ms, True, degraded=degraded, message=message if degraded else None
+        )
+    return Attempt(
+        number, 0.0, duration_ms, False, error_class=kind.error_class, error_kind=kind, message=message,
+        network_failure=kind.error_class is ErrorClass.NETWORK_ERROR,
+    )  # fmt: skip
 
 
 def resolve_behaviour(check: WorldCheck, env: dict[str, str | None]) -> tuple[str, str | None]:
@@ -81,14 +101,14 @@ def resolve_behaviour(check: WorldCheck, env: dict[str, str | None]) -> tuple[st
     return check.behaviour, check.errorMessage
 
 
-def _outcome(
-    behaviour: str, number: int, message: str | None
-) -> tuple[bool, bool, ErrorClass | None, str | None]:
+def _outcome(behaviour: str, number: int, message: str | None, duration_ms: float) -> Attempt:
     if behaviour == "pass" or (behaviour == "flaky" and number > 1):
-        return True, False, None, None
+        return scripted_attempt(number, duration_ms, None, None)
     if behaviour == "degrade":
-        return True, True, None, message
-    return False, False, BEHAVIOUR_CLASSES[behaviour], message or DEFAULT_MESSAGES[behaviour]
+        return scripted_attempt(number, duration_ms, None, message, degraded=True)
+    return scripted_attempt(
+        number, duration_ms, BEHAVIOUR_KINDS[behaviour], message or DEFAULT_MESSAGES[behaviour]
+    )
 
 
 def _scripted_degraded(check: WorldCheck) -> str:
@@ -115,32 +135,30 @@ def plan_run(
     behaviour, message = resolve_behaviour(check, env)
     if behaviour == "degrade" and not message:
         message = _scripted_degraded(check)
-    run = SessionRun(check=check, final_id=str(uuid.uuid4()))
+    run = SessionRun(check=check, final_id=str(uuid.uuid4()), scripted=True)
     if behaviour == "hang" and max_run is None:
-        run.attempts.append(SessionAttempt(id=run.final_id, start=start, end=None, passed=False))
+        run.slots.append(Slot(run.final_id, start))
         return run
     timed_out = max_run is not None and (behaviour == "hang" or check.durationSeconds > max_run)
     duration = max_run if timed_out and max_run is not None else check.durationSeconds
     at = start
     retries = 0
     while True:
-        error_class: ErrorClass | None
-        text: str | None
+        number = len(run.slots) + 1
         if timed_out:
             assert max_run is not None
-            passed, degraded = False, False
-            error_class, text = ErrorClass.TIMEOUT, timeout_message(check.checkType, max_run)
+            text = timeout_message(check.checkType, max_run)
+            attempt = scripted_attempt(number, duration * 1000, FailureKind.TIMEOUT, text)
         else:
-            passed, degraded, error_class, text = _outcome(behaviour, len(run.attempts) + 1, message)
-        attempt = SessionAttempt(str(uuid.uuid4()), at, at + duration, passed, degraded, error_class, text)
-        run.attempts.append(attempt)
-        if passed:
+            attempt = _outcome(behaviour, number, message, duration * 1000)
+        run.slots.append(Slot(str(uuid.uuid4()), at, at + duration, attempt))
+        if attempt.passed:
             break
         # The same retry rule as real checks (runner/checks/retry.py).
         delay = next_retry_delay(
             retry,
             retries_done=retries,
-            network_failure=error_class is ErrorClass.NETWORK_ERROR,
+            network_failure=attempt.network_failure,
             elapsed=at + duration - start,
             expected_duration=duration,
         )
@@ -148,7 +166,7 @@ def plan_run(
             break
         retries += 1
         at = at + duration + delay
-    run.attempts[-1].id = run.final_id
+    run.slots[-1].id = run.final_id
     return run
 
 
@@ -157,23 +175,12 @@ def not_run(check: WorldCheck, start: float, message: str, kind: FailureKind) ->
     FINAL result at once, an error (hasErrors), so the gate fails closed on it. `kind` says why
     (NOT_RUNNABLE_LOCALLY, REFUSED) to the analyser."""
     final_id = str(uuid.uuid4())
-    evidence = Attempt.not_run(kind, message)
-    attempt = SessionAttempt(final_id, start, start, False, error_class=evidence.error_class, message=message,
-                             evidence=evidence)  # fmt: skip
-    return SessionRun(check=check, final_id=final_id, attempts=[attempt])
-
-
-def _response_time(attempt: SessionAttempt) -> float | None:
-    if attempt.end is None:
-        return None
-    if attempt.response_ms is not None:
-        return round(attempt.response_ms)
-    return round((attempt.end - attempt.start) * 1000)
+    return SessionRun(check, final_id, [Slot(final_id, start, start, Attempt.not_run(kind, message))])
 
 
 def _result(
     run: SessionRun,
-    attempt: SessionAttempt,
+    slot: Slot,
     result_type: str,
     status: str,
     location: str,
@@ -182,25 +189,26 @@ def _result(
     stopped: float | None,
     result_id: str | None = None,
 ) -> SessionResult:
-    failed = status == "FAILED"
-    finished = status in ("PASSED", "FAILED")
-    result_id = result_id or attempt.id
-    # A real run's body cut at the read cap, passed or failed (an extra field, as errorMessage).
-    cut = attempt.evidence.truncation if finished and attempt.evidence is not None else None
-    extra: dict[str, Any] = {"bodyTruncated": cut} if cut else {}
-    if failed:  # an extra field, left out when there is nothing to say (no dict of extras per row)
-        extra["errorMessage"] = attempt.message
-        if attempt.evidence is not None and attempt.evidence.error_kind is FailureKind.INTERNAL_ERROR:
-            # A bug of the executor, not a verdict on the check: the run exits 4 and prints it.
-            extra["internalError"] = attempt.evidence.traceback or attempt.message
-    elif finished and attempt.degraded and attempt.message:  # why: the threshold and the measure
-        extra["degradedReason"] = attempt.message
-    files = attempt.evidence.files if finished and attempt.evidence is not None else ()
-    if files:  # a browser check's screenshot and trace (an extra field)
-        extra["attachments"] = [{"name": f.name, "path": f.path} for f in files]
-    tests = attempt.evidence.tests if finished and attempt.evidence is not None else ()
-    if tests:  # a Playwright check suite's tests, each with its outcome and runs (an extra field)
-        extra["tests"] = [{"name": t.name, "status": t.status, "runs": t.runs} for t in tests]
+    attempt = slot.attempt if status in ("PASSED", "FAILED") else None  # what an ended row shows
+    result_id = result_id or slot.id
+    # Extra fields, each left out when there is nothing to say (no dict of extras per row).
+    extra: dict[str, Any] = {}
+    error_class = None
+    if attempt is not None:
+        error_class = attempt.failure_class
+        if attempt.truncation:  # a real run's body cut at the read cap, passed or failed
+            extra["bodyTruncated"] = attempt.truncation
+        if not attempt.passed:
+            extra["errorMessage"] = attempt.failure_message
+            if attempt.error_kind is FailureKind.INTERNAL_ERROR:
+                # A bug of the executor, not a verdict on the check: the run exits 4 and prints it.
+                extra["internalError"] = attempt.traceback or attempt.failure_message
+        elif attempt.degraded and attempt.message:  # why: the threshold and the measure
+            extra["degradedReason"] = attempt.message
+        if attempt.files:  # a browser check's screenshot and trace
+            extra["attachments"] = [f.as_dict() for f in attempt.files]
+        if attempt.tests:  # a Playwright check suite's tests, each with its outcome and runs
+            extra["tests"] = [t.as_dict() for t in attempt.tests]
     # Built, not validated: every value is ours and of its field's type (a session of 10,000
     # results is rendered at its trigger and again as its runs end: 0.4 s of validation each time).
     return SessionResult.model_construct(
@@ -208,18 +216,18 @@ def _result(
         testSessionResultId=result_id,
         testSessionResultLink=f"{link}/results/{result_id}",
         checkType=run.check.checkType,
-        errorGroupIds=[attempt.group_id] if failed and attempt.group_id else [],
+        errorGroupIds=[slot.group_id] if error_class is not None and slot.group_id else [],
         status=status,
-        hasErrors=failed and attempt.error_class is not None and attempt.error_class.is_error,
-        hasFailures=failed and attempt.error_class is ErrorClass.ASSERTION_FAILURE,
-        isDegraded=finished and attempt.degraded,
+        hasErrors=error_class is not None and error_class.is_error,
+        hasFailures=error_class is ErrorClass.ASSERTION_FAILURE,
+        isDegraded=attempt is not None and attempt.passed and attempt.degraded,
         aborted=status == "CANCELLED",
         checkId=run.check.id,
         name=run.check.name,
         runLocation=location,
         resultType=result_type,
-        responseTime=_response_time(attempt) if finished else None,
-        startedAt=moment(attempt.start),
+        responseTime=round(attempt.reported_ms) if attempt is not None else None,
+        startedAt=moment(slot.start),
         stoppedAt=moment(stopped) if stopped is not None else None,
         **extra,
     )
@@ -233,13 +241,13 @@ def render_run(
 ) -> list[SessionResult]:
     """The results of one check as seen at simulated time `at`: ATTEMPT rows, then the FINAL row."""
     rows = []
-    for attempt in run.attempts[:-1]:
-        if attempt.end is not None and attempt.end <= at:
-            rows.append(_result(run, attempt, "ATTEMPT", "FAILED", location, link, moment, attempt.end))
-    last = run.attempts[-1]
-    current = last if last.start <= at else next(a for a in reversed(run.attempts) if a.start <= at)
-    if last.start <= at and last.end is not None and last.end <= at:
-        status = "PASSED" if last.passed else "FAILED"
+    for slot in run.slots[:-1]:
+        if slot.end is not None and slot.end <= at:
+            rows.append(_result(run, slot, "ATTEMPT", "FAILED", location, link, moment, slot.end))
+    last = run.slots[-1]
+    current = last if last.start <= at else next(s for s in reversed(run.slots) if s.start <= at)
+    if last.start <= at and last.end is not None and last.end <= at and last.attempt is not None:
+        status = "PASSED" if last.attempt.passed else "FAILED"
         rows.append(_result(run, last, "FINAL", status, location, link, moment, last.end))
     else:
         status = "CANCELLED" if cancelled else "RUNNING"
