@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from checks_servers import HttpServer, Tls, free_port, make_tls, start_http
@@ -219,3 +221,59 @@ def test_the_body_is_read_up_to_the_cap(web: HttpServer) -> None:
     cut = run(api(web.url("/big?bytes=50000"), [status, text]), limits=limits)
     assert not cut.passed and cut.error_kind == "body_truncated"
     assert (cut.message or "").startswith("TEXT_BODY CONTAINS bbbb: body truncated at 1000 bytes")
+
+
+class _KeepAlive(BaseHTTPRequestHandler):
+    """HTTP/1.1 with keep-alive: a client could send its next request on this connection. Records
+    each request's client port and whether its TLS session was resumed."""
+
+    protocol_version = "HTTP/1.1"
+    seen: ClassVar[list[tuple[int, bool]]] = []
+
+    def do_GET(self) -> None:
+        resumed = bool(getattr(self.connection, "session_reused", False))
+        self.seen.append((self.client_address[1], resumed))
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_checks_one_after_another_each_connect_and_shake_hands_anew(tls: Tls, scheme: str) -> None:
+    # A worker thread keeps its libcurl multi handle from one check to the next: no connection,
+    # and no TLS session, of one check is used by the next, whose timing phases are its own.
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _KeepAlive)
+    server.daemon_threads = True
+    if scheme == "https":
+        server.socket = tls.server_context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    _KeepAlive.seen = []
+    try:
+        url = f"{scheme}://127.0.0.1:{server.server_address[1]}/"
+        limits = Limits(ca_file=tls.ca_file)
+        attempts = [run(api(url, [status("EQUALS", "200")]), limits=limits) for _ in range(3)]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [a.passed for a in attempts] == [True] * 3
+    assert all(a.timing is not None and a.timing.connect_ms is not None for a in attempts)
+    ports = [port for port, _resumed in _KeepAlive.seen]
+    assert len(set(ports)) == 3, ports  # three connections
+    assert not any(resumed for _port, resumed in _KeepAlive.seen)
+    if scheme == "https":
+        assert all(a.timing is not None and a.timing.tls_ms is not None for a in attempts)
+
+
+def test_the_headers_are_the_last_responses_after_a_redirect(web: HttpServer) -> None:
+    # The header lines are read once, after the transfer: a redirect's own headers are not the answer's.
+    from runner.checks.protocols.http import HttpRequest, perform
+
+    request = HttpRequest("GET", web.url("/redirect"), (), None, None, True, False, "IPv4")
+    response = perform(request, bound_seconds=10, limits=Limits())
+    names = [key.lower() for key, _value in response.headers]
+    assert response.status_code == 200 and "location" not in names
+    assert response.content_type == "application/json; charset=utf-8"

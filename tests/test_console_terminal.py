@@ -63,7 +63,7 @@ def test_the_live_line_is_redrawn_to_the_new_width_after_a_resize(terminal: tupl
     console = Console(stream=stream, environ={"TERM": "xterm", "NO_COLOR": "1"}, gate=Gate())
     assert console.interactive
     running = tuple(result(f"Check number {n}", "running") for n in range(1, 9))
-    console.notify(Progress(WHERE, 3.0, running))
+    console.notify(Progress(WHERE, 3.0, running, total=8, done=0))
     console.notify(Tick(3.0))
     names = ", ".join(f"Check number {n}" for n in range(1, 5))
     wide = f"… 3 s · 0/8 done · running: {names} and 4 more"
@@ -99,7 +99,7 @@ def test_a_secret_is_masked_before_the_live_line_is_cut(terminal: tuple[int, Tex
     set_columns(main, 50)  # the unmasked line would be cut inside the secret, leaving a piece of it
     console = Console(stream=stream, environ={"TERM": "xterm", "NO_COLOR": "1"}, gate=Gate())
     console.redact.add("hunter2-very-secret-token")
-    console.notify(Progress(WHERE, 1.0, (result("login as hunter2-very-secret-token", "running"),)))
+    console.notify(Progress(WHERE, 1.0, (result("login as hunter2-very-secret-token", "running"),), 1, 0))
     console.notify(Tick(1.0))
     screen = read_screen(main)
     assert "hunter2" not in screen

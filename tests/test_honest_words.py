@@ -69,7 +69,7 @@ def test_the_live_line_drops_a_check_from_running_in_the_redraw_that_prints_its_
     screen = _Terminal()
     console = Console(stream=screen, environ={"TERM": "xterm"}, gate=Gate())
     where = Where("deploy", "eu-west-1")
-    console.notify(Progress(where, 1.0, (_result("Fast", "running"), _result("Slow", "running"))))
+    console.notify(Progress(where, 1.0, (_result("Fast", "running"), _result("Slow", "running")), 2, 0))
     assert screen.getvalue().endswith("· 0/2 done · running: Fast, Slow")
     before = len(screen.getvalue())
     console.notify(ResultFinished(where, _result("Fast", "passed")))

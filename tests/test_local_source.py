@@ -124,3 +124,25 @@ def test_a_session_larger_than_the_pools_window_runs_every_check(
     assert [results[f"Up {n}"].status for n in range(5)] == ["PASSED"] * 5
     assert results["Browser"].status == "FAILED" and "cannot run" in (results["Browser"].error or "")
     assert len(events.of(ResultFinished)) == 6
+
+
+def test_a_progress_event_names_a_few_running_checks_and_counts_the_rest(
+    web: HttpServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A Progress carries counts and at most RUNNING_SHOWN running checks, whatever the session's size:
+    # it once carried every result (10,000 at every event of a large run, walked again by each reader).
+    from runner.job import local
+    from runner.job.events import Progress
+
+    monkeypatch.setattr(local, "RUNNING_SHOWN", 2)
+    checks = [_check("Fast", web.url("/json"))]
+    checks += [_check(f"Slow {n}", web.url(f"/slow?ms=600&n={n}")) for n in range(7)]
+    outcome, events = _run(checks, SessionPlan(timeout_seconds=60))
+    assert outcome.exitCode == ExitCode.OK
+    progress = events.of(Progress)
+    assert progress and all(p.total == 8 for p in progress)
+    for p in progress:  # every unfinished check is on a worker here: the first two of them are named
+        assert len(p.running) == min(2, p.total - p.done)
+        assert all(r.verdict == "running" and r.name.startswith("Slow") for r in p.running)
+    assert [p.done for p in progress] == sorted(p.done for p in progress)
+    assert (progress[-1].done, progress[-1].running) == (8, ())

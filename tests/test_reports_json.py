@@ -14,7 +14,7 @@ from outcome_factory import big_outcome, outcome, result, sample_outcome, sessio
 
 from runner.core.errors import UsageError
 from runner.job.outcome import SCHEMA_VERSION
-from runner.reports import load_outcome, render_json
+from runner.reports import json_bytes, load_outcome, render_json
 
 
 def test_round_trip_is_equal() -> None:
@@ -37,6 +37,15 @@ def test_lone_surrogates_do_not_cost_the_file() -> None:
     loaded = load_outcome(text, "results.json")
     assert loaded.sessions[0].results[0].name == "bad \ufffd name"
     assert loaded.sessions[0].results[0].error == "x\ufffdy\x01"  # JSON carries controls escaped
+
+
+def test_the_bytes_written_are_the_documented_json_text_encoded() -> None:
+    # The CLI writes results.json from pydantic's bytes (no text of every result made and encoded):
+    # byte for byte what model_dump_json(indent=2) says, surrogates replaced as for the text.
+    for original in (big_outcome(50), outcome([session([result("failed", "bad \ud800 name")])])):
+        data = json_bytes(original)
+        assert data == render_json(original).encode("utf-8")
+    assert json_bytes(sample_outcome()) == sample_outcome().model_dump_json(indent=2).encode("utf-8")
 
 
 @pytest.mark.parametrize(

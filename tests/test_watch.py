@@ -279,8 +279,8 @@ def test_a_pipe_gets_a_heartbeat_naming_what_still_runs() -> None:
     console = Console(stream=stream, environ={}, clock=lambda: now[0], gate=Gate())
     where = Where("deploy", "eu-west-1")
     console.notify(ResultFinished(where, _result("Fast", "passed")))
-    results = (_result("Fast", "passed"), _result("Slow one", "running"), _result("Slower", "running"))
-    console.notify(Progress(where, 5.0, results))
+    running = (_result("Slow one", "running"), _result("Slower", "running"))
+    console.notify(Progress(where, 5.0, running, total=3, done=1))
     for second in range(1, int(HEARTBEAT_SECONDS) + 6):
         now[0] = float(second)
         console.notify(Tick(float(second)))
@@ -288,6 +288,22 @@ def test_a_pipe_gets_a_heartbeat_naming_what_still_runs() -> None:
     assert len(beats) == 1
     assert "1/3 done; still running: Slow one, Slower" in beats[0]
     assert HEARTBEAT_SECONDS < 30  # never silent for 30 s
+
+
+def test_a_heartbeat_counts_the_unfinished_checks_its_progress_does_not_name() -> None:
+    # A local run's Progress names a few running checks of a large session, not all 1,000.
+    stream = io.StringIO()
+    now = [0.0]
+    console = Console(stream=stream, environ={}, clock=lambda: now[0], gate=Gate())
+    where = Where("deploy", "eu-west-1")
+    running = tuple(_result(f"Check {n}", "running") for n in range(10))
+    console.notify(Progress(where, 5.0, running, total=1000, done=400))
+    console.notify(ResultFinished(where, _result("Check 0", "passed")))
+    now[0] = HEARTBEAT_SECONDS + 1
+    console.notify(Tick(now[0]))
+    (beat,) = [line for line in stream.getvalue().splitlines() if line.startswith("…")]
+    names = ", ".join(f"Check {n}" for n in range(1, 10))
+    assert beat.endswith(f"401/1000 done; still running: {names} and 590 more"), beat
 
 
 def test_a_retried_request_says_what_the_service_answered(watched: Emulator, tmp_path: Path) -> None:

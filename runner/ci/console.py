@@ -93,8 +93,21 @@ class _Standing:
     progress: Progress
     finished: set[str] = field(default_factory=set)
 
+    @property
+    def done(self) -> int:
+        return min(self.progress.done + len(self.finished), self.progress.total)
+
     def running(self) -> list[str]:
-        return [r.name for r in self.progress.results if r.verdict == "running" and r.id not in self.finished]
+        """The names of the running checks the Progress named, less those finished since."""
+        return [r.name for r in self.progress.running if r.id not in self.finished]
+
+
+def _running(standings: Sequence[_Standing], most: int, limit: int) -> str:
+    """'a, b, c and 4 more': the first `most` running checks named; the rest counted, the unfinished
+    checks no Progress names among them."""
+    names = [_s(name, limit) for s in standings for name in s.running()][:most]
+    more = sum(s.progress.total - s.done for s in standings) - len(names)
+    return ", ".join(names) + (f" and {more} more" if more > 0 and names else "")
 
 
 class Console:
@@ -426,9 +439,8 @@ class Console:
 
     def _status_text(self) -> str:
         total = sum(s.progress.total for s in self._progress.values())
-        running = [_s(name, 60) for s in self._progress.values() for name in s.running()]
-        done = total - len(running)
-        names = first_of(running, 4)
+        done = sum(s.done for s in self._progress.values())
+        names = _running(list(self._progress.values()), 4, 60)
         return f"… {self._elapsed:.0f} s · {done}/{total} done" + (f" · running: {names}" if names else "")
 
     def _draw_status(self) -> None:
@@ -454,11 +466,9 @@ class Console:
                 self.always(f"… {_place(where)}: {self._elapsed:.0f} s, waiting for {analyses}")
         for standing in self._progress.values():
             progress = standing.progress
-            running = [_s(name, 100) for name in standing.running()]
-            names = first_of(running, 10)
-            done = progress.total - len(running)
+            names = _running([standing], 10, 100)
             self.always(
-                f"… {_place(progress.where)}: {self._elapsed:.0f} s, {done}/{progress.total} done"
+                f"… {_place(progress.where)}: {self._elapsed:.0f} s, {standing.done}/{progress.total} done"
                 + (f"; still running: {names}" if names else "")
             )
 

@@ -50,6 +50,16 @@ class Where(_Value):
         self.location: Final = location
         self.index: Final = index
 
+    # Its own, not _Value's generic pair: a Where keys the front ends' dicts at every event.
+    def __eq__(self, other: object) -> bool:
+        return other is self or (
+            type(other) is Where
+            and (self.name, self.location, self.index) == (other.name, other.location, other.index)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.location, self.index))
+
 
 class Triggered(_Value):
     __slots__ = ("followed", "link", "session_id", "where")
@@ -81,18 +91,22 @@ class ResultFinished(_Value):
 
 
 class Progress(_Value):
-    """While a session runs (after a read of the service, or attempts of local checks): how far it is."""
+    """While a session runs (after a read of the service, or attempts of local checks): how far it
+    is, by its counts, and the unfinished checks it names. Its size does not grow with the session
+    (a local run names at most RUNNING_SHOWN of its running checks; a service session, the
+    unfinished results of its read): each check's final result comes once, in its own
+    ResultFinished, so a front end or the partial reports never walk every result at every event."""
 
-    __slots__ = ("elapsed", "results", "where")
+    __slots__ = ("done", "elapsed", "running", "total", "where")
 
-    def __init__(self, where: Where, elapsed: float, results: tuple[ResultOutcome, ...]) -> None:
+    def __init__(
+        self, where: Where, elapsed: float, running: tuple[ResultOutcome, ...], total: int, done: int
+    ) -> None:
         self.where: Final = where
         self.elapsed: Final = elapsed
-        self.results: Final = results  # every check of the session so far, finished or not
-
-    @property
-    def total(self) -> int:
-        return len(self.results)
+        self.running: Final = running  # unfinished checks, in the order they run (not all of them)
+        self.total: Final = total  # checks of the session
+        self.done: Final = done  # of them finished
 
 
 class Tick(_Value):
@@ -230,8 +244,10 @@ Event = Union[  # noqa: UP007 - a runtime alias: `X | Y` of classes needs 3.10 a
 ]
 
 
-class EventQueue(queue.Queue[Union[Event, None]]):  # noqa: UP007 - see Event
-    """Where a run's threads put their events (None only wakes the main thread)."""
+class EventQueue(queue.SimpleQueue[Union[Event, None]]):  # noqa: UP007 - see Event
+    """Where a run's threads put their events (None only wakes the main thread). A SimpleQueue (C,
+    unbounded): a put and a get cost ~0.14 µs against queue.Queue's ~2.6 µs and its Python-level
+    condition, once per result of the run."""
 
     def retrying(self, method: str, path: str, answer: str, attempt: int, delay: float) -> None:
         """The client's retry callback (ApiClient(on_retry=...))."""

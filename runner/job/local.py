@@ -17,6 +17,7 @@ fails closed with why, and how to leave it out of the checks file.
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 import time
@@ -79,7 +80,8 @@ SELF_QUEUED_LIMIT = 64  # browser checks waiting or running: their protocol queu
 BODY_BYTES = 5 * 1024 * 1024  # of a response read by an attempt (Limits)
 NO_MATCH = "No checks matched the target"  # the service's words, as its 403 says them
 HANDED = 256  # checks of a session in the pools' queues at once, waiting or running
-PROGRESS_EVERY = 0.25  # seconds between two Progress events (each carries every result so far)
+PROGRESS_EVERY = 0.25  # seconds between two Progress events
+RUNNING_SHOWN = 10  # running checks a Progress names (the console shows 10 at most): its size is fixed
 
 
 class _Run:
@@ -199,10 +201,10 @@ class _Session:
         self.results: dict[int, ResultOutcome] = {}  # by run: its final result as first reported
         self.analysed: dict[str, AnalysisOutcome] = {}  # by group, in the order they were started
         self.new_failure = False  # a failure was recorded since the analyses were last looked at
-        self.running: dict[int, ResultOutcome] = {}  # a check's placeholder while it runs, made once
+        self.running: dict[int, ResultOutcome] = {}  # a named check's placeholder while it runs, made once
         self.variables = VariableSources()
         self.waiting: deque[int] = deque()  # checks that run here, not yet handed to a pool
-        self.handed = 0  # checks handed to a pool whose final attempt has not come back
+        self.out: dict[int, None] = {}  # checks handed to a pool, final attempt not back: in hand-out order
 
     def _outcome(
         self,
@@ -275,7 +277,7 @@ class _Session:
         from runner.checks.protocols import SELF_QUEUED
 
         request, source = self.request, self.source
-        while self.waiting and self.handed < HANDED:
+        while self.waiting and len(self.out) < HANDED:
             index = self.waiting.popleft()
             check = self.runs[index].check
             max_run = DEFAULT_MAX_RUN_SECONDS.get(check.checkType, DEFAULT_MAX_RUN_SECONDS["default"])
@@ -284,7 +286,7 @@ class _Session:
             )  # as production: the session's, else the check's
             pool = source._queued if check.checkType in SELF_QUEUED else source._pool
             pool.submit(source.execute, index, check, self.variables, retry, max_run, self.stop, self.inbox)
-            self.handed += 1
+            self.out[index] = None
 
     def _wait(self) -> SessionOutcome | None:
         """Every attempt as it ends, until every check has its final one: None; or the outcome of a
@@ -314,7 +316,8 @@ class _Session:
                 except queue.Empty:
                     break
             left -= len(fresh)
-            self.handed -= sum(1 for index in fresh if _runs_here(self.runs[index]))
+            for index in fresh:
+                self.out.pop(index, None)
             self._feed()
             for index in fresh:
                 self.running.pop(index, None)  # its placeholder (~1.2 KiB) is not shown again
@@ -324,7 +327,8 @@ class _Session:
                 self._analyse()
             now = context.clock()
             if now >= next_progress or not left:
-                context.emit(Progress(context.where, now - begun, tuple(self._current())))
+                named = tuple(self._running_result(i) for i in itertools.islice(self.out, RUNNING_SHOWN))
+                context.emit(Progress(context.where, now - begun, named, len(self.runs), len(self.results)))
                 next_progress = now + PROGRESS_EVERY
         return None
 
@@ -406,7 +410,7 @@ class _Session:
         return [*ids, run.group] if run.group else ids
 
     def _current(self) -> list[ResultOutcome]:
-        """Every check of the session as it stands: its final result, or running."""
+        """Every check of the session as it stands: its final result, or running (at a deadline)."""
         return [self.results.get(i) or self._running_result(i) for i in range(len(self.runs))]
 
     def _running_result(self, index: int) -> ResultOutcome:

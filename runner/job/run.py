@@ -81,8 +81,8 @@ class _Seen:
     def record(self, event: Event) -> None:
         if isinstance(event, Triggered):
             self.session_id, self.link = event.session_id, event.link
-        elif isinstance(event, Progress):
-            for result in event.results:
+        elif isinstance(event, Progress):  # what runs, by name: a partial report shows it running
+            for result in event.running:
                 known = self.results.get(result.id)
                 if known is None or known.verdict == "running":
                     self.results[result.id] = result

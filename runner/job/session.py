@@ -249,7 +249,9 @@ class _Watch:
                 self.reported.add(result.id)
                 self.worker.emit(ResultFinished(self.worker.where, result, session.startedAt))
         elapsed = self.worker.clock() - self.started
-        self.worker.emit(Progress(self.worker.where, elapsed, tuple(self.current)))
+        running = tuple(r for r in self.current if r.verdict == "running")
+        total = len(self.current)
+        self.worker.emit(Progress(self.worker.where, elapsed, running, total, total - len(running)))
         return bool(fresh)
 
     def run(self) -> SessionOutcome:

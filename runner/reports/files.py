@@ -18,14 +18,15 @@ from runner.core.files import PlantedLink
 _CONTAINER_MARKS = ("/.dockerenv", "/run/.containerenv")
 
 
-def write_atomic(path: str | Path, text: str) -> Path:
-    """Writes `text` as UTF-8 to `path`: parents created, temp file in the same directory, fsync,
-    then os.replace. An existing file keeps its permissions; a new one gets 0644.
+def write_atomic(path: str | Path, text: str | bytes) -> Path:
+    """Writes `text` as UTF-8 (bytes: as they are) to `path`: parents created, temp file in the same
+    directory, fsync, then os.replace. An existing file keeps its permissions; a new one gets 0644.
 
     A target that exists and is not a regular file (`/dev/null`, a FIFO, a terminal) is written to
     directly and never replaced: renaming over `/dev/null` as root would destroy it for everyone."""
     target = Path(path)
-    data = text.encode("utf-8")  # before anything is touched: an unencodable text changes nothing
+    # Before anything is touched: an unencodable text changes nothing.
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
     _refuse_planted_link(target)
     try:
         status = target.stat()
