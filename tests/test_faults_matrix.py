@@ -9,7 +9,6 @@ else only parsed.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,7 +26,6 @@ from fault_cells import (
     suite_cells,
 )
 
-from runner.client.http import ApiClient
 from runner.core.exitcodes import ExitCode
 from runner.emulator import Emulator
 from runner.models.operations import OPERATIONS, CallKind
@@ -80,34 +78,9 @@ def _param(cell: Cell) -> object:
     return pytest.param(cell, id=cell.id, marks=marks)
 
 
-# The client's waits before a retry (its full-jitter backoff, a 429's Retry-After) at this fraction of
-# their length: a cell asserts which calls are resent, how often, and what the run makes of it, not how
-# long the client waits in between (test_client_policy.py's test_backoff_is_full_jitter_capped_exponential
-# and test_client_faults.py's 429 tests do); the persistent cells spent ~4 s each asleep. The run's own
-# bounds (wait, rca, the request timeout) are real time as before; a cell still ends within its deadline.
-RETRY_SLEEP_SCALE = 0.1
-
-
-@pytest.fixture
-def quick_retries(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Every ApiClient the run makes sleeps RETRY_SLEEP_SCALE of each retry delay; the delays asked
-    for, in full, are recorded."""
-    asked: list[float] = []
-    built = ApiClient.__init__
-
-    def sleep(seconds: float) -> None:
-        asked.append(seconds)
-        time.sleep(seconds * RETRY_SLEEP_SCALE)
-
-    def init(self: ApiClient, *args: object, **kwargs: object) -> None:
-        built(self, *args, **{**kwargs, "sleep": sleep})  # type: ignore[arg-type]
-
-    monkeypatch.setattr(ApiClient, "__init__", init)
-    return asked
-
-
+@pytest.mark.usefixtures("quick_retries")
 @pytest.mark.parametrize("cell", [_param(c) for c in RUN])
-def test_fault_cell(cell: Cell, cell_emulator: Emulator, tmp_path: Path, quick_retries: list[float]) -> None:
+def test_fault_cell(cell: Cell, cell_emulator: Emulator, tmp_path: Path) -> None:
     emu = cell_emulator
     result = run_cell(cell, emu.url, emu.api_key, emu.account_id, tmp_path)
     detail = "\n".join(
