@@ -215,12 +215,14 @@ def test_a_run_in_this_process_leaves_the_collector_as_it_found_it(web: HttpServ
 
 
 def test_a_world_with_faults_is_still_served_over_http(tmp_path: Path) -> None:
-    """A fault acts on the connection (here: the first read of the session answers 503), so the run
-    goes through the HTTP shell, and the client's retry is what the user sees."""
+    """A fault acts on the connection (here: the first wait for the session's end answers 503), so the
+    run goes through the HTTP shell, and the client's retry is what the user sees. (The completion,
+    not a read of the running session: that read comes 2 s into a run, and the check had to last
+    2.5 s for it.)"""
     world = {
-        "settings": {"faults": [{"route": "get_session", "kind": "status", "status": 503, "count": 1}]},
+        "settings": {"faults": [{"route": "completion", "kind": "status", "status": 503, "count": 1}]},
         "accounts": [{"id": "acc-1", "keys": [{"key": "tsk_minimal_key"}], "checks": [
-            {"id": "c1", "name": "Check one", "behaviour": "pass", "durationSeconds": 2.5}]}],
+            {"id": "c1", "name": "Check one", "behaviour": "pass", "durationSeconds": 0.2}]}],
     }  # fmt: skip
     (tmp_path / "world.yml").write_text(yaml.safe_dump(world), encoding="utf-8")
     (tmp_path / "spec.yml").write_text("name: faults\nrunLocation: eu-west-1\n", encoding="utf-8")
