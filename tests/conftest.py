@@ -6,6 +6,7 @@ import copy
 import fcntl
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,35 @@ def _one_browser_at_a_time(
             yield
         finally:
             fcntl.flock(held, fcntl.LOCK_UN)
+
+
+# The client's waits before a retry (its full-jitter backoff, a 429's Retry-After) at this fraction of
+# their length, for tests that run the CLI in this process (`quick_retries`): such a test asserts which
+# calls are resent, how often and what the run makes of it, not how long the client waits in between
+# (test_client_policy.py's full-jitter test and test_client_faults.py's 429 tests do). The fault
+# matrix's persistent cells spent ~4 s each asleep. The run's own bounds (wait, rca, the request
+# timeout) stay real time.
+RETRY_SLEEP_SCALE = 0.1
+
+
+@pytest.fixture
+def quick_retries(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Every ApiClient made in this process during the test sleeps RETRY_SLEEP_SCALE of each retry
+    delay; the delays asked for, in full, are recorded."""
+    from runner.client.http import ApiClient
+
+    asked: list[float] = []
+    built = ApiClient.__init__
+
+    def sleep(seconds: float) -> None:
+        asked.append(seconds)
+        time.sleep(seconds * RETRY_SLEEP_SCALE)
+
+    def init(self: Any, *args: object, **kwargs: object) -> None:
+        built(self, *args, **{**kwargs, "sleep": sleep})
+
+    monkeypatch.setattr(ApiClient, "__init__", init)
+    return asked
 
 
 @pytest.fixture

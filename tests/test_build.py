@@ -264,16 +264,29 @@ def test_sigterm_leaves_no_process_of_the_build(tmp_path: Path, phase: str) -> N
     assert gone(marker) == []
 
 
-def test_a_build_that_goes_down_during_the_run_is_named_with_its_last_lines(tmp_path: Path) -> None:
+def test_a_build_that_goes_down_during_the_run_is_named_with_its_last_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner.job.build import Build
+
     port = free_port()
     serve_once = (  # answers the readiness probe, then ends
         "import http.server, sys; "
         f"s = http.server.HTTPServer(('127.0.0.1', {port}), http.server.SimpleHTTPRequestHandler); "
         "s.handle_request(); print('out of memory', flush=True); sys.exit(7)"
     )
-    # Two checks of 2 s each, in real time: the build has ended long before the run does (at speed 4,
-    # half a second, a loaded machine once noticed the build's end only after the run's).
-    world = str(fast_world(tmp_path, speed=1))
+    # The run's end waits (up to 10 s) for the build to end first: the claim is what the run says of a
+    # build gone before it, not the race between the two. A world of 2 real seconds lost that race to a
+    # starved child under load (the build's end noticed only after the run's).
+    stop = Build.stop
+
+    def stop_once_the_build_ended(self: Build) -> None:
+        if self.process is not None:
+            self.process.wait(timeout=10)
+        stop(self)
+
+    monkeypatch.setattr(Build, "stop", stop_once_the_build_ended)
+    world = str(fast_world(tmp_path))
     command = f"{PY} -c {shlex.quote(serve_once)}"
     argv = ["run", "--location", "eu-west-1", "--emulator", "--world", world, "--tag", "smoke", "--no-rca",
             "--build-command", command, "--build-url", f"http://127.0.0.1:{port}/"]  # fmt: skip

@@ -12,8 +12,8 @@ from runner.checks.limits import Limits
 from runner.models.check_definitions import parse_check_definition
 
 
-def run(definition: dict[str, Any]) -> Attempt:
-    return run_check(parse_check_definition(definition), max_run_seconds=30).final
+def run(definition: dict[str, Any], limits: Limits | None = None) -> Attempt:
+    return run_check(parse_check_definition(definition), max_run_seconds=30, limits=limits or Limits()).final
 
 
 def tcp(
@@ -73,7 +73,12 @@ def test_tcp_degraded_timed_out_refused_and_reset(tcp_port: int) -> None:
         == f"timeout: no response data within the maxResponseTime of 300 ms: 127.0.0.1:{tcp_port}"
     )
     # Data that keeps coming is not a silent server: the message says the answer did not end.
-    trickle = tcp(tcp_port, "TRICKLE\n", late, maxResponseTime=300)
+    # The line is quiet when no byte came for tcp_quiet_seconds (0.1 s): a 20 ms trickle from a server
+    # thread starved for longer under load read as an answer that ended (ASSERTION_FAILURE). With a quiet
+    # wait longer than any such stall, only the 300 ms bound can end this read.
+    request = {"hostname": "127.0.0.1", "port": tcp_port, "data": "TRICKLE\n", "assertions": late}
+    check = {"name": "TCP", "checkType": "TCP", "request": request, "maxResponseTime": 300}
+    trickle = run(check, Limits(tcp_quiet_seconds=5.0))
     assert trickle.error_class == "TIMEOUT" and not trickle.network_failure
     assert trickle.message == (
         "timeout: data kept arriving, the answer did not end within the maxResponseTime of 300 ms: "

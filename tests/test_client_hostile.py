@@ -242,18 +242,19 @@ def test_trickling_long_poll_with_retries_ends_at_wait_plus_request_timeout() ->
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("hostile", ["trickle", "endless"])
 def test_run_against_a_hostile_completion_ends_near_its_deadline(tmp_path: Path, hostile: str) -> None:
-    """`--timeout 5 --request-timeout 3`: the run ends within the wait plus one request timeout
-    (and a margin for start-up and the cancel), with a service error, never minutes later."""
-    completion = trickle(1.0) if hostile == "trickle" else endless_chunked
+    """`--timeout 2 --request-timeout 1`: the run ends within the wait plus one request timeout
+    (and a margin for start-up and the cancel), with a service error, never minutes later (the
+    trickle's ~390 bytes take 2 minutes)."""
+    completion = trickle(0.3) if hostile == "trickle" else endless_chunked
     with HostileServer(session_routes(completion)) as server:
-        done, elapsed = run_cli(server.url, tmp_path, "--timeout", "5", "--request-timeout", "3")
+        done, elapsed = run_cli(server.url, tmp_path, "--timeout", "2", "--request-timeout", "1")
         cancelled = ("POST", f"{SESSION_PATH}/cancel") in server.requests
         # From the trigger to the last request (the cancel's check): the service's view, free of
         # the interpreter's start-up time on a busy machine.
         served = server.arrivals[-1] - server.arrivals[0]
     assert done.returncode == ExitCode.SERVICE, done.stdout + done.stderr
-    assert served < 5 + 3 + 1, f"{served:.1f} s"
-    assert elapsed < 5 + 3 + 6, f"{elapsed:.1f} s"
+    assert served < 2 + 1 + 1, f"{served:.1f} s"
+    assert elapsed < 2 + 1 + 6, f"{elapsed:.1f} s"
     results = json.loads((tmp_path / "results.json").read_text())
     problem = json.dumps(results)
     assert "not complete within" in problem or "larger than" in problem

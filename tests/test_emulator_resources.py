@@ -30,6 +30,14 @@ def failed_group(api: Any) -> str:
 
 def test_analysis_of_a_test_session_error_group_goes_pending_then_completed(api: Any, emulator: Any) -> None:
     group_id = failed_group(api)
+    # Pending until the test moves the clock: the world's 2 simulated seconds were 0.08 s at the test
+    # speed, and a loaded machine's next request came later (200, completed, in a suite run).
+    requests.patch(
+        f"{emulator.url}/_emulator/settings",
+        headers=CONTROL_HEADERS,
+        json={"analysisDelaySeconds": 3600},
+        timeout=5,
+    ).raise_for_status()
     created = api(
         "POST",
         f"/v1/root-cause-analyses/test-session-error-groups/{group_id}",
@@ -40,7 +48,7 @@ def test_analysis_of_a_test_session_error_group_goes_pending_then_completed(api:
     pending = api("GET", f"/v1/root-cause-analyses/{analysis_id}")
     assert pending.status_code == 202 and pending.json() == {"id": analysis_id, "status": "PENDING"}
     requests.post(
-        f"{emulator.url}/_emulator/clock/advance", headers=CONTROL_HEADERS, json={"seconds": 5}, timeout=5
+        f"{emulator.url}/_emulator/clock/advance", headers=CONTROL_HEADERS, json={"seconds": 3601}, timeout=5
     )
     done = api("GET", f"/v1/root-cause-analyses/{analysis_id}")
     assert done.status_code == 200

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import requests
+from helpers import run_here
 
 from runner.emulator.core.world import WorldError, load_world, parse_world, parse_world_text
 from runner.emulator.shell.hosts import CONTROL_HEADERS
@@ -139,12 +140,7 @@ def test_emulator_command_prints_url_and_stops_on_sigterm(repo_root: Path) -> No
 def test_emulator_command_rejects_a_bad_world(repo_root: Path, tmp_path: Path) -> None:
     world = tmp_path / "w.yml"
     world.write_text("accounts: [{id: a, keys: []}]\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "runner", "emulator", "--port", "0", "--world", str(world)],
-        cwd=repo_root,
-        capture_output=True,
-        text=True,
-        timeout=20,
-    )
+    # In this process (helpers.run_here): the claim is the exit code and the one line, not the process.
+    result = run_here(["emulator", "--port", "0", "--world", str(world)], dict(os.environ), repo_root)
     assert result.returncode == 2
     assert result.stderr == f"{world}:1: accounts[0].keys: at least 1 item\n"

@@ -78,6 +78,7 @@ def _param(cell: Cell) -> object:
     return pytest.param(cell, id=cell.id, marks=marks)
 
 
+@pytest.mark.usefixtures("quick_retries")
 @pytest.mark.parametrize("cell", [_param(c) for c in RUN])
 def test_fault_cell(cell: Cell, cell_emulator: Emulator, tmp_path: Path) -> None:
     emu = cell_emulator

@@ -50,7 +50,6 @@ SETTINGS = {
 #   HYPOTHESIS_PROFILE=deep python -m pytest tests/test_fuzz_spec.py   (helpers.examples)
 EXAMPLES_MUTATED = examples(20)
 EXAMPLES_TEXT = examples(15)
-EXAMPLES_BOTH = examples(15)  # documents and texts together
 
 # --- strategies -------------------------------------------------------------------------------------
 
@@ -290,16 +289,6 @@ def test_mutated_specs_exit_0_or_2_without_traceback(
 def test_damaged_yaml_and_random_bytes_exit_0_or_2_without_traceback(
     content: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    check_spec_file(content, tmp_path, capsys)
-
-
-@pytest.mark.heavy
-@settings(max_examples=EXAMPLES_BOTH, **SETTINGS)  # type: ignore[arg-type]
-@given(document=mutated_documents(), content=mutated_texts())
-def test_heavy_profile(
-    document: Any, content: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    check_spec_file(dump(document).encode("utf-8"), tmp_path, capsys)
     check_spec_file(content, tmp_path, capsys)
 
 

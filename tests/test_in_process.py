@@ -22,6 +22,7 @@ from helpers import child_env, run_here
 
 from runner.emulator import Emulator
 from runner.emulator.core.answers import serve
+from runner.emulator.shell.hosts import CONTROL_HEADERS
 from runner.models.operations import PREFIX
 
 
@@ -43,7 +44,17 @@ def _both(emu: Emulator, method: str, path: str, **kwargs: Any) -> tuple[Any, An
 
 
 def test_the_in_process_answers_are_the_http_answers(emulator: Emulator) -> None:
-    trigger = {"name": "parity", "runLocation": "eu-west-1"}
+    # The checkout checks only: they fail (error groups to compare) and end within a fraction of a
+    # second; the whole default world waited 2.4 s for its hanging check's maximum run time.
+    trigger = {"name": "parity", "runLocation": "eu-west-1", "target": {"matchTags": [["checkout"]]}}
+    # The analysis below stays pending on both sides: the world's 2 simulated seconds are 0.08 s at
+    # the test speed, less than a loaded machine may take between the two reads.
+    requests.patch(
+        f"{emulator.url}/_emulator/settings",
+        headers=CONTROL_HEADERS,
+        json={"analysisDelaySeconds": 3600},
+        timeout=5,
+    ).raise_for_status()
     started = requests.post(
         f"{emulator.url}{PREFIX}/test-sessions/trigger",
         json=trigger,
@@ -220,12 +231,14 @@ def test_a_run_in_this_process_leaves_the_collector_as_it_found_it(web: HttpServ
 
 
 def test_a_world_with_faults_is_still_served_over_http(tmp_path: Path) -> None:
-    """A fault acts on the connection (here: the first read of the session answers 503), so the run
-    goes through the HTTP shell, and the client's retry is what the user sees."""
+    """A fault acts on the connection (here: the first wait for the session's end answers 503), so the
+    run goes through the HTTP shell, and the client's retry is what the user sees. (The completion,
+    not a read of the running session: that read comes 2 s into a run, and the check had to last
+    2.5 s for it.)"""
     world = {
-        "settings": {"faults": [{"route": "get_session", "kind": "status", "status": 503, "count": 1}]},
+        "settings": {"faults": [{"route": "completion", "kind": "status", "status": 503, "count": 1}]},
         "accounts": [{"id": "acc-1", "keys": [{"key": "tsk_minimal_key"}], "checks": [
-            {"id": "c1", "name": "Check one", "behaviour": "pass", "durationSeconds": 2.5}]}],
+            {"id": "c1", "name": "Check one", "behaviour": "pass", "durationSeconds": 0.2}]}],
     }  # fmt: skip
     (tmp_path / "world.yml").write_text(yaml.safe_dump(world), encoding="utf-8")
     (tmp_path / "spec.yml").write_text("name: faults\nrunLocation: eu-west-1\n", encoding="utf-8")

@@ -283,11 +283,14 @@ def slow_cancels(emulator: Emulator, seconds: float = 60.0) -> None:
 
 
 @pytest.mark.timing  # measures real time: the `timing` phase, one test at a time (.ci/run)
-@pytest.mark.parametrize(("sig", "code"), SIGNALS)
 def test_a_slow_cancel_does_not_hold_the_shutdown(
-    sig: signal.Signals, code: int, start_run: Callable[[str], RunProcess], emulator: Emulator, tmp_path: Path
+    start_run: Callable[[str], RunProcess], emulator: Emulator, tmp_path: Path
 ) -> None:
-    """The service takes a minute to answer the cancel: the run still ends within 5 s, with reports."""
+    """The service takes a minute to answer the cancel: the run still ends within 5 s, with reports.
+
+    SIGTERM only (what CI sends at a timeout): SIGINT takes the same handler (cli/common.py) and its
+    own exit code is asserted by the SIGNALS tests above; each case costs the 5 s bound."""
+    sig, code = signal.SIGTERM, 143
     slow_cancels(emulator)
     run = start_run(HANG_SPEC)
     run.wait_for_line("Test session 'interrupted while waiting' (eu-west-1): ")

@@ -176,6 +176,7 @@ def test_wait_of_an_unknown_session_is_the_users_to_fix_and_reported(
     assert "no test session with id" in the_error_case(junit).get("message", "")
 
 
+@pytest.mark.usefixtures("quick_retries")  # the retries of a refused connection, not their waits
 def test_wait_when_the_service_cannot_be_reached_is_exit_4_and_reported(
     no_service: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

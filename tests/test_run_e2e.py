@@ -128,6 +128,7 @@ def test_bad_key_exit_4_with_reports(
     assert "tsk_wrong_key_value" not in out.out + out.err + json.dumps(data)
 
 
+@pytest.mark.usefixtures("quick_retries")  # the retries of a refused connection, not their waits
 def test_unreachable_service_exit_4_never_0(
     cli_env: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

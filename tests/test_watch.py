@@ -120,6 +120,10 @@ def watch_run(watched: Emulator, tmp_path_factory: pytest.TempPathFactory) -> di
     return {"code": code, "lines": lines, "err": err, "out": tmp_path / "out"}
 
 
+# The two tests of watch_run measure real time (a line within a read interval, an analysis fetched
+# while a 5 s session still runs): the `timing` phase, one test at a time (.ci/run). Beside a loaded
+# suite the run took 10 s and the analysis line came 0.2 s after the session's end.
+@pytest.mark.timing
 def test_a_failure_is_printed_with_its_message_while_the_session_still_runs(
     watch_run: dict[str, Any],
 ) -> None:
@@ -145,6 +149,7 @@ def test_a_failure_is_printed_with_its_message_while_the_session_still_runs(
     assert "\x1b" not in text and "\r" not in text
 
 
+@pytest.mark.timing  # see above
 def test_an_analysis_started_early_is_ready_when_the_session_ends(watch_run: dict[str, Any]) -> None:
     lines = watch_run["lines"]
     analysis_at, _line = first(lines, "analysis for Early failure")
