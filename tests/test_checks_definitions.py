@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from runner.checks import run_check
+from runner.checks import Variable, VariableSources, run_check
 from runner.models.check_definitions import (
     ApiCheckDefinition,
     CheckDefinition,
@@ -196,3 +196,16 @@ def test_nulls_where_production_sends_them() -> None:
     )
     assert isinstance(check, ApiCheckDefinition) and not check.shouldFail and check.request.followRedirects
     assert check.request.headers == [] and check.request.assertions == [] and check.request.body == ""
+
+
+def test_a_definition_its_load_found_no_problem_in_is_not_looked_at_again_but_a_filled_copy_is() -> None:
+    data = {"name": "TCP", "checkType": "TCP", "request": {"hostname": "127.0.0.1", "port": "{{P}}"}}
+    checked = parse_check_definition(data, checked=True)
+    assert checked.problems() == [] and parse_check_definition(data).problems() == []
+    trusted = parse_check_definition({**data, "request": {"hostname": "h", "port": 0}}, checked=True)
+    assert trusted.problems() == []  # the caller's word: its load found none
+    # The port filled in at run time is a copy of the definition: its problems are found again.
+    bad = VariableSources(session=(Variable("P", "not-a-port"),))
+    final = run_check(checked, max_run_seconds=1, variables=bad).final
+    assert final.error_kind == "invalid_definition" and final.message is not None
+    assert final.message.startswith("request.port: expected a port number")

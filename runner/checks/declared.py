@@ -174,8 +174,12 @@ class CheckPlan:
     @property
     def definition(self) -> CheckDefinition | None:
         """Production's definition of the check, made now (a new value each time); None when it did
-        not parse. The one who runs the check holds it while it runs."""
-        return None if self.parsed is None else parse_check_definition(self.parsed.definition_data())
+        not parse. The one who runs the check holds it while it runs. Its problems were found when
+        the check loaded (`problems`, of a REAL plan): none there, none asked again at each attempt."""
+        if self.parsed is None:
+            return None
+        checked = self.mode is Mode.REAL and not self.problems
+        return parse_check_definition(self.parsed.definition_data(), checked=checked)
 
 
 def cannot_run_message(reason: str, leave_out: str) -> str:

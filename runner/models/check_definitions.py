@@ -509,6 +509,12 @@ class CheckDefinition(ApiModel):
     # for the browser runner (issue 29) to honour.
     playwrightConfig: dict[str, Any] | None = None
 
+    # Set (parse_check_definition(data, checked=True)) on a definition made from data whose
+    # definition_problems() were found empty when its check loaded (declared.CheckPlan): problems()
+    # does not find them again at each attempt. A slot, not a private attribute (a dict per model);
+    # a changed copy (model_copy: a protocol's fill) does not carry it and is looked at again.
+    __slots__ = ("_checked",)
+
     @field_validator("environmentVariables", "tags", "sharedFiles", mode="before")
     @classmethod
     def _null_list(cls, value: Any) -> Any:
@@ -553,7 +559,10 @@ class CheckDefinition(ApiModel):
         return [*_file_path_problems(self), *self.field_problems()]
 
     def problems(self) -> list[str]:
-        """definition_problems() as `field.path: what is allowed` lines."""
+        """definition_problems() as `field.path: what is allowed` lines (none for a definition its
+        load already found none in: `_checked`)."""
+        if getattr(self, "_checked", False):
+            return []
         return [f"{format_loc(loc)}: {message}" for loc, message in self.definition_problems()]
 
     def attempt_limit(self) -> tuple[float, str]:
@@ -1153,9 +1162,14 @@ def _adapter(kind: str) -> TypeAdapter[CheckDefinition]:
     return adapter
 
 
-def parse_check_definition(data: Any) -> CheckDefinition:
-    """The typed definition of one check from production's JSON (pydantic.ValidationError if broken)."""
-    return _adapter(_kind(data)).validate_python(data)
+def parse_check_definition(data: Any, *, checked: bool = False) -> CheckDefinition:
+    """The typed definition of one check from production's JSON (pydantic.ValidationError if broken).
+    `checked`: the caller found definition_problems() of this same data empty (a check's plan, made
+    when it loaded): problems() answers none without looking again."""
+    definition = _adapter(_kind(data)).validate_python(data)
+    if checked:
+        object.__setattr__(definition, "_checked", True)
+    return definition
 
 
 # --- definitions written by hand (a world file) ---------------------------------------------------
