@@ -260,6 +260,7 @@ def quote_actual(value: str, limit: int = MAX_ACTUAL_CHARS, cut: Cut = plain_cut
 
     `cut` masks secrets before it cuts (Substitution.cut): a secret cut in half would not be masked."""
     flat = cut(value, limit)
-    flat = " ".join(flat.split()) if any(c in flat for c in "\r\n\t") else flat
-    flat = "".join(c if c.isprintable() else " " for c in flat)
+    if not flat.isprintable():  # a line break, a tab or another control character (most values: none)
+        flat = " ".join(flat.split()) if any(c in flat for c in "\r\n\t") else flat
+        flat = "".join(c if c.isprintable() else " " for c in flat)
     return flat[: limit - 1] + "…" if len(value) > limit or len(flat) > limit else flat

@@ -140,6 +140,8 @@ class Substitution:
     def cut(self, text: str, limit: int) -> str:
         """The first `limit` characters of `text`, its secrets masked before the cut (a secret cut
         in half at the limit would no longer be recognised)."""
+        if self.redact.empty:
+            return text[:limit]
         longest = max((len(s) for s in self.redact.secrets), default=0)
         return self.redact(text[: limit + longest])[:limit]
 
