@@ -63,7 +63,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,7 +160,7 @@ def evaluate(
     """One assertion against the values of one response, by source name; `cut` shows a value, its
     regexes share `budget` (default: DEFAULT_REGEX_SECONDS from now)."""
     try:
-        if assertion.regex or assertion.source in _PATTERN_SOURCES:
+        if needs_budget(assertion):
             with regex_budget(budget or RegexBudget.start(DEFAULT_REGEX_SECONDS)):
                 actual = _extract(assertion, values)
         else:  # a status code, a response time: no pattern to bound
@@ -180,14 +180,23 @@ def evaluate(
     )
 
 
+def needs_budget(assertion: Assertion) -> bool:
+    """Whether the assertion may run a regex (its own, or a JSONPath filter's): only then is its time
+    bounded by a budget."""
+    return bool(assertion.regex) or assertion.source in _PATTERN_SOURCES
+
+
 def evaluate_all(
     assertions: Sequence[Assertion],
     values: Mapping[str, Any],
     cut: Cut = plain_cut,
-    budget: RegexBudget | None = None,
+    budget: RegexBudget | Callable[[], RegexBudget] | None = None,
 ) -> tuple[AssertionResult, ...]:
-    """Every assertion, top to bottom; their regexes share one `budget`."""
-    budget = budget or RegexBudget.start(DEFAULT_REGEX_SECONDS)
+    """Every assertion, top to bottom; their regexes share one `budget` (a callable: made when the
+    first assertion that needs one comes, none for a status code or a response time)."""
+    if budget is None or callable(budget):
+        start = budget or (lambda: RegexBudget.start(DEFAULT_REGEX_SECONDS))
+        budget = start() if any(needs_budget(a) for a in assertions) else None
     return tuple(evaluate(a, values, cut, budget) for a in assertions)
 
 

@@ -52,7 +52,7 @@ def judge(
         if seen.connection_failure_passes and failure.kind is not FailureKind.INVALID_DEFINITION:
             return Verdict(passed=True)
         return Verdict(passed=False, failure=failure)
-    results = evaluate_all(assertions, seen.values, subst.cut, bounds.regex_budget(limits))
+    results = evaluate_all(assertions, seen.values, subst.cut, lambda: bounds.regex_budget(limits))
     unjudged: tuple[AssertionResult, ...] = ()
     if seen.truncated:
         results, unjudged = _cut_body(results, seen)

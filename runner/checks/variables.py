@@ -89,18 +89,15 @@ class Substitution:
 
     def __init__(self, sources: VariableSources) -> None:
         self._values: dict[str, Variable] = {}
+        self.redact = Redactor()  # masks in any case: a host name comes back lower-cased
         for group in (sources.session, sources.account, sources.check):
             for variable in group:
                 self._values.setdefault(variable.key, variable)
-        for key, value in sources.runtime.items():
-            self._values.setdefault(key, Variable(key, value))
-        self.redact = Redactor()  # masks in any case: a host name comes back lower-cased
-        for variable in self._values.values():
-            self._add_secret(variable)
-        # Secrets of weaker sources that a stronger one shadows still may not leak (an echo server).
-        for group in (sources.session, sources.account, sources.check):
-            for variable in group:
-                self._add_secret(variable)
+                # Secrets of weaker sources that a stronger one shadows still may not leak (an echo server).
+                if variable.secret and variable.value:
+                    self._add_secret(variable)
+        # The run's built-ins (never secret), weaker than every variable: read where looked up.
+        self._runtime = sources.runtime
         self.request_url: str | None = None
 
     def _add_secret(self, variable: Variable) -> None:
@@ -113,25 +110,33 @@ class Substitution:
     def environment(self) -> dict[str, str]:
         """Every variable with a value, strongest source first, as a script's process.env sees them. A
         secret shorter than MIN_SECRET is left out: it could not be masked in what the script prints."""
-        return {
+        variables = {
             key: v.value
             for key, v in self._values.items()
             if v.value is not None and not (v.secret and len(v.value) < MIN_SECRET)
         }
+        runtime = {key: value for key, value in self._runtime.items() if key not in self._values}
+        return {**variables, **runtime}
 
     def with_values(self, values: Mapping[str, str]) -> Substitution:
         """A copy where `values` (what a setup script left in process.env) replace or add variables;
         a secret keeps being one, and masked, under its new value."""
         copy = object.__new__(Substitution)
         copy._values = dict(self._values)
+        copy._runtime = self._runtime
         copy.redact = self.redact
         copy.request_url = self.request_url
         for key, value in values.items():
             old = copy._values.get(key)
+            if old is None and key in self._runtime:
+                old = Variable(key, self._runtime[key])
             if old is None or old.value != value:
                 copy._values[key] = Variable(key, value, old.secret if old else False)
                 copy._add_secret(copy._values[key])
         return copy
+
+    def _known(self, name: str) -> bool:
+        return name in self._values or name in self._runtime
 
     def add_secret(self, value: str) -> None:
         """Another spelling of a secret to mask (the Basic credentials built from one)."""
@@ -168,7 +173,7 @@ class Substitution:
             return str(uuid.uuid4())
         if name == "$RANDOM_NUMBER":
             return str(random.randint(0, 10_000))  # a test value, not a secret
-        if name == "REQUEST_URL" and self.request_url is not None and "REQUEST_URL" not in self._values:
+        if name == "REQUEST_URL" and self.request_url is not None and not self._known("REQUEST_URL"):
             return self.request_url
         if not _NAME.match(name):
             raise VariableError(
@@ -177,6 +182,8 @@ class Substitution:
                 "(variables, {{$UUID}} and {{$RANDOM_NUMBER}} are)",
             )
         variable = self._values.get(name)
+        if variable is None and name in self._runtime:
+            return self._runtime[name]
         if variable is None:
             raise VariableError(
                 FailureKind.UNKNOWN_VARIABLE,
