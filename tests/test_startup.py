@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -30,12 +31,29 @@ try:
 except SystemExit as exc:  # argparse's --help
     code = exc.code
 sys.stdout.flush()
-print(json.dumps({"code": code, "new": sorted(set(sys.modules) - before)}), file=sys.stderr)
+models = {}  # runner's pydantic model classes that were created: name -> whether their validator was built
+if "pydantic" in sys.modules:
+    from pydantic import BaseModel
+    classes, seen = [BaseModel], set()
+    while classes:
+        for sub in classes.pop().__subclasses__():
+            if sub not in seen:
+                seen.add(sub)
+                classes.append(sub)
+    models = {f"{c.__module__}.{c.__qualname__}": bool(c.__pydantic_complete__) for c in seen
+              if c.__module__.startswith("runner.")}
+print(json.dumps({"code": code, "new": sorted(set(sys.modules) - before), "models": models}), file=sys.stderr)
 """
 
 
 def imported(*argv: str, cwd: Path | None = None) -> tuple[str, set[str]]:
     """(stdout, modules imported by `testsession ARGV`) in a fresh interpreter."""
+    out, report = probe(*argv, cwd=cwd)
+    return out, set(report["new"])
+
+
+def probe(*argv: str, cwd: Path | None = None) -> tuple[str, dict[str, Any]]:
+    """(stdout, PROBE's report) of `testsession ARGV` in a fresh interpreter."""
     done = subprocess.run(
         [sys.executable, "-c", PROBE, *argv],
         capture_output=True,
@@ -46,7 +64,7 @@ def imported(*argv: str, cwd: Path | None = None) -> tuple[str, set[str]]:
     )
     report = json.loads(done.stderr.strip().splitlines()[-1])
     assert report["code"] in (0, None), done.stderr
-    return done.stdout, set(report["new"])
+    return done.stdout, report
 
 
 def test_version_loads_no_parser_and_no_command() -> None:
@@ -111,3 +129,41 @@ def test_a_one_check_run_of_a_checks_file_loads_only_the_local_path(web: HttpSer
     assert json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["verdict"] == "passed"
     assert "runner.checks.protocols.http" in modules  # the check ran here, by the engine
     assert not {m for m in modules if m.startswith(tuple(NOT_FOR_A_LOCAL_RUN))}
+
+
+# The models a one-check run of a checks file builds a validator for: the spec's, the checks file's,
+# the session's request (TriggerRequest and the models in it), the session the engine reports and
+# the outcome that results.json stores. Nothing of the other check types, the service's resources or
+# analyses (the API check's definition is read by its fast path, checks_common.plain_api_request).
+BUILT_BY_A_LOCAL_RUN = {
+    "runner.models.base.RequestModel",
+    *(f"runner.models.sessions.{name}" for name in (
+        "Target", "EnvironmentVariable", "RetryStrategy", "GithubMetadata", "SessionMetadata",
+        "TriggerRequest", "TestSession",
+    )),
+    *(f"runner.spec.model.{name}" for name in (
+        "RunSpec", "RcaSettings", "ReportSettings", "GateSettings", "CommentSettings", "WaitSettings",
+    )),
+    *(f"runner.checks.declared.{name}" for name in ("Strict", "Rule", "WorldVariable", "WorldCheck")),
+    "runner.checks.checksfile.CheckSet",
+    *(f"runner.job.outcome.{name}" for name in (
+        "ResultOutcome", "SessionOutcome", "CommitInfo", "Outcome", "Counts",
+    )),
+}  # fmt: skip
+
+
+def test_a_one_check_run_creates_only_its_check_types_models(web: HttpServer, tmp_path: Path) -> None:
+    """Creating a model class costs even when its validator is built later: a run of API checks
+    creates none of the other check types' definitions (models/checks_network, checks_script) and
+    builds only the validators its path uses."""
+    check = {"name": "Health", "checkType": "API", "request": {"method": "GET", "url": web.url("/json")}}
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump([check]), encoding="utf-8")
+    _out, report = probe("run", "--checks", "checks.yml", "--json", "results.json", cwd=tmp_path)
+    assert json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["verdict"] == "passed"
+    made = set(report["models"])
+    assert "runner.models.checks_common.ApiRequest" in made
+    other_types = ("runner.models.checks_network.", "runner.models.checks_script.")
+    assert not {m for m in made if m.startswith(other_types)}
+    assert "runner.models.resources.CreateAnalysisRequest" not in made
+    built = {name for name, done in report["models"].items() if done}
+    assert built <= BUILT_BY_A_LOCAL_RUN, built - BUILT_BY_A_LOCAL_RUN

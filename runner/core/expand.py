@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 Loc = tuple[str | int, ...]
@@ -17,11 +16,16 @@ _TOKEN = re.compile(r"\$\$\{|\$\{(?P<body>[^}]*)\}|\$\{")
 _REFERENCE = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>.*))?", re.DOTALL)
 
 
-@dataclass
 class Expansion:
-    problems: list[tuple[Loc, str]] = field(default_factory=list)
-    unset: list[tuple[Loc, str]] = field(default_factory=list)  # (where, variable) without a default
-    keep_unset: bool = False  # leave `${VAR}` as written instead of "" (offline checks)
+    """What expanding a file's `${VAR}`s found. A slots class (made on every run's start-up path; a
+    dataclass's methods are compiled when its class is made)."""
+
+    __slots__ = ("keep_unset", "problems", "unset")
+
+    def __init__(self, keep_unset: bool = False) -> None:
+        self.problems: list[tuple[Loc, str]] = []
+        self.unset: list[tuple[Loc, str]] = []  # (where, variable) without a default
+        self.keep_unset = keep_unset  # leave `${VAR}` as written instead of "" (offline checks)
 
     @property
     def touched(self) -> set[Loc]:

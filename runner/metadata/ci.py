@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from runner.core.ciprovider import AZURE, BITBUCKET, BUILDKITE, CIRCLECI, GITHUB, GITLAB, JENKINS, detect
@@ -19,11 +18,16 @@ MAX_EVENT_FILE = 20_000_000  # GitHub's event payloads are far smaller; a bigger
 _SHA = re.compile(r"[0-9a-fA-F]{7,64}")
 
 
-@dataclass
 class CiInfo:
-    provider: str
-    values: dict[str, tuple[str, str]] = field(default_factory=dict)  # field -> (value, where from)
-    github: GithubMetadata | None = None
+    """What the CI's environment says of the build. A slots class (made on every run's start-up path;
+    a dataclass's methods are compiled when its class is made)."""
+
+    __slots__ = ("github", "provider", "values")
+
+    def __init__(self, provider: str) -> None:
+        self.provider = provider
+        self.values: dict[str, tuple[str, str]] = {}  # field -> (value, where from)
+        self.github: GithubMetadata | None = None
 
     def set(self, name: str, value: str | None, source: str) -> None:
         value = (value or "").strip()

@@ -5,9 +5,10 @@ from datetime import datetime
 
 from pydantic import Field
 
-from runner.models.base import ApiModel, RequestModel, empty_list
+from runner.models.base import ApiModel, empty_list
 
-MAX_USER_CONTEXT = 256
+# The body that asks for an analysis (CreateAnalysisRequest) is in models/resources: only the
+# service's client sends it, and a request model is built when its class is made.
 
 
 class Artifact(ApiModel):
@@ -114,7 +115,3 @@ class TestSessionErrorGroup(ErrorGroup):
     # The emulator's, not production's (whose groups carry no count): failed results in the group over
     # every session it has seen (with --state, across runs). None from a service that does not say.
     occurrences: int | None = None
-
-
-class CreateAnalysisRequest(RequestModel):
-    userContext: str | None = Field(default=None, max_length=MAX_USER_CONTEXT)

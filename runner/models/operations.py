@@ -21,7 +21,6 @@ from pydantic import BaseModel
 
 from runner.core.errors import InvalidRequestError
 from runner.models.analyses import (
-    CreateAnalysisRequest,
     ErrorGroup,
     RootCauseAnalysis,
     TestSessionErrorGroup,
@@ -31,6 +30,7 @@ from runner.models.resources import (
     Check,
     CheckList,
     CheckUpdate,
+    CreateAnalysisRequest,
     Dashboard,
     DashboardRequest,
     IncidentUpdate,

@@ -1,4 +1,4 @@
-"""Incident updates, dashboards and the deprecated check update."""
+"""Incident updates, dashboards, the deprecated check update and the request for an analysis."""
 
 # No `from __future__ import annotations`: real annotations, as models/base.py says why.
 import math
@@ -21,6 +21,7 @@ UPDATABLE_CHECK_TYPES = (
     "AGENTIC", "API", "BROWSER", "HEARTBEAT", "ICMP", "MULTI_STEP", "TCP", "PLAYWRIGHT",
     "TRACEROUTE", "URL", "DNS", "SSL", "GRPC",
 )  # fmt: skip
+MAX_USER_CONTEXT = 256
 CHECK_FREQUENCIES = (0, 1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440)
 MAX_CHECK_DESCRIPTION = 510  # production's limit (our document says 500)
 
@@ -277,3 +278,10 @@ class VariableList(RootModel[list[AccountVariable]]):
     """One page of GET /v1/variables: a bare array (production's EnvironmentVariablesV1ListResponse)."""
 
     model_config = ConfigDict(defer_build=True)
+
+
+class CreateAnalysisRequest(RequestModel):
+    """The body of POST /v1/error-groups/{id}/root-cause-analyses (a request model is built when its
+    class is made: here, not in models/analyses, which a local run's outcome imports)."""
+
+    userContext: str | None = Field(default=None, max_length=MAX_USER_CONTEXT)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -27,8 +26,10 @@ _FLAGS = {
 }
 
 
-@dataclass
-class Overrides:
+class Overrides(NamedTuple):
+    """The flags of `run` and `wait` over the spec: a value made on every run's start-up path (a
+    NamedTuple's methods are not compiled when its class is made; a dataclass's are)."""
+
     location: str | None = None
     tags: list[list[str]] | None = None
     check_ids: list[str] | None = None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +17,18 @@ MAX_FILE_BYTES = 1_000_000  # a spec is a few dozen lines; anything this big is 
 __all__ = ["MAX_DEPTH", "MAX_NODES", "Document", "parse_yaml", "read_text"]
 
 
-@dataclass
 class Document:
-    data: Any
-    lines: dict[Loc, int] = field(default_factory=dict)
-    raw: dict[Loc, str] = field(default_factory=dict)  # scalar text as written (`0123`, `no`)
-    # (line or None to look it up by loc, loc, message)
-    problems: list[tuple[int | None, Loc, str]] = field(default_factory=list)
+    """A parsed file: its data, the line of each field and what the loader found wrong. A slots class
+    (made on every run's start-up path; a dataclass's methods are compiled when its class is made)."""
+
+    __slots__ = ("data", "lines", "problems", "raw")
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+        self.lines: dict[Loc, int] = {}
+        self.raw: dict[Loc, str] = {}  # scalar text as written (`0123`, `no`)
+        # (line or None to look it up by loc, loc, message)
+        self.problems: list[tuple[int | None, Loc, str]] = []
 
     def line(self, loc: Loc) -> int:
         """The line of `loc`, else of its nearest ancestor that has one."""
