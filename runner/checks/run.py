@@ -164,7 +164,8 @@ def run_attempt(
         problems = check.problems()
         if problems:
             raise NotRun(FailureKind.INVALID_DEFINITION, "; ".join(problems))
-        bounds = _bounds(check, max_run_seconds, start)
+        # From now: the protocol's work is what the check's bound measures, not the fill before it.
+        bounds = _bounds(check, max_run_seconds, time.monotonic())
         seen = protocol.perform(check, Job(subst, bounds, limits, stop, scripts))
     except NotRun as exc:
         duration_ms = round((time.monotonic() - start) * 1000, 3)
