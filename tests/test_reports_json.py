@@ -14,7 +14,7 @@ from outcome_factory import big_outcome, outcome, result, sample_outcome, sessio
 
 from runner.core.errors import UsageError
 from runner.job.outcome import SCHEMA_VERSION
-from runner.reports import json_bytes, load_outcome, render_json
+from runner.reports import json_bytes, json_chunks, load_outcome, render_json, write_atomic
 
 
 def test_round_trip_is_equal() -> None:
@@ -46,6 +46,25 @@ def test_the_bytes_written_are_the_documented_json_text_encoded() -> None:
         data = json_bytes(original)
         assert data == render_json(original).encode("utf-8")
     assert json_bytes(sample_outcome()) == sample_outcome().model_dump_json(indent=2).encode("utf-8")
+
+
+def test_the_file_written_a_result_at_a_time_is_the_same_bytes(tmp_path: Path) -> None:
+    # The CLI writes results.json in pieces (never the whole file in memory): the same bytes, for a
+    # session without results, a text that reads like the results' key, and surrogates.
+    cases = [
+        sample_outcome(),
+        big_outcome(50),
+        outcome([session([result("failed", "bad \ud800 name", error="x\udfffy\x01")])]),
+        outcome([]),
+        outcome(
+            [session([]), session([result("passed", '"results": [] and\n      "results": []')]), session([])]
+        ),
+    ]
+    for number, original in enumerate(cases):
+        pieces = list(json_chunks(original))
+        assert len(pieces) > 1 or not original.sessions
+        written = write_atomic(tmp_path / f"results-{number}.json", iter(pieces))
+        assert written.read_bytes() == json_bytes(original)
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,12 @@
 
 - A terminal gets plain lines plus one live status line below them, redrawn in place and fitted to
   the terminal's width at each redraw (about once a second), so a resize leaves no wrapped remains.
-- A pipe (CI log) gets plain lines only, each flushed at once, and a heartbeat naming what still runs
-  whenever nothing was printed for HEARTBEAT_SECONDS.
+- A pipe (CI log) gets plain lines only, and a heartbeat naming what still runs whenever nothing was
+  printed for HEARTBEAT_SECONDS. Each line is written and flushed at once but, in a run (the Runner
+  says Drained after each drain of its queue), results' lines: those go out together, in one write,
+  at the next other event (a Progress, at least every second a Tick) or once FLUSH_SECONDS passed
+  since the last write, so that 10,000 results are not 10,000 writes (and wake-ups of the log's
+  reader; a CI runner's PYTHONUNBUFFERED makes each print a write).
 - Each failure's details go in a collapsible section in the CI platform's syntax (`ci/platform.py`):
   a `::group::` on GitHub, a `section_start` on GitLab.
 - Every text from outside passes `for_line` (no escapes, controls or line breaks: no workflow
@@ -36,6 +40,7 @@ from runner.job.events import (
     AnalysisReady,
     Cancelled,
     DeadlinePassed,
+    Drained,
     Event,
     Finished,
     NoMatch,
@@ -61,6 +66,7 @@ if TYPE_CHECKING:
     from runner.state.store import CheckRun
 
 HEARTBEAT_SECONDS = 25.0  # a CI log is never silent for 30 s while the run waits
+FLUSH_SECONDS = 0.25  # a CI log's result lines are written together at most this often
 MAX_SUITE_TESTS = 50  # a Playwright check suite's tests shown under its line (all of them are in the reports)
 QUIET, NORMAL, VERBOSE = -1, 0, 1
 
@@ -136,7 +142,11 @@ class Console:
         self.broken = False
         self._live = ""  # the live line's text, "" when none
         self._shown = ""  # what of it is on the screen (cut to the width it was drawn at)
-        self._last_line = clock()
+        self._last_line = self._flushed = clock()
+        self._pending: list[str] = []  # result lines for a CI log, not written yet
+        # A Runner says when it has handed every queued event (Drained): only then are result lines
+        # held; a console driven event by event writes each line at once.
+        self._batching = False
         self._progress: dict[Where, _Standing] = {}
         self._analyses: dict[Where, int] = {}  # analyses still awaited after a session's end
         self._elapsed = 0.0
@@ -155,10 +165,16 @@ class Console:
 
     # --- writing ------------------------------------------------------------------------------
 
-    def _emit(self, text: str, stream: TextIO | None = None) -> None:
+    def _emit(self, text: str, stream: TextIO | None = None, hold: bool = False) -> None:
+        """`hold`: a result's line to a CI log, written with the next (see the module's doc)."""
         if self.broken:
             return
         out = stream or self.stream
+        if hold and self._batching and out is self.stream and not self.interactive:
+            self._pending.append(self.redact(text) + "\n")
+            self._last_line = self.clock()
+            return
+        self._flush()  # what was held goes first (stdout and stderr may be one log)
         try:
             live = out is self.stream and bool(self._shown)
             if live:
@@ -172,13 +188,25 @@ class Console:
             self.broken = True
         self._last_line = self.clock()
 
-    def line(self, text: str) -> None:
+    def _flush(self) -> None:
+        """The result lines held for a CI log, out now in one write."""
+        if not self._pending or self.broken:
+            return
+        text = "".join(self._pending)
+        self._pending, self._flushed = [], self.clock()
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            self.broken = True
+
+    def line(self, text: str, hold: bool = False) -> None:
         """A line of our own wording; every piece from outside was passed through `_s` already."""
         if self.verbosity > QUIET:
-            self._emit(text)
+            self._emit(text, hold=hold)
 
-    def always(self, text: str) -> None:
-        self._emit(text)
+    def always(self, text: str, hold: bool = False) -> None:
+        self._emit(text, hold=hold)
 
     def verbose(self, text: str) -> None:
         if self.verbosity >= VERBOSE:
@@ -232,6 +260,7 @@ class Console:
         commands = self.platform.mask_commands(values)
         if not commands or self.broken:
             return
+        self._flush()
         try:
             for command in commands:
                 self.stream.write(command + "\n")
@@ -318,21 +347,27 @@ class Console:
         line = self.result_line(event.result, since=event.since)
         failing = failing_verdict(event.result, self.gate.fail_on_degraded)
         if failing:
-            self.always(line)
+            self.always(line, hold=True)
         else:
-            self.line(line)
+            self.line(line, hold=True)
         for test in event.result.tests[:MAX_SUITE_TESTS]:  # a Playwright check suite's own tests
             runs = f" ({test.runs} runs)" if test.runs > 1 else ""
             text = f"      {_s(test.status, 30):<9} {_s(test.name, 300)}{runs}"
             if failing:
-                self.always(text)
+                self.always(text, hold=True)
             else:
-                self.line(text)
+                self.line(text, hold=True)
 
     # --- events -------------------------------------------------------------------------------
 
     def notify(self, event: Event) -> None:
-        if isinstance(event, Triggered):
+        if self._pending and not isinstance(event, (ResultFinished, Drained)):
+            self._flush()
+        if isinstance(event, Drained):
+            self._batching = True
+            if self._pending and self.clock() - self._flushed >= FLUSH_SECONDS:
+                self._flush()
+        elif isinstance(event, Triggered):
             verb = "Following test session" if event.followed else "Test session"
             shown = event.link if event.link and self.show_links else event.session_id
             self.always(f"{verb} {_place(event.where)}: {_s(shown)}")
@@ -346,6 +381,8 @@ class Console:
             self._printed.add(event.result.name)
             for held in self._held.pop(event.result.name, []):
                 self._analysis(held)
+            if self._pending and self.clock() - self._flushed >= FLUSH_SECONDS:
+                self._flush()
         elif isinstance(event, Progress):
             self._progress[event.where] = _Standing(event)
             self._draw_status()

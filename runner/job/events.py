@@ -118,6 +118,13 @@ class Tick(_Value):
         self.elapsed: Final = elapsed
 
 
+class Drained(_Value):
+    """The main thread handed the observers every event that was queued: a front end that holds
+    lines for a while (the console's result lines in a CI log) writes them now."""
+
+    __slots__ = ()
+
+
 class SessionFinished(_Value):
     __slots__ = ("elapsed", "status", "where")
 
@@ -231,6 +238,7 @@ Event = Union[  # noqa: UP007 - a runtime alias: `X | Y` of classes needs 3.10 a
     ResultFinished,
     Progress,
     Tick,
+    Drained,
     SessionFinished,
     DeadlinePassed,
     SessionFailed,

@@ -47,7 +47,7 @@ from runner.job.events import (
     SessionFinished,
     Triggered,
 )
-from runner.job.known import UNKNOWN, classify
+from runner.job.known import classify
 from runner.job.local_groups import GroupBook, moment
 from runner.job.outcome import (
     AnalysisOutcome,
@@ -355,54 +355,60 @@ class _Session:
     # --- what a result says ----------------------------------------------------------------------
 
     def _result(self, index: int, ended_by_us: bool = False) -> ResultOutcome:
+        """The run's result. Only the fields that differ from their defaults are given: a pass
+        without retries (most of 10,000) is 8 fields to validate, not 20."""
         run = self.runs[index]
         check, final = run.check, run.final
-        groups = {g: self.source.book.outcome(g) for g in self._groups_of(run)}
-        failed_tries = [
-            AttemptOutcome(
-                id=try_id,
-                status="FAILED",
-                durationSeconds=_seconds(attempt),
-                error=groups[group].message if group in groups else None,
-            )
-            for try_id, attempt, group in run.tries
-        ]
-        base = {
+        fields: dict[str, object] = {
             "id": run.id,
             "checkId": check.id,
             "name": check.name,
             "checkType": check.checkType,
             "runLocation": self.request.runLocation,
-            "attempts": 1 + len(run.tries),
-            "failedAttempts": failed_tries,
         }
+        groups = (
+            {g: self.source.book.outcome(g) for g in self._groups_of(run)} if run.tries or run.group else {}
+        )
+        if run.tries:
+            fields["attempts"] = 1 + len(run.tries)
+            fields["failedAttempts"] = [
+                AttemptOutcome(
+                    id=try_id,
+                    status="FAILED",
+                    durationSeconds=_seconds(attempt),
+                    error=groups[group].message if group in groups else None,
+                )
+                for try_id, attempt, group in run.tries
+            ]
         if final is None or final.cancelled:
             status = "CANCELLED" if ended_by_us or final is not None else "RUNNING"
-            return ResultOutcome(**base, status=status, verdict="running")
+            return ResultOutcome(**fields, status=status, verdict="running")
         verdict = _verdict(final, bool(run.tries))
-        knowledge = UNKNOWN
-        ids = [run.group] if run.group else []
-        if verdict in ("failed", "error", "degraded") and ids:
-            knowledge = classify([groups[g] for g in ids], self.started_at)
-        return ResultOutcome(
-            **base,
-            status="PASSED" if final.passed else "FAILED",
-            verdict=verdict,
-            durationSeconds=_seconds(final),
-            errorGroupIds=ids,
-            # A degraded pass says why (the threshold and the measure: checks/judge.py), a failure its group.
-            error=(
-                final.message if verdict == "degraded" else groups[run.group].message if run.group else None
-            ),
-            known=knowledge.known,
-            firstSeen=knowledge.firstSeen,
-            lastSeenBefore=knowledge.lastSeenBefore,
-            attachments=checked_attachments({"name": f.name, "path": f.path} for f in final.files),
-            internalError=final.traceback if final.error_kind is FailureKind.INTERNAL_ERROR else None,
-            tests=checked_suite_tests(
+        fields["status"] = "PASSED" if final.passed else "FAILED"
+        fields["verdict"] = verdict
+        fields["durationSeconds"] = _seconds(final)
+        if run.group:
+            fields["errorGroupIds"] = [run.group]
+            if verdict in ("failed", "error", "degraded"):
+                knowledge = classify([groups[run.group]], self.started_at)
+                fields.update(
+                    known=knowledge.known,
+                    firstSeen=knowledge.firstSeen,
+                    lastSeenBefore=knowledge.lastSeenBefore,
+                )
+        # A degraded pass says why (the threshold and the measure: checks/judge.py), a failure its group.
+        error = final.message if verdict == "degraded" else groups[run.group].message if run.group else None
+        if error is not None:
+            fields["error"] = error
+        if final.files:
+            fields["attachments"] = checked_attachments({"name": f.name, "path": f.path} for f in final.files)
+        if final.error_kind is FailureKind.INTERNAL_ERROR:
+            fields["internalError"] = final.traceback
+        if final.tests:
+            fields["tests"] = checked_suite_tests(
                 {"name": t.name, "status": t.status, "runs": t.runs} for t in final.tests
-            ),
-        )
+            )
+        return ResultOutcome(**fields)
 
     @staticmethod
     def _groups_of(run: _Run) -> list[str]:

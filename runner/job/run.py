@@ -30,6 +30,7 @@ from runner.core.exitcodes import ExitCode
 from runner.core.threads import DaemonPool
 from runner.job.analyses import READS_WAIT
 from runner.job.events import (
+    Drained,
     Event,
     EventQueue,
     Observer,
@@ -248,6 +249,7 @@ class Runner:
             try:
                 event = self.events.get_nowait()
             except queue.Empty:
+                self.observer.notify(Drained())  # the console writes a drain's result lines at once
                 return
 
     def _shutdown(self, seen: list[_Seen], futures: list[Future[SessionOutcome]]) -> None:

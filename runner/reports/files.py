@@ -8,7 +8,7 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from runner.core.errors import UsageError
@@ -18,8 +18,9 @@ from runner.core.files import PlantedLink
 _CONTAINER_MARKS = ("/.dockerenv", "/run/.containerenv")
 
 
-def write_atomic(path: str | Path, text: str | bytes) -> Path:
-    """Writes `text` as UTF-8 (bytes: as they are) to `path`: parents created, temp file in the same
+def write_atomic(path: str | Path, text: str | bytes | Iterable[bytes]) -> Path:
+    """Writes `text` as UTF-8 (bytes: as they are; pieces of bytes: one after another, so that a
+    large report is never whole in memory) to `path`: parents created, temp file in the same
     directory, then os.replace. An existing file keeps its permissions; a new one gets 0644.
 
     No fsync: the rename is what readers need (the old file or the whole new one, never half), and
@@ -31,21 +32,24 @@ def write_atomic(path: str | Path, text: str | bytes) -> Path:
     directly and never replaced: renaming over `/dev/null` as root would destroy it for everyone."""
     target = Path(path)
     # Before anything is touched: an unencodable text changes nothing.
-    data = text if isinstance(text, bytes) else text.encode("utf-8")
+    data = text if isinstance(text, bytes) else text.encode("utf-8") if isinstance(text, str) else text
     _refuse_planted_link(target)
     try:
         status = target.stat()
     except FileNotFoundError:
         status = None
     if status is not None and not stat.S_ISREG(status.st_mode) and not stat.S_ISDIR(status.st_mode):
-        _write_direct(target, data)
+        _write_direct(target, data if isinstance(data, bytes) else b"".join(data))  # whole or nothing
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = status.st_mode & 0o7777 if status is not None else 0o644
     fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            if isinstance(data, bytes):
+                handle.write(data)
+            else:
+                handle.writelines(data)
         os.chmod(temp, mode)
         os.replace(temp, target)
     except BaseException:
