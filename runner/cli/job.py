@@ -715,14 +715,24 @@ class Job:
         else:
             shown = Outcome.model_validate(redact_data(outcome.model_dump(), self.redact))
         written, lost = self.write_reports(shown) if write_reports else ({}, [])
+        failed_closed = bool(lost) and outcome.exitCode == ExitCode.OK
+        if failed_closed:
+            # A gate fails closed: a report the user asked for and does not get is no pass. The
+            # digest (the console's verdict, the CI outputs and summary) says the code the process
+            # returns; the reports already written keep the checks' own verdict.
+            reports = f"{' and '.join(lost)} report{'s' if len(lost) > 1 else ''}"
+            shown = shown.model_copy(
+                update={
+                    "exitCode": int(ExitCode.USAGE),
+                    "verdict": "usage-error",
+                    "message": f"the gate passed, but the {reports} could not be written",
+                }
+            )
         self.observer.notify(Finished(digest(shown), written))
-        if lost and outcome.exitCode == ExitCode.OK:
-            # A gate fails closed: a report the user asked for and does not get is no pass.
+        if failed_closed:
             with suppress(OSError, ValueError):
                 print(
-                    f"testsession: error: exit {int(ExitCode.USAGE)}: the gate passed, but the "
-                    f"{' and '.join(lost)} report{'s' if len(lost) > 1 else ''} could not be written "
-                    "(see above)",
+                    f"testsession: error: exit {int(ExitCode.USAGE)}: {shown.message} (see above)",
                     file=self.stderr,
                 )
             return ExitCode.USAGE
