@@ -15,8 +15,9 @@ run.py (outcomes), judge.py, assertions.py, variables.py, http.py, tcp.py, dns.p
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from runner.core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from runner.checks.failures import ErrorClass, Failure, FailureKind
@@ -49,10 +50,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
-    raise AttributeError(name)
+__getattr__ = lazy_names(__name__, _HOME)
 
 
 __all__ = [

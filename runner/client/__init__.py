@@ -6,8 +6,9 @@ The names below are loaded on first use (PEP 562): a module that needs one part 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from runner.core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from runner.client.http import ApiClient, default_user_agent, validate_request
@@ -24,10 +25,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _HOME)
 
 
 __all__ = ["ApiClient", "CallKind", "RateLimiter", "RetryPolicy", "default_user_agent", "validate_request"]

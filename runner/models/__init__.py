@@ -7,8 +7,9 @@ definitions, operations), which a one-check local run never uses.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from runner.core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from runner.models.analyses import (
@@ -98,10 +99,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _HOME)
 
 
 __all__ = [
