@@ -282,49 +282,12 @@ def test_a_bug_is_no_verdict_exit_4_with_its_reports_and_traceback(
 # --- a report that cannot be written at the end ----------------------------------------------------
 
 
-def test_the_ci_outputs_of_a_passing_run_whose_report_cannot_be_written_say_exit_2(
-    cli_env: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The Action's outputs (exit-code, status) and the step summary say the code the process
-    returns: a workflow that reads `exit-code` (a later step, `continue-on-error`) must not see 0
-    where the step failed closed. Before, they said 0: the digest was made before the lost report."""
-    output = tmp_path / "github_output"
-    output.write_text("")
-    monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    monkeypatch.setenv("GITHUB_OUTPUT", str(output))
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "step_summary"))
-    fifo = tmp_path / "junit.fifo"
-    os.mkfifo(fifo)
-    code = main(
-        [
-            "run",
-            "--location",
-            "eu-west-1",
-            "--tag",
-            "smoke",
-            "--junit",
-            str(fifo),
-            "--json",
-            str(tmp_path / "r.json"),
-        ]
-    )
-    capsys.readouterr()
-    assert code == ExitCode.USAGE
-    outputs = dict(
-        line.split("=", 1) for line in output.read_text().splitlines() if "=" in line and "<<" not in line
-    )
-    assert outputs["exit-code"] == "2", outputs
-    assert json.loads((tmp_path / "r.json").read_text())["exitCode"] == 0  # the checks' own verdict
-
-
-def test_a_passing_run_whose_report_cannot_be_written_does_not_exit_0(
-    cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _passing_run_with_an_unread_junit_fifo(tmp_path: Path) -> int:
     """A FIFO nobody reads passes the check before the run (it exists, it is writable) but takes no
-    report at the end: the gate fails closed, and the last line says why."""
+    report at the end; results.json goes to tmp_path."""
     fifo = tmp_path / "junit.fifo"
     os.mkfifo(fifo)
-    code = main(
+    return main(
         [
             "run",
             "--location",
@@ -337,6 +300,35 @@ def test_a_passing_run_whose_report_cannot_be_written_does_not_exit_0(
             str(tmp_path / "results.json"),
         ]
     )
+
+
+def test_the_ci_outputs_of_a_passing_run_whose_report_cannot_be_written_say_exit_2(
+    cli_env: Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The Action's outputs (exit-code, status) and the step summary say the code the process
+    returns: a workflow that reads `exit-code` (a later step, `continue-on-error`) must not see 0
+    where the step failed closed. Before, they said 0: the digest was made before the lost report."""
+    output = tmp_path / "github_output"
+    output.write_text("")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_OUTPUT", str(output))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "step_summary"))
+    code = _passing_run_with_an_unread_junit_fifo(tmp_path)
+    capsys.readouterr()
+    assert code == ExitCode.USAGE
+    outputs = dict(
+        line.split("=", 1) for line in output.read_text().splitlines() if "=" in line and "<<" not in line
+    )
+    assert outputs["exit-code"] == "2", outputs
+    assert json.loads((tmp_path / "results.json").read_text())["exitCode"] == 0  # the checks' own verdict
+
+
+def test_a_passing_run_whose_report_cannot_be_written_does_not_exit_0(
+    cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A FIFO nobody reads passes the check before the run (it exists, it is writable) but takes no
+    report at the end: the gate fails closed, and the last line says why."""
+    code = _passing_run_with_an_unread_junit_fifo(tmp_path)
     err = capsys.readouterr().err.strip().splitlines()
     assert json.loads((tmp_path / "results.json").read_text())["exitCode"] == 0  # the checks passed
     assert code == ExitCode.USAGE, err
