@@ -9,10 +9,11 @@ the state file), reports the check once its final attempt is in (ResultFinished,
 events and console lines as a session of the service), and at the end judges the session by the
 job's policy. A failure's group is analysed by the engine's rules as soon as it appears.
 
-What a result says is what the service says of the same attempts (job/verdicts.py reads the
-service's rows by the same rule): a FAILED result whose failure is not an assertion's is an error;
-retries fold into their final result (flaky when it passed at last); a check that cannot run here
-fails closed with why, and how to leave it out of the checks file.
+What a result says is what the service says of the same attempts (job/policy.py `verdict_of` judges
+both; job/verdicts.py maps the service's rows to it, `_verdict` here the final attempt): a FAILED
+result whose failure is not an assertion's is an error; retries fold into their final result (flaky
+when it passed at last); a check that cannot run here fails closed with why, and how to leave it out
+of the checks file.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from runner.checks.checksfile import ACCOUNT_ID, LOCAL, ChecksFile, FileCheck
 from runner.checks.declared import DEFAULT_MAX_RUN_SECONDS, Mode, cannot_run_message
-from runner.checks.failures import ErrorClass, FailureKind
+from runner.checks.failures import FailureKind
 from runner.checks.internal import internal_error
 from runner.checks.limits import Limits
 from runner.checks.outcome import Attempt
@@ -61,10 +62,14 @@ from runner.job.plan import session_outcome, with_internal_errors
 from runner.job.policy import (
     NOTHING_JUDGED_CODE,
     UNRUN_NAMED_CODE,
+    CheckFacts,
+    Failure,
+    Ran,
     checks_exit_code,
     no_match_exit_code,
     unexplained_end,
     unrun_named_checks,
+    verdict_of,
 )
 from runner.job.source import ListedCheck, SessionContext
 from runner.job.verdicts import checked_attachments, checked_suite_tests
@@ -382,7 +387,7 @@ class _Session:
             ]
         if final is None or final.cancelled:
             status = "CANCELLED" if ended_by_us or final is not None else "RUNNING"
-            return ResultOutcome(**fields, status=status, verdict="running")
+            return ResultOutcome(**fields, status=status, verdict=_verdict(final, bool(run.tries)))
         verdict = _verdict(final, bool(run.tries))
         fields["status"] = "PASSED" if final.passed else "FAILED"
         fields["verdict"] = verdict
@@ -559,12 +564,17 @@ def _seconds(attempt: Attempt) -> float:
     return round(round(ms) / 1000.0, 3)
 
 
-def _verdict(final: Attempt, retried: bool) -> ResultVerdict:
-    """The check's verdict from its final attempt (job/verdicts.py says the same of the service's
-    rows: a failure that is not an assertion's is an error, a pass after failed attempts flaky)."""
-    if final.passed:
-        if final.degraded:
-            return "degraded"
-        return "flaky" if retried else "passed"
-    error_class = final.error_class or ErrorClass.CONFIGURATION_ERROR
-    return "error" if error_class.is_error else "failed"
+def _verdict(final: Attempt | None, retried: bool) -> ResultVerdict:
+    """The check's verdict, by the policy's one rule (job/policy.py `verdict_of`) from its final
+    attempt: none yet is unfinished; a cancelled one was cancelled by this run (deadline, signal:
+    nobody else can cancel a check run here); a failure whose error class is not said is an error."""
+    if final is None:
+        return verdict_of(CheckFacts(Ran.UNFINISHED, retried=retried))
+    if final.cancelled:
+        return verdict_of(CheckFacts(Ran.CANCELLED, retried=retried, ended_by_us=True))
+    if final.error_class is None:
+        failure = Failure.NONE if final.passed else Failure.ERROR
+    else:
+        failure = Failure.ERROR if final.error_class.is_error else Failure.ASSERTION
+    ran = Ran.PASSED if final.passed else Ran.FAILED
+    return verdict_of(CheckFacts(ran, failure, final.degraded, retried))

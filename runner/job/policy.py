@@ -7,8 +7,10 @@ the GitHub and GitLab outputs, and the exit-code text of `--help`. Pure function
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
+from runner.checks.failures import assert_never
 from runner.core.exitcodes import ExitCode, most_severe
 from runner.core.words import counted, first_of, plural
 
@@ -37,6 +39,73 @@ LABELS: dict[str, str] = {
     "cancelled": "cancelled",
     "running": "did not finish",
 }
+
+
+# --- a check's verdict ---------------------------------------------------------------------------
+#
+# One rule for every check, wherever its result comes from: job/verdicts.py maps a service's rows
+# (SessionResult) to CheckFacts, job/local.py the engine's final Attempt; both call `verdict_of`,
+# and every output reads the verdict it gives. tests/test_verdict_one_policy.py holds both paths to
+# one table.
+
+
+class Ran(Enum):
+    """What a check's final result says of its run."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    UNFINISHED = "unfinished"  # still running, or retrying: no final result yet
+    NOT_UNDERSTOOD = "not understood"  # a status or kind of result this version does not know
+
+
+class Failure(Enum):
+    """What the result says went wrong: the service's hasFailures, hasErrors and aborted, the engine's
+    error class (an assertion's failure, or an error: the check could not be judged)."""
+
+    NONE = "none"
+    ASSERTION = "assertion"  # an assertion failed (hasFailures)
+    ERROR = "error"  # no assertion could be judged: a network error, a timeout, a script (hasErrors, aborted)
+
+
+class CheckFacts(NamedTuple):
+    """What decides a check's verdict, in the words of neither source (a tuple: made per result)."""
+
+    ran: Ran
+    failure: Failure = Failure.NONE
+    degraded: bool = False  # passed, but over a degraded threshold
+    retried: bool = False  # an earlier attempt did not pass
+    ended_by_us: bool = False  # this run cancelled it (deadline, signal): it did not finish in time
+
+
+def verdict_of(facts: CheckFacts) -> ResultVerdict:
+    """The verdict of one check. A gate fails closed: a result not understood, or a pass that also
+    says something failed (the answer contradicts itself), is an error, never a pass."""
+    match facts.ran:
+        case Ran.PASSED:
+            if facts.failure is not Failure.NONE:
+                return "error"
+            if facts.degraded:
+                return "degraded"
+            return "flaky" if facts.retried else "passed"
+        case Ran.FAILED:
+            match facts.failure:
+                case Failure.ERROR:
+                    return "error"
+                case Failure.ASSERTION | Failure.NONE:  # NONE: the service said FAILED, and no more
+                    return "failed"
+                case other:
+                    assert_never(other)
+        case Ran.CANCELLED:
+            # Cancelled by this run: it did not finish before the run ended; else by someone else.
+            return "running" if facts.ended_by_us else "cancelled"
+        case Ran.UNFINISHED:
+            return "running"
+        case Ran.NOT_UNDERSTOOD:
+            return "error"
+        case other_ran:
+            assert_never(other_ran)
+
 
 # The run's verdict for each exit code (results.json `verdict`, GitHub `status`, GitLab dotenv).
 RUN_VERDICTS: dict[ExitCode, RunVerdict] = {

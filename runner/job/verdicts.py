@@ -1,6 +1,8 @@
 """From the service's results to one verdict per check. Pure functions, no I/O.
 
-Which verdicts fail the gate is not decided here: see runner/job/policy.py."""
+A row's verdict is not decided here: its fields become the policy's CheckFacts (`result_facts`), and
+runner/job/policy.py `verdict_of` decides, as it does for a checks file's run (job/local.py); which
+verdicts fail the gate is decided there too."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from runner.job.outcome import (
     ResultVerdict,
     SuiteTestOutcome,
 )
+from runner.job.policy import CheckFacts, Failure, Ran, verdict_of
 from runner.models import SessionResult, TestSession
 from runner.models.sessions import RESULT_TYPES, SESSION_STATUSES
 
@@ -76,28 +79,33 @@ def _duration(result: SessionResult) -> float | None:
     return None
 
 
-def result_verdict(result: SessionResult, retried: bool) -> ResultVerdict:
+def result_facts(result: SessionResult, retried: bool, ended_by_us: bool = False) -> CheckFacts:
+    """What a service's row says, in the words of the verdict policy (job/policy.py `verdict_of`)."""
+    status = result.status
     if result.resultType is not None and result.resultType not in RESULT_TYPES:
         # A kind of result this version does not know (not FINAL, ATTEMPT or PENDING): whatever its
         # status says, nobody can tell it is the check's final pass.
-        return "error"
-    status = result.status
-    if status == "CANCELLED":
-        return "cancelled"
-    if status == "RUNNING" or result.resultType == "PENDING":
-        return "running"
-    if status == "PASSED":
-        if _contradiction(result):
-            return "error"
-        if result.isDegraded:
-            return "degraded"
-        return "flaky" if retried else "passed"
-    if status == "FAILED":
-        if result.aborted or (result.hasErrors and not result.hasFailures):
-            return "error"
-        return "failed"
-    # A status this version does not know: never report it as a pass.
-    return "error"
+        ran = Ran.NOT_UNDERSTOOD
+    elif status == "CANCELLED":
+        ran = Ran.CANCELLED
+    elif status == "RUNNING" or result.resultType == "PENDING":
+        ran = Ran.UNFINISHED
+    else:
+        ran = _RAN.get(status, Ran.NOT_UNDERSTOOD)  # a status this version does not know: never a pass
+    if result.aborted or (result.hasErrors and not result.hasFailures):
+        failure = Failure.ERROR
+    else:
+        failure = Failure.ASSERTION if result.hasFailures else Failure.NONE
+    return CheckFacts(ran, failure, bool(result.isDegraded), retried, ended_by_us)
+
+
+_RAN = {"PASSED": Ran.PASSED, "FAILED": Ran.FAILED}
+
+
+def result_verdict(result: SessionResult, retried: bool, ended_by_us: bool = False) -> ResultVerdict:
+    """`ended_by_us`: the run cancelled the session (deadline, signal), so a check it shows as
+    cancelled did not finish in time; it was not cancelled by someone else."""
+    return verdict_of(result_facts(result, retried, ended_by_us))
 
 
 def _contradiction(result: SessionResult) -> str | None:
@@ -291,14 +299,7 @@ class OutcomeMemo:
 
 
 def check_verdict(check: CheckRows, ended_by_us: bool = False) -> ResultVerdict:
-    return _verdict(check.row, any(t.status != "PASSED" for t in check.tries), ended_by_us)
-
-
-def _verdict(row: SessionResult, retried: bool, ended_by_us: bool) -> ResultVerdict:
-    """`ended_by_us`: the run cancelled the session (deadline, signal), so a check it shows as
-    cancelled did not finish in time; it was not cancelled by someone else."""
-    verdict = result_verdict(row, retried)
-    return "running" if ended_by_us and verdict == "cancelled" else verdict
+    return result_verdict(check.row, any(t.status != "PASSED" for t in check.tries), ended_by_us)
 
 
 def build_results(
@@ -307,7 +308,7 @@ def build_results(
     ended_by_us: bool = False,
 ) -> list[ResultOutcome]:
     """One outcome per check and location; ATTEMPT results fold into their FINAL result (see
-    `check_verdict` for `ended_by_us`)."""
+    `result_verdict` for `ended_by_us`)."""
     return [check_outcome(session, check, groups, ended_by_us) for check in check_rows(session)]
 
 
@@ -320,7 +321,7 @@ def check_outcome(
     """The check's outcome, its messages and known/new from the `groups` read so far."""
     result, tries = check.row, check.tries
     failed_tries = [t for t in tries if t.status != "PASSED"]
-    verdict = _verdict(result, bool(failed_tries), ended_by_us)
+    verdict = result_verdict(result, bool(failed_tries), ended_by_us)
     knowledge = UNKNOWN
     if verdict in ("failed", "error", "degraded"):
         read = [groups[g] for g in result.errorGroupIds if g in groups]
