@@ -284,7 +284,7 @@ def test_a_bug_is_no_verdict_exit_4_with_its_reports_and_traceback(
 
 def _passing_run_with_an_unread_junit_fifo(tmp_path: Path) -> int:
     """A FIFO nobody reads passes the check before the run (it exists, it is writable) but takes no
-    report at the end; results.json goes to tmp_path."""
+    report at the end; summary.md and results.json go to tmp_path."""
     fifo = tmp_path / "junit.fifo"
     os.mkfifo(fifo)
     return main(
@@ -296,6 +296,8 @@ def _passing_run_with_an_unread_junit_fifo(tmp_path: Path) -> int:
             "smoke",
             "--junit",
             str(fifo),
+            "--markdown",
+            str(tmp_path / "summary.md"),
             "--json",
             str(tmp_path / "results.json"),
         ]
@@ -320,7 +322,6 @@ def test_the_ci_outputs_of_a_passing_run_whose_report_cannot_be_written_say_exit
         line.split("=", 1) for line in output.read_text().splitlines() if "=" in line and "<<" not in line
     )
     assert outputs["exit-code"] == "2", outputs
-    assert json.loads((tmp_path / "results.json").read_text())["exitCode"] == 0  # the checks' own verdict
 
 
 def test_a_passing_run_whose_report_cannot_be_written_does_not_exit_0(
@@ -330,9 +331,27 @@ def test_a_passing_run_whose_report_cannot_be_written_does_not_exit_0(
     report at the end: the gate fails closed, and the last line says why."""
     code = _passing_run_with_an_unread_junit_fifo(tmp_path)
     err = capsys.readouterr().err.strip().splitlines()
-    assert json.loads((tmp_path / "results.json").read_text())["exitCode"] == 0  # the checks passed
     assert code == ExitCode.USAGE, err
     assert "could not write junit report" in err[-2]
     assert (
         "junit report could not be written" in err[-1] and "exit 2" in err[-1] and "gate passed" in err[-1]
     ), err
+
+
+def test_results_json_of_a_passing_run_whose_report_cannot_be_written_says_the_exit_it_ended_with(
+    cli_env: Emulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tool that reads results.json alone (a later job, `testsession merge`, a dashboard) must not
+    take the run for a pass: results.json is written last and says exit 2 and which report was lost,
+    while its checks keep their own verdicts. Before, it said exit 0 and "passed" (the markdown too)."""
+    code = _passing_run_with_an_unread_junit_fifo(tmp_path)
+    capsys.readouterr()
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert code == ExitCode.USAGE
+    assert (data["exitCode"], data["verdict"]) == (2, "usage-error")
+    assert data["message"] == "the gate passed, but the junit report could not be written"
+    results = [r for s in data["sessions"] for r in s["results"]]
+    assert results and all(r["verdict"] == "passed" for r in results)
+    # The markdown, written after the lost JUnit, says it too.
+    markdown = (tmp_path / "summary.md").read_text()
+    assert markdown.startswith("## ⚠️ Usage error") and data["message"] in markdown

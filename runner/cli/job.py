@@ -717,17 +717,9 @@ class Job:
         written, lost = self.write_reports(shown) if write_reports else ({}, [])
         failed_closed = bool(lost) and outcome.exitCode == ExitCode.OK
         if failed_closed:
-            # A gate fails closed: a report the user asked for and does not get is no pass. The
-            # digest (the console's verdict, the CI outputs and summary) says the code the process
-            # returns; the reports already written keep the checks' own verdict.
-            reports = f"{' and '.join(lost)} report{'s' if len(lost) > 1 else ''}"
-            shown = shown.model_copy(
-                update={
-                    "exitCode": int(ExitCode.USAGE),
-                    "verdict": "usage-error",
-                    "message": f"the gate passed, but the {reports} could not be written",
-                }
-            )
+            # The digest (the console's verdict, the CI outputs and summary) says the code the
+            # process returns, as the reports written after the loss do (see write_reports).
+            shown = _failed_closed(shown, lost)
         self.observer.notify(Finished(digest(shown), written))
         if failed_closed:
             with suppress(OSError, ValueError):
@@ -748,13 +740,22 @@ class Job:
 
     def write_reports(self, outcome: Outcome) -> tuple[dict[str, Path], list[str]]:
         """Each report on its own: one that cannot be rendered or written never costs the others.
-        Returns the reports written and the kinds that could not be."""
+        Returns the reports written and the kinds that could not be.
+
+        A gate fails closed: a report the user asked for and does not get is no pass. Once one of a
+        passing run is lost, the reports written after it say the exit the run ends with (2) and
+        which report was lost; results.json is written last, so that a tool reading it alone never
+        takes the run for a pass (only a lost results.json leaves the others saying 0)."""
         from runner.reports import json_chunks, render_json, render_junit, render_markdown, write_atomic
 
         renderers = {"json": render_json, "junit": render_junit, "markdown": render_markdown}
         written: dict[str, Path] = {}
         lost: list[str] = []
-        for kind, path in self.settings.report_paths.items():
+        passed = outcome.exitCode == ExitCode.OK
+        paths = sorted(self.settings.report_paths.items(), key=lambda item: item[0] == "json")
+        for kind, path in paths:
+            if lost and passed:
+                outcome = _failed_closed(outcome, lost)
             try:
                 if kind == "json" and path != STDOUT and self.redact.empty:
                     # Nothing to mask: pydantic's bytes as they are, not decoded to a text and
@@ -784,6 +785,18 @@ class Job:
         # stdout closed: the reports on disk and the exit code stand.
         with suppress(OSError, ValueError):
             print(self.redact(text), file=self.stdout, flush=True)
+
+
+def _failed_closed(outcome: Outcome, lost: list[str]) -> Outcome:
+    """A passing run's outcome once reports it was asked for could not be written: exit 2, naming them."""
+    reports = f"{' and '.join(lost)} report{'s' if len(lost) > 1 else ''}"
+    return outcome.model_copy(
+        update={
+            "exitCode": int(ExitCode.USAGE),
+            "verdict": "usage-error",
+            "message": f"the gate passed, but the {reports} could not be written",
+        }
+    )
 
 
 def local_outcome(outcome: Outcome, source: Literal["demo", "world", "checks"]) -> Outcome:
