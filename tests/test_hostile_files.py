@@ -87,6 +87,26 @@ def test_a_report_path_that_is_a_planted_link_is_refused_untouched(tmp_path: Pat
     assert (tmp_path / "report").is_symlink()
 
 
+def test_a_linked_default_reports_folder_is_refused_and_nothing_written_through_it(tmp_path: Path) -> None:
+    """A checked-out repository can hold `testsession-reports` as a link to anywhere: the run wrote
+    its reports (and replaced files) there. Refused before the run, one line naming the folder."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "junit.xml").write_text(VICTIM, encoding="utf-8")
+    (tmp_path / "testsession-reports").symlink_to(elsewhere, target_is_directory=True)
+    ran = run(tmp_path)
+    one_line_error(ran, "testsession-reports", "is a symbolic link")
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["junit.xml"]
+    assert (elsewhere / "junit.xml").read_text(encoding="utf-8") == VICTIM
+    # A report named inside it is refused the same way; one of its own folder is written.
+    ran = run(tmp_path, "--junit", "./testsession-reports/j.xml", "--json", "", "--markdown", "")
+    one_line_error(
+        ran, "reports.junit: testsession-reports/j.xml: its folder testsession-reports is a symbolic link"
+    )
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["junit.xml"]
+    assert run(tmp_path, "--junit", "out/j.xml", "--json", "", "--markdown", "").returncode == 1
+
+
 def test_a_report_to_dev_stdout_is_still_written(tmp_path: Path) -> None:
     """/dev/stdout is a link too, to the process's output: a link to a device or FIFO is written to."""
     if not os.path.islink("/dev/stdout"):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.core.files import PlantedLink
 from runner.reports import write_atomic
 
 
@@ -103,3 +104,17 @@ def test_device_node_is_written_not_replaced(tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == ["null"]
     write_atomic(Path("/dev/null"), "nothing")  # the real one, now that replacing it is ruled out
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_a_linked_default_folder_is_not_written_through_even_when_linked_during_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check before the run found no link; one made since is refused at the write, untouched."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "testsession-reports").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(PlantedLink, match="its folder testsession-reports is a symbolic link"):
+        write_atomic("testsession-reports/junit.xml", "<testsuites/>")
+    assert list(elsewhere.iterdir()) == []
+    write_atomic("out/junit.xml", "<testsuites/>")  # any other folder is written as before
