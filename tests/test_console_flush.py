@@ -1,13 +1,17 @@
-"""A CI log gets a run's result lines together, in one write, not one each; every other line at once."""
+"""A CI log gets a run's result lines together, in one write, not one each; every other line at once;
+and what is held is written on every way out."""
 
 from __future__ import annotations
 
 import io
 from typing import Any, cast
 
+import pytest
 from outcome_factory import result
 
 from runner.ci.console import FLUSH_SECONDS, Console
+from runner.cli.main import main
+from runner.core.exitcodes import ExitCode
 from runner.job.events import Drained, Event, Note, Progress, ResultFinished, Tick, Where
 from runner.job.run import Runner
 
@@ -100,3 +104,29 @@ def test_the_runner_says_drained_after_each_drain_of_its_queue() -> None:
     assert recorder.events == [*finished, Drained()]
     runner._pump([], timeout=0.0)  # nothing queued: nothing said
     assert recorder.events == [*finished, Drained()]
+
+
+def test_held_result_lines_are_written_when_a_bug_ends_the_run(
+    cli_env: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bug between two events (simulated in the Runner's record of the event after a result's,
+    before the console hears of it) ends the run with a traceback: the result lines the console held for the
+    log are written first. Before, they were lost (up to FLUSH_SECONDS of them)."""
+    from runner.job import run
+
+    record, results = run._Seen.record, []
+
+    def broken(self: run._Seen, event: Event) -> None:
+        if results and not isinstance(event, ResultFinished):  # the next event after a result's
+            raise ZeroDivisionError("division by zero")
+        if isinstance(event, ResultFinished):
+            results.append(event)
+        record(self, event)
+
+    monkeypatch.setattr(run._Seen, "record", broken)
+    code = main(
+        ["run", "--location", "eu-west-1", "--tag", "smoke", "--junit", "", "--markdown", "", "--json", ""]
+    )
+    captured = capsys.readouterr()
+    assert code == ExitCode.SERVICE and "ZeroDivisionError" in captured.err
+    assert "Homepage loads" in captured.out, captured.out

@@ -7,7 +7,8 @@
   says Drained after each drain of its queue), results' lines: those go out together, in one write,
   at the next other event (a Progress, at least every second a Tick) or once FLUSH_SECONDS passed
   since the last write, so that 10,000 results are not 10,000 writes (and wake-ups of the log's
-  reader; a CI runner's PYTHONUNBUFFERED makes each print a write).
+  reader; a CI runner's PYTHONUNBUFFERED makes each print a write). Whatever is held is written on
+  every way out of the run too (`flush`, cli/job.py): a bug between two events loses no line.
 - Each failure's details go in a collapsible section in the CI platform's syntax (`ci/platform.py`):
   a `::group::` on GitHub, a `section_start` on GitLab.
 - Every text from outside passes `for_line` (no escapes, controls or line breaks: no workflow
@@ -199,6 +200,10 @@ class Console:
             self.stream.flush()
         except (OSError, ValueError):
             self.broken = True
+
+    def flush(self) -> None:
+        """What is held, out now: on every way out of a run (cli/job.py), a bug's included."""
+        self._flush()
 
     def line(self, text: str, hold: bool = False) -> None:
         """A line of our own wording; every piece from outside was passed through `_s` already."""

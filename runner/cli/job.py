@@ -372,8 +372,17 @@ class Job:
                 Note(f"{DEMO_MARK} --checks FILE runs your own checks against the build", always=True)
             )
         _remove_leftovers(self.settings.no_account)
-        with self._signals(), self._build():
+        with self._held_lines(), self._signals(), self._build():
             return self._run_checks()
+
+    @contextmanager
+    def _held_lines(self) -> Iterator[None]:
+        """The result lines the console holds for a CI log (up to FLUSH_SECONDS of them) are written
+        on every way out: a bug between two events, an exit, not only the run's next event."""
+        try:
+            yield
+        finally:
+            self.console.flush()
 
     def _build(self) -> AbstractContextManager[None]:
         """The build for the block's life (runner/job/build.py); nothing without one."""
@@ -427,7 +436,7 @@ class Job:
         return self._finish(outcome)
 
     def wait(self, session_id: str) -> int:
-        with self._signals():
+        with self._held_lines(), self._signals():
             baseline = self._baseline()
             events = EventQueue()
             quarantine = self._quarantine()  # the spec's (--spec): the checks are known from the results
