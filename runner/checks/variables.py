@@ -27,6 +27,7 @@ environment variables"):
 from __future__ import annotations
 
 import base64
+import functools
 import random
 import re
 import uuid
@@ -44,6 +45,7 @@ _TEMPLATE = re.compile(r"\{\{\{\s*([^{}]*?)\s*\}\}\}|\{\{\s*([^{}]*?)\s*\}\}")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 
+@functools.lru_cache(maxsize=256)  # the same few values (a base URL) fill every check of a run
 def encode_uri(value: str) -> str:
     return quote(value, safe=_ENCODE_URI_SAFE)
 
