@@ -250,6 +250,8 @@ class _Transfer:
     """The callbacks of one transfer: a capped body and capped headers. A header line is only kept
     in the callback (libcurl calls it once a line) and the lines are read once, after the transfer."""
 
+    __slots__ = ("body", "cancelled", "header_bytes", "headers_too_large", "limits", "lines", "truncated")
+
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.body = bytearray()
