@@ -156,3 +156,22 @@ def test_a_secret_cut_in_half_by_a_cap_is_still_masked(web: HttpServer) -> None:
     assert SECRET[:4] not in repr(attempt)
     cut = Substitution(sources).cut
     assert cut("x" * 195 + SECRET, 200) == "x" * 195 + "***" and cut("short", 200) == "short"
+
+
+def test_checks_of_a_run_share_its_secrets_but_not_each_others(web: HttpServer) -> None:
+    """The run's variables are read once for all its checks (VariableSources.substitution); what one
+    check adds (its own secret, the Basic credentials of a secret) is masked in its attempt only."""
+    sources = VariableSources(session=(Variable("TOKEN", SECRET, secret=True),))
+    own = [{"key": "MINE", "value": "own-secret-value", "secret": True}]
+    first = run({"url": web.url("/echo?t={{TOKEN}}&m={{MINE}}")}, sources, environmentVariables=own)
+    assert_no_secret(first)
+    assert_no_secret(first, "own-secret-value")
+    auth = {"username": "ada", "password": "{{{TOKEN}}}"}
+    second = run({"url": web.url("/echo?x=own-secret-value"), "basicAuth": auth}, sources)
+    assert second.request is not None and "own-secret-value" in second.request.target  # not its secret
+    assert_no_secret(second)
+    basic = base64.b64encode(f"ada:{SECRET}".encode()).decode()
+    encoded = SECRET.replace(" ", "%20")
+    third = run({"url": web.url(f"/echo?token={encoded}&b={basic}")}, sources)
+    assert third.request is not None and encoded not in third.request.target  # the run's: masked
+    assert basic in third.request.target  # the second check's Basic credentials: its own

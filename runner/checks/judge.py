@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from runner.checks.assertions import evaluate_all
 from runner.checks.failures import Failure, FailureKind
@@ -29,8 +29,7 @@ BODY_SOURCES = frozenset({"TEXT_BODY", "JSON_BODY", "RESPONSE_DATA"})
 CANCELLED = Failure(FailureKind.CANCELLED, "cancelled", network=False)
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):  # one an attempt: a tuple is cheaper to make than a frozen dataclass
     passed: bool
     degraded: str | None = None  # why it passed degraded: the threshold and what was measured
     failure: Failure | None = None

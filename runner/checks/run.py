@@ -101,7 +101,7 @@ def run_check(
     stop = stop if stop is not None else threading.Event()
     retry = retry if check.retries_apply() else None  # a Playwright suite: Playwright's own retries
     wait: Sleep = sleep if sleep is not None else stop.wait
-    subst = Substitution(_with_runtime(variables or VariableSources(), check))
+    subst = _substitution(variables or _NO_VARIABLES, check)
     attempts: list[Attempt] = []
     elapsed = 0.0
     while True:
@@ -130,15 +130,17 @@ def run_check(
         elapsed += delay
 
 
-def _with_runtime(sources: VariableSources, check: CheckDefinition) -> VariableSources:
+_NO_VARIABLES = VariableSources()
+
+
+def _substitution(sources: VariableSources, check: CheckDefinition) -> Substitution:
+    """The check's variables: the run's (read once for all its checks: sources.substitution), its
+    own environmentVariables after theirs, and the built-ins under the run's runtime values."""
     builtins = {"CHECK_NAME": check.name, "CHECK_TYPE": check.checkType}
     if check.id:
         builtins["CHECK_ID"] = check.id
-    own = tuple(variables_from(check.environmentVariables))  # the definition's environmentVariables
-    return VariableSources(
-        session=sources.session, account=sources.account, check=sources.check + own,
-        runtime={**builtins, **sources.runtime},
-    )  # fmt: skip
+    own = variables_from(check.environmentVariables)  # the definition's environmentVariables
+    return sources.substitution.for_check(own, builtins)
 
 
 def run_attempt(

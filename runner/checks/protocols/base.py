@@ -48,8 +48,8 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from runner.checks.failures import Failure, NotRun
 from runner.checks.limits import Limits
@@ -64,10 +64,14 @@ if TYPE_CHECKING:
 __all__ = ["Bounds", "CheckProtocol", "Job", "NotRun", "Observation"]
 
 C = TypeVar("C", bound=CheckDefinition)
+_NO_VALUES: Mapping[str, Any] = MappingProxyType({})  # a default shared by every Observation: read-only
 
 
-@dataclass(frozen=True)
-class Bounds:
+# Bounds, Job and Observation are NamedTuples: one of each is made for every attempt, and a frozen
+# dataclass's __init__ (object.__setattr__ per field) costs several times a tuple's.
+
+
+class Bounds(NamedTuple):
     """How long one attempt may take, and its response-time limits."""
 
     seconds: float
@@ -86,8 +90,7 @@ class Bounds:
         return RegexBudget.start(min(limits.regex_max_seconds, max(limits.regex_min_seconds, left)))
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(NamedTuple):
     """What a protocol gets to perform one attempt."""
 
     subst: Substitution  # renders {{VARIABLES}}; knows the secrets to mask
@@ -106,9 +109,8 @@ class Job:
         return self.stop is not None and self.stop.is_set()
 
 
-@dataclass(frozen=True)
-class Observation:
-    """What one attempt brought back, ready to be judged (judge.py)."""
+class Observation(NamedTuple):
+    """What one attempt brought back, ready to be judged (judge.py); `seen._replace(...)` for a copy."""
 
     request: RequestSummary | None
     timing: TimingPhases
@@ -119,7 +121,7 @@ class Observation:
     body_bytes: int | None = None  # bytes read (with truncated: where it was cut)
     status_code: int | None = None  # HTTP
     response_code: str | None = None  # DNS
-    values: Mapping[str, Any] = field(default_factory=dict)  # what each assertion source reads
+    values: Mapping[str, Any] = _NO_VALUES  # what each assertion source reads
     implicit: Failure | None = None  # fails the attempt unless an assertion failed first (a 4xx/5xx)
     connection_failure_passes: bool = False  # TCP shouldFail: a refused connection passes
     # Why the answer itself is degraded, whatever its time (ICMP: packet loss at

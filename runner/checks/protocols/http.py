@@ -27,8 +27,7 @@ import errno
 import json
 import os
 import threading
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlencode, urlsplit
 
 import certifi
@@ -61,8 +60,8 @@ _TLS_ERRORS = frozenset({35, 51, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90,
 _RESET_ERRNOS = frozenset({errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED})
 
 
-@dataclass(frozen=True)
-class HttpRequest:
+# NamedTuples: one of each is made for every check (a frozen dataclass's __init__ costs ~3x as much).
+class HttpRequest(NamedTuple):
     method: str
     url: str
     headers: tuple[tuple[str, str], ...]
@@ -73,8 +72,7 @@ class HttpRequest:
     ip_family: str
 
 
-@dataclass(frozen=True)
-class HttpResponse:
+class HttpResponse(NamedTuple):
     status_code: int | None  # None: no status line arrived
     headers: tuple[tuple[str, str], ...]
     body: bytes
@@ -252,6 +250,8 @@ class _Transfer:
     """The callbacks of one transfer: a capped body and capped headers. A header line is only kept
     in the callback (libcurl calls it once a line) and the lines are read once, after the transfer."""
 
+    __slots__ = ("body", "cancelled", "header_bytes", "headers_too_large", "limits", "lines", "truncated")
+
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.body = bytearray()
@@ -357,6 +357,9 @@ def _handle() -> Any:
         template.setopt(pycurl.SSL_SESSIONID_CACHE, 0)
         template.setopt(pycurl.ACCEPT_ENCODING, "")  # every encoding libcurl decodes
         template.setopt(pycurl.USERAGENT, USER_AGENT)
+        # certifi's bundle (what requests trusts), found once: a transfer with a CA of its own
+        # (Limits.ca_file) sets it over this one (_configure).
+        template.setopt(pycurl.CAINFO, certifi.where())
     return template.duphandle()
 
 
@@ -410,8 +413,8 @@ def _configure(curl: Any, request: HttpRequest, transfer: _Transfer, bound: floa
     if request.skip_ssl:
         curl.setopt(pycurl.SSL_VERIFYPEER, 0)
         curl.setopt(pycurl.SSL_VERIFYHOST, 0)
-    else:
-        curl.setopt(pycurl.CAINFO, limits.ca_file or certifi.where())
+    elif limits.ca_file:
+        curl.setopt(pycurl.CAINFO, limits.ca_file)
     # POST, PUT and PATCH always carry a body (Content-Length: 0 at least: some servers answer 411).
     body = request.body if request.body is not None or request.method not in _WITH_BODY else b""
     if request.method == "HEAD":

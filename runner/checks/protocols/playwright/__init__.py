@@ -16,7 +16,6 @@ closed naming the browser and the command that installs it (`browser_gaps`).
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -72,7 +71,7 @@ class PlaywrightSuiteProtocol(CheckProtocol[PlaywrightCheckDefinition]):
         browser._drop_if_empty(out_dir)
         seen = browser._judged(check, run, start, job, code="testCommand")
         if run.report is not None:  # each test with its outcome and runs, the passed ones too
-            seen = dataclasses.replace(seen, tests=suite_tests(browser_tests(run.report)))
+            seen = seen._replace(tests=suite_tests(browser_tests(run.report)))
         if not missing or seen.cancelled:
             return seen
         # The other browsers ran; the check still fails closed: part of it did not run.
@@ -80,7 +79,7 @@ class PlaywrightSuiteProtocol(CheckProtocol[PlaywrightCheckDefinition]):
         gaps = tuple(Step(f"[{name}] not run", False, 0.0, message) for name in missing)
         failure = seen.failure or Failure(FailureKind.NOT_RUNNABLE_LOCALLY, message, network=False)
         not_run = tuple(SuiteTest(f"[{name}] (its projects)", "not run", 0) for name in missing)
-        return dataclasses.replace(seen, failure=failure, steps=seen.steps + gaps, tests=seen.tests + not_run)
+        return seen._replace(failure=failure, steps=seen.steps + gaps, tests=seen.tests + not_run)
 
 
 def browser_gaps(playwright: Playwright, browsers: Sequence[str]) -> tuple[str, ...]:
