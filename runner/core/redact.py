@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import threading
@@ -64,10 +63,12 @@ class Redactor:
     def add(self, value: str | None) -> None:
         if not value or len(value) < _MIN_SECRET:
             return
+        from html import escape  # here: html.entities' table is loaded for a run with a secret only
+
         # A report may carry the value escaped (JSON, XML), so those spellings are secrets too.
         variants = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
-        variants.add(html.escape(value, quote=True))
-        variants.add(html.escape(value, quote=False))
+        variants.add(escape(value, quote=True))
+        variants.add(escape(value, quote=False))
         # And as it appears in a URL or a form (a proxy echoing the query string): %XX and +.
         for encoded in (quote(value, safe=""), quote(value), quote_plus(value)):
             variants.add(encoded)
