@@ -131,25 +131,24 @@ def test_a_one_check_run_of_a_checks_file_loads_only_the_local_path(web: HttpSer
     assert not {m for m in modules if m.startswith(tuple(NOT_FOR_A_LOCAL_RUN))}
 
 
-# The models a one-check run of a checks file builds a validator for: the spec's, the checks file's,
-# the session's request (TriggerRequest and the models in it), the session the engine reports and
-# the outcome that results.json stores. Nothing of the other check types, the service's resources or
-# analyses (the API check's definition is read by its fast path, checks_common.plain_api_request).
+# The models a one-check run of a checks file builds a validator for: the spec's (RunSpec alone: its
+# sections' defaults are validated by its own validator), the checks file's, the session the engine
+# reports (and the default Target of a session without one), the commit the outcome copies, and the
+# outcome that results.json stores. Not the trigger body (TriggerRequest and the models in it: a local
+# run never sends one), nothing of the other check types, the service's resources or analyses (the API
+# check's definition is read by its fast path, checks_common.plain_api_request).
 BUILT_BY_A_LOCAL_RUN = {
-    "runner.models.base.RequestModel",
-    *(f"runner.models.sessions.{name}" for name in (
-        "Target", "EnvironmentVariable", "RetryStrategy", "GithubMetadata", "SessionMetadata",
-        "TriggerRequest", "TestSession",
-    )),
-    *(f"runner.spec.model.{name}" for name in (
-        "RunSpec", "RcaSettings", "ReportSettings", "GateSettings", "CommentSettings", "WaitSettings",
-    )),
+    "runner.spec.model.RunSpec",
+    *(f"runner.models.sessions.{name}" for name in ("Target", "SessionMetadata", "TestSession")),
     *(f"runner.checks.declared.{name}" for name in ("Strict", "Rule", "WorldVariable", "WorldCheck")),
     "runner.checks.checksfile.CheckSet",
     *(f"runner.job.outcome.{name}" for name in (
         "ResultOutcome", "SessionOutcome", "CommitInfo", "Outcome", "Counts",
     )),
 }  # fmt: skip
+# What only a child process needs (git for commit metadata, the watchdog of a run's children): a run
+# outside a repository that starts no child does not import it.
+NOT_FOR_A_CHILDLESS_RUN = {"subprocess"}
 
 
 def test_a_one_check_run_creates_only_its_check_types_models(web: HttpServer, tmp_path: Path) -> None:
@@ -167,3 +166,33 @@ def test_a_one_check_run_creates_only_its_check_types_models(web: HttpServer, tm
     assert "runner.models.resources.CreateAnalysisRequest" not in made
     built = {name for name, done in report["models"].items() if done}
     assert built <= BUILT_BY_A_LOCAL_RUN, built - BUILT_BY_A_LOCAL_RUN
+
+
+def test_a_one_check_run_with_a_spec_builds_no_trigger_body(web: HttpServer, tmp_path: Path) -> None:
+    """The benchmark's form (`run SPEC --checks FILE` and the three reports): the spec's sections and
+    the trigger body are values made from what the spec's own validator checked, so none of their
+    models builds a validator; nothing starts a child process (no repository, no browser check)."""
+    check = {
+        "name": "Health",
+        "checkType": "API",
+        "tags": ["a"],
+        "request": {"method": "GET", "url": web.url("/json")},
+    }
+    spec = {
+        "name": "one",
+        "runLocation": "eu-west-1",
+        "target": {"matchTags": [["a"]]},
+        "wait": {"timeoutSeconds": 60},
+    }
+    (tmp_path / "spec.yml").write_text(yaml.safe_dump(spec), encoding="utf-8")
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump([check]), encoding="utf-8")
+    reports = ("--junit", "junit.xml", "--markdown", "summary.md", "--json", "results.json")
+    _out, report = probe("run", "spec.yml", "--checks", "checks.yml", *reports, cwd=tmp_path)
+    results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert results["verdict"] == "passed"
+    assert results["sessions"][0]["name"] == "one"
+    built = {name for name, done in report["models"].items() if done}
+    assert built <= BUILT_BY_A_LOCAL_RUN - {"runner.models.sessions.Target"}, built
+    assert not {m for m in built if m.startswith("runner.spec.model.") and m != "runner.spec.model.RunSpec"}
+    assert "runner.models.sessions.TriggerRequest" not in built
+    assert not set(report["new"]) & NOT_FOR_A_CHILDLESS_RUN

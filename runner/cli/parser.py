@@ -16,8 +16,10 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, NoReturn
 
-_UNRECOGNIZED = re.compile(r"unrecognized arguments: (.+)")
-_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.+)\)")
+# Patterns, compiled by `re` (and kept in its cache) when an error is first read: a run without one
+# compiles none.
+_UNRECOGNIZED = r"unrecognized arguments: (.+)"
+_CHOICE = r"invalid choice: '([^']*)' \(choose from (.+)\)"
 
 
 class UsageExit(SystemExit):
@@ -69,7 +71,7 @@ class Parser(argparse.ArgumentParser):
     def _suggestion(self, message: str) -> str:
         import difflib  # only on an error: not at start-up
 
-        unknown = _UNRECOGNIZED.search(message)
+        unknown = re.search(_UNRECOGNIZED, message)
         if unknown:
             for word in unknown.group(1).split():
                 if word.startswith("-"):
@@ -80,7 +82,7 @@ class Parser(argparse.ArgumentParser):
                     if match:
                         return f"; did you mean {match[0]}?"
             return ""
-        choice = _CHOICE.search(message)
+        choice = re.search(_CHOICE, message)
         if choice:
             options = re.findall(r"'([^']*)'", choice.group(2))
             close = difflib.get_close_matches(choice.group(1), options, n=1, cutoff=0.5)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import threading
@@ -17,7 +16,7 @@ MASK = "***"
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
 MIN_SECRET = 3  # masking one- or two-character values would shred ordinary text
 _MIN_SECRET = MIN_SECRET
-_PERCENT = re.compile(r"%[0-9A-F]{2}")
+_PERCENT = r"%[0-9A-F]{2}"  # this and _JSON_ESCAPED: compiled by `add` (re's cache), for a secret
 # Query parameters that carry credentials in URLs people paste (GitLab's private_token, OAuth's
 # access_token, S3/GCS/Azure signatures, API keys): the parameter is dropped from the URL whole.
 _SECRET_PARAMS = frozenset(
@@ -47,7 +46,7 @@ def check_secret(value: str | None, what: str) -> None:
 # it is (its scheme lower-case already).
 _PLAIN_URL = re.compile(r"https?://[!-\"$-.0-9:->A-~][!-\"$-/0-9:->A-~]*")  # less #, ?, @ (and a
 # host that begins with `/`: urlunsplit drops an empty one)
-_JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')  # what JSON writes escaped
+_JSON_ESCAPED = r'["\\\x00-\x1f]'  # what JSON writes escaped
 
 
 class Redactor:
@@ -64,14 +63,16 @@ class Redactor:
     def add(self, value: str | None) -> None:
         if not value or len(value) < _MIN_SECRET:
             return
+        from html import escape  # here: html.entities' table is loaded for a run with a secret only
+
         # A report may carry the value escaped (JSON, XML), so those spellings are secrets too.
         variants = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
-        variants.add(html.escape(value, quote=True))
-        variants.add(html.escape(value, quote=False))
+        variants.add(escape(value, quote=True))
+        variants.add(escape(value, quote=False))
         # And as it appears in a URL or a form (a proxy echoing the query string): %XX and +.
         for encoded in (quote(value, safe=""), quote(value), quote_plus(value)):
             variants.add(encoded)
-            variants.add(_PERCENT.sub(lambda m: m.group().lower(), encoded))
+            variants.add(re.sub(_PERCENT, lambda m: m.group().lower(), encoded))
         # And as a host name: lower-cased (matched without case below) or IDNA-encoded (xn--).
         if not value.isascii():
             with suppress(UnicodeError, ValueError):
@@ -80,7 +81,7 @@ class Redactor:
             if variants <= self._secrets:
                 return
             self._secrets.update(variants)
-            self._json_changes = self._json_changes or any(_JSON_ESCAPED.search(v) for v in variants)
+            self._json_changes = self._json_changes or any(re.search(_JSON_ESCAPED, v) for v in variants)
             # Longest first, so a secret containing another is masked whole.
             ordered = sorted(self._secrets, key=len, reverse=True)
             # Without case: a host name comes back lower-cased (libcurl, IDNA, a proxy's page).

@@ -30,15 +30,17 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 import threading
 import uuid
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from runner.core.watchdog import TOKEN_VARIABLE as RUN_TOKEN_VARIABLE
+
+if TYPE_CHECKING:
+    import subprocess  # imported where the watchdog starts: a run that starts no child needs none
 
 # Short: Chromium puts its socket under TMPDIR, and a socket's path has at most 107 bytes (a child's
 # TMPDIR of `$TMPDIR/testsession-run-<pid>.<start>-<random>/tmp-<random>` made Chromium's launch fail).
@@ -204,6 +206,8 @@ def _ensure(run: _Run) -> Path:
     runnable = os.name == "posix" and os.path.isdir("/proc") and not getattr(sys, "frozen", False)
     if missing and runnable and run.starts < MAX_WATCHDOG_STARTS:
         run.starts += 1
+        import subprocess
+
         try:
             run.watchdog = subprocess.Popen(  # our own program, fixed text
                 [sys.executable, "-I", "-S", str(WATCHDOG), run.token, str(run.folder),

@@ -15,7 +15,7 @@ Log = Callable[[str], None]
 Env = Mapping[str, str]
 
 MAX_EVENT_FILE = 20_000_000  # GitHub's event payloads are far smaller; a bigger file is not one
-_SHA = re.compile(r"[0-9a-fA-F]{7,64}")
+_SHA = r"[0-9a-fA-F]{7,64}"  # compiled where first matched (re's cache): Buildkite's only
 
 
 class CiInfo:
@@ -202,7 +202,7 @@ def from_ci(environ: Env, log: Log) -> CiInfo | None:
         info = CiInfo(provider)
         _set_all(info, environ, _SIMPLE[provider])
     commit = info.values.get("commitId")
-    if commit and not _SHA.fullmatch(commit[0]):  # Buildkite says HEAD when it has no sha yet
+    if commit and not re.fullmatch(_SHA, commit[0]):  # Buildkite says HEAD when it has no sha yet
         log(f"metadata: commitId: {commit[1]} is not a commit sha; using git")
         del info.values["commitId"]
     return info

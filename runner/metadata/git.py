@@ -10,8 +10,6 @@ runs before the first question: a tenth of a one-check run.)
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -56,6 +54,8 @@ def _may_be_in_repository(cwd: str | Path) -> bool:
 def _git(executable: str, cwd: str | Path, *args: str) -> str:
     """stdout of `git ARGS` in `cwd`; _GitFailed when it exits non-zero. Never prompts (no terminal,
     GIT_TERMINAL_PROMPT=0), never pages, and the locale is C, so that its messages can be matched."""
+    import subprocess  # here: a run outside a repository (or without git) starts no child
+
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C"}
     done = subprocess.run(
         [executable, "--no-optional-locks", *args],
@@ -92,7 +92,9 @@ def from_git(cwd: str | Path, fields: list[str], log: Log) -> dict[str, str]:
             return {}
     except OSError:
         pass  # an unreadable parent: git decides
-    executable = shutil.which("git")
+    from shutil import which
+
+    executable = which("git")
     if executable is None:
         _say(log, fields, "git is not installed (no git executable on PATH)")
         return {}

@@ -1,6 +1,6 @@
 """The service's error body, shared by the client (to read it) and the emulator (to write it)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: real annotations, as models/base.py says why.
 
 from typing import Any
 

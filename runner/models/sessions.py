@@ -41,11 +41,10 @@ MAX_ENVIRONMENT_VARIABLES = 50
 # (docs/production-contract.md): it answers 400 to a body that breaks them, so we do too.
 UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 RETRY_ONLY_ON = ("NETWORK_ERROR",)
-_UUID = re.compile(UUID_PATTERN)
 
 
 def _check_id(value: str) -> str:
-    if not _UUID.match(value):
+    if not re.match(UUID_PATTERN, value):  # compiled on first use (re's cache), not at import
         raise ValueError("must be a check id (a uuid such as 0b9a3c4d-1111-4a5b-8c6d-000000000001)")
     return value
 

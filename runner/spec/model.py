@@ -4,9 +4,9 @@
 import warnings
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from runner.core.errors import InvalidRequestError, UsageError
+from runner.core.errors import UsageError
 from runner.core.redact import check_secret
 from runner.models import (
     EnvironmentVariable,
@@ -14,7 +14,6 @@ from runner.models import (
     SessionMetadata,
     Target,
     TriggerRequest,
-    describe_validation_error,
 )
 from runner.models.base import empty_list
 from runner.models.quarantine import QuarantineEntry
@@ -124,19 +123,22 @@ class SessionSpec(SpecModel):
         return value
 
     def to_trigger(self, metadata: SessionMetadata) -> TriggerRequest:
-        """The trigger body; `metadata` is the resolved metadata (see runner.metadata.resolve_metadata)."""
-        try:
-            return TriggerRequest(
-                name=self.name,
-                runLocation=self.runLocation,
-                target=self.target,
-                environmentVariables=list(self.environmentVariables) or None,
-                retryStrategy=self.retryStrategy,
-                refreshCache=self.refreshCache,
-                metadata=metadata,
-            )
-        except ValidationError as exc:
-            raise InvalidRequestError("; ".join(describe_validation_error(exc, "trigger"))) from exc
+        """The trigger body; `metadata` is the resolved metadata (see runner.metadata.resolve_metadata).
+
+        Made from parts already validated, not validated again (pydantic's `model_construct`): the
+        session's fields are TriggerRequest's own models under the same limits, checked when the spec
+        was read, and `metadata` is a SessionMetadata. A run that never sends the body (a checks
+        file's) so never builds TriggerRequest's validator; the client's `to_body` serializes it as
+        it would a validated one."""
+        return TriggerRequest.model_construct(
+            name=self.name,
+            runLocation=self.runLocation,
+            target=self.target,
+            environmentVariables=list(self.environmentVariables) or None,
+            retryStrategy=self.retryStrategy,
+            refreshCache=self.refreshCache,
+            metadata=metadata,
+        )
 
     def secret_values(self) -> list[str]:
         """Values of the variables marked secret, for the Redactor."""
@@ -300,16 +302,33 @@ class ShardSettings(SpecModel):
         return value or None
 
 
+def _default_settings() -> Any:
+    """A settings section the spec leaves out: `{}`, validated into the section's model by RunSpec's
+    own validator (`validate_default`). A `default_factory` of the section's class would build that
+    class's validator for the default alone: four more validators on every run's start-up."""
+    return {}
+
+
 class RunSpec(SpecModel):
     """A whole run: one or more sessions and the settings of the runner."""
 
     sessions: list[SessionSpec] = Field(
         default_factory=empty_list, description="The test sessions to trigger, one or more."
     )
-    wait: WaitSettings = Field(default_factory=WaitSettings, description="Waiting for the sessions.")
-    rca: RcaSettings = Field(default_factory=RcaSettings, description="Root cause analyses of failures.")
-    reports: ReportSettings = Field(default_factory=ReportSettings, description="Report files.")
-    gate: GateSettings = Field(default_factory=GateSettings, description="What fails the run.")
+    wait: WaitSettings = Field(
+        default_factory=_default_settings, validate_default=True, description="Waiting for the sessions."
+    )
+    rca: RcaSettings = Field(
+        default_factory=_default_settings,
+        validate_default=True,
+        description="Root cause analyses of failures.",
+    )
+    reports: ReportSettings = Field(
+        default_factory=_default_settings, validate_default=True, description="Report files."
+    )
+    gate: GateSettings = Field(
+        default_factory=_default_settings, validate_default=True, description="What fails the run."
+    )
     baseline: str | None = Field(
         default=None,
         description=(
@@ -333,7 +352,8 @@ class RunSpec(SpecModel):
         ),
     )
     comment: CommentSettings = Field(
-        default_factory=CommentSettings,
+        default_factory=_default_settings,
+        validate_default=True,
         description="The pull-request comment / merge-request note: true, false or {enabled, key, "
         "gitlabTokenVariable}.",
     )

@@ -1,6 +1,8 @@
 """Command-line flags over a spec: flags win, and apply to every session."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: Overrides is a NamedTuple made on every run's start-up, and
+# typing compiles each of its 23 annotations when they are text (typing.ForwardRef): ~0.5 % of a
+# one-check run; real annotations are read as they are.
 
 from typing import Any, NamedTuple
 

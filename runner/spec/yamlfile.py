@@ -48,38 +48,63 @@ def read_text(path: str | Path) -> str:
         raise SpecError([str(exc)]) from None
 
 
-class _Loader(yaml.SafeLoader):
-    """A SafeLoader that reports duplicate keys instead of silently keeping the last one."""
+# libyaml's loader when PyYAML has it, as core/yamlguard.py reads a checks file: the same nodes and
+# data, and one reader's messages for both files (the pure-Python one was ~3.6 M instructions for a
+# spec of five lines, the C one 0.03 M).
+_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-    duplicates: list[tuple[int, str]]
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[str] = set()
-        for key_node, _ in node.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-                if key_node.value in seen:
-                    self.duplicates.append((key_node.start_mark.line + 1, key_node.value))
-                seen.add(key_node.value)
-        return super().construct_mapping(node, deep=deep)
+def _reader_error(text: str, exc: yaml.reader.ReaderError, source: str) -> SpecError:
+    """A character YAML does not allow, at its line: the pure reader counts characters, libyaml's
+    (encoding '?') the bytes of the UTF-8 text."""
+    if exc.encoding == "?":
+        line = text.encode("utf-8", "surrogatepass")[: max(0, exc.position)].count(b"\n") + 1
+    else:
+        line = text[: max(0, exc.position)].count("\n") + 1
+    return SpecError(
+        [f"{source}:{line}: YAML syntax error: character #x{exc.character:04x} is not allowed in YAML"]
+    )
+
+
+def _duplicate_keys(root: yaml.Node) -> list[tuple[int, str]]:
+    """(line, key) of each key given twice in one mapping (YAML keeps the last one silently). Each
+    node once: the graph was found within the budget (check_node_budget) before this walk."""
+    found: list[tuple[int, str]] = []
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: set[str] = set()
+            for key_node, value_node in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    if key_node.value in keys:
+                        found.append((key_node.start_mark.line + 1, key_node.value))
+                    keys.add(key_node.value)
+                stack += (key_node, value_node)
+        elif isinstance(node, yaml.SequenceNode):
+            stack += node.value
+    return found
 
 
 def parse_yaml(text: str, source: str) -> Document:
     """Parses one YAML document; syntax errors become one `FILE:LINE:` line."""
     try:
-        # The reader refuses control characters while it is built, before any parsing.
-        loader = _Loader(text)
+        # The pure reader refuses control characters while it is built, libyaml's while it parses.
+        loader = _LOADER(text)
     except yaml.reader.ReaderError as exc:
-        line = text[: max(0, exc.position)].count("\n") + 1
-        raise SpecError(
-            [f"{source}:{line}: YAML syntax error: character #x{exc.character:04x} is not allowed in YAML"]
-        ) from None
-    loader.duplicates = []
+        raise _reader_error(text, exc, source) from None
     try:
         node = loader.get_single_node()
         check_node_budget(node)  # before anything is built from an alias bomb
         data = loader.construct_document(node) if node is not None else None
     except TooLarge:
         raise SpecError([f"{source}: too large or too deeply nested (recursive aliases?)"]) from None
+    except yaml.reader.ReaderError as exc:
+        raise _reader_error(text, exc, source) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         at_line = f":{mark.line + 1}" if mark else ""
@@ -96,6 +121,6 @@ def parse_yaml(text: str, source: str) -> Document:
         doc.lines, doc.raw = node_lines(node)
     except TooLarge:
         raise SpecError([f"{source}: too large or too deeply nested (recursive aliases?)"]) from None
-    for key_line, key in loader.duplicates:
+    for key_line, key in _duplicate_keys(node):
         doc.problems.append((key_line, (), f"duplicate key {key!r}: give each key once per mapping"))
     return doc
