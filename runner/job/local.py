@@ -18,6 +18,7 @@ fails closed with why, and how to leave it out of the checks file.
 from __future__ import annotations
 
 import itertools
+import os
 import queue
 import threading
 import time
@@ -90,11 +91,11 @@ class _Run:
 
     __slots__ = ("check", "ended", "final", "group", "id", "tries")
 
-    def __init__(self, check: FileCheck) -> None:
+    def __init__(self, check: FileCheck, id: str) -> None:
         self.check = check
-        self.id = str(uuid.uuid4())
+        self.id = id
         self.tries: tuple[tuple[str, Attempt, str], ...] = ()  # (id, attempt, group): failed ones
-        self.final: Attempt | None = None
+        self.final: Attempt | None = None  # _PASSED once a pass without retries has its result
         self.group: str | None = None  # the final attempt's error group, when it failed
         self.ended: float | None = None  # epoch seconds
 
@@ -241,7 +242,7 @@ class _Session:
             problem = f"no check matched the target: {NO_MATCH}"
             return self._outcome(no_match_exit_code(gate), problem, no_match=True)
         context.emit(Triggered(where, self.id, None))
-        self.runs = [_Run(check) for check in matched]
+        self.runs = [_Run(check, id) for check, id in zip(matched, _new_ids(len(matched)), strict=True)]
         if context.stop.is_set():
             return self._outcome(context.stop_code() or ExitCode.INTERRUPTED, status="CANCELLED")
         self.source._stops[self.id] = self.stop
@@ -285,7 +286,7 @@ class _Session:
                 request.retryStrategy or check.retryStrategy
             )  # as production: the session's, else the check's
             pool = source._queued if check.checkType in SELF_QUEUED else source._pool
-            pool.submit(source.execute, index, check, self.variables, retry, max_run, self.stop, self.inbox)
+            pool.post(source.execute, index, check, self.variables, retry, max_run, self.stop, self.inbox)
             self.out[index] = None
 
     def _wait(self) -> SessionOutcome | None:
@@ -322,6 +323,7 @@ class _Session:
             for index in fresh:
                 self.running.pop(index, None)  # its placeholder (~1.2 KiB) is not shown again
                 result = self.results[index] = self._result(index)
+                self._settle(self.runs[index])
                 context.emit(ResultFinished(context.where, result, self.started_at))
             if self.new_failure:  # most drains bring passes only: nothing to analyse
                 self._analyse()
@@ -345,12 +347,21 @@ class _Session:
             group = self.source.book.record(run.check, message, attempt, ended, self.context.environment)
             self.new_failure = True
         if final or attempt.cancelled:
-            # A pass keeps what its result shows (its time, its files), not its evidence (~0.9 KiB).
-            run.final = attempt.as_kept_passed() if attempt.passed else attempt
+            # A pass is kept whole only until its result is made (_settle), a flaky one as its
+            # result shows it (its time, its files), not its evidence (~0.9 KiB).
+            run.final = attempt.as_kept_passed() if attempt.passed and run.tries else attempt
             run.group, run.ended = group, ended
             return True
         run.tries = (*run.tries, (str(uuid.uuid4()), attempt, group or ""))
         return False
+
+    @staticmethod
+    def _settle(run: _Run) -> None:
+        """A pass without retries, its result made: the result is final (no error group's message can
+        change it: `_final_result`), so its attempt goes (~0.6 KiB); that it passed is what is left."""
+        final = run.final
+        if final is not None and final.passed and not run.tries:
+            run.final = _PASSED
 
     # --- what a result says ----------------------------------------------------------------------
 
@@ -408,7 +419,16 @@ class _Session:
             fields["tests"] = checked_suite_tests(
                 {"name": t.name, "status": t.status, "runs": t.runs} for t in final.tests
             )
-        return ResultOutcome(**fields)
+        return ResultOutcome.model_validate(fields)
+
+    def _final_result(self, index: int, ended_by_us: bool = False) -> ResultOutcome:
+        """The run's result at the session's end: as first reported, unless it has an error group
+        (its message may have changed since, with a later failure in the group) or is unfinished."""
+        run = self.runs[index]
+        reported = self.results.get(index)
+        if reported is not None and not (run.tries or run.group):
+            return reported
+        return self._result(index, ended_by_us)
 
     @staticmethod
     def _groups_of(run: _Run) -> list[str]:
@@ -429,7 +449,8 @@ class _Session:
         """The session's error groups, most frequent first (ties: in the order the results show them)."""
         counts: Counter[str] = Counter()
         for run in self.runs:
-            counts.update(self._groups_of(run))
+            if run.tries or run.group:
+                counts.update(self._groups_of(run))
         return counts.most_common()
 
     def _analyse(self) -> None:
@@ -440,7 +461,7 @@ class _Session:
             return
         names: dict[str, list[str]] = {}
         for run in self.runs:
-            for group in self._groups_of(run):
+            for group in self._groups_of(run) if run.tries or run.group else ():
                 if run.check.name not in names.setdefault(group, []):
                     names[group].append(run.check.name)
         for group, _count in self._ranked():
@@ -477,10 +498,7 @@ class _Session:
         self._analyse()
         groups = self._groups()
         # A failure's result again, with its groups' messages as they are now; a pass is as reported.
-        results = [
-            self.results[i] if i in self.results and not self._groups_of(run) else self._result(i)
-            for i, run in enumerate(self.runs)
-        ]
+        results = [self._final_result(i) for i in range(len(self.runs))]
         self._save(status, results)
         problem = unexplained_end(status, results, vanished=0)
         if problem is not None:
@@ -501,13 +519,13 @@ class _Session:
         )
         self.stop.set()
         problem = f"the session did not finish within the {timeout:g} s deadline; it was cancelled"
-        results = [self._result(i, ended_by_us=True) for i in range(len(self.runs))]
+        results = [self._final_result(i, ended_by_us=True) for i in range(len(self.runs))]
         self._save("CANCELLED", results)
         return self._outcome(ExitCode.TIMEOUT, problem, results, self._groups(), status="CANCELLED")
 
     def _ended_early(self, code: ExitCode) -> SessionOutcome:
         self.stop.set()
-        results = [self._result(i, ended_by_us=True) for i in range(len(self.runs))]
+        results = [self._final_result(i, ended_by_us=True) for i in range(len(self.runs))]
         self._save("CANCELLED", results)
         return self._outcome(code, None, results, self._groups(), status="CANCELLED")
 
@@ -545,6 +563,24 @@ class _Session:
             results=rows,
         )
         state.save_session(ACCOUNT_ID, session, "", time.time())
+
+
+# What is kept of a pass without retries once its result is made (_settle): that it passed.
+_PASSED = Attempt(number=1, started_at=0.0, duration_ms=0.0, passed=True)
+# uuid4's version (4) and variant (RFC 4122) bits, as uuid.UUID(version=4) sets them.
+_UUID_CLEAR = ~((0xC000 << 48) | (0xF000 << 64))
+_UUID_SET = (0x8000 << 48) | (4 << 76)
+
+
+def _new_ids(count: int) -> list[str]:
+    """`count` random ids as str(uuid.uuid4()) writes them, from one read of the system's random
+    source: ~1.4 us an id, where uuid4() took ~3.2 (a result each)."""
+    raw = os.urandom(16 * count)
+    ids = []
+    for start in range(0, 16 * count, 16):
+        h = f"{int.from_bytes(raw[start : start + 16], 'big') & _UUID_CLEAR | _UUID_SET:032x}"
+        ids.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+    return ids
 
 
 def _runs_here(run: _Run) -> bool:
