@@ -82,6 +82,7 @@ BODY_BYTES = 5 * 1024 * 1024  # of a response read by an attempt (Limits)
 NO_MATCH = "No checks matched the target"  # the service's words, as its 403 says them
 HANDED = 256  # checks of a session in the pools' queues at once, waiting or running
 PROGRESS_EVERY = 0.25  # seconds between two Progress events
+GATHER_SECONDS = 0.005  # a pause between two drains while the pools hold HANDED // 2 checks or more
 RUNNING_SHOWN = 10  # running checks a Progress names (the console shows 10 at most): its size is fixed
 
 
@@ -332,6 +333,11 @@ class _Session:
                 named = tuple(self._running_result(i) for i in itertools.islice(self.out, RUNNING_SHOWN))
                 context.emit(Progress(context.where, now - begun, named, len(self.runs), len(self.results)))
                 next_progress = now + PROGRESS_EVERY
+            if len(self.out) >= HANDED // 2:
+                # Attempts end one at a time on many threads: while the pools hold plenty to do, a
+                # few are let gather instead of a wake of this thread for each (the interpreter it
+                # takes is the checks' own); a signal or the run's stop ends the wait at once.
+                context.stop.wait(GATHER_SECONDS)
         return None
 
     def _record(self, index: int, attempt: Attempt, final: bool) -> bool:
