@@ -6,6 +6,7 @@ clock) ends a check that is still running."""
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -107,6 +108,29 @@ def test_the_deadline_ends_a_running_check_and_reports_it_unfinished(
     assert [r.verdict for r in session.results] == ["running"]
     (passed,) = events.of(DeadlinePassed)
     assert [r.name for r in passed.unfinished] == ["Slow"] and not passed.finished
+
+
+def test_a_pass_reported_before_the_deadline_is_the_same_result_in_the_outcome(web: HttpServer) -> None:
+    # A pass without retries keeps only its result once reported (local.py `_settle`): the outcome
+    # of a session its deadline ended shows that result, not one made again from what was kept.
+    recorder = Recorder()
+
+    def clock() -> float:  # the deadline (2 s) passes once the pass was seen on the main thread
+        return 3.0 if recorder.of(ResultFinished) else 0.0
+
+    checks = [_check("Fast", web.url("/json")), _check("Slow", web.url("/slow?ms=3000"))]
+    source = LocalSource(parse_checks(checks, "checks.yml", {}))
+    try:
+        runner = Runner(source, SessionPlan(timeout_seconds=2), recorder, clock=clock)
+        outcome = runner.run([TriggerRequest(name="local", runLocation="local")])
+    finally:
+        source.close()
+    (reported,) = [e.result for e in recorder.of(ResultFinished)]
+    fast, slow = outcome.sessions[0].results
+    assert outcome.sessions[0].exitCode == ExitCode.TIMEOUT
+    assert reported.name == "Fast" and reported.durationSeconds is not None
+    assert fast == reported and (slow.name, slow.verdict) == ("Slow", "running")
+    assert len({fast.id, slow.id}) == 2 and all(uuid.UUID(r.id).version == 4 for r in (fast, slow))
 
 
 def test_a_session_larger_than_the_pools_window_runs_every_check(

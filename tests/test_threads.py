@@ -95,6 +95,23 @@ def test_values_and_exceptions_come_back_in_the_futures() -> None:
     pool.shutdown()
 
 
+def test_a_posted_task_hands_back_its_own_value_and_one_that_raises_costs_no_thread(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `post`: no future (a local run's checks hand their attempts back on a queue); a task's escaped
+    # error is printed and its thread serves the next task, so the pool keeps its one thread.
+    pool, done = DaemonPool(1, "test"), threading.Event()
+
+    def fail() -> None:
+        raise ValueError("the task's own error")
+
+    pool.post(fail)
+    pool.post(done.set)
+    assert done.wait(WAIT) and pool.workers == 1
+    assert "the task's own error" in capsys.readouterr().err
+    pool.shutdown()
+
+
 def test_shutdown_cancels_the_tasks_not_started() -> None:
     pool, gate = DaemonPool(1, "test"), Gate()
     running = pool.submit(gate.task)

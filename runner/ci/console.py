@@ -83,6 +83,9 @@ _COLORS = {
 _RUN_COLORS = {"passed": "32", "detached": "36", "no-match": "33"}
 
 
+_KEPT_PIECES = 64  # result-line pieces kept, whatever a service's results say
+
+
 def _s(text: object, limit: int = 1000) -> str:
     return for_line(text, limit)
 
@@ -163,6 +166,9 @@ class Console:
         # Per session, each finished check the gate would fail but for its quarantine (True), or
         # fails (False): its "finished: FAILED" line then says what the verdict will say.
         self._held_failures: dict[Where, dict[str, bool]] = {}
+        # The pieces of a result line that repeat (its label, "API, eu-west-1"), made once each.
+        self._labels: dict[str, str] = {}
+        self._wheres: dict[tuple[str | None, str | None], str] = {}
 
     # --- writing ------------------------------------------------------------------------------
 
@@ -296,9 +302,17 @@ class Console:
         attempts = f", {result.attempts} attempts" if result.attempts > 1 else ""
         if result.verdict == "running" and attempts:
             attempts = f" ({result.attempts} attempts so far)"
-        label = self.paint(result.verdict, f"{LABELS.get(result.verdict, result.verdict).upper():<14}")
-        kind = f"{_s(result.checkType, 40)}, " if result.checkType else ""
-        where = f"{kind}{_s(result.runLocation, 100) or '?'}"
+        label = self._labels.get(result.verdict)
+        if label is None:
+            label = self.paint(result.verdict, f"{LABELS.get(result.verdict, result.verdict).upper():<14}")
+            if len(self._labels) < _KEPT_PIECES:  # a service's own verdict words are not kept
+                self._labels[result.verdict] = label
+        where = self._wheres.get((result.checkType, result.runLocation))
+        if where is None:
+            kind = f"{_s(result.checkType, 40)}, " if result.checkType else ""
+            where = f"{kind}{_s(result.runLocation, 100) or '?'}"
+            if len(self._wheres) < _KEPT_PIECES:  # nor every location a service may name
+                self._wheres[(result.checkType, result.runLocation)] = where
         text = f"  {label} {_s(result.name, 300)} ({where}){duration}{attempts}"
         if tail:
             return f"{text} {tail}"

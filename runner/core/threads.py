@@ -17,13 +17,14 @@ with no task for that long ends (a server's pool between bursts).
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-_Task = tuple["Future[Any]", Callable[..., Any], tuple[Any, ...]]
+_Task = tuple["Future[Any] | None", Callable[..., Any], tuple[Any, ...]]
 
 
 class DaemonPool:
@@ -52,19 +53,30 @@ class DaemonPool:
 
     def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         future: Future[T] = Future()
+        if not self._put(future, fn, args):
+            future.cancel()
+        return future
+
+    def post(self, fn: Callable[..., object], *args: Any) -> None:
+        """`submit` without a future, for a task that hands its value back itself (on a queue) and
+        handles its own errors (one that escapes is printed, as an uncaught one): no future's lock
+        and condition made and settled for each of a local run's checks."""
+        self._put(None, fn, args)
+
+    def _put(self, future: Future[Any] | None, fn: Callable[..., Any], args: tuple[Any, ...]) -> bool:
+        """The task queued (False: the pool is shut down), a thread started for it if none is free."""
         with self._lock:
             if self._closed:
-                future.cancel()
-                return future
+                return False
             self._tasks.put((future, fn, args))
             self._unclaimed += 1
             if self._unclaimed <= self._waiting or self._workers >= self._limit:
-                return future  # a waiting thread takes it, or the next one to end its task
+                return True  # a waiting thread takes it, or the next one to end its task
             self._workers += 1
             self._started += 1
             name = f"{self._name}-{self._started}"
         threading.Thread(target=self._work, name=name, daemon=True).start()
-        return future
+        return True
 
     def _work(self) -> None:
         while True:
@@ -89,7 +101,12 @@ class DaemonPool:
                     return
                 self._unclaimed -= 1
             future, fn, args = task
-            if future.set_running_or_notify_cancel():
+            if future is None:
+                try:
+                    fn(*args)
+                except Exception:  # a bug of the task: shown, and the thread serves the next one
+                    sys.excepthook(*sys.exc_info())
+            elif future.set_running_or_notify_cancel():
                 try:
                     future.set_result(fn(*args))
                 except BaseException as exc:  # handed back to whoever reads the future
@@ -111,6 +128,7 @@ class DaemonPool:
             if task is not None:
                 with self._lock:
                     self._unclaimed -= 1
-                task[0].cancel()
+                if task[0] is not None:
+                    task[0].cancel()
         for _ in range(count):
             self._tasks.put(None)

@@ -127,8 +127,8 @@ _NO_KEY: Any = object()  # an open mapping waits for its next key
 
 def _from_events(text: str, max_nodes: int) -> Any:
     # One pass over the events, the open collections on a stack; the innermost one, whether it is a
-    # mapping and its pending key are locals (~0.15 s of Python for the 300,000 events of a 10,000
-    # check file, beside libyaml's ~0.25 s for making them).
+    # mapping and its pending key are locals. libyaml's events are most of a load's time: the Python
+    # here is kept to a few steps an event, and a plain scalar (most of them) is one lookup of its text.
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
         constructors = loader.yaml_constructors
@@ -138,17 +138,23 @@ def _from_events(text: str, max_nodes: int) -> Any:
         mapping_start, mapping_end = yaml.MappingStartEvent, yaml.MappingEndEvent
         sequence_start, sequence_end = yaml.SequenceStartEvent, yaml.SequenceEndEvent
         scalar_node = yaml.ScalarNode
-        no_key, not_plain, str_tag, merge_tag, max_depth = _NO_KEY, _NotPlain, _STR, _MERGE, MAX_DEPTH
+        no_key, not_plain, str_tag, merge_tag = _NO_KEY, _NotPlain, _STR, _MERGE
         outer: list[tuple[Any, bool, Any]] = []  # the enclosing collections: (it, is a mapping, its key)
         top: Any = None  # the innermost open collection
         in_mapping = False
         key: Any = _NO_KEY
         root: Any = None
-        plain_tags: dict[str, str] = {}
-        # Values repeat too (GET, API, STATUS_CODE, EQUALS, a tag): one object per text while the data
-        # lives (~0.3 KiB a check of a world), not one per occurrence; the map goes with the load.
+        # Values repeat (GET, API, STATUS_CODE, EQUALS, a tag, every key): one object per text while
+        # the data lives (~0.3 KiB a check of a world), not one per occurrence; the maps go with the
+        # load. `plain`: a plain scalar's value by its text (its tag depends on its text alone, and
+        # every value a plain scalar resolves to, a str, int, float, bool, None or date, is immutable).
         texts: dict[str, Any] = {}
-        count = 0
+        plain: dict[str, Any] = {}
+        missing = _NO_KEY
+        # The node budget: every scalar and collection counts; a child deeper than MAX_DEPTH is
+        # refused where its collection opens (a collection at the deepest level may not have any).
+        left = max_nodes
+        deepest = MAX_DEPTH - 1
         depth = 0  # open collections
         documents = 0
         while True:
@@ -157,26 +163,26 @@ def _from_events(text: str, max_nodes: int) -> Any:
                 break
             kind = type(event)
             if kind is scalar_event:
-                tag = event.tag
-                if event.anchor is not None or (tag is not None and tag != "!"):
+                if event.anchor is not None:
                     raise not_plain
                 text_value = event.value
-                implicit = event.implicit
-                if implicit[0]:  # plain: its tag depends on its text alone, and keys repeat
-                    tag = plain_tags.get(text_value)
-                    if tag is None:
-                        tag = plain_tags[text_value] = resolve(scalar_node, text_value, implicit)
-                    if tag == str_tag:  # what construct_yaml_str returns, without a node for it
-                        value = texts.setdefault(text_value, text_value)
-                    elif tag == merge_tag:
+                if event.implicit[0]:  # plain, or `!`: libyaml and PyYAML give no other tag then
+                    value = plain.get(text_value, missing)
+                    if value is missing:
+                        tag = resolve(scalar_node, text_value, (True, False))
+                        if tag == str_tag:  # what construct_yaml_str returns, without a node for it
+                            value = texts.setdefault(text_value, text_value)
+                        elif tag == merge_tag or tag not in constructors:
+                            raise not_plain  # the composed way says what it cannot construct
+                        else:
+                            value = constructors[tag](loader, scalar_node(tag, text_value, style=event.style))
+                        plain[text_value] = value
+                else:  # quoted or a block, untagged: a string, as the resolver says of every one
+                    tag = event.tag
+                    if tag is not None and tag != "!":
                         raise not_plain
-                    else:
-                        value = constructors[tag](loader, scalar_node(tag, text_value, style=event.style))
-                else:  # quoted, a block, or `!`: a string, as the resolver says of every one
                     value = texts.setdefault(text_value, text_value)
-                count += 1
-                if count > max_nodes or depth > max_depth:
-                    raise not_plain  # the composed way says so, as it always did
+                left -= 1
                 if in_mapping:
                     if key is no_key:
                         key = value
@@ -187,13 +193,18 @@ def _from_events(text: str, max_nodes: int) -> Any:
                     top.append(value)
                 else:
                     root = value
+            elif kind is mapping_end or kind is sequence_end:
+                top, in_mapping, key = outer.pop()
+                depth -= 1
+                if left < 0:
+                    raise not_plain  # the composed way says so, as it always did
             elif kind is mapping_start or kind is sequence_start:
                 tag = event.tag
-                if event.anchor is not None or (tag is not None and tag != "!"):
+                if event.anchor is not None or (tag is not None and tag != "!") or depth > deepest:
                     raise not_plain
                 value = {} if kind is mapping_start else []
-                count += 1
-                if count > max_nodes or depth > max_depth:
+                left -= 1
+                if left < 0:
                     raise not_plain
                 if in_mapping:
                     if key is no_key:
@@ -207,9 +218,6 @@ def _from_events(text: str, max_nodes: int) -> Any:
                 outer.append((top, in_mapping, key))
                 top, in_mapping, key = value, kind is mapping_start, no_key
                 depth += 1
-            elif kind is mapping_end or kind is sequence_end:
-                top, in_mapping, key = outer.pop()
-                depth -= 1
             elif kind is alias_event:
                 raise not_plain
             elif kind is document_start:
@@ -217,6 +225,8 @@ def _from_events(text: str, max_nodes: int) -> Any:
                 if documents > 1:
                     raise not_plain  # the composer says "expected a single document"
             # stream start and end, document end: nothing to build
+        if left < 0:
+            raise not_plain
         return root
     finally:
         loader.dispose()

@@ -19,6 +19,7 @@ of the checks file.
 from __future__ import annotations
 
 import itertools
+import os
 import queue
 import threading
 import time
@@ -86,6 +87,7 @@ BODY_BYTES = 5 * 1024 * 1024  # of a response read by an attempt (Limits)
 NO_MATCH = "No checks matched the target"  # the service's words, as its 403 says them
 HANDED = 256  # checks of a session in the pools' queues at once, waiting or running
 PROGRESS_EVERY = 0.25  # seconds between two Progress events
+GATHER_SECONDS = 0.005  # a pause between two drains while the pools hold HANDED // 2 checks or more
 RUNNING_SHOWN = 10  # running checks a Progress names (the console shows 10 at most): its size is fixed
 
 
@@ -95,11 +97,11 @@ class _Run:
 
     __slots__ = ("check", "ended", "final", "group", "id", "tries")
 
-    def __init__(self, check: FileCheck) -> None:
+    def __init__(self, check: FileCheck, id: str) -> None:
         self.check = check
-        self.id = str(uuid.uuid4())
+        self.id = id
         self.tries: tuple[tuple[str, Attempt, str], ...] = ()  # (id, attempt, group): failed ones
-        self.final: Attempt | None = None
+        self.final: Attempt | None = None  # _PASSED once a pass without retries has its result
         self.group: str | None = None  # the final attempt's error group, when it failed
         self.ended: float | None = None  # epoch seconds
 
@@ -246,7 +248,7 @@ class _Session:
             problem = f"no check matched the target: {NO_MATCH}"
             return self._outcome(no_match_exit_code(gate), problem, no_match=True)
         context.emit(Triggered(where, self.id, None))
-        self.runs = [_Run(check) for check in matched]
+        self.runs = [_Run(check, id) for check, id in zip(matched, _new_ids(len(matched)), strict=True)]
         if context.stop.is_set():
             return self._outcome(context.stop_code() or ExitCode.INTERRUPTED, status="CANCELLED")
         self.source._stops[self.id] = self.stop
@@ -290,7 +292,7 @@ class _Session:
                 request.retryStrategy or check.retryStrategy
             )  # as production: the session's, else the check's
             pool = source._queued if check.checkType in SELF_QUEUED else source._pool
-            pool.submit(source.execute, index, check, self.variables, retry, max_run, self.stop, self.inbox)
+            pool.post(source.execute, index, check, self.variables, retry, max_run, self.stop, self.inbox)
             self.out[index] = None
 
     def _wait(self) -> SessionOutcome | None:
@@ -327,6 +329,7 @@ class _Session:
             for index in fresh:
                 self.running.pop(index, None)  # its placeholder (~1.2 KiB) is not shown again
                 result = self.results[index] = self._result(index)
+                self._settle(self.runs[index])
                 context.emit(ResultFinished(context.where, result, self.started_at))
             if self.new_failure:  # most drains bring passes only: nothing to analyse
                 self._analyse()
@@ -335,6 +338,11 @@ class _Session:
                 named = tuple(self._running_result(i) for i in itertools.islice(self.out, RUNNING_SHOWN))
                 context.emit(Progress(context.where, now - begun, named, len(self.runs), len(self.results)))
                 next_progress = now + PROGRESS_EVERY
+            if len(self.out) >= HANDED // 2:
+                # Attempts end one at a time on many threads: while the pools hold plenty to do, a
+                # few are let gather instead of a wake of this thread for each (the interpreter it
+                # takes is the checks' own); a signal or the run's stop ends the wait at once.
+                context.stop.wait(GATHER_SECONDS)
         return None
 
     def _record(self, index: int, attempt: Attempt, final: bool) -> bool:
@@ -350,12 +358,21 @@ class _Session:
             group = self.source.book.record(run.check, message, attempt, ended, self.context.environment)
             self.new_failure = True
         if final or attempt.cancelled:
-            # A pass keeps what its result shows (its time, its files), not its evidence (~0.9 KiB).
-            run.final = attempt.as_kept_passed() if attempt.passed else attempt
+            # A pass is kept whole only until its result is made (_settle), a flaky one as its
+            # result shows it (its time, its files), not its evidence (~0.9 KiB).
+            run.final = attempt.as_kept_passed() if attempt.passed and run.tries else attempt
             run.group, run.ended = group, ended
             return True
         run.tries = (*run.tries, (str(uuid.uuid4()), attempt, group or ""))
         return False
+
+    @staticmethod
+    def _settle(run: _Run) -> None:
+        """A pass without retries, its result made: the result is final (no error group's message can
+        change it: `_final_result`), so its attempt goes; that it passed is what is left."""
+        final = run.final
+        if final is not None and final.passed and not run.tries:
+            run.final = _PASSED
 
     # --- what a result says ----------------------------------------------------------------------
 
@@ -413,7 +430,16 @@ class _Session:
             fields["tests"] = checked_suite_tests(
                 {"name": t.name, "status": t.status, "runs": t.runs} for t in final.tests
             )
-        return ResultOutcome(**fields)
+        return ResultOutcome.model_validate(fields)
+
+    def _final_result(self, index: int, ended_by_us: bool = False) -> ResultOutcome:
+        """The run's result at the session's end: as first reported, unless it has an error group
+        (its message may have changed since, with a later failure in the group) or is unfinished."""
+        run = self.runs[index]
+        reported = self.results.get(index)
+        if reported is not None and not (run.tries or run.group):
+            return reported
+        return self._result(index, ended_by_us)
 
     @staticmethod
     def _groups_of(run: _Run) -> list[str]:
@@ -434,7 +460,8 @@ class _Session:
         """The session's error groups, most frequent first (ties: in the order the results show them)."""
         counts: Counter[str] = Counter()
         for run in self.runs:
-            counts.update(self._groups_of(run))
+            if run.tries or run.group:
+                counts.update(self._groups_of(run))
         return counts.most_common()
 
     def _analyse(self) -> None:
@@ -445,7 +472,7 @@ class _Session:
             return
         names: dict[str, list[str]] = {}
         for run in self.runs:
-            for group in self._groups_of(run):
+            for group in self._groups_of(run) if run.tries or run.group else ():
                 if run.check.name not in names.setdefault(group, []):
                     names[group].append(run.check.name)
         for group, _count in self._ranked():
@@ -482,10 +509,7 @@ class _Session:
         self._analyse()
         groups = self._groups()
         # A failure's result again, with its groups' messages as they are now; a pass is as reported.
-        results = [
-            self.results[i] if i in self.results and not self._groups_of(run) else self._result(i)
-            for i, run in enumerate(self.runs)
-        ]
+        results = [self._final_result(i) for i in range(len(self.runs))]
         self._save(status, results)
         problem = unexplained_end(status, results, vanished=0)
         if problem is not None:
@@ -506,13 +530,13 @@ class _Session:
         )
         self.stop.set()
         problem = f"the session did not finish within the {timeout:g} s deadline; it was cancelled"
-        results = [self._result(i, ended_by_us=True) for i in range(len(self.runs))]
+        results = [self._final_result(i, ended_by_us=True) for i in range(len(self.runs))]
         self._save("CANCELLED", results)
         return self._outcome(ExitCode.TIMEOUT, problem, results, self._groups(), status="CANCELLED")
 
     def _ended_early(self, code: ExitCode) -> SessionOutcome:
         self.stop.set()
-        results = [self._result(i, ended_by_us=True) for i in range(len(self.runs))]
+        results = [self._final_result(i, ended_by_us=True) for i in range(len(self.runs))]
         self._save("CANCELLED", results)
         return self._outcome(code, None, results, self._groups(), status="CANCELLED")
 
@@ -550,6 +574,24 @@ class _Session:
             results=rows,
         )
         state.save_session(ACCOUNT_ID, session, "", time.time())
+
+
+# What is kept of a pass without retries once its result is made (_settle): that it passed.
+_PASSED = Attempt(number=1, started_at=0.0, duration_ms=0.0, passed=True)
+# uuid4's version (4) and variant (RFC 4122) bits, as uuid.UUID(version=4) sets them.
+_UUID_CLEAR = ~((0xC000 << 48) | (0xF000 << 64))
+_UUID_SET = (0x8000 << 48) | (4 << 76)
+
+
+def _new_ids(count: int) -> list[str]:
+    """`count` random ids as str(uuid.uuid4()) writes them, from one read of the system's random
+    source (not a read and a UUID object for each result)."""
+    raw = os.urandom(16 * count)
+    ids = []
+    for start in range(0, 16 * count, 16):
+        h = f"{int.from_bytes(raw[start : start + 16], 'big') & _UUID_CLEAR | _UUID_SET:032x}"
+        ids.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+    return ids
 
 
 def _runs_here(run: _Run) -> bool:

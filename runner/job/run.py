@@ -17,7 +17,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -67,6 +67,11 @@ if TYPE_CHECKING:
 SHUTDOWN_SECONDS = 4.0  # from the first signal to the reports: CI runners kill about 10 s after it
 TICK_SECONDS = 1.0
 DEADLINE_MARGIN = 15.0  # past every deadline of a worker: it is stuck, and the run ends without it
+# While sessions run, the events are handed on in batches at most this often: a local run's results
+# come one at a time (10,000 in seconds), and a wake of the main thread for each took the interpreter
+# from the threads running checks thousands of times. A session's end is seen at once, a signal
+# within this time; a CI log's lines are held longer than this anyway (the console's FLUSH_SECONDS).
+PUMP_SECONDS = 0.05
 
 
 @dataclass
@@ -217,7 +222,8 @@ class Runner:
         next_tick = started + TICK_SECONDS
         try:
             while not all(f.done() for f in futures):
-                self._pump(seen, timeout=max(0.0, min(0.2, next_tick - self.clock())))
+                if self._pump(seen, timeout=max(0.0, min(0.2, next_tick - self.clock()))):
+                    wait([f for f in futures if not f.done()], PUMP_SECONDS, FIRST_COMPLETED)
                 if self._signals:
                     self._shutdown(seen, futures)
                     break
@@ -234,12 +240,13 @@ class Runner:
             pool.shutdown()
         return [self._value(future, seen[i]) for i, future in enumerate(futures)]
 
-    def _pump(self, seen: list[_Seen], timeout: float) -> None:
-        """Hands the queued events to the observers, waiting up to `timeout` for the first."""
+    def _pump(self, seen: list[_Seen], timeout: float) -> bool:
+        """Hands the queued events to the observers, waiting up to `timeout` for the first; False
+        when none came."""
         try:
             event = self.events.get(timeout=timeout) if timeout > 0 else self.events.get_nowait()
         except queue.Empty:
-            return
+            return False
         while True:
             if event is not None:
                 where = getattr(event, "where", None)
@@ -250,7 +257,7 @@ class Runner:
                 event = self.events.get_nowait()
             except queue.Empty:
                 self.observer.notify(Drained())  # the console writes a drain's result lines at once
-                return
+                return True
 
     def _shutdown(self, seen: list[_Seen], futures: list[Future[SessionOutcome]]) -> None:
         if self._signals and self.stop_code is None:
