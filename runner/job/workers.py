@@ -23,6 +23,7 @@ what cannot be read fails its unfinished checks closed: an INTERNAL_ERROR attemp
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import pickle
 import queue
@@ -36,7 +37,8 @@ from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, NamedTuple
 
 from runner.checks.failures import FailureKind
-from runner.checks.outcome import Attempt
+from runner.checks.outcome import Attempt, mask
+from runner.checks.variables import Substitution
 from runner.core.errors import UsageError
 
 if TYPE_CHECKING:
@@ -154,6 +156,7 @@ class _Worker:
     def __init__(self, number: int, hello: Hello, hand: Hand) -> None:
         self.number = number
         self.hand = hand
+        self.variables = hello.variables
         self.lock = threading.Lock()
         self.out: set[int] = set()  # checks handed to it whose final attempt is not back
         self.dead = False
@@ -254,16 +257,16 @@ class _Worker:
             code: int | None = self.proc.wait(timeout=STOP_SECONDS)
         except subprocess.TimeoutExpired:
             code = None
-        said = f", exit code {code}" if code is not None else ""
+        said = "" if code is None else f", killed by signal {-code}" if code < 0 else f", exit code {code}"
         message = (
             f"internal error of the local executor: worker process {self.number} ended before this "
             f"check did ({why}{said}; a bug in testsession, not in the check or the build)"
         )
-        failed = Attempt.not_run(FailureKind.INTERNAL_ERROR, message)
-        if self.stderr:
-            import dataclasses
-
-            failed = dataclasses.replace(failed, traceback=self.stderr)
+        # Its traceback: what the worker printed last (a crash's own), after what happened.
+        trace = f"worker process {self.number} (pid {self.proc.pid}): {why}{said}\n{self.stderr}".rstrip()
+        failed = dataclasses.replace(Attempt.not_run(FailureKind.INTERNAL_ERROR, message), traceback=trace)
+        redact = Substitution(self.variables).redact
+        failed = failed if redact.empty else mask(failed, redact)  # a secret never reaches a report
         for index in left:
             self.hand(index, failed, True)
 
