@@ -122,12 +122,23 @@ def _gone(pids: set[int], seconds: float = 5.0) -> bool:
 def test_workers_run_the_checks_and_none_is_left_after_the_run(
     tmp_path: Path, web: HttpServer, runs: list[Run]
 ) -> None:
-    run = Run(tmp_path, _checks(web, 20, "/slow?ms=50"), workers=2)
+    # Among the passes, late in the session (the workers' share): a failure, with its evidence and
+    # group, and a retried check, its attempts folded into one flaky result.
+    retry = {"type": "FIXED", "maxRetries": 1, "baseBackoffSeconds": 0}
+    checks = [
+        *_checks(web, 20, "/slow?ms=50"),
+        {**_checks(web, 1, "/status/503")[0], "name": "Down"},
+        {**_checks(web, 1, "/flaky?key=workers&fail=1")[0], "name": "Flaky", "retryStrategy": retry},
+    ]
+    run = Run(tmp_path, checks, workers=2)
     runs.append(run)
     run.wait_for_workers(2)
     code, err, data = run.finish()
-    assert code == 0, err
-    assert (data["counts"]["total"], data["counts"]["passed"]) == (20, 20)
+    assert code == 1, err
+    counts = data["counts"]
+    assert (counts["total"], counts["passed"], counts["failed"], counts["flaky"]) == (22, 20, 1, 1)
+    down = next(r for r in data["sessions"][0]["results"] if r["name"] == "Down")
+    assert "503" in down["error"] and down["errorGroupIds"] and down["known"] is False
     assert len(run.seen) == 2 and _gone(run.seen, 1.0)
     assert (tmp_path / "reports" / "junit.xml").exists()
 

@@ -289,7 +289,7 @@ class _Session:
         if count:  # each process (this one too) runs its share of CONCURRENCY at once
             threads = max(1, CONCURRENCY // (count + 1))
             hello = Hello(self.variables, self.context.plan.timeout_seconds + 5, threads, BODY_BYTES)
-            self.workers = Workers(
+            self.workers = Workers.start(
                 count, hello, lambda index, attempt, final: self.inbox.put((index, attempt, final))
             )
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import pickle
 import queue
 import signal
 import struct
@@ -106,7 +105,12 @@ def workers_for(checks: int, setting: int | None, cpus: int | None = None) -> in
 # --- the frames ------------------------------------------------------------------------------------
 
 
+# pickle is imported where a frame is made or read: a run without workers (one check) never loads it.
+
+
 def write_frame(out: IO[bytes], value: object) -> None:
+    import pickle
+
     data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     if len(data) > MAX_FRAME:
         raise ValueError(f"a frame of {len(data)} bytes is over the {MAX_FRAME} limit")
@@ -116,6 +120,8 @@ def write_frame(out: IO[bytes], value: object) -> None:
 
 def read_frame(stream: IO[bytes]) -> object | None:
     """The next value; None at the stream's end. ValueError: a frame over MAX_FRAME, or a cut one."""
+    import pickle
+
     head = stream.read(_HEADER.size)
     if not head:
         return None
@@ -227,6 +233,8 @@ class _Worker:
             stdin.close()
 
     def _read(self) -> None:
+        import pickle
+
         stdout = self.proc.stdout
         assert stdout is not None
         why = "it exited"
@@ -284,10 +292,24 @@ class _Worker:
 class Workers:
     """A session's worker processes. `lane` says where a check runs; `submit` hands it to a worker."""
 
-    def __init__(self, count: int, hello: Hello, hand: Hand) -> None:
+    def __init__(self, workers: list[_Worker], hello: Hello, hand: Hand) -> None:
         self.hand = hand
         self.share = hello.threads  # checks the run's own threads keep at once for this session
-        self.workers = [_Worker(number + 1, hello, hand) for number in range(count)]
+        self.workers = workers
+
+    @classmethod
+    def start(cls, count: int, hello: Hello, hand: Hand) -> Workers | None:
+        """`count` workers started; None when the system would not start one (no process left, no
+        memory): the run's own threads run every check, as without workers."""
+        workers: list[_Worker] = []
+        try:
+            for number in range(count):
+                workers.append(_Worker(number + 1, hello, hand))
+        except OSError:
+            started = cls(workers, hello, hand)
+            started.close()
+            return None
+        return cls(workers, hello, hand)
 
     def out(self) -> int:
         return sum(worker.load() for worker in self.workers)
