@@ -290,7 +290,7 @@ class _Worker:
 
 
 class Workers:
-    """A session's worker processes. `lane` says where a check runs; `submit` hands it to a worker."""
+    """A session's worker processes: `takes` says whether a check goes to one, `submit` hands it over."""
 
     def __init__(self, workers: list[_Worker], hello: Hello, hand: Hand) -> None:
         self.hand = hand
@@ -317,6 +317,8 @@ class Workers:
     def takes(self, handed: int) -> bool:
         """Whether the next check goes to a worker: the run's own threads keep `share` checks at once
         (`handed` checks are out in all), the workers take the rest, as fast as they end them."""
+        if all(worker.dead for worker in self.workers):
+            return False  # their unfinished checks failed closed; the rest run on the run's threads
         return handed - self.out() >= self.share
 
     def submit(self, task: Task) -> None:
