@@ -96,7 +96,8 @@ def workers_for(checks: int, setting: int | None, cpus: int | None = None) -> in
         return 0
     if setting is not None:
         return min(setting, checks)
-    cpus = cpus if cpus is not None else len(os.sched_getaffinity(0))
+    if cpus is None:  # the CPUs this process may use (a container's or taskset's share), where known
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     if checks < MIN_CHECKS or cpus < 2:
         return 0
     return min(cpus - 1, MAX_WORKERS)
