@@ -22,7 +22,7 @@ from checks_servers import HttpServer
 from helpers import child_env
 
 from runner.core.errors import UsageError
-from runner.job.workers import MAX_FRAME, parse_workers, read_frame, workers_for
+from runner.job.workers import MAX_FRAME, parse_workers, read_frame, usable_cpus, workers_for
 
 WORKER_MARK = "runner.job.workers"
 LIMIT = 20.0  # seconds any phase of a run may take on a loaded machine
@@ -200,6 +200,8 @@ def test_a_worker_whose_run_dies_exits(tmp_path: Path, web: HttpServer, runs: li
 
 def test_the_decision_and_the_setting() -> None:
     assert workers_for(10_000, None, cpus=2) == 1 and workers_for(10_000, None, cpus=4) == 3
+    assert workers_for(10_000, None, cpus=64) == 3  # unasked: the run's own thread is the longest path
+    assert 1 <= usable_cpus() <= (os.cpu_count() or 1)
     assert workers_for(10_000, None, cpus=1) == 0  # one CPU: nothing to gain
     assert workers_for(1, None, cpus=2) == 0 and workers_for(1_000, None, cpus=8) == 0  # small runs
     assert workers_for(10_000, 0, cpus=8) == 0 and workers_for(3, 2, cpus=1) == 2  # the user's choice

@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, NamedTuple
 
 from runner.checks.failures import FailureKind
@@ -46,7 +47,10 @@ if TYPE_CHECKING:
     from runner.models import RetryStrategy
 
 ENV_WORKERS = "TESTSESSION_WORKERS"  # worker processes of a session: 0 none, unset: workers_for's choice
-MAX_WORKERS = 8
+MAX_WORKERS = 8  # what TESTSESSION_WORKERS may ask for
+# Unasked, at most this many: the run's own thread that keeps the session is then the longest path,
+# and each worker holds ~50 MiB of its own.
+AUTO_MAX = 3
 # Below this many checks a worker's start (~0.3 s of CPU for its Python and the engine's imports) and
 # the pickling cost more than the second core gives back: 1,000 checks took 2.1 s of CPU with two
 # workers against 1.1 s without (docs/benchmarks.md, workers3).
@@ -96,11 +100,23 @@ def workers_for(checks: int, setting: int | None, cpus: int | None = None) -> in
         return 0
     if setting is not None:
         return min(setting, checks)
-    if cpus is None:  # the CPUs this process may use (a container's or taskset's share), where known
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cpus = cpus if cpus is not None else usable_cpus()
     if checks < MIN_CHECKS or cpus < 2:
         return 0
-    return min(cpus - 1, MAX_WORKERS)
+    return min(cpus - 1, AUTO_MAX)
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may use: its affinity (taskset), within its cgroup's quota (a container
+    given `--cpus 2` on a larger host sees all the host's CPUs)."""
+    count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text(encoding="ascii").split()[:2]
+        if quota != "max":
+            count = min(count, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass  # no cgroup v2 quota to read: the affinity says it
+    return count
 
 
 # --- the frames ------------------------------------------------------------------------------------
