@@ -82,6 +82,7 @@ class JobSettings(NamedTuple):
     spec_path: str | None = None  # names the sticky comment of this spec
     build_plan: BuildPlan | None = None  # the build started and awaited before the checks (`run` only)
     shard: Shard | None = None  # --shard i/n: this job runs part i of the matched checks
+    workers: int | None = None  # TESTSESSION_WORKERS: a checks file's worker processes (job/workers.py)
 
     @classmethod
     def build(
@@ -174,6 +175,7 @@ class JobSettings(NamedTuple):
             spec_path=getattr(args, "spec", None),
             build_plan=build,
             shard=shard,
+            workers=_workers(environ) if checks is not None else None,
         )
 
     @property
@@ -185,6 +187,12 @@ class JobSettings(NamedTuple):
         """Seconds after the start past which no retry begins: the run's deadlines plus a margin."""
         analyses = self.plan.analyses.timeout_seconds if self.plan.analyses.enabled else 0.0
         return self.plan.timeout_seconds + analyses + 30.0
+
+
+def _workers(environ: Mapping[str, str]) -> int | None:
+    from runner.job.workers import parse_workers
+
+    return parse_workers(environ)
 
 
 def _build_plan(spec: RunSpec, environ: Mapping[str, str]) -> BuildPlan | None:
@@ -616,7 +624,7 @@ class Job:
             from runner.state.store import StateFile
 
             state = StateFile.open(self.settings.state)
-        source = LocalSource(checks, state)
+        source = LocalSource(checks, state, workers=self.settings.workers)
         try:
             self.console.verbose("checks run in this process by the engine (no service, no emulator)")
             if state is not None:

@@ -74,6 +74,7 @@ from runner.job.policy import (
 )
 from runner.job.source import ListedCheck, SessionContext
 from runner.job.verdicts import checked_attachments, checked_suite_tests
+from runner.job.workers import Hello, Task, Workers, workers_for
 from runner.models import Target, TestSession, TriggerRequest
 from runner.models.sessions import CHECK_LOCATIONS
 
@@ -110,10 +111,15 @@ class LocalSource:
     """The checks of one checks file, run by the engine for every session of the run."""
 
     def __init__(
-        self, checks: ChecksFile, state: StateFile | None = None, concurrency: int = CONCURRENCY
+        self,
+        checks: ChecksFile,
+        state: StateFile | None = None,
+        concurrency: int = CONCURRENCY,
+        workers: int | None = None,
     ) -> None:
         self.checks = checks
         self.state = state
+        self.workers = workers  # worker processes a session starts (TESTSESSION_WORKERS); None: workers_for's
         self.book = GroupBook({c.id: c for c in checks.checks}, state)
         given = {str(place) for check in checks.checks for place in check.locations}
         self.locations = [LOCAL, *CHECK_LOCATIONS, *sorted(given - {LOCAL, *CHECK_LOCATIONS})]
@@ -212,6 +218,7 @@ class _Session:
         self.variables = VariableSources()
         self.waiting: deque[int] = deque()  # checks that run here, not yet handed to a pool
         self.out: dict[int, None] = {}  # checks handed to a pool, final attempt not back: in hand-out order
+        self.workers: Workers | None = None  # this session's worker processes (job/workers.py), if any
 
     def _outcome(
         self,
@@ -257,6 +264,8 @@ class _Session:
             ended = self._wait()
         finally:
             self.stop.set()  # whatever still runs ends within a second (the engine's guarantee)
+            if self.workers is not None:
+                self.workers.close()  # and every worker process ends with the session
             self.source._stops.pop(self.id, None)
         return ended if ended is not None else self._judged()
 
@@ -276,7 +285,20 @@ class _Session:
             reason = plan.reason or "it cannot run here"
             message = cannot_run_message(reason, plan.leave_out)
             self.inbox.put((index, Attempt.not_run(FailureKind.NOT_RUNNABLE_LOCALLY, message), True))
+        self._start_workers()
         self._feed()
+
+    def _start_workers(self) -> None:
+        from runner.checks.protocols import SELF_QUEUED
+
+        engine = sum(1 for i in self.waiting if self.runs[i].check.checkType not in SELF_QUEUED)
+        count = workers_for(engine, self.source.workers)
+        if count:  # each process (this one too) runs its share of CONCURRENCY at once
+            threads = max(1, CONCURRENCY // (count + 1))
+            hello = Hello(self.variables, self.context.plan.timeout_seconds + 5, threads, BODY_BYTES)
+            self.workers = Workers.start(
+                count, hello, lambda index, attempt, final: self.inbox.put((index, attempt, final))
+            )
 
     def _feed(self) -> None:
         """Checks to the pools until HANDED are there, waiting or running: the pools' queues hold a
@@ -292,7 +314,10 @@ class _Session:
                 request.retryStrategy or check.retryStrategy
             )  # as production: the session's, else the check's
             pool = source._queued if check.checkType in SELF_QUEUED else source._pool
-            pool.post(source.execute, index, check, self.variables, retry, max_run, self.stop, self.inbox)
+            if pool is source._pool and self.workers is not None and self.workers.takes(len(self.out)):
+                self.workers.submit(Task(index, check, retry, max_run))
+            else:
+                pool.post(source.execute, index, check, self.variables, retry, max_run, self.stop, self.inbox)
             self.out[index] = None
 
     def _wait(self) -> SessionOutcome | None:

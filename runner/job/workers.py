@@ -1,0 +1,433 @@
+"""A local run's API checks on worker processes as well as on the run's own threads: the second core.
+
+One process runs its Python on one core at a time (the GIL): 10,000 API checks on the run's pool of
+threads kept one core busy and left the other idle. So a session with many checks that the engine
+runs here (`workers_for` decides, the one place) starts worker processes, as Playwright's runner
+does: each runs the engine on its share of the checks on threads of its own and hands every attempt
+back as it ends. The run's own threads keep a share (`lane`); the parent keeps the one session:
+known/new, error groups, analyses, events, history and the reports stay in job/local.py.
+
+The wire: pickle in length-prefixed frames over the worker's stdin and stdout, pipes only we hold (a
+worker is our own child running our own code). To a worker: one `Hello` (the session's variables,
+how long it may live, its threads), then lists of `Task`. From it: an empty list once it is ready,
+then lists of `(index, Attempt, final)`, the engine's own values. A frame is at most MAX_FRAME bytes;
+a larger one, a value of another type or a cut one is the worker's crash.
+
+Bounded: a worker ends when its stdin closes (the parent closed it, or died: a worker never outlives
+its run), when its Hello's seconds pass (the run's deadline), or on SIGTERM; it ignores SIGINT (a
+terminal's Ctrl-C reaches the parent, which ends the session and closes the pipes). The parent waits
+STOP_SECONDS for it, then kills it. A worker that crashes, is not ready within START_SECONDS, or sends
+what cannot be read fails its unfinished checks closed: an INTERNAL_ERROR attempt each (exit 4).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import queue
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, NamedTuple
+
+from runner.checks.failures import FailureKind
+from runner.checks.outcome import Attempt, mask
+from runner.checks.variables import Substitution
+from runner.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from runner.checks.checksfile import FileCheck
+    from runner.checks.variables import VariableSources
+    from runner.models import RetryStrategy
+
+ENV_WORKERS = "TESTSESSION_WORKERS"  # worker processes of a session: 0 none, unset: workers_for's choice
+MAX_WORKERS = 8  # what TESTSESSION_WORKERS may ask for
+# Unasked, at most this many: the run's own thread that keeps the session is then the longest path,
+# and each worker holds ~50 MiB of its own.
+AUTO_MAX = 3
+# Below this many checks a worker's start (~0.3 s of CPU for its Python and the engine's imports) and
+# the pickling cost more than the second core gives back: 1,000 checks took 2.1 s of CPU with two
+# workers against 1.1 s without (docs/benchmarks.md, workers3).
+MIN_CHECKS = 2_000
+MAX_FRAME = 32 * 1024 * 1024  # bytes of one frame: a batch of tasks or attempts (a body excerpt is capped)
+BATCH = 64  # attempts in one frame from a worker at most
+START_SECONDS = 30.0  # from a worker's start to its first frame; then it is killed, its checks errors
+STOP_SECONDS = 2.0  # from closing a worker's stdin to its exit; then it is killed
+STDERR_KEPT = 8_000  # characters of a worker's stderr kept (its end): a crash's traceback
+_HEADER = struct.Struct(">I")
+
+Item = tuple[int, Attempt, bool]  # (the check's index in its session, an attempt, whether final)
+Hand = Callable[[int, Attempt, bool], None]
+
+
+class Hello(NamedTuple):
+    variables: VariableSources
+    seconds: float  # the worker ends this long after it read its Hello, whatever happens
+    threads: int
+    body_bytes: int
+
+
+class Task(NamedTuple):
+    position: int  # the check's index in its session
+    check: FileCheck
+    retry: RetryStrategy | None
+    max_run: float | None
+
+
+def parse_workers(environ: Mapping[str, str]) -> int | None:
+    """TESTSESSION_WORKERS: 0 (none) to MAX_WORKERS; unset or empty: None (workers_for decides)."""
+    text = environ.get(ENV_WORKERS, "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) > MAX_WORKERS:
+        raise UsageError(
+            f"{ENV_WORKERS}: {text[:20]!r} is not a number of worker processes; allowed: 0 to {MAX_WORKERS}"
+        )
+    return int(text)
+
+
+def workers_for(checks: int, setting: int | None, cpus: int | None = None) -> int:
+    """The one decision: how many worker processes a session starts for `checks` checks the engine
+    runs here that are not browser checks. The setting, when given; else one a CPU but the run's own,
+    when there are MIN_CHECKS checks or more and more than one CPU."""
+    if checks == 0:
+        return 0
+    if setting is not None:
+        return min(setting, checks)
+    cpus = cpus if cpus is not None else usable_cpus()
+    if checks < MIN_CHECKS or cpus < 2:
+        return 0
+    return min(cpus - 1, AUTO_MAX)
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may use: its affinity (taskset), within its cgroup's quota (a container
+    given `--cpus 2` on a larger host sees all the host's CPUs)."""
+    count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text(encoding="ascii").split()[:2]
+        if quota != "max":
+            count = min(count, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass  # no cgroup v2 quota to read: the affinity says it
+    return count
+
+
+# --- the frames ------------------------------------------------------------------------------------
+
+
+# pickle is imported where a frame is made or read: a run without workers (one check) never loads it.
+
+
+def write_frame(out: IO[bytes], value: object) -> None:
+    import pickle
+
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    if len(data) > MAX_FRAME:
+        raise ValueError(f"a frame of {len(data)} bytes is over the {MAX_FRAME} limit")
+    out.write(_HEADER.pack(len(data)) + data)
+    out.flush()
+
+
+def read_frame(stream: IO[bytes]) -> object | None:
+    """The next value; None at the stream's end. ValueError: a frame over MAX_FRAME, or a cut one."""
+    import pickle
+
+    head = stream.read(_HEADER.size)
+    if not head:
+        return None
+    if len(head) < _HEADER.size:
+        raise ValueError("a frame's header was cut")
+    (size,) = _HEADER.unpack(head)
+    if size > MAX_FRAME:
+        raise ValueError(f"a frame of {size} bytes is over the {MAX_FRAME} limit")
+    data = stream.read(size)
+    if len(data) < size:
+        raise ValueError("a frame was cut")
+    value: object = pickle.loads(data)
+    return value
+
+
+def _items(value: object) -> list[Item]:
+    """A worker's frame as the engine's values; ValueError for anything else."""
+    if not isinstance(value, list):
+        raise ValueError("a frame that is not a list")
+    for item in value:
+        if not (
+            isinstance(item, tuple)
+            and len(item) == 3
+            and type(item[0]) is int
+            and isinstance(item[1], Attempt)
+            and type(item[2]) is bool
+        ):
+            raise ValueError("an item that is not (index, Attempt, final)")
+    return value
+
+
+# --- the parent's side -----------------------------------------------------------------------------
+
+
+class _Worker:
+    """One worker process and the two threads that feed and read it."""
+
+    def __init__(self, number: int, hello: Hello, hand: Hand) -> None:
+        self.number = number
+        self.hand = hand
+        self.variables = hello.variables
+        self.lock = threading.Lock()
+        self.out: set[int] = set()  # checks handed to it whose final attempt is not back
+        self.dead = False
+        self.ready = threading.Event()
+        self.tasks: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
+        self.stderr = ""
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from runner.job.workers import main; main()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for target, name in ((self._write, "in"), (self._read, "out"), (self._drain, "err")):
+            threading.Thread(target=target, args=(hello,) if name == "in" else (), daemon=True,
+                             name=f"worker-{number}-{name}").start()  # fmt: skip
+        timer = threading.Timer(START_SECONDS, self._not_started)
+        timer.daemon = True
+        timer.start()
+
+    def load(self) -> int:
+        return len(self.out)
+
+    def submit(self, task: Task) -> bool:
+        with self.lock:
+            if self.dead:
+                return False
+            self.out.add(task.position)
+        self.tasks.put(task)
+        return True
+
+    def close(self) -> None:
+        self.tasks.put(None)
+
+    def reap(self, until: float) -> None:
+        try:
+            self.proc.wait(timeout=max(0.0, until - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def _not_started(self) -> None:
+        if not self.ready.is_set():
+            self.proc.kill()  # its reader sees the end: its checks fail closed
+
+    def _write(self, hello: Hello) -> None:
+        """Tasks to the worker as they come, those waiting together in one frame; None: close its stdin."""
+        stdin = self.proc.stdin
+        assert stdin is not None
+        try:
+            write_frame(stdin, hello)
+            closing = False
+            while not closing:
+                batch = []
+                task = self.tasks.get()
+                while task is not None:
+                    batch.append(task)
+                    try:
+                        task = self.tasks.get_nowait()
+                    except queue.Empty:
+                        break
+                else:
+                    closing = True  # None: the session ended
+                if batch:
+                    write_frame(stdin, batch)
+        except (OSError, ValueError):
+            pass  # the worker is gone: its reader fails its checks
+        with contextlib.suppress(OSError):
+            stdin.close()
+
+    def _read(self) -> None:
+        import pickle
+
+        stdout = self.proc.stdout
+        assert stdout is not None
+        why = "it exited"
+        try:
+            while True:
+                value = read_frame(stdout)
+                if value is None:
+                    break
+                self.ready.set()
+                for index, attempt, final in _items(value):
+                    if final or attempt.cancelled:
+                        with self.lock:
+                            self.out.discard(index)
+                    self.hand(index, attempt, final)
+        except (OSError, ValueError, EOFError, pickle.UnpicklingError, AttributeError, ImportError) as exc:
+            why = f"what it sent could not be read ({exc})"
+            self.proc.kill()
+        self._fail_left(why)
+
+    def _fail_left(self, why: str) -> None:
+        with self.lock:
+            self.dead = True
+            left = sorted(self.out)
+            self.out.clear()
+        if not left:
+            return
+        try:
+            code: int | None = self.proc.wait(timeout=STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            code = None
+        said = "" if code is None else f", killed by signal {-code}" if code < 0 else f", exit code {code}"
+        message = (
+            f"internal error of the local executor: worker process {self.number} ended before this "
+            f"check did ({why}{said}; a bug in testsession, not in the check or the build)"
+        )
+        # Its traceback: what the worker printed last (a crash's own), after what happened.
+        trace = f"worker process {self.number} (pid {self.proc.pid}): {why}{said}\n{self.stderr}".rstrip()
+        failed = dataclasses.replace(Attempt.not_run(FailureKind.INTERNAL_ERROR, message), traceback=trace)
+        redact = Substitution(self.variables).redact
+        failed = failed if redact.empty else mask(failed, redact)  # a secret never reaches a report
+        for index in left:
+            self.hand(index, failed, True)
+
+    def _drain(self) -> None:
+        """The worker's stderr, its end kept: what a crash printed."""
+        stream = self.proc.stderr
+        assert stream is not None
+        while True:
+            chunk = os.read(stream.fileno(), 4096)
+            if not chunk:
+                return
+            self.stderr = (self.stderr + chunk.decode("utf-8", "replace"))[-STDERR_KEPT:]
+
+
+class Workers:
+    """A session's worker processes: `takes` says whether a check goes to one, `submit` hands it over."""
+
+    def __init__(self, workers: list[_Worker], hello: Hello, hand: Hand) -> None:
+        self.hand = hand
+        self.share = hello.threads  # checks the run's own threads keep at once for this session
+        self.workers = workers
+
+    @classmethod
+    def start(cls, count: int, hello: Hello, hand: Hand) -> Workers | None:
+        """`count` workers started; None when the system would not start one (no process left, no
+        memory): the run's own threads run every check, as without workers."""
+        workers: list[_Worker] = []
+        try:
+            for number in range(count):
+                workers.append(_Worker(number + 1, hello, hand))
+        except OSError:
+            started = cls(workers, hello, hand)
+            started.close()
+            return None
+        return cls(workers, hello, hand)
+
+    def out(self) -> int:
+        return sum(worker.load() for worker in self.workers)
+
+    def takes(self, handed: int) -> bool:
+        """Whether the next check goes to a worker: the run's own threads keep `share` checks at once
+        (`handed` checks are out in all), the workers take the rest, as fast as they end them."""
+        if all(worker.dead for worker in self.workers):
+            return False  # their unfinished checks failed closed; the rest run on the run's threads
+        return handed - self.out() >= self.share
+
+    def submit(self, task: Task) -> None:
+        for worker in sorted(self.workers, key=_Worker.load):
+            if worker.submit(task):
+                return
+        message = "internal error of the local executor: no worker process is left to run this check"
+        self.hand(task.position, Attempt.not_run(FailureKind.INTERNAL_ERROR, message), True)
+
+    def close(self) -> None:
+        """Ends every worker: stdin closed, STOP_SECONDS to exit, then killed; none outlives this."""
+        for worker in self.workers:
+            worker.close()
+        until = time.monotonic() + STOP_SECONDS
+        for worker in self.workers:
+            worker.reap(until)
+
+
+# --- the worker's side -----------------------------------------------------------------------------
+
+
+def main() -> None:
+    """A worker process: `python -c "from runner.job.workers import main; main()"`."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent ends us (our stdin closes)
+    from runner.checks.internal import internal_error
+    from runner.checks.limits import Limits
+    from runner.checks.run import run_check
+    from runner.checks.scripts import runner_for
+    from runner.core.threads import DaemonPool
+
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print must not break the frames
+    hello = read_frame(stdin)
+    if not isinstance(hello, Hello):
+        sys.exit(3)
+    stop = threading.Event()
+    ended = threading.Timer(hello.seconds, lambda: os._exit(5))  # the run's deadline passed
+    ended.daemon = True
+    ended.start()
+    results: queue.SimpleQueue[Item] = queue.SimpleQueue()
+    limits = Limits(body_cap_bytes=hello.body_bytes)
+    variables = hello.variables
+
+    def hand(index: int, attempt: Attempt, final: bool) -> None:
+        # A pass goes back as the session keeps it (Attempt.as_kept_passed): half the bytes to pickle.
+        results.put((index, attempt.as_kept_passed() if attempt.passed else attempt, final))
+
+    def execute(task: Task) -> None:
+        """As job/local.py's LocalSource.execute, on this process's threads."""
+        if stop.is_set():
+            return
+        try:
+            definition = task.check.plan.definition
+            if definition is None:  # never: the plan said REAL, and its definition parsed
+                raise RuntimeError(f"check {task.check.id}: its definition no longer parses")
+            run_check(
+                definition,
+                max_run_seconds=task.max_run,
+                variables=variables,
+                retry=task.retry,
+                on_attempt=lambda attempt, final: hand(task.position, attempt, final),
+                stop=stop,
+                limits=limits,
+                scripts=runner_for(definition),
+            )
+        except Exception as exc:  # a bug in the engine: the check's error, as in the run's own threads
+            hand(task.position, internal_error(exc, variables), True)
+
+    def send() -> None:
+        """Attempts to the parent as they end; those waiting together in one frame."""
+        try:
+            write_frame(stdout, [])  # ready
+            while True:
+                batch = [results.get()]
+                while len(batch) < BATCH:
+                    try:
+                        batch.append(results.get_nowait())
+                    except queue.Empty:
+                        break
+                write_frame(stdout, batch)
+        except (OSError, ValueError):
+            os._exit(6)  # the parent is gone
+
+    threading.Thread(target=send, daemon=True, name="send").start()
+    pool = DaemonPool(hello.threads, "check")
+    while True:
+        tasks = read_frame(stdin)
+        if tasks is None:
+            break
+        if not isinstance(tasks, list):
+            sys.exit(3)
+        for task in tasks:
+            pool.submit(execute, task)
+    stop.set()  # the parent closed our stdin, or died: what runs ends, nothing more is sent
+    os._exit(0)
