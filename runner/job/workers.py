@@ -28,7 +28,6 @@ import os
 import queue
 import signal
 import struct
-import subprocess
 import sys
 import threading
 import time
@@ -186,6 +185,8 @@ class _Worker:
         self.ready = threading.Event()
         self.tasks: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
         self.stderr = ""
+        import subprocess  # here, not at the top: a run without workers (one check) never loads it
+
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from runner.job.workers import main; main()"],
             stdin=subprocess.PIPE,
@@ -214,6 +215,8 @@ class _Worker:
         self.tasks.put(None)
 
     def reap(self, until: float) -> None:
+        import subprocess
+
         try:
             self.proc.wait(timeout=max(0.0, until - time.monotonic()))
         except subprocess.TimeoutExpired:
@@ -278,6 +281,8 @@ class _Worker:
             self.out.clear()
         if not left:
             return
+        import subprocess
+
         try:
             code: int | None = self.proc.wait(timeout=STOP_SECONDS)
         except subprocess.TimeoutExpired:
