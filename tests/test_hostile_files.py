@@ -107,6 +107,39 @@ def test_a_linked_default_reports_folder_is_refused_and_nothing_written_through_
     assert run(tmp_path, "--junit", "out/j.xml", "--json", "", "--markdown", "").returncode == 1
 
 
+def test_a_report_path_through_the_linked_folder_and_back_out_is_refused(tmp_path: Path) -> None:
+    """`testsession-reports/../x.xml` reads as ./x.xml, but the system walks the link first: the file
+    landed beside the link's target. Refused like any path in the folder; nothing written there."""
+    far = tmp_path / "far"
+    (far / "elsewhere").mkdir(parents=True)
+    (tmp_path / "testsession-reports").symlink_to(far / "elsewhere", target_is_directory=True)
+    ran = run(tmp_path, "--junit", "testsession-reports/../x.xml", "--json", "", "--markdown", "")
+    one_line_error(ran, "testsession-reports/../x.xml: its folder testsession-reports is a symbolic link")
+    assert sorted(p.name for p in far.rglob("*")) == ["elsewhere"]
+    # One that only passes by the folder's name, and one of its own folder, are written as before.
+    assert run(tmp_path, "--junit", "out/../j.xml", "--json", "", "--markdown", "").returncode == 1
+    assert (tmp_path / "j.xml").is_file()
+
+
+def test_the_gitlab_dotenv_is_not_written_through_a_linked_reports_folder(tmp_path: Path) -> None:
+    """The GitLab dotenv goes to testsession-reports/testsession.env: with the folder a planted link,
+    it was written (truncated) in the link's target even when the run refused its reports there."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "testsession-reports").symlink_to(elsewhere, target_is_directory=True)
+    env = child_env(CI="true", GITLAB_CI="true")
+    reports = ["--junit", "out/j.xml", "--json", "", "--markdown", ""]
+    argv = ["run", "--checks", "ok.yml", "--no-rca", "-q"]
+    (tmp_path / "ok.yml").write_text(CHECKS, encoding="utf-8")
+    ran = run_here(argv + reports, env, tmp_path)
+    assert ran.returncode == 1, ran.stderr
+    assert list(elsewhere.iterdir()) == []
+    said = "testsession-reports/testsession.env: its folder testsession-reports is a symbolic link"
+    assert said in ran.stderr
+    ran = run_here(argv, env, tmp_path)  # the default reports: refused, and no dotenv either
+    assert ran.returncode == 2 and list(elsewhere.iterdir()) == [], ran.stderr
+
+
 def test_a_report_to_dev_stdout_is_still_written(tmp_path: Path) -> None:
     """/dev/stdout is a link too, to the process's output: a link to a device or FIFO is written to."""
     if not os.path.islink("/dev/stdout"):

@@ -43,6 +43,33 @@ def refuse_link(path: str | os.PathLike[str]) -> None:
         raise PlantedLink(os.fspath(path))
 
 
+# The default folder of what a run writes (the reports, the GitLab dotenv), in the working directory.
+REPORTS_FOLDER = "testsession-reports"
+
+
+def refuse_linked_reports_folder(path: str | os.PathLike[str]) -> None:
+    """PlantedLink when the working directory's testsession-reports is a symbolic link and `path` is
+    reached through it: a checked-out repository (or a restored cache) can hold one leading anywhere,
+    and the run would write there, replacing what is there. Where the link leads is not said."""
+    if not os.path.islink(REPORTS_FOLDER):  # nearly always: one lstat
+        return
+    folder = os.path.abspath(REPORTS_FOLDER)
+    name = os.fspath(path)
+    # The folders the system walks, in order: `testsession-reports/../x` is ./x once normalised, but
+    # the system follows the link before `..`, and the file lands beside the link's target.
+    walked = os.sep if os.path.isabs(name) else os.getcwd()
+    for part in name.split(os.sep):
+        if not part:
+            continue
+        walked = os.path.normpath(os.path.join(walked, part))
+        if walked == folder:
+            raise PlantedLink(
+                name,
+                message=f"{name}: its folder {REPORTS_FOLDER} is a symbolic link; testsession writes its "
+                "reports only where no link was planted (remove the link, or choose another path)",
+            )
+
+
 def open_own(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
     """os.open of a file testsession owns (a lock, a state file): the last part of `path` is never a
     link followed (O_NOFOLLOW), and a regular file with more than one name (a planted hard link) is
