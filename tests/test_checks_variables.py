@@ -175,3 +175,23 @@ def test_checks_of_a_run_share_its_secrets_but_not_each_others(web: HttpServer) 
     third = run({"url": web.url(f"/echo?token={encoded}&b={basic}")}, sources)
     assert third.request is not None and encoded not in third.request.target  # the run's: masked
     assert basic in third.request.target  # the second check's Basic credentials: its own
+
+
+def test_encoding_many_large_values_keeps_none_of_them() -> None:
+    """encode_uri is cached for the few values that fill every check (a base URL), and that cache is
+    bounded in size, not only in count: 256 large values (a setup script's token, a body, a session's
+    variables in a long-lived emulator) were all kept, ~25 MiB here and without limit."""
+    import tracemalloc
+
+    from runner.checks.variables import encode_uri
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for number in range(300):
+            assert encode_uri(f"{number}-" + "v" * 50_000).startswith(f"{number}-v")
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 2_000_000, kept
+    assert encode_uri("https://example.com/a b") == "https://example.com/a%20b"
