@@ -116,9 +116,28 @@ def test_a_report_path_through_the_linked_folder_and_back_out_is_refused(tmp_pat
     ran = run(tmp_path, "--junit", "testsession-reports/../x.xml", "--json", "", "--markdown", "")
     one_line_error(ran, "testsession-reports/../x.xml: its folder testsession-reports is a symbolic link")
     assert sorted(p.name for p in far.rglob("*")) == ["elsewhere"]
+    # Through a folder the write would create first: refused the same way.
+    ran = run(tmp_path, "--junit", "new/../testsession-reports/x.xml", "--json", "", "--markdown", "")
+    one_line_error(ran, "its folder testsession-reports is a symbolic link")
+    assert sorted(p.name for p in far.rglob("*")) == ["elsewhere"]
     # One that only passes by the folder's name, and one of its own folder, are written as before.
     assert run(tmp_path, "--junit", "out/../j.xml", "--json", "", "--markdown", "").returncode == 1
     assert (tmp_path / "j.xml").is_file()
+
+
+def test_a_report_path_spelled_through_a_linked_parent_of_the_workspace_is_refused(tmp_path: Path) -> None:
+    """`$PWD/testsession-reports/j.xml` from a shell that entered the workspace through a link (or
+    macOS's /tmp) names the folder by another path than the working directory's own: it was written
+    through the planted link."""
+    workspace, far = tmp_path / "ws", tmp_path / "far"
+    workspace.mkdir()
+    far.mkdir()
+    (tmp_path / "ws-link").symlink_to(workspace, target_is_directory=True)
+    (workspace / "testsession-reports").symlink_to(far, target_is_directory=True)
+    junit = str(tmp_path / "ws-link" / "testsession-reports" / "j.xml")
+    ran = run(workspace, "--junit", junit, "--json", "", "--markdown", "")
+    one_line_error(ran, f"{junit}: its folder testsession-reports is a symbolic link")
+    assert list(far.iterdir()) == []
 
 
 def test_the_gitlab_dotenv_is_not_written_through_a_linked_reports_folder(tmp_path: Path) -> None:
