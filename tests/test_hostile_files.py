@@ -304,3 +304,31 @@ def test_an_analysis_of_another_shape_in_the_state_file_is_named(tmp_path: Path)
         assert db.execute("UPDATE analyses SET content = '{\"x\": 1}'").rowcount == 1
     db.close()
     one_line_error(run_here(argv, child_env(), tmp_path), "state.db: damaged state file (table analyses, id ")
+
+
+def test_a_browser_checks_evidence_is_not_kept_or_removed_through_a_linked_reports_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A browser check's screenshots and traces (which may hold what a script typed) go to
+    testsession-reports/browser/<id>, and a first attempt removes that folder: with the reports
+    folder a planted link (and the reports written elsewhere, so the run went on) the folder in the
+    link's target was removed and the evidence written there. The check does not run, saying why."""
+    from runner.checks.failures import NotRun
+    from runner.checks.protocols.browser import attempt_dir
+    from runner.models.check_definitions import parse_check_definition
+
+    kept = tmp_path / "elsewhere" / "browser" / "x"
+    kept.mkdir(parents=True)
+    (kept / "victim").write_text(VICTIM, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TESTSESSION_ARTIFACTS_DIR", raising=False)
+    (tmp_path / "testsession-reports").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    check = parse_check_definition({"id": "x", "name": "b", "checkType": "BROWSER", "script": "//"})
+    with pytest.raises(NotRun, match="its folder testsession-reports is a symbolic link"):
+        attempt_dir(check)
+    assert (kept / "victim").read_text(encoding="utf-8") == VICTIM
+    # Nor does a run's clean-up of what a killed run left there (`.run-<hex>` folders) reach it.
+    fragment = tmp_path / "elsewhere" / "browser" / ".run-0123abcd"
+    fragment.mkdir()
+    ran = run(tmp_path, "--junit", "out/j.xml", "--json", "", "--markdown", "")
+    assert ran.returncode == 1 and fragment.is_dir(), ran.stderr
