@@ -69,7 +69,7 @@ def refuse_linked_reports_folder(path: str | os.PathLike[str]) -> None:
         walked = os.path.normpath(os.path.join(walked, part))
         try:
             seen = os.lstat(walked)
-        except OSError:  # not there yet: the write creates it (`new/../testsession-reports/x`)
+        except (OSError, ValueError):  # not there yet: the write creates it (`new/../x`); ValueError: a NUL
             continue
         if (seen.st_dev, seen.st_ino) == (link.st_dev, link.st_ino):
             raise PlantedLink(
