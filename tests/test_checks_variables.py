@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 from typing import Any
 
+import pytest
 from checks_servers import HttpServer
+from helpers import child_env, run_here
 
 from runner.checks import Attempt, Limits, Variable, VariableSources, run_check, variables_from
 from runner.checks.variables import Substitution
@@ -175,3 +178,47 @@ def test_checks_of_a_run_share_its_secrets_but_not_each_others(web: HttpServer) 
     third = run({"url": web.url(f"/echo?token={encoded}&b={basic}")}, sources)
     assert third.request is not None and encoded not in third.request.target  # the run's: masked
     assert basic in third.request.target  # the second check's Basic credentials: its own
+
+
+def test_encoding_many_large_values_keeps_none_of_them() -> None:
+    """encode_uri is cached for the few values that fill every check (a base URL), and that cache is
+    bounded in size, not only in count: 256 large values (a setup script's token, a body, a session's
+    variables in a long-lived emulator) were all kept, ~25 MiB here and without limit."""
+    import tracemalloc
+
+    from runner.checks.variables import encode_uri
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for number in range(300):
+            assert encode_uri(f"{number}-" + "v" * 50_000).startswith(f"{number}-v")
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 2_000_000, kept
+    assert encode_uri("https://example.com/a b") == "https://example.com/a%20b"
+
+
+def test_a_bug_on_a_check_masks_its_own_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error of the engine (a bug: exit 4) is shown with its message and traceback, masked with
+    the secrets the check knows: its own environmentVariables too, not only the run's. Before, a
+    message that held the check's URL showed its own secret on the console and in every report."""
+    import runner.checks.run
+
+    def broken(seen: Any, *_args: object) -> object:
+        raise RuntimeError(f"bug while judging {seen.request.target}")
+
+    monkeypatch.setattr(runner.checks.run, "judge", broken)
+    (tmp_path / "ok.yml").write_text(
+        "checks:\n  - name: ok\n    checkType: API\n"
+        '    environmentVariables: [{key: MINE, value: "own-secret-value-42", secret: true}]\n'
+        '    request: {method: GET, url: "http://127.0.0.1:1/?k={{MINE}}"}\n',
+        encoding="utf-8",
+    )
+    reports = ["--json", "o/r.json", "--junit", "o/j.xml", "--markdown", "o/s.md"]
+    ran = run_here(["run", "--checks", "ok.yml", "--no-rca", *reports], child_env(), tmp_path)
+    assert ran.returncode == 4, ran.stderr
+    shown = ran.stdout + ran.stderr + "".join(p.read_text() for p in (tmp_path / "o").iterdir())
+    assert "bug while judging http://127.0.0.1:1/?k=***" in shown
+    assert "own-secret-value-42" not in shown

@@ -107,6 +107,58 @@ def test_a_linked_default_reports_folder_is_refused_and_nothing_written_through_
     assert run(tmp_path, "--junit", "out/j.xml", "--json", "", "--markdown", "").returncode == 1
 
 
+def test_a_report_path_through_the_linked_folder_and_back_out_is_refused(tmp_path: Path) -> None:
+    """`testsession-reports/../x.xml` reads as ./x.xml, but the system walks the link first: the file
+    landed beside the link's target. Refused like any path in the folder; nothing written there."""
+    far = tmp_path / "far"
+    (far / "elsewhere").mkdir(parents=True)
+    (tmp_path / "testsession-reports").symlink_to(far / "elsewhere", target_is_directory=True)
+    ran = run(tmp_path, "--junit", "testsession-reports/../x.xml", "--json", "", "--markdown", "")
+    one_line_error(ran, "testsession-reports/../x.xml: its folder testsession-reports is a symbolic link")
+    assert sorted(p.name for p in far.rglob("*")) == ["elsewhere"]
+    # Through a folder the write would create first: refused the same way.
+    ran = run(tmp_path, "--junit", "new/../testsession-reports/x.xml", "--json", "", "--markdown", "")
+    one_line_error(ran, "its folder testsession-reports is a symbolic link")
+    assert sorted(p.name for p in far.rglob("*")) == ["elsewhere"]
+    # One that only passes by the folder's name, and one of its own folder, are written as before.
+    assert run(tmp_path, "--junit", "out/../j.xml", "--json", "", "--markdown", "").returncode == 1
+    assert (tmp_path / "j.xml").is_file()
+
+
+def test_a_report_path_spelled_through_a_linked_parent_of_the_workspace_is_refused(tmp_path: Path) -> None:
+    """`$PWD/testsession-reports/j.xml` from a shell that entered the workspace through a link (or
+    macOS's /tmp) names the folder by another path than the working directory's own: it was written
+    through the planted link."""
+    workspace, far = tmp_path / "ws", tmp_path / "far"
+    workspace.mkdir()
+    far.mkdir()
+    (tmp_path / "ws-link").symlink_to(workspace, target_is_directory=True)
+    (workspace / "testsession-reports").symlink_to(far, target_is_directory=True)
+    junit = str(tmp_path / "ws-link" / "testsession-reports" / "j.xml")
+    ran = run(workspace, "--junit", junit, "--json", "", "--markdown", "")
+    one_line_error(ran, f"{junit}: its folder testsession-reports is a symbolic link")
+    assert list(far.iterdir()) == []
+
+
+def test_the_gitlab_dotenv_is_not_written_through_a_linked_reports_folder(tmp_path: Path) -> None:
+    """The GitLab dotenv goes to testsession-reports/testsession.env: with the folder a planted link,
+    it was written (truncated) in the link's target even when the run refused its reports there."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "testsession-reports").symlink_to(elsewhere, target_is_directory=True)
+    env = child_env(CI="true", GITLAB_CI="true")
+    reports = ["--junit", "out/j.xml", "--json", "", "--markdown", ""]
+    argv = ["run", "--checks", "ok.yml", "--no-rca", "-q"]
+    (tmp_path / "ok.yml").write_text(CHECKS, encoding="utf-8")
+    ran = run_here(argv + reports, env, tmp_path)
+    assert ran.returncode == 1, ran.stderr
+    assert list(elsewhere.iterdir()) == []
+    said = "testsession-reports/testsession.env: its folder testsession-reports is a symbolic link"
+    assert said in ran.stderr
+    ran = run_here(argv, env, tmp_path)  # the default reports: refused, and no dotenv either
+    assert ran.returncode == 2 and list(elsewhere.iterdir()) == [], ran.stderr
+
+
 def test_a_report_to_dev_stdout_is_still_written(tmp_path: Path) -> None:
     """/dev/stdout is a link too, to the process's output: a link to a device or FIFO is written to."""
     if not os.path.islink("/dev/stdout"):
@@ -252,3 +304,31 @@ def test_an_analysis_of_another_shape_in_the_state_file_is_named(tmp_path: Path)
         assert db.execute("UPDATE analyses SET content = '{\"x\": 1}'").rowcount == 1
     db.close()
     one_line_error(run_here(argv, child_env(), tmp_path), "state.db: damaged state file (table analyses, id ")
+
+
+def test_a_browser_checks_evidence_is_not_kept_or_removed_through_a_linked_reports_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A browser check's screenshots and traces (which may hold what a script typed) go to
+    testsession-reports/browser/<id>, and a first attempt removes that folder: with the reports
+    folder a planted link (and the reports written elsewhere, so the run went on) the folder in the
+    link's target was removed and the evidence written there. The check does not run, saying why."""
+    from runner.checks.failures import NotRun
+    from runner.checks.protocols.browser import attempt_dir
+    from runner.models.check_definitions import parse_check_definition
+
+    kept = tmp_path / "elsewhere" / "browser" / "x"
+    kept.mkdir(parents=True)
+    (kept / "victim").write_text(VICTIM, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TESTSESSION_ARTIFACTS_DIR", raising=False)
+    (tmp_path / "testsession-reports").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    check = parse_check_definition({"id": "x", "name": "b", "checkType": "BROWSER", "script": "//"})
+    with pytest.raises(NotRun, match="its folder testsession-reports is a symbolic link"):
+        attempt_dir(check)
+    assert (kept / "victim").read_text(encoding="utf-8") == VICTIM
+    # Nor does a run's clean-up of what a killed run left there (`.run-<hex>` folders) reach it.
+    fragment = tmp_path / "elsewhere" / "browser" / ".run-0123abcd"
+    fragment.mkdir()
+    ran = run(tmp_path, "--junit", "out/j.xml", "--json", "", "--markdown", "")
+    assert ran.returncode == 1 and fragment.is_dir(), ran.stderr

@@ -158,3 +158,25 @@ def test_each_shape_says_its_facts_to_the_one_policy(facts: Facts) -> None:
     )
     if engine_can:
         assert local._verdict(final_attempt(facts), retried=facts.retried) == expected
+
+
+def test_only_a_clean_passed_row_of_a_known_type_passes() -> None:
+    """Every row shape a service can send (known and unknown statuses and types, each flag true,
+    false or left out, retried or not, the run's cancel or another's): a passing verdict only for
+    status PASSED of a known type with no failure, error or abort flag. Checked against ef60b9b's
+    mapping too (every shape of 3-valued flags, no difference) when the policy moved to verdict_of."""
+    statuses = ["PASSED", "FAILED", "CANCELLED", "RUNNING", "passed", "ERROR", "", " PASSED"]
+    types = [None, "FINAL", "ATTEMPT", "PENDING", "final", "NEW"]
+    flags = (False, True)  # a null flag is not a SessionResult (the read fails, never a pass)
+    failed_try = SessionResult(testSessionResultId="a", status="FAILED", resultType="ATTEMPT")
+    for status, kind, failures, errors, aborted, degraded, retried, ours in itertools.product(
+        statuses, types, flags, flags, flags, flags, (False, True), (False, True)
+    ):
+        row = SessionResult(
+            testSessionResultId="r", status=status, resultType=kind, hasFailures=failures,
+            hasErrors=errors, aborted=aborted, isDegraded=degraded,
+        )  # fmt: skip
+        verdict = check_verdict(CheckRows(row, [failed_try] if retried else []), ended_by_us=ours)
+        flagged = failures or errors or aborted
+        clean = status == "PASSED" and kind in (None, "FINAL", "ATTEMPT") and not flagged
+        assert (verdict in ("passed", "flaky", "degraded")) == clean, (row, retried, ours, verdict)

@@ -4,18 +4,25 @@ run, job/local.py; the emulator's real checks, emulator/core/realruns.py)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from runner.checks.failures import FailureKind
 from runner.checks.outcome import Attempt, mask
-from runner.checks.variables import Substitution, VariableSources
+from runner.checks.variables import VariableSources, variables_from
+
+if TYPE_CHECKING:
+    from runner.models.check_definitions import CheckDefinition
 
 MAX_TRACEBACK = 16_000  # characters of an internal error's traceback kept (its end: where it failed)
 
 
-def internal_error(exc: BaseException, variables: VariableSources | None = None) -> Attempt:
+def internal_error(
+    exc: BaseException, variables: VariableSources | None = None, check: CheckDefinition | None = None
+) -> Attempt:
     """A bug of the executor as the check's attempt: INTERNAL_ERROR, with its traceback. Not the
     user's configuration: the run ends with exit 4 and prints the traceback (job/session.py
-    `with_internal_errors`). Masked with the check's secrets, as every attempt."""
+    `with_internal_errors`). Masked with the check's secrets, as every attempt: the run's and the
+    check's own environmentVariables (a message can hold the URL they filled)."""
     import traceback
 
     message = (
@@ -24,5 +31,7 @@ def internal_error(exc: BaseException, variables: VariableSources | None = None)
     )
     text = "".join(traceback.format_exception(exc)).rstrip()[-MAX_TRACEBACK:]
     attempt = dataclasses.replace(Attempt.not_run(FailureKind.INTERNAL_ERROR, message), traceback=text)
-    redact = Substitution(variables if variables is not None else VariableSources()).redact
+    sources = variables if variables is not None else VariableSources()
+    own = variables_from(check.environmentVariables) if check is not None else []
+    redact = sources.substitution.for_check(own, {}).redact
     return attempt if redact.empty else mask(attempt, redact)

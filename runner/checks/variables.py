@@ -45,8 +45,17 @@ _TEMPLATE = re.compile(r"\{\{\{\s*([^{}]*?)\s*\}\}\}|\{\{\s*([^{}]*?)\s*\}\}")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 
-@functools.lru_cache(maxsize=256)  # the same few values (a base URL) fill every check of a run
+# A base URL fits: the cache holds at most 256 of these (~0.5 MiB with their encodings); a larger value
+# (a body, a setup script's token) is encoded each time, not kept for the process's life.
+_CACHED_CHARS = 512
+
+
 def encode_uri(value: str) -> str:
+    return _encode_uri_cached(value) if len(value) <= _CACHED_CHARS else quote(value, safe=_ENCODE_URI_SAFE)
+
+
+@functools.lru_cache(maxsize=256)  # the same few values (a base URL) fill every check of a run
+def _encode_uri_cached(value: str) -> str:
     return quote(value, safe=_ENCODE_URI_SAFE)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from runner.ci.common import Log, session_ids, session_links
-from runner.core.files import append_text
+from runner.core.files import PlantedLink, append_text, refuse_linked_reports_folder
 from runner.core.redact import Redactor
 from runner.job.digest import Digest
 
@@ -81,8 +81,11 @@ def publish(
     path = dotenv_path(environ)
     text = format_dotenv({key: redact(value) for key, value in dotenv_values(digest).items()})
     try:
+        refuse_linked_reports_folder(path)  # its default folder: a planted link is not written through
         path.parent.mkdir(parents=True, exist_ok=True)
         append_text(str(path), text, truncate=True)
+    except PlantedLink as exc:
+        return [f"could not write the dotenv file: {exc}"]
     except OSError as exc:
         return [f"could not write the dotenv file {path}: {exc.strerror or exc}"]
     with log.section("testsession_outputs", "testsession outputs (artifacts:reports:dotenv)"):

@@ -221,8 +221,12 @@ def _remove_leftovers(local: bool) -> None:
     supervise.remove_stale()
     if local:
         from runner.checks.artifacts import artifacts_dir
+        from runner.core.files import PlantedLink, refuse_linked_reports_folder
 
-        supervise.remove_stale_fragments(artifacts_dir())
+        folder = artifacts_dir()
+        with suppress(PlantedLink):  # testsession-reports a planted link: nothing removed through it
+            refuse_linked_reports_folder(folder)
+            supervise.remove_stale_fragments(folder)
 
 
 def _in_ci(environ: Mapping[str, str]) -> bool:

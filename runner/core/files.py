@@ -43,6 +43,42 @@ def refuse_link(path: str | os.PathLike[str]) -> None:
         raise PlantedLink(os.fspath(path))
 
 
+# The default folder of what a run writes (the reports, the GitLab dotenv), in the working directory.
+REPORTS_FOLDER = "testsession-reports"
+
+
+def refuse_linked_reports_folder(path: str | os.PathLike[str]) -> None:
+    """PlantedLink when the working directory's testsession-reports is a symbolic link and `path` is
+    reached through it: a checked-out repository (or a restored cache) can hold one leading anywhere,
+    and the run would write there, replacing what is there. Where the link leads is not said."""
+    try:
+        link = os.lstat(REPORTS_FOLDER)
+    except OSError:  # no such folder: nothing to walk through
+        return
+    if not stat.S_ISLNK(link.st_mode):  # nearly always: one lstat
+        return
+    name = os.fspath(path)
+    # The folders the system walks, in order: `testsession-reports/../x` is ./x once normalised, but
+    # the system follows the link before `..`, and the file lands beside the link's target. Each is
+    # compared with the link itself (device and inode), not by name: `$PWD/testsession-reports`
+    # from a shell that entered the workspace through a link names it by another path.
+    walked = os.sep if os.path.isabs(name) else os.getcwd()
+    for part in name.split(os.sep):
+        if not part:
+            continue
+        walked = os.path.normpath(os.path.join(walked, part))
+        try:
+            seen = os.lstat(walked)
+        except (OSError, ValueError):  # not there yet: the write creates it (`new/../x`); ValueError: a NUL
+            continue
+        if (seen.st_dev, seen.st_ino) == (link.st_dev, link.st_ino):
+            raise PlantedLink(
+                name,
+                message=f"{name}: its folder {REPORTS_FOLDER} is a symbolic link; testsession writes its "
+                "reports only where no link was planted (remove the link, or choose another path)",
+            )
+
+
 def open_own(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
     """os.open of a file testsession owns (a lock, a state file): the last part of `path` is never a
     link followed (O_NOFOLLOW), and a regular file with more than one name (a planted hard link) is

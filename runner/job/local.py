@@ -194,7 +194,7 @@ class LocalSource:
                 scripts=runner_for(definition),
             )
         except Exception as exc:  # a bug in the engine: exit 4 with its traceback (with_internal_errors)
-            inbox.put((index, internal_error(exc, variables), True))
+            inbox.put((index, internal_error(exc, variables, check.plan.definition), True))
 
 
 class _Session:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from runner.core.errors import UsageError
-from runner.core.files import PlantedLink
+from runner.core.files import PlantedLink, refuse_linked_reports_folder
 
 # Where a container runtime leaves its mark: Docker, Podman; Kubernetes sets the service host.
 _CONTAINER_MARKS = ("/.dockerenv", "/run/.containerenv")
@@ -90,7 +90,7 @@ def _refuse_planted_link(path: Path) -> None:
     report replaces what is there, and a link planted by a shared cache or checkout must not be
     followed (nor silently replaced). A link to a FIFO, a terminal or the null device (`/dev/stdout`)
     is written to, as the stream itself is."""
-    _refuse_linked_folder(path)
+    refuse_linked_reports_folder(path)  # the default folder a planted link (core/files.py)
     if not path.is_symlink():
         return
     try:
@@ -108,26 +108,6 @@ def _refuse_planted_link(path: Path) -> None:
             "through it; give the file's own path (e.g. --junit junit.xml), or pipe the output",
         )
     raise PlantedLink(str(path))
-
-
-# The reports' default folder (spec/model.py's defaults), in the working directory.
-DEFAULT_FOLDER = "testsession-reports"
-
-
-def _refuse_linked_folder(path: Path) -> None:
-    """PlantedLink when `path` lies in the working directory's testsession-reports and that folder is
-    a symbolic link: a checked-out repository (or a restored cache) can hold one leading anywhere, and
-    the run would write its reports there, replacing what is there. Where the link leads is not said
-    (a path can tell what it should not)."""
-    if not os.path.islink(DEFAULT_FOLDER):  # nearly always: one lstat
-        return
-    folder = os.path.abspath(DEFAULT_FOLDER)
-    if os.path.commonpath([folder, os.path.abspath(path)]) == folder:
-        raise PlantedLink(
-            str(path),
-            message=f"{path}: its folder {DEFAULT_FOLDER} is a symbolic link; testsession writes its "
-            "reports only where no link was planted (remove the link, or choose another path)",
-        )
 
 
 def _own_stream(path: Path) -> bool:

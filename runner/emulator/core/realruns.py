@@ -104,7 +104,7 @@ def execute(job: RealJob, hooks: RealRunHooks) -> None:
             scripts=runner_for(job.definition),
         )
     except Exception as exc:  # a bug in the executor: the check fails closed instead of hanging
-        hooks.attempt_finished(job, internal_error(exc, job.variables), True)
+        hooks.attempt_finished(job, internal_error(exc, job.variables, job.definition), True)
 
 
 # --- a real check's run in the session, changed only under the Backend's lock --------------------------

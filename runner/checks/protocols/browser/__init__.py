@@ -244,12 +244,13 @@ def attempt_dir(check: CheckDefinition) -> Path:
     """The next attempt's evidence folder (absolute). Its check folder and itself are ours: a link
     planted there (a shared cache or checkout) would take the files elsewhere, so the check does not
     run (NotRun naming it; the gate never passes)."""
-    from runner.core.files import PlantedLink, refuse_link
+    from runner.core.files import PlantedLink, refuse_link, refuse_linked_reports_folder
 
     folder = OPTIONS.artifacts_dir / _folder(check)
     number = _next_attempt(check)
     attempt = folder / f"attempt-{number}"
     try:
+        refuse_linked_reports_folder(attempt)  # the default testsession-reports/browser, its folder a link
         refuse_link(folder)
         refuse_link(attempt)
     except PlantedLink as exc:
