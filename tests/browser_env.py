@@ -36,7 +36,8 @@ def missing() -> str | None:
 
 
 def needs_browser() -> list[pytest.MarkDecorator]:
-    """Skipped (saying why) without Node, Playwright or Chromium; marked `browser`: one at a time."""
+    """Skipped (saying why) without Node, Playwright or Chromium; marked `browser`: one at a time
+    beside other tests (conftest)."""
     reason = missing()
     return [pytest.mark.skipif(reason is not None, reason=reason or ""), pytest.mark.browser]
 

@@ -45,7 +45,9 @@ def checks(grpc_port: int, service: str, ssl_port: int) -> list[dict[str, Any]]:
                 "grpcConfig": {"mode": "HEALTH", "tls": False, "service": service},
                 "assertions": [
                     {"source": "GRPC_HEALTHCHECK_STATUS", "comparison": "EQUALS", "target": "1"},
-                    {"source": "RESPONSE_TIME", "comparison": "LESS_THAN", "target": "1000"},
+                    # The check's own bound (maxResponseTime), not 1 s: under load 15 the first call
+                    # (grpc's import, the channel) took 2.6 s and the passing run failed.
+                    {"source": "RESPONSE_TIME", "comparison": "LESS_THAN", "target": "10000"},
                 ],
             },
         },

@@ -21,8 +21,10 @@ from typing import Any
 import pytest
 from conftest import CI_PREFIXES, REPO_ROOT
 from emulator_ids import CHECKOUT, HOMEPAGE, LEGACY
+from helpers import run_here
 from hostile import SESSION_A, SESSION_B, HostileServer, Route, answer, json_answer, no_content, session_json
 
+from runner.cli import action
 from runner.cli.main import main
 from runner.core.exitcodes import ExitCode
 from runner.emulator import Emulator
@@ -561,14 +563,7 @@ def test_the_action_exits_with_the_gates_code_on_a_refusal(
             "INPUT_RCA": "false",
             "INPUT_JSON_PATH": str(plain_env / "r.json"),
         }
-        answer = subprocess.run(
-            [sys.executable, "-m", "runner.cli.action"],
-            env=environ,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=plain_env,
-        )
+        answer = run_here([], environ, plain_env, entry=action.main)  # its exit code, as `python -m` exits
     assert answer.returncode == ExitCode.SERVICE, answer.stderr
     assert "status=service-error" in outputs.read_text() and "exit-code=4" in outputs.read_text()
     # GitHub hides the key once told with ::add-mask::; it must appear nowhere else.
@@ -624,19 +619,14 @@ def test_a_signal_during_waits_first_read_ends_it_at_once_with_reports(
 
 def test_a_github_event_path_that_is_a_fifo_does_not_hold_the_run(cli_env: Emulator, tmp_path: Path) -> None:
     """Hole: GITHUB_EVENT_PATH naming a FIFO (or any file that never ends opening) held the run
-    forever before anything was triggered; the event file is read only when it is a regular file."""
+    forever before anything was triggered; the event file is read only when it is a regular file.
+    The run is in this process (helpers.run_here): one held ends at the suite's timeout (pytest-timeout's
+    alarm interrupts the open), failing the test where it was held."""
     fifo = tmp_path / "event.fifo"
     os.mkfifo(fifo)
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY" and k != "GITHUB_OUTPUT"}
     env.update(GITHUB_ACTIONS="true", GITHUB_EVENT_NAME="pull_request", GITHUB_EVENT_PATH=str(fifo))
-    answer = subprocess.run(
-        [sys.executable, "-m", "runner", "run", "--location", "eu-west-1", "--tag", "checkout", "--no-rca"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    answer = run_here(["run", "--location", "eu-west-1", "--tag", "checkout", "--no-rca"], env, tmp_path)
     assert answer.returncode == ExitCode.CHECKS_FAILED, answer.stderr
 
 
@@ -646,16 +636,16 @@ def test_a_fifo_nobody_reads_or_writes_never_holds_the_run(
 ) -> None:
     """Hole: a step-outputs file, step summary or baseline naming a FIFO with nobody at the other end
     held the run for ever (after the verdict, or before the trigger). Now: a one-line problem, and
-    the gate's own exit code."""
+    the gate's own exit code. In this process (helpers.run_here), as the test above."""
     fifo = tmp_path / "side.fifo"
     os.mkfifo(fifo)
     env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT")}
-    argv = [sys.executable, "-m", "runner", "run", "--location", "eu-west-1", "--tag", "checkout", "--no-rca"]
+    argv = ["run", "--location", "eu-west-1", "--tag", "checkout", "--no-rca"]
     if name == "baseline":
         argv += ["--baseline", str(fifo)]
     else:
         env.update(GITHUB_ACTIONS="true", **{name: str(fifo)})
-    answer = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+    answer = run_here(argv, env, tmp_path)
     assert answer.returncode == ExitCode.CHECKS_FAILED, answer.stderr
     said = answer.stdout + answer.stderr
     assert str(fifo) in said and "Traceback" not in said

@@ -231,7 +231,8 @@ def test_the_next_run_removes_what_a_killed_run_left_and_keeps_a_live_runs(
 
 # --- a browser check (Node, Playwright's worker, Chromium) ----------------------------------------------
 
-BROWSER = needs_browser()  # skipped, saying why, without Node, Playwright or Chromium; one at a time
+# Skipped, saying why, without Node, Playwright or Chromium; one at a time beside other tests.
+BROWSER = needs_browser()
 
 
 def browser_run(tmp_path: Path, marker: str) -> subprocess.Popen[str]:
