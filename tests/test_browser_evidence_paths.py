@@ -4,6 +4,7 @@ charset) and counters, never from a test's title or user text, and every file a 
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from browser_env import needs_browser
@@ -38,10 +39,12 @@ def test_a_link_planted_as_a_checks_evidence_folder_is_not_followed(tmp_path: Pa
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (tmp_path / "testsession-reports" / "browser").mkdir(parents=True)
-    (tmp_path / "testsession-reports" / "browser" / "x").symlink_to(elsewhere, target_is_directory=True)
+    # The id `../../../x` in the charset, and the start of its SHA-256 (ids the charset changed keep apart).
+    named = "x-" + hashlib.sha256(b"../../../x").hexdigest()[:10]
+    (tmp_path / "testsession-reports" / "browser" / named).symlink_to(elsewhere, target_is_directory=True)
     (tmp_path / "b.yml").write_text(TITLED_BY_A_SECRET % (SECRET, tmp_path / "note"), encoding="utf-8")
     ran = run_here(["run", "--checks", "b.yml", "--no-rca"], child_env(), tmp_path)
     assert ran.returncode == 1, ran.stdout + ran.stderr
-    assert "evidence folder testsession-reports/browser/x: is a symbolic link" in ran.stdout, ran.stdout
+    assert f"evidence folder testsession-reports/browser/{named}: is a symbolic link" in ran.stdout
     assert list(elsewhere.iterdir()) == []
     assert not (tmp_path / "note").exists()  # the script never ran

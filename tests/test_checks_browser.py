@@ -232,3 +232,34 @@ def test_shared_files_stay_inside_the_run_folder_and_off_our_own_files(tmp_path:
     assert spec == tmp_path / "w" / "a" / "check.spec.ts"
     shim = "import { expect } from '../../node_modules/testsession-test.cjs'"
     assert (tmp_path / "w/a/helpers/x.ts").read_text() == shim
+
+
+FAILS_AT_ONCE = """const { test, expect } = require('@playwright/test')
+test('fails', async ({ page }) => {
+  await page.setContent('<h1>shop</h1>')
+  expect(1).toBe(2)
+})
+"""
+
+
+def test_each_run_in_one_process_counts_its_attempts_from_1_and_keeps_only_its_own_files(
+    artifacts: Path,
+) -> None:
+    """Two runs of one check in one process (the emulator serving sessions, `run_here` in tests): each
+    run's first attempt is attempt-1 and empties the folder of what an earlier run left. The count was
+    per process: the second run's files went to attempt-2, beside the first run's."""
+    check = parse_check_definition({"id": "5e0c7a1b-0000-4c2d-9e8f-0000000000c1", "name": "twice",
+                                    "checkType": "BROWSER", "script": FAILS_AT_ONCE})  # fmt: skip
+    folder = artifacts / "5e0c7a1b-0000-4c2d-9e8f-0000000000c1"
+    earlier = folder / "attempt-1" / "an-earlier-runs-file"
+    runs = []
+    for _ in range(2):
+        ran = run_check(check, max_run_seconds=240)
+        runs.append(ran)
+        assert [a.passed for a in ran.attempts] == [False], ran.attempts[0].message
+        assert not earlier.exists()
+        earlier.write_text("the first run's")
+    shown = [{Path(f.path).resolve().relative_to(folder).parts[0] for f in r.attempts[0].files} for r in runs]
+    assert shown == [{"attempt-1"}, {"attempt-1"}]
+    assert {f.kind for f in runs[1].attempts[0].files} >= {"SCREENSHOT", "TRACE"}
+    assert sorted(p.name for p in folder.iterdir()) == ["attempt-1"]

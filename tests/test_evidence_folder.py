@@ -34,12 +34,12 @@ def test_a_checks_first_attempt_removes_an_earlier_runs_evidence(
     other.parent.mkdir(parents=True)
     other.write_bytes(b"another check's")
 
-    first = browser.attempt_dir(_check(check_id))  # type: ignore[arg-type]
+    first = browser.attempt_dir(_check(check_id), 1)  # type: ignore[arg-type]
     assert first == (tmp_path / check_id / "attempt-1").resolve()
     assert not stale.exists() and other.exists()
     first.mkdir(parents=True)
     (first / "new.png").write_bytes(b"this run's")
-    second = browser.attempt_dir(_check(check_id))  # type: ignore[arg-type]
+    second = browser.attempt_dir(_check(check_id), 2)  # type: ignore[arg-type]
     assert second.name == "attempt-2" and (first / "new.png").exists()  # a retry keeps the first's
 
 
@@ -53,5 +53,5 @@ def test_a_link_planted_as_the_check_folder_is_not_followed(
     check_id = str(uuid.uuid4())
     (tmp_path / check_id).symlink_to(victim)
     with pytest.raises(NotRun):
-        browser.attempt_dir(_check(check_id))  # type: ignore[arg-type]
+        browser.attempt_dir(_check(check_id), 1)  # type: ignore[arg-type]
     assert (victim / "keep.txt").read_text() == "theirs"

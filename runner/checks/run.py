@@ -168,7 +168,7 @@ def run_attempt(
             raise NotRun(FailureKind.INVALID_DEFINITION, "; ".join(problems))
         # From now: the protocol's work is what the check's bound measures, not the fill before it.
         bounds = _bounds(check, max_run_seconds, time.monotonic())
-        seen = protocol.perform(check, Job(subst, bounds, limits, stop, scripts))
+        seen = protocol.perform(check, Job(subst, bounds, limits, stop, scripts, number))
     except NotRun as exc:
         duration_ms = round((time.monotonic() - start) * 1000, 3)
         attempt = Attempt.not_run(exc.kind, exc.message, number=number, started_at=started_at,

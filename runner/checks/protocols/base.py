@@ -98,6 +98,8 @@ class Job(NamedTuple):
     limits: Limits
     stop: threading.Event | None = None
     scripts: ScriptRunner | None = None  # runs an API check's setup and teardown scripts (Node)
+    # The attempt's number in its check's run (1 first): a browser check's evidence folder, attempt-<n>.
+    attempt: int = 1
 
     @property
     def cut(self) -> Cut:

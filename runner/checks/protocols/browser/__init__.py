@@ -20,6 +20,7 @@ before checks run, else from the environment):
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -119,7 +120,7 @@ class BrowserProtocol(CheckProtocol[ScriptCheckDefinition]):
             browser = find_browser(playwright)
         except SetupError as exc:
             raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, str(exc)) from None
-        out_dir = attempt_dir(check)
+        out_dir = attempt_dir(check, job.attempt)
         public = {"CHECK_NAME": check.name, "CHECK_ID": check.id, "CHECK_TYPE": check.checkType}
         shared, own = batch.split_environment(job.subst.environment(), public)
         config = check.playwrightConfig
@@ -214,18 +215,6 @@ def _inverted(failure: Failure | None) -> Failure | None:
     return None
 
 
-_attempts_lock = threading.Lock()
-_attempts: dict[str, int] = {}
-
-
-def _next_attempt(check: CheckDefinition) -> int:
-    """1, 2, ... per check folder in this process: each attempt keeps its own files."""
-    key = _folder(check)
-    with _attempts_lock:
-        _attempts[key] = _attempts.get(key, 0) + 1
-        return _attempts[key]
-
-
 def _shown(path: str) -> str:
     """A file's path relative to the working directory when it is under it (as the reports name it)."""
     relative = os.path.relpath(path)
@@ -240,14 +229,14 @@ def _drop_if_empty(folder: Path) -> None:
             path.rmdir()  # only when empty
 
 
-def attempt_dir(check: CheckDefinition) -> Path:
-    """The next attempt's evidence folder (absolute). Its check folder and itself are ours: a link
+def attempt_dir(check: CheckDefinition, number: int) -> Path:
+    """The evidence folder of the check's attempt `number` in its run (absolute; the engine counts a
+    check's attempts from 1 in each run: Job.attempt). Its check folder and itself are ours: a link
     planted there (a shared cache or checkout) would take the files elsewhere, so the check does not
     run (NotRun naming it; the gate never passes)."""
     from runner.core.files import PlantedLink, refuse_link, refuse_linked_reports_folder
 
     folder = OPTIONS.artifacts_dir / _folder(check)
-    number = _next_attempt(check)
     attempt = folder / f"attempt-{number}"
     try:
         refuse_linked_reports_folder(attempt)  # the default testsession-reports/browser, its folder a link
@@ -266,8 +255,14 @@ def attempt_dir(check: CheckDefinition) -> Path:
 def _folder(check: CheckDefinition) -> str:
     """The check's evidence folder: its id in a safe charset (an id such as `../../x` must not move
     the files out of artifacts_dir), never its name or a test's title (text a script or a user can
-    make of a secret); checks whose ids read the same share it, each attempt in its own folder."""
-    return re.sub(r"[^A-Za-z0-9_-]+", "-", check.id or "").strip("-")[:64] or "check"
+    make of a secret). An id the charset or the length changed gets the start of its SHA-256 after
+    it (`types-1f0c...`): two ids that read the same in the charset (`a/b`, `a-b`) keep apart, since
+    each one's first attempt in a run empties its folder."""
+    raw = check.id or ""
+    safe = re.sub(r"[^A-Za-z0-9_-]+", "-", raw).strip("-")[:64]
+    if safe == raw:
+        return safe or "check"  # a check without an id (the engine's own callers): `check`
+    return f"{safe or 'check'}-{hashlib.sha256(raw.encode()).hexdigest()[:10]}"
 
 
 def _first_error(text: str) -> str:

@@ -53,7 +53,7 @@ class PlaywrightSuiteProtocol(CheckProtocol[PlaywrightCheckDefinition]):
                 executable = find_browser(project.playwright)
             except (ProjectMissing, SetupError) as exc:
                 raise NotRun(FailureKind.NOT_RUNNABLE_LOCALLY, str(exc)) from None
-            out_dir = browser.attempt_dir(check)
+            out_dir = browser.attempt_dir(check, job.attempt)
             try:
                 run = run_suite(project, browser=executable, output_dir=out_dir,
                                 variables=job.subst.environment(), deadline=deadline,
