@@ -63,16 +63,6 @@ CHROMIUM_FLAGS = (
     "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-default-apps",
 )  # fmt: skip
 PLAYWRIGHT_TEST_TIMEOUT_MS = 30_000  # Playwright's own default
-# Playwright registers an ES module loader in its main process and in each worker (Node's
-# module.register: a thread that loads Playwright's transform and Babel, waited for before the config
-# loads: ~0.4 s of CPU per process, before the first test). It serves files Node loads as ES modules;
-# the check's `import` syntax in its .ts/.js files is compiled to require() without it, and .mjs/.mts
-# files imported from them load through Playwright's require hook. A run with no file that could need it
-# (`needs_esm_loader`) runs without it: PW_DISABLE_TS_ESM, Playwright's own switch (a version
-# without it ignores it).
-ESM_OFF_VARIABLE = "PW_DISABLE_TS_ESM"
-_MODULE_SUFFIXES = (".mjs", ".mts")
-_DYNAMIC_IMPORT = re.compile(r"\bimport\s*\(")
 _IMPORT = re.compile(r"""(require\(\s*|from\s+|import\s+)(['"])@playwright/test\2""")
 
 
@@ -196,8 +186,6 @@ def run_batch(
                  "NO_COLOR": "1", "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1", "CI": "1"}  # fmt: skip
         if place.compile_cache is not None:
             extra[CACHE_VARIABLE] = str(place.compile_cache)
-        if not needs_esm_loader(members, work):
-            extra[ESM_OFF_VARIABLE] = "1"
         env = child_environment(dict(variables), extra=extra)
         child = run_child(
             [str(tools.node), str(playwright.cli), "test", "--config", str(config)],
@@ -205,25 +193,6 @@ def run_batch(
         )  # fmt: skip
         found = {m.folder: r for m in members if (r := _read(reports / f"{m.folder}.json")) is not None}
         return BatchRun(child, found, _read(reports / "end.json"))
-
-
-def needs_esm_loader(members: Sequence[Member], folder: Path) -> bool:
-    """Whether a file of the run could load as an ES module: a .mjs or .mts file, a package.json
-    (its "type"), a dynamic import(), or a package.json of "type": "module" above the run's folder."""
-    for member in members:
-        for path, text in (*member.shared_files, (SPEC_NAME, member.script)):
-            name = PurePosixPath(path.replace("\\", "/")).name
-            if name == "package.json" or name.endswith(_MODULE_SUFFIXES) or _DYNAMIC_IMPORT.search(text):
-                return True
-    for parent in folder.parents:
-        try:
-            data = json.loads((parent / "package.json").read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            continue
-        except (OSError, ValueError):
-            return True  # unreadable: Node may read it as a module's
-        return isinstance(data, dict) and data.get("type") == "module"  # the nearest one decides
-    return False
 
 
 def _shim(own: Mapping[str, str], keys: Sequence[str]) -> str:
