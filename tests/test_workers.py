@@ -218,3 +218,56 @@ def test_a_frame_over_the_limit_is_refused_before_it_is_read() -> None:
         read_frame(stream)
     with pytest.raises(ValueError, match="cut"):
         read_frame(io.BytesIO(struct.pack(">I", 100) + b"short"))
+
+
+def test_a_worker_imports_the_run_s_own_package_whatever_the_folder_holds(
+    tmp_path: Path, web: HttpServer
+) -> None:
+    # The installed `testsession` run in a repository that has a `runner/` package of its own (a
+    # common name): the run imports the installed package, and so must its workers. Before, a worker
+    # (`python -c`, the folder first on its path) imported the repository's and ran its code: exit 4.
+    (tmp_path / "runner").mkdir()
+    (tmp_path / "runner" / "__init__.py").write_text(
+        "import pathlib\npathlib.Path('imported').write_text('the folder runner package ran')\n"
+        "raise SystemExit(1)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(_checks(web, 30, "/slow?ms=50")), encoding="utf-8")
+    ran = subprocess.run(
+        [str(Path(sys.executable).parent / "testsession"), "run", "--checks", "checks.yml", "--no-rca",
+         "--json", "o/r.json"],
+        capture_output=True, text=True, cwd=tmp_path, env=child_env(TESTSESSION_WORKERS="1"), timeout=LIMIT,
+    )  # fmt: skip
+    assert not (tmp_path / "imported").exists()
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert json.loads((tmp_path / "o" / "r.json").read_text(encoding="utf-8"))["counts"]["passed"] == 30
+
+
+def test_a_bug_on_a_worker_masks_the_check_s_own_secret(tmp_path: Path, web: HttpServer) -> None:
+    # An engine bug (exit 4) of a check run on a worker: its message holds the URL the check's own
+    # secret filled, masked as on the run's own threads (checks/internal.py, the check's variables).
+    # The bug is made in both processes by a sitecustomize on their path (a test's only way in).
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import runner.checks.run as run\n"
+        "def broken(seen, *args):\n"
+        "    raise RuntimeError(f'bug while judging {seen.request.target}')\n"
+        "run.judge = broken\n",
+        encoding="utf-8",
+    )
+    secret = "own-secret-value-42"
+    checks = _checks(web, 30, "/status/200?k={{MINE}}")
+    for check in checks:
+        check["environmentVariables"] = [{"key": "MINE", "value": secret, "secret": True}]
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(checks), encoding="utf-8")
+    reports = ["--json", "o/r.json", "--junit", "o/j.xml", "--markdown", "o/s.md"]
+    ran = subprocess.run(
+        [sys.executable, "-m", "runner", "run", "--checks", "checks.yml", "--no-rca", *reports],
+        capture_output=True, text=True, cwd=tmp_path, timeout=LIMIT,
+        env=child_env(TESTSESSION_WORKERS="1", PYTHONPATH=str(site)),
+    )  # fmt: skip
+    assert ran.returncode == 4, ran.stderr
+    shown = ran.stdout + ran.stderr + "".join(p.read_text() for p in (tmp_path / "o").iterdir())
+    assert shown.count("bug while judging") >= 30 and "k=***" in shown
+    assert secret not in shown

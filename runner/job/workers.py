@@ -60,6 +60,10 @@ START_SECONDS = 30.0  # from a worker's start to its first frame; then it is kil
 STOP_SECONDS = 2.0  # from closing a worker's stdin to its exit; then it is killed
 STDERR_KEPT = 8_000  # characters of a worker's stderr kept (its end): a crash's traceback
 _HEADER = struct.Struct(">I")
+# A worker's program: this process's import path, then the worker. `python -c` puts the current
+# folder first on its path, where a repository's own `runner/` package would be imported instead of
+# the run's (the installed `testsession` never looks there): the worker imports what the run did.
+_BOOT = "import sys; sys.path[:] = sys.argv[1:]; from runner.job.workers import main; main()"
 
 Item = tuple[int, Attempt, bool]  # (the check's index in its session, an attempt, whether final)
 Hand = Callable[[int, Attempt, bool], None]
@@ -188,7 +192,7 @@ class _Worker:
         import subprocess  # here, not at the top: a run without workers (one check) never loads it
 
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from runner.job.workers import main; main()"],
+            [sys.executable, "-c", _BOOT, *sys.path],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -363,7 +367,7 @@ class Workers:
 
 
 def main() -> None:
-    """A worker process: `python -c "from runner.job.workers import main; main()"`."""
+    """A worker process: `python -c _BOOT *sys.path` (its parent's import path)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent ends us (our stdin closes)
     from runner.checks.internal import internal_error
     from runner.checks.limits import Limits
@@ -407,7 +411,7 @@ def main() -> None:
                 scripts=runner_for(definition),
             )
         except Exception as exc:  # a bug in the engine: the check's error, as in the run's own threads
-            hand(task.position, internal_error(exc, variables), True)
+            hand(task.position, internal_error(exc, variables, task.check.plan.definition), True)
 
     def send() -> None:
         """Attempts to the parent as they end; those waiting together in one frame."""
