@@ -66,6 +66,23 @@ def _reader_error(text: str, exc: yaml.reader.ReaderError, source: str) -> SpecE
     )
 
 
+# libyaml's words for a character no token starts with: it does not say which (the pure loader did).
+_NO_TOKEN = "found character that cannot start any token"
+
+
+def _no_token(text: str, mark: yaml.Mark) -> str:
+    """libyaml's words with the character named (its mark counts characters), a tab's cause said."""
+    import re  # an error's path only
+
+    lines = re.split("\r\n|[\r\n\x85\u2028\u2029]", text)  # YAML's line breaks, as libyaml counts them
+    line = lines[mark.line] if 0 <= mark.line < len(lines) else ""
+    if not 0 <= mark.column < len(line):
+        return _NO_TOKEN
+    found = line[mark.column]
+    hint = " (YAML indents with spaces, not tabs)" if found == "\t" else ""
+    return f"found character {found!r} that cannot start any token{hint}"
+
+
 def _duplicate_keys(root: yaml.Node) -> list[tuple[int, str]]:
     """(line, key) of each key given twice in one mapping (YAML keeps the last one silently). Each
     node once: the graph was found within the budget (check_node_budget) before this walk."""
@@ -109,6 +126,8 @@ def parse_yaml(text: str, source: str) -> Document:
         mark = exc.problem_mark or exc.context_mark
         at_line = f":{mark.line + 1}" if mark else ""
         what = " ".join(p for p in (exc.context, exc.problem) if p)
+        if mark and exc.problem == _NO_TOKEN:
+            what = what.replace(_NO_TOKEN, _no_token(text, mark))
         raise SpecError([f"{source}{at_line}: YAML syntax error: {what}"]) from None
     except (yaml.YAMLError, RecursionError) as exc:
         raise SpecError([f"{source}: YAML error: {type(exc).__name__}"]) from None
