@@ -207,7 +207,8 @@ def test_the_decision_and_the_setting() -> None:
     assert workers_for(10_000, 0, cpus=8) == 0 and workers_for(3, 2, cpus=1) == 2  # the user's choice
     assert workers_for(0, 2, cpus=8) == 0
     assert parse_workers({}) is None and parse_workers({"TESTSESSION_WORKERS": " 3 "}) == 3
-    for bad in ("two", "-1", "99"):
+    # "\u00b2" (a superscript 2) was a ValueError's traceback, exit 4
+    for bad in ("two", "-1", "99", "\u00b2", "\u0663"):
         with pytest.raises(UsageError, match=r"TESTSESSION_WORKERS: .* allowed: 0 to 8"):
             parse_workers({"TESTSESSION_WORKERS": bad})
 

@@ -88,7 +88,7 @@ def parse_workers(environ: Mapping[str, str]) -> int | None:
     text = environ.get(ENV_WORKERS, "").strip()
     if not text:
         return None
-    if not text.isdigit() or int(text) > MAX_WORKERS:
+    if not (text.isascii() and text.isdigit()) or int(text) > MAX_WORKERS:  # isdigit alone: "²" too
         raise UsageError(
             f"{ENV_WORKERS}: {text[:20]!r} is not a number of worker processes; allowed: 0 to {MAX_WORKERS}"
         )
