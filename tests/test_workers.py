@@ -272,3 +272,48 @@ def test_a_bug_on_a_worker_masks_the_check_s_own_secret(tmp_path: Path, web: Htt
     shown = ran.stdout + ran.stderr + "".join(p.read_text() for p in (tmp_path / "o").iterdir())
     assert shown.count("bug while judging") >= 30 and "k=***" in shown
     assert secret not in shown
+
+
+def test_the_session_s_variables_go_to_a_worker_after_a_check_used_them() -> None:
+    # The run's own threads start checks while a worker's Hello is still being sent: a check that
+    # reads the variables first caches their Substitution (its Redactor holds a lock) on them. Before,
+    # the Hello then could not be pickled: the worker waited for it START_SECONDS (30 s), was killed,
+    # and its checks were internal errors (exit 4); seen under load in the suite.
+    import pickle
+
+    from runner.checks.variables import VariableSources, variables_from
+
+    secret = [{"key": "TOKEN", "value": "session-secret-42", "secret": True}]
+    sources = VariableSources(session=tuple(variables_from(secret)), runtime={"REGION": "local"})
+    assert sources.substitution.redact("x session-secret-42") == "x ***"  # cached on it now
+    copy = pickle.loads(pickle.dumps(sources))
+    assert copy == sources and copy.substitution.redact("x session-secret-42") == "x ***"
+
+
+def test_a_task_that_cannot_be_sent_fails_the_worker_s_checks_at_once() -> None:
+    # A value the parent cannot pickle (a bug): the worker is ended and its checks fail closed now,
+    # not after START_SECONDS with a thread's traceback on the run's stderr.
+    import threading
+
+    from runner.checks.failures import FailureKind
+    from runner.job.workers import Hello, Task, _Worker
+
+    handed: list[tuple[int, Any, bool]] = []
+    done = threading.Event()
+
+    def hand(index: int, attempt: Any, final: bool) -> None:
+        handed.append((index, attempt, final))
+        done.set()
+
+    from runner.checks.variables import VariableSources
+
+    worker = _Worker(1, Hello(VariableSources(), 10.0, 1, 1000), hand)
+    try:
+        assert worker.submit(Task(0, threading.Lock(), None, None))  # type: ignore[arg-type]
+        assert done.wait(10.0), "the worker's check was not failed"
+        ((index, attempt, final),) = handed
+        assert index == 0 and final and attempt.error_kind is FailureKind.INTERNAL_ERROR
+        assert "could not be sent" in attempt.message
+    finally:
+        worker.close()
+        worker.reap(time.monotonic() + 2.0)

@@ -189,6 +189,7 @@ class _Worker:
         self.ready = threading.Event()
         self.tasks: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
         self.stderr = ""
+        self.unsent: str | None = None  # why the tasks could not be sent (a value that does not pickle)
         import subprocess  # here, not at the top: a run without workers (one check) never loads it
 
         self.proc = subprocess.Popen(
@@ -253,6 +254,9 @@ class _Worker:
                     write_frame(stdin, batch)
         except (OSError, ValueError):
             pass  # the worker is gone: its reader fails its checks
+        except Exception as exc:  # a bug: what was handed could not be pickled; its checks fail now
+            self.unsent = f"its tasks could not be sent ({type(exc).__name__})"
+            self.proc.kill()
         with contextlib.suppress(OSError):
             stdin.close()
 
@@ -276,7 +280,7 @@ class _Worker:
         except (OSError, ValueError, EOFError, pickle.UnpicklingError, AttributeError, ImportError) as exc:
             why = f"what it sent could not be read ({exc})"
             self.proc.kill()
-        self._fail_left(why)
+        self._fail_left(self.unsent or why)
 
     def _fail_left(self, why: str) -> None:
         with self.lock:
