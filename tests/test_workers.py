@@ -170,23 +170,32 @@ def _threads(pid: int) -> int:
     return int(status.split("\nThreads:\t", 1)[1].split()[0])
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["TERM", "INT"])
+@pytest.mark.parametrize(
+    "sig, code, group",
+    [(signal.SIGTERM, 143, False), (signal.SIGINT, 130, True), (signal.SIGTERM, 143, True)],
+    ids=["TERM", "INT", "TERM-group"],
+)
 def test_a_signal_ends_the_workers_with_partial_reports(
-    tmp_path: Path, web: HttpServer, runs: list[Run], sig: signal.Signals, code: int
+    tmp_path: Path, web: HttpServer, runs: list[Run], sig: signal.Signals, code: int, group: bool
 ) -> None:
     run = Run(tmp_path, _checks(web, 30, "/slow?ms=20000"), workers=2)
     runs.append(run)
     run.wait_for_workers(2)
     time.sleep(0.3)
     signalled = time.monotonic()
-    if sig is signal.SIGINT:  # Ctrl-C in a terminal: the run's whole process group, workers too
+    if group:  # Ctrl-C in a terminal, `timeout`, a CI that ends the job's group: the workers too
         os.killpg(run.proc.pid, sig)
     else:  # a CI's cancel: the run alone
         run.proc.send_signal(sig)
     exit_code, err, data = run.finish()
     assert exit_code == code and data["partial"], err
     assert time.monotonic() - signalled < 10 and _gone(run.seen, 1.0)
-    assert len(data["sessions"][0]["results"]) == 30
+    results = data["sessions"][0]["results"]
+    assert len(results) == 30
+    # A worker the signal ended did not crash: its checks are not internal errors ("a bug in
+    # testsession", an error group in the state file), as a TERM to the group made them before.
+    assert {r["verdict"] for r in results} <= {"running", "cancelled"}, {r["error"] for r in results}
+    assert "bug in testsession" not in err
 
 
 def test_a_worker_whose_run_dies_exits(tmp_path: Path, web: HttpServer, runs: list[Run]) -> None:

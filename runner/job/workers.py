@@ -60,6 +60,7 @@ START_SECONDS = 30.0  # from a worker's start to its first frame; then it is kil
 STOP_SECONDS = 2.0  # from closing a worker's stdin to its exit; then it is killed
 STDERR_KEPT = 8_000  # characters of a worker's stderr kept (its end): a crash's traceback
 _HEADER = struct.Struct(">I")
+_STOPS = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})  # signals that stop, not crash, a worker
 # A worker's program: this process's import path, then the worker. `python -c` puts the current
 # folder first on its path, where a repository's own `runner/` package would be imported instead of
 # the run's (the installed `testsession` never looks there): the worker imports what the run did.
@@ -296,6 +297,15 @@ class _Worker:
         except subprocess.TimeoutExpired:
             code = None
         said = "" if code is None else f", killed by signal {-code}" if code < 0 else f", exit code {code}"
+        if code is not None and -code in _STOPS:
+            # Stopped from outside, not crashed: the signal that stops the run reached its process
+            # group (`timeout`, a CI's cancel, Ctrl-C before the worker ignored it). Its checks were
+            # cancelled, as the run's own threads' are: not a bug, no error group of their own.
+            message = f"cancelled: worker process {self.number} was stopped ({why}{said})"
+            cancelled = dataclasses.replace(Attempt.not_run(FailureKind.CANCELLED, message), cancelled=True)
+            for index in left:
+                self.hand(index, cancelled, True)
+            return
         message = (
             f"internal error of the local executor: worker process {self.number} ended before this "
             f"check did ({why}{said}; a bug in testsession, not in the check or the build)"
