@@ -17,7 +17,9 @@ Bounded: a worker ends when its stdin closes (the parent closed it, or died: a w
 its run), when its Hello's seconds pass (the run's deadline), or on SIGTERM; it ignores SIGINT (a
 terminal's Ctrl-C reaches the parent, which ends the session and closes the pipes). The parent waits
 STOP_SECONDS for it, then kills it. A worker that crashes, is not ready within START_SECONDS, or sends
-what cannot be read fails its unfinished checks closed: an INTERNAL_ERROR attempt each (exit 4).
+what cannot be read fails its unfinished checks closed: an INTERNAL_ERROR attempt each (exit 4). One
+that a stop signal ended (SIGTERM, SIGINT, SIGHUP: the run's stop reached its group) did not crash:
+its unfinished checks come back cancelled.
 """
 
 from __future__ import annotations
