@@ -196,7 +196,7 @@ class _Worker:
         import subprocess  # here, not at the top: a run without workers (one check) never loads it
 
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _BOOT, *sys.path],
+            [sys.executable, "-c", _BOOT, *(entry for entry in sys.path if isinstance(entry, str))],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
