@@ -349,6 +349,23 @@ def test_yaml_syntax_error_is_one_line_with_file_and_line() -> None:
     assert lines[0].startswith("spec.yml:4: YAML syntax error:"), lines
 
 
+def test_a_tab_or_an_undefined_alias_is_named_where_yaml_refuses_it() -> None:
+    # libyaml (the loader since onecheck3) says "found character that cannot start any token" without
+    # the character; the pure loader named it. A tab's indent is the usual cause: said, at its line.
+    lines = problems("runLocation: x\nwait:\n\ttimeoutSeconds: 5\n")
+    assert lines == [
+        "spec.yml:3: YAML syntax error: while scanning for the next token found character '\\t' that "
+        "cannot start any token (YAML indents with spaces, not tabs)"
+    ]
+    assert problems("runLocation: x\nname: `y`\n") == [
+        "spec.yml:2: YAML syntax error: while scanning for the next token found character '`' that "
+        "cannot start any token"
+    ]
+    assert problems("runLocation: x\nname: *nope\n") == [
+        "spec.yml:2: YAML syntax error: found undefined alias 'nope'"  # named, as the pure loader did
+    ]
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

@@ -170,23 +170,32 @@ def _threads(pid: int) -> int:
     return int(status.split("\nThreads:\t", 1)[1].split()[0])
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["TERM", "INT"])
+@pytest.mark.parametrize(
+    "sig, code, group",
+    [(signal.SIGTERM, 143, False), (signal.SIGINT, 130, True), (signal.SIGTERM, 143, True)],
+    ids=["TERM", "INT", "TERM-group"],
+)
 def test_a_signal_ends_the_workers_with_partial_reports(
-    tmp_path: Path, web: HttpServer, runs: list[Run], sig: signal.Signals, code: int
+    tmp_path: Path, web: HttpServer, runs: list[Run], sig: signal.Signals, code: int, group: bool
 ) -> None:
     run = Run(tmp_path, _checks(web, 30, "/slow?ms=20000"), workers=2)
     runs.append(run)
     run.wait_for_workers(2)
     time.sleep(0.3)
     signalled = time.monotonic()
-    if sig is signal.SIGINT:  # Ctrl-C in a terminal: the run's whole process group, workers too
+    if group:  # Ctrl-C in a terminal, `timeout`, a CI that ends the job's group: the workers too
         os.killpg(run.proc.pid, sig)
     else:  # a CI's cancel: the run alone
         run.proc.send_signal(sig)
     exit_code, err, data = run.finish()
     assert exit_code == code and data["partial"], err
     assert time.monotonic() - signalled < 10 and _gone(run.seen, 1.0)
-    assert len(data["sessions"][0]["results"]) == 30
+    results = data["sessions"][0]["results"]
+    assert len(results) == 30
+    # A worker the signal ended did not crash: its checks are not internal errors ("a bug in
+    # testsession", an error group in the state file), as a TERM to the group made them before.
+    assert {r["verdict"] for r in results} <= {"running", "cancelled"}, {r["error"] for r in results}
+    assert "bug in testsession" not in err
 
 
 def test_a_worker_whose_run_dies_exits(tmp_path: Path, web: HttpServer, runs: list[Run]) -> None:
@@ -207,7 +216,8 @@ def test_the_decision_and_the_setting() -> None:
     assert workers_for(10_000, 0, cpus=8) == 0 and workers_for(3, 2, cpus=1) == 2  # the user's choice
     assert workers_for(0, 2, cpus=8) == 0
     assert parse_workers({}) is None and parse_workers({"TESTSESSION_WORKERS": " 3 "}) == 3
-    for bad in ("two", "-1", "99"):
+    # "\u00b2" (a superscript 2) was a ValueError's traceback, exit 4
+    for bad in ("two", "-1", "99", "\u00b2", "\u0663"):
         with pytest.raises(UsageError, match=r"TESTSESSION_WORKERS: .* allowed: 0 to 8"):
             parse_workers({"TESTSESSION_WORKERS": bad})
 
@@ -218,3 +228,101 @@ def test_a_frame_over_the_limit_is_refused_before_it_is_read() -> None:
         read_frame(stream)
     with pytest.raises(ValueError, match="cut"):
         read_frame(io.BytesIO(struct.pack(">I", 100) + b"short"))
+
+
+def test_a_worker_imports_the_run_s_own_package_whatever_the_folder_holds(
+    tmp_path: Path, web: HttpServer
+) -> None:
+    # The installed `testsession` run in a repository that has a `runner/` package of its own (a
+    # common name): the run imports the installed package, and so must its workers. Before, a worker
+    # (`python -c`, the folder first on its path) imported the repository's and ran its code: exit 4.
+    (tmp_path / "runner").mkdir()
+    (tmp_path / "runner" / "__init__.py").write_text(
+        "import pathlib\npathlib.Path('imported').write_text('the folder runner package ran')\n"
+        "raise SystemExit(1)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(_checks(web, 30, "/slow?ms=50")), encoding="utf-8")
+    ran = subprocess.run(
+        [str(Path(sys.executable).parent / "testsession"), "run", "--checks", "checks.yml", "--no-rca",
+         "--json", "o/r.json"],
+        capture_output=True, text=True, cwd=tmp_path, env=child_env(TESTSESSION_WORKERS="1"), timeout=LIMIT,
+    )  # fmt: skip
+    assert not (tmp_path / "imported").exists()
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert json.loads((tmp_path / "o" / "r.json").read_text(encoding="utf-8"))["counts"]["passed"] == 30
+
+
+def test_a_bug_on_a_worker_masks_the_check_s_own_secret(tmp_path: Path, web: HttpServer) -> None:
+    # An engine bug (exit 4) of a check run on a worker: its message holds the URL the check's own
+    # secret filled, masked as on the run's own threads (checks/internal.py, the check's variables).
+    # The bug is made in both processes by a sitecustomize on their path (a test's only way in).
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import runner.checks.run as run\n"
+        "def broken(seen, *args):\n"
+        "    raise RuntimeError(f'bug while judging {seen.request.target}')\n"
+        "run.judge = broken\n",
+        encoding="utf-8",
+    )
+    secret = "own-secret-value-42"
+    checks = _checks(web, 30, "/status/200?k={{MINE}}")
+    for check in checks:
+        check["environmentVariables"] = [{"key": "MINE", "value": secret, "secret": True}]
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(checks), encoding="utf-8")
+    reports = ["--json", "o/r.json", "--junit", "o/j.xml", "--markdown", "o/s.md"]
+    ran = subprocess.run(
+        [sys.executable, "-m", "runner", "run", "--checks", "checks.yml", "--no-rca", *reports],
+        capture_output=True, text=True, cwd=tmp_path, timeout=LIMIT,
+        env=child_env(TESTSESSION_WORKERS="1", PYTHONPATH=str(site)),
+    )  # fmt: skip
+    assert ran.returncode == 4, ran.stderr
+    shown = ran.stdout + ran.stderr + "".join(p.read_text() for p in (tmp_path / "o").iterdir())
+    assert shown.count("bug while judging") >= 30 and "k=***" in shown
+    assert secret not in shown
+
+
+def test_the_session_s_variables_go_to_a_worker_after_a_check_used_them() -> None:
+    # The run's own threads start checks while a worker's Hello is still being sent: a check that
+    # reads the variables first caches their Substitution (its Redactor holds a lock) on them. Before,
+    # the Hello then could not be pickled: the worker waited for it START_SECONDS (30 s), was killed,
+    # and its checks were internal errors (exit 4); seen under load in the suite.
+    import pickle
+
+    from runner.checks.variables import VariableSources, variables_from
+
+    secret = [{"key": "TOKEN", "value": "session-secret-42", "secret": True}]
+    sources = VariableSources(session=tuple(variables_from(secret)), runtime={"REGION": "local"})
+    assert sources.substitution.redact("x session-secret-42") == "x ***"  # cached on it now
+    copy = pickle.loads(pickle.dumps(sources))
+    assert copy == sources and copy.substitution.redact("x session-secret-42") == "x ***"
+
+
+def test_a_task_that_cannot_be_sent_fails_the_worker_s_checks_at_once() -> None:
+    # A value the parent cannot pickle (a bug): the worker is ended and its checks fail closed now,
+    # not after START_SECONDS with a thread's traceback on the run's stderr.
+    import threading
+
+    from runner.checks.failures import FailureKind
+    from runner.job.workers import Hello, Task, _Worker
+
+    handed: list[tuple[int, Any, bool]] = []
+    done = threading.Event()
+
+    def hand(index: int, attempt: Any, final: bool) -> None:
+        handed.append((index, attempt, final))
+        done.set()
+
+    from runner.checks.variables import VariableSources
+
+    worker = _Worker(1, Hello(VariableSources(), 10.0, 1, 1000), hand)
+    try:
+        assert worker.submit(Task(0, threading.Lock(), None, None))  # type: ignore[arg-type]
+        assert done.wait(10.0), "the worker's check was not failed"
+        ((index, attempt, final),) = handed
+        assert index == 0 and final and attempt.error_kind is FailureKind.INTERNAL_ERROR
+        assert "could not be sent" in attempt.message
+    finally:
+        worker.close()
+        worker.reap(time.monotonic() + 2.0)

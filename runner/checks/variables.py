@@ -95,6 +95,13 @@ class VariableSources:
         (Substitution.for_check): learning a secret's spellings costs ~0.1 ms each, a check."""
         return Substitution(self)
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled (a worker process's Hello: job/workers.py) without the cached `substitution`: its
+        Redactor holds a lock, and the run's threads may have made it while the Hello is sent."""
+        state = dict(self.__dict__)
+        state.pop("substitution", None)
+        return state
+
 
 class VariableError(NotRun):
     """The check cannot run: `kind` (unknown_variable, variable_without_value ...) and a message that

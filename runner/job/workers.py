@@ -17,7 +17,9 @@ Bounded: a worker ends when its stdin closes (the parent closed it, or died: a w
 its run), when its Hello's seconds pass (the run's deadline), or on SIGTERM; it ignores SIGINT (a
 terminal's Ctrl-C reaches the parent, which ends the session and closes the pipes). The parent waits
 STOP_SECONDS for it, then kills it. A worker that crashes, is not ready within START_SECONDS, or sends
-what cannot be read fails its unfinished checks closed: an INTERNAL_ERROR attempt each (exit 4).
+what cannot be read fails its unfinished checks closed: an INTERNAL_ERROR attempt each (exit 4). One
+that a stop signal ended (SIGTERM, SIGINT, SIGHUP: the run's stop reached its group) did not crash:
+its unfinished checks come back cancelled.
 """
 
 from __future__ import annotations
@@ -60,6 +62,11 @@ START_SECONDS = 30.0  # from a worker's start to its first frame; then it is kil
 STOP_SECONDS = 2.0  # from closing a worker's stdin to its exit; then it is killed
 STDERR_KEPT = 8_000  # characters of a worker's stderr kept (its end): a crash's traceback
 _HEADER = struct.Struct(">I")
+_STOPS = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})  # signals that stop, not crash, a worker
+# A worker's program: this process's import path, then the worker. `python -c` puts the current
+# folder first on its path, where a repository's own `runner/` package would be imported instead of
+# the run's (the installed `testsession` never looks there): the worker imports what the run did.
+_BOOT = "import sys; sys.path[:] = sys.argv[1:]; from runner.job.workers import main; main()"
 
 Item = tuple[int, Attempt, bool]  # (the check's index in its session, an attempt, whether final)
 Hand = Callable[[int, Attempt, bool], None]
@@ -84,7 +91,7 @@ def parse_workers(environ: Mapping[str, str]) -> int | None:
     text = environ.get(ENV_WORKERS, "").strip()
     if not text:
         return None
-    if not text.isdigit() or int(text) > MAX_WORKERS:
+    if not (text.isascii() and text.isdigit()) or int(text) > MAX_WORKERS:  # isdigit alone: "²" too
         raise UsageError(
             f"{ENV_WORKERS}: {text[:20]!r} is not a number of worker processes; allowed: 0 to {MAX_WORKERS}"
         )
@@ -185,10 +192,11 @@ class _Worker:
         self.ready = threading.Event()
         self.tasks: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
         self.stderr = ""
+        self.unsent: str | None = None  # why the tasks could not be sent (a value that does not pickle)
         import subprocess  # here, not at the top: a run without workers (one check) never loads it
 
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from runner.job.workers import main; main()"],
+            [sys.executable, "-c", _BOOT, *(entry for entry in sys.path if isinstance(entry, str))],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -249,6 +257,9 @@ class _Worker:
                     write_frame(stdin, batch)
         except (OSError, ValueError):
             pass  # the worker is gone: its reader fails its checks
+        except Exception as exc:  # a bug: what was handed could not be pickled; its checks fail now
+            self.unsent = f"its tasks could not be sent ({type(exc).__name__})"
+            self.proc.kill()
         with contextlib.suppress(OSError):
             stdin.close()
 
@@ -272,7 +283,7 @@ class _Worker:
         except (OSError, ValueError, EOFError, pickle.UnpicklingError, AttributeError, ImportError) as exc:
             why = f"what it sent could not be read ({exc})"
             self.proc.kill()
-        self._fail_left(why)
+        self._fail_left(self.unsent or why)
 
     def _fail_left(self, why: str) -> None:
         with self.lock:
@@ -288,6 +299,15 @@ class _Worker:
         except subprocess.TimeoutExpired:
             code = None
         said = "" if code is None else f", killed by signal {-code}" if code < 0 else f", exit code {code}"
+        if code is not None and -code in _STOPS:
+            # Stopped from outside, not crashed: the signal that stops the run reached its process
+            # group (`timeout`, a CI's cancel, Ctrl-C before the worker ignored it). Its checks were
+            # cancelled, as the run's own threads' are: not a bug, no error group of their own.
+            message = f"cancelled: worker process {self.number} was stopped ({why}{said})"
+            cancelled = dataclasses.replace(Attempt.not_run(FailureKind.CANCELLED, message), cancelled=True)
+            for index in left:
+                self.hand(index, cancelled, True)
+            return
         message = (
             f"internal error of the local executor: worker process {self.number} ended before this "
             f"check did ({why}{said}; a bug in testsession, not in the check or the build)"
@@ -363,7 +383,7 @@ class Workers:
 
 
 def main() -> None:
-    """A worker process: `python -c "from runner.job.workers import main; main()"`."""
+    """A worker process: `python -c _BOOT *sys.path` (its parent's import path)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent ends us (our stdin closes)
     from runner.checks.internal import internal_error
     from runner.checks.limits import Limits
@@ -407,7 +427,7 @@ def main() -> None:
                 scripts=runner_for(definition),
             )
         except Exception as exc:  # a bug in the engine: the check's error, as in the run's own threads
-            hand(task.position, internal_error(exc, variables), True)
+            hand(task.position, internal_error(exc, variables, task.check.plan.definition), True)
 
     def send() -> None:
         """Attempts to the parent as they end; those waiting together in one frame."""

@@ -66,6 +66,27 @@ def _reader_error(text: str, exc: yaml.reader.ReaderError, source: str) -> SpecE
     )
 
 
+# libyaml's words that do not say what they found (the pure loader named it): said from the text at
+# the mark (libyaml counts characters), a tab's cause too.
+_NO_TOKEN = "found character that cannot start any token"
+_NO_ALIAS = "found undefined alias"
+
+
+def _named(text: str, mark: yaml.Mark, problem: str) -> str:
+    import re  # an error's path only
+
+    lines = re.split("\r\n|[\r\n\x85\u2028\u2029]", text)  # YAML's line breaks, as libyaml counts them
+    line = lines[mark.line] if 0 <= mark.line < len(lines) else ""
+    if not 0 <= mark.column < len(line):
+        return problem
+    found = line[mark.column :]
+    if problem == _NO_ALIAS:
+        alias = re.match(r"\*([0-9A-Za-z_-]+)", found)
+        return f"{problem} {alias.group(1)!r}" if alias else problem
+    hint = " (YAML indents with spaces, not tabs)" if found[0] == "\t" else ""
+    return f"found character {found[0]!r} that cannot start any token{hint}"
+
+
 def _duplicate_keys(root: yaml.Node) -> list[tuple[int, str]]:
     """(line, key) of each key given twice in one mapping (YAML keeps the last one silently). Each
     node once: the graph was found within the budget (check_node_budget) before this walk."""
@@ -109,6 +130,8 @@ def parse_yaml(text: str, source: str) -> Document:
         mark = exc.problem_mark or exc.context_mark
         at_line = f":{mark.line + 1}" if mark else ""
         what = " ".join(p for p in (exc.context, exc.problem) if p)
+        if mark and exc.problem in (_NO_TOKEN, _NO_ALIAS):
+            what = what.replace(exc.problem, _named(text, mark, exc.problem))
         raise SpecError([f"{source}{at_line}: YAML syntax error: {what}"]) from None
     except (yaml.YAMLError, RecursionError) as exc:
         raise SpecError([f"{source}: YAML error: {type(exc).__name__}"]) from None
