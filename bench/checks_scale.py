@@ -92,10 +92,16 @@ class Scale:
     def cpu(self) -> float:
         return median([r.cpu for r in self.ours])
 
+    def _top(self) -> cvn.Run:
+        return max(self.ours, key=lambda r: r.tree_kib)
+
     def parts(self) -> str:
         """Each process's resident set at the tree's peak of the round with the largest one."""
-        top = max(self.ours, key=lambda r: r.tree_kib)
-        return " + ".join(f"{rss / 1024:.0f}" for _pid, rss, _shared in top.tree_parts_kib)
+        return " + ".join(f"{rss / 1024:.0f}" for _pid, rss, _shared in self._top().tree_parts_kib)
+
+    @property
+    def processes(self) -> int:
+        return len(self._top().tree_parts_kib)
 
     @property
     def ratio(self) -> float:
@@ -164,7 +170,13 @@ def rows(
                 f"{per_check:.1f} KiB",
                 note=f"(tree peak at {big.n:,} {big.peak_mib:.0f} MiB - at {small.n:,} "
                 f"{small.peak_mib:.0f} MiB)"
-                f" / {big.n - small.n:,}",
+                f" / {big.n - small.n:,}"
+                + (
+                    f"; {big.processes - small.processes} more process(es) at {big.n:,} (a session of "
+                    "2,000 checks or more starts a worker): their fixed memory is in it"
+                    if big.processes > small.processes
+                    else ""
+                ),
             )
         )
     one = median(ours_one)
