@@ -227,6 +227,8 @@ class Run:
     maxrss_kib: int
     server: dict[str, Any]  # what the server answered during the run (checks_server.stats)
     client_ms: float | None  # median response time as the tool itself reports it
+    tree_kib: int = 0  # the process tree's sampled peak, VmRSS summed (common.Child.tree_kib)
+    tree_parts_kib: list[tuple[int, int, int]] = field(default_factory=list)  # (pid, rss, shared) at it
 
 
 def _fail(what: str, child: Child, detail: str) -> SystemExit:
@@ -266,7 +268,8 @@ def run_ours(tmp: Path, n: int, server: Server) -> Run:
     if len(passed) != n:
         raise _fail("testsession run", child, f"reported {len(passed)} of {n} checks passed")
     times = [float(r["durationSeconds"]) * 1000 for r in passed if r.get("durationSeconds") is not None]
-    return Run(child.wall, child.cpu, child.maxrss_kib, seen, median(times) if times else None)
+    client = median(times) if times else None
+    return Run(child.wall, child.cpu, child.maxrss_kib, seen, client, child.tree_kib, child.tree_parts_kib)
 
 
 def run_newman(newman: Newman, tmp: Path, n: int, server: Server) -> Run:
@@ -286,7 +289,8 @@ def run_newman(newman: Newman, tmp: Path, n: int, server: Server) -> Run:
         raise _fail("newman run", child, f"reported assertions {assertions}")
     times = [float(e["response"]["responseTime"]) for e in run["executions"] if e.get("response")]
     report.unlink()
-    return Run(child.wall, child.cpu, child.maxrss_kib, seen, median(times) if times else None)
+    client = median(times) if times else None
+    return Run(child.wall, child.cpu, child.maxrss_kib, seen, client, child.tree_kib, child.tree_parts_kib)
 
 
 # --- the figures ----------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import sys
 import sysconfig
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,6 +45,11 @@ class Child:
     stderr: str
     exited_at: float  # time.monotonic() right after the exit was reaped
     cpu: float = 0.0  # user + system seconds of the child (and the children it waited for)
+    # The child and every process under it (a run's worker processes), their VmRSS summed, sampled
+    # every 10 ms (spawner.py): the largest sum, KiB; a page two processes share counts in each (an
+    # upper bound). maxrss_kib is the largest single process, not the tree.
+    tree_kib: int = 0
+    tree_parts_kib: list[tuple[int, int, int]] = field(default_factory=list)  # (pid, rss, shared) at it
 
 
 def median(values: Sequence[float]) -> float:
@@ -125,6 +130,8 @@ class Spawner:
             stderr=answer["stderr"],
             exited_at=answer["exited"],
             cpu=answer.get("cpu", 0.0),
+            tree_kib=answer.get("tree_kib", 0),
+            tree_parts_kib=[(pid, rss, shared) for pid, rss, shared in answer.get("tree_parts_kib", [])],
         )
 
     def close(self) -> None:
@@ -142,7 +149,8 @@ def run_child(
     cwd: str | Path | None = None,
     timeout: float = 120,
 ) -> Child:
-    """Runs argv to its end: wall time, peak memory of exactly this child, output."""
+    """Runs argv to its end: wall time, peak memory of this child (the largest single process, and its
+    tree's sampled sum: Child.tree_kib), output."""
     global _spawner
     if _spawner is None:
         _spawner = Spawner()

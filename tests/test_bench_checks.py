@@ -59,3 +59,26 @@ def test_the_newman_collection_holds_the_same_requests(harness: ModuleType) -> N
     for item in collection["item"]:
         (event,) = item["event"]
         assert event["listen"] == "test" and "to.have.status(200)" in event["script"]["exec"][0]
+
+
+def test_the_peak_memory_is_the_process_trees_sum(harness: ModuleType) -> None:
+    """A run with a worker process holds both at once: the bench's peak is their sum, not the largest
+    process's (ru_maxrss), which would hide the worker."""
+    import common
+
+    # The child holds 40 MiB; the process it starts holds 60 MiB at the same time, for 0.5 s.
+    grandchild = "b = bytearray(60 << 20); import time; time.sleep(0.5)"
+    script = (
+        "import subprocess, sys; a = bytearray(40 << 20); "
+        f"subprocess.run([sys.executable, '-c', {grandchild!r}], check=True)"
+    )
+    child = common.run_child([sys.executable, "-c", script])
+    assert child.code == 0
+    largest = child.maxrss_kib / 1024
+    tree = child.tree_kib / 1024
+    assert 60 <= largest < 90  # the grandchild's peak alone
+    assert tree >= 100 and tree > largest + 35  # both at once
+    assert (
+        len(child.tree_parts_kib) == 2
+        and sum(rss for _pid, rss, _shared in child.tree_parts_kib) == child.tree_kib
+    )

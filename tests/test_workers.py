@@ -162,6 +162,24 @@ def test_a_killed_worker_fails_its_checks_closed(tmp_path: Path, web: HttpServer
     assert (tmp_path / "reports" / "junit.xml").exists()
 
 
+def test_a_worker_loads_the_engine_not_the_checks_files_loader(
+    tmp_path: Path, web: HttpServer, runs: list[Run]
+) -> None:
+    # Its memory: a worker is sent each check's definition as data, so it never loads the checks
+    # file's modules or yaml (its C extension would be mapped), only the engine (pycurl).
+    run = Run(tmp_path, _checks(web, 24, "/slow?ms=300"), workers=1)
+    runs.append(run)
+    (worker,) = run.wait_for_workers(1)
+    deadline = time.monotonic() + LIMIT
+    maps = ""
+    while "pycurl" not in maps and time.monotonic() < deadline:  # its checks are under way
+        time.sleep(0.02)
+        maps = Path(f"/proc/{worker}/maps").read_text()
+    code, err, _data = run.finish()
+    assert code == 0, err
+    assert "pycurl" in maps and "_yaml" not in maps
+
+
 def _threads(pid: int) -> int:
     try:
         status = Path(f"/proc/{pid}/status").read_text()

@@ -176,10 +176,16 @@ class CheckPlan:
         """Production's definition of the check, made now (a new value each time); None when it did
         not parse. The one who runs the check holds it while it runs. Its problems were found when
         the check loaded (`problems`, of a REAL plan): none there, none asked again at each attempt."""
+        given = self.definition_input()
+        return None if given is None else parse_check_definition(given[0], checked=given[1])
+
+    def definition_input(self) -> tuple[dict[str, Any], bool] | None:
+        """What `definition` parses: the check's data in production's shape, and whether its problems
+        were found none when it loaded (parse_check_definition's `checked`). A worker process is sent
+        this, not the check (job/workers.py): it parses it without this module or the checks file's."""
         if self.parsed is None:
             return None
-        checked = self.mode is Mode.REAL and not self.problems
-        return parse_check_definition(self.parsed.definition_data(), checked=checked)
+        return self.parsed.definition_data(), self.mode is Mode.REAL and not self.problems
 
 
 def cannot_run_message(reason: str, leave_out: str) -> str:

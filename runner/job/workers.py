@@ -9,8 +9,9 @@ known/new, error groups, analyses, events, history and the reports stay in job/l
 
 The wire: pickle in length-prefixed frames over the worker's stdin and stdout, pipes only we hold (a
 worker is our own child running our own code). To a worker: one `Hello` (the session's variables,
-how long it may live, its threads), then lists of `Task`. From it: an empty list once it is ready,
-then lists of `(index, Attempt, final)`, the engine's own values. A frame is at most MAX_FRAME bytes;
+how long it may live, its threads), then lists of `Job` (a `Task` with its check as its definition's
+data). From it: an empty list once it is ready, then lists of `(index, Attempt, final)`, the engine's
+own values. A frame is at most MAX_FRAME bytes;
 a larger one, a value of another type or a cut one is the worker's crash.
 
 Bounded: a worker ends when its stdin closes (the parent closed it, or died: a worker never outlives
@@ -35,7 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from runner.checks.failures import FailureKind
 from runner.checks.outcome import Attempt, mask
@@ -84,6 +85,25 @@ class Task(NamedTuple):
     check: FileCheck
     retry: RetryStrategy | None
     max_run: float | None
+
+
+class Job(NamedTuple):
+    """A Task as a worker is sent it: the check's definition as data (CheckPlan.definition_input),
+    not the FileCheck, whose class would load the checks file's and the world's modules (yaml, the
+    declared models: ~4 MiB of a worker's ~48 MiB) into a process that only runs the engine."""
+
+    position: int
+    id: str  # the check's, for an error that its definition no longer parses
+    data: dict[str, Any] | None  # None: no definition (never: the plan said REAL)
+    checked: bool
+    retry: RetryStrategy | None
+    max_run: float | None
+
+    @classmethod
+    def of(cls, task: Task) -> Job:
+        given = task.check.plan.definition_input()
+        data, checked = given if given is not None else (None, False)
+        return cls(task.position, task.check.id, data, checked, task.retry, task.max_run)
 
 
 def parse_workers(environ: Mapping[str, str]) -> int | None:
@@ -254,7 +274,7 @@ class _Worker:
                 else:
                     closing = True  # None: the session ended
                 if batch:
-                    write_frame(stdin, batch)
+                    write_frame(stdin, [Job.of(task) for task in batch])
         except (OSError, ValueError):
             pass  # the worker is gone: its reader fails its checks
         except Exception as exc:  # a bug: what was handed could not be pickled; its checks fail now
@@ -385,11 +405,14 @@ class Workers:
 def main() -> None:
     """A worker process: `python -c _BOOT *sys.path` (its parent's import path)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent ends us (our stdin closes)
+    # The engine and the checks' definitions only: not the CLI, the spec, the reports, the client,
+    # the checks file's loader (a Job carries data, not a FileCheck) nor yaml.
     from runner.checks.internal import internal_error
     from runner.checks.limits import Limits
     from runner.checks.run import run_check
     from runner.checks.scripts import runner_for
     from runner.core.threads import DaemonPool
+    from runner.models.check_definitions import CheckDefinition, parse_check_definition
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must not break the frames
@@ -408,14 +431,15 @@ def main() -> None:
         # A pass goes back as the session keeps it (Attempt.as_kept_passed): half the bytes to pickle.
         results.put((index, attempt.as_kept_passed() if attempt.passed else attempt, final))
 
-    def execute(task: Task) -> None:
+    def execute(task: Job) -> None:
         """As job/local.py's LocalSource.execute, on this process's threads."""
         if stop.is_set():
             return
+        definition: CheckDefinition | None = None
         try:
-            definition = task.check.plan.definition
-            if definition is None:  # never: the plan said REAL, and its definition parsed
-                raise RuntimeError(f"check {task.check.id}: its definition no longer parses")
+            if task.data is None:  # never: the plan said REAL, and its definition parsed
+                raise RuntimeError(f"check {task.id}: its definition no longer parses")
+            definition = parse_check_definition(task.data, checked=task.checked)
             run_check(
                 definition,
                 max_run_seconds=task.max_run,
@@ -427,7 +451,7 @@ def main() -> None:
                 scripts=runner_for(definition),
             )
         except Exception as exc:  # a bug in the engine: the check's error, as in the run's own threads
-            hand(task.position, internal_error(exc, variables, task.check.plan.definition), True)
+            hand(task.position, internal_error(exc, variables, definition), True)
 
     def send() -> None:
         """Attempts to the parent as they end; those waiting together in one frame."""
