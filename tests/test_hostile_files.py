@@ -325,7 +325,7 @@ def test_a_browser_checks_evidence_is_not_kept_or_removed_through_a_linked_repor
     (tmp_path / "testsession-reports").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
     check = parse_check_definition({"id": "x", "name": "b", "checkType": "BROWSER", "script": "//"})
     with pytest.raises(NotRun, match="its folder testsession-reports is a symbolic link"):
-        attempt_dir(check)
+        attempt_dir(check, 1)
     assert (kept / "victim").read_text(encoding="utf-8") == VICTIM
     # Nor does a run's clean-up of what a killed run left there (`.run-<hex>` folders) reach it.
     fragment = tmp_path / "elsewhere" / "browser" / ".run-0123abcd"
