@@ -21,11 +21,18 @@ from typing import Any
 
 import pytest
 import requests
-from conftest import auth_headers, never_ending_world
+from conftest import HANG_CHECK, auth_headers, never_ending_world
 from helpers import child_env, junit_xsd_errors
 
+from runner.client import ApiClient
+from runner.core.exitcodes import ExitCode
 from runner.emulator import Emulator
 from runner.emulator.shell.hosts import CONTROL_HEADERS
+from runner.job.analyses import AnalysisPlan
+from runner.job.events import Event, ResultFinished, Where
+from runner.job.plan import SessionPlan
+from runner.job.session import SessionWorker
+from runner.models import Target, TestSession, TriggerRequest
 from runner.reports import load_outcome
 
 # A check that hangs must stay running until the test cancels or interrupts it (see conftest).
@@ -209,7 +216,9 @@ def test_signal_while_waiting_cancels_the_session(
     outcome = partial_reports(tmp_path, code, sig.name)
     assert outcome.sessions[0].testSessionId == session_id
     assert outcome.sessions[0].status == "CANCELLED"
-    assert [r.verdict for r in outcome.sessions[0].results] == ["cancelled"]
+    # This run cancelled the check: it did not finish ("running"), whichever read saw the cancel
+    # (test_a_check_the_signal_cancelled_has_one_verdict_whichever_read_saw_the_cancel).
+    assert [(r.status, r.verdict) for r in outcome.sessions[0].results] == [("CANCELLED", "running")]
     assert f"exit code {code}" in "\n".join(run.lines)
     assert "Traceback" not in run.output()
 
@@ -371,3 +380,51 @@ def test_signal_before_the_trigger_ends_the_run_with_its_reports(
         if marker.exists():
             with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(marker.read_text().strip()), signal.SIGKILL)
+
+
+class _SignalledClient(ApiClient):
+    """The service's client of a run that a signal stops during its wait's first long poll, as run.py
+    `_shutdown` does it: the stop code, then the stop event, then the cancel. `seen_by_poll`: the
+    long poll then answers with the cancelled session (the cancel landed while it waited); else it
+    ends without an answer first (408), and the wait sees the stop before its next read."""
+
+    def __init__(self, emulator: Emulator, seen_by_poll: bool) -> None:
+        super().__init__(emulator.url, emulator.api_key, emulator.account_id)
+        self.seen_by_poll = seen_by_poll
+        self.code: list[int] = []
+        self.stop = threading.Event()
+
+    def await_completion(self, test_session_id: str, max_wait_seconds: float = 30) -> TestSession | None:
+        if not self.stop.is_set():
+            self.code.append(ExitCode.INTERRUPTED)
+            self.stop.set()
+            self.cancel(test_session_id, within=5)
+            if not self.seen_by_poll:
+                return None
+        return super().await_completion(test_session_id, max_wait_seconds)
+
+
+@pytest.mark.parametrize("seen_by_poll", [True, False], ids=["seen-by-the-long-poll", "stop-seen-first"])
+def test_a_check_the_signal_cancelled_has_one_verdict_whichever_read_saw_the_cancel(
+    emulator: Emulator, seen_by_poll: bool
+) -> None:
+    # Under load the signal's cancel was seen either by the wait's long poll (its final read) or by
+    # the read after the wait saw the stop (session.py `_ended_early`): the first said "cancelled"
+    # (as if someone had cancelled the check in the service's UI), the second "running" (this run
+    # ended it: it did not finish, the verdict of job/policy.py and of a checks file's run).
+    events: list[Event] = []
+    with _SignalledClient(emulator, seen_by_poll) as client:
+        plan = SessionPlan(timeout_seconds=120, analyses=AnalysisPlan(enabled=False))
+        code = client.code
+        worker = SessionWorker(
+            client, plan, Where("Deploy checks", "eu-west-1"), None, events.append, client.stop,
+            lambda: ExitCode(code[0]) if code else None,
+        )  # fmt: skip
+        target = Target(checkId=[HANG_CHECK])
+        request = TriggerRequest(name="deploy", runLocation="eu-west-1", target=target)
+        outcome = worker.trigger_and_follow(request)
+    assert outcome.exitCode == ExitCode.INTERRUPTED
+    assert outcome.status == "CANCELLED"
+    assert [(r.status, r.verdict) for r in outcome.results] == [("CANCELLED", "running")]
+    # Nor did the console hear of it as a check that finished (cancelled) before the report said not.
+    assert not [e for e in events if isinstance(e, ResultFinished)]

@@ -239,10 +239,14 @@ class _Watch:
         # and then every result of the read is built once (a session of 1,000 results is read often),
         # with the messages of every group read so far, and kept for the end (`_ended_early`).
         checks = check_rows(session)
-        fresh = {c.id for c in checks if c.id not in self.reported and check_verdict(c) != "running"}
+        # A read after the run was stopped (a signal, the run's deadline) may show this run's own
+        # cancel (run.py `_shutdown` cancels before this wait sees the stop): its CANCELLED rows did
+        # not finish, the verdict `_ended_early` gives them, whichever of the two saw the cancel.
+        ours = self.worker.stop_code() is not None
+        fresh = {c.id for c in checks if c.id not in self.reported and check_verdict(c, ours) != "running"}
         ids = [g for c in checks if c.id in fresh for g in c.row.errorGroupIds]
         groups = self.reader.groups(ids, MESSAGE_WAIT)
-        self.current = [self.memo.outcome(session, check, groups, kept=kept) for check in checks]
+        self.current = [self.memo.outcome(session, check, groups, ours, kept) for check in checks]
         kept.release()  # from here only the values are kept: this read's rows go with the caller's
         for result in self.current:
             if result.id in fresh and result.id not in self.reported:
@@ -316,8 +320,8 @@ class _Watch:
         if waiting:
             worker.emit(AnalysesWaiting(worker.where, waiting, plan.analyses.timeout_seconds))
         groups = self.reader.finish(final, wait=not worker.stop.is_set())
-        results = self.results(final, groups)
         stop = worker.stop_code()
+        results = self.results(final, groups, ended_by_us=stop is not None)  # as `_observe`: ours
         if stop is not None:
             return worker._outcome(final, stop, None, results, groups)
         problem = unexplained_end(final.status, results, vanished=0)
