@@ -174,7 +174,6 @@ def test_a_thread_waiting_for_its_next_task_no_longer_holds_the_last_one() -> No
     pool.shutdown()
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the exit, shown
 def test_a_posted_task_that_exits_its_thread_leaves_the_pool_its_count() -> None:
     # A SystemExit escaping a posted task ends its thread (as in any thread). Before, the pool still
     # counted that thread: at its limit it started none for the next task, which never ran.

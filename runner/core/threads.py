@@ -86,7 +86,7 @@ class DaemonPool:
     def _work(self) -> None:
         try:
             self._serve()
-        except BaseException:
+        except BaseException as exc:
             # A posted task's SystemExit (or another BaseException) ends this thread: it is no
             # longer counted, else the pool would wait for a thread that is gone and never start
             # one for the tasks queued; one starts now for those no thread waits for.
@@ -97,7 +97,8 @@ class DaemonPool:
                 )
             if name is not None:
                 threading.Thread(target=self._work, name=name, daemon=True).start()
-            raise
+            if not isinstance(exc, SystemExit):  # ends the thread quietly, as threading's own hook does
+                raise
 
     def _serve(self) -> None:
         while True:
