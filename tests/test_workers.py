@@ -344,3 +344,31 @@ def test_a_task_that_cannot_be_sent_fails_the_worker_s_checks_at_once() -> None:
     finally:
         worker.close()
         worker.reap(time.monotonic() + 2.0)
+
+
+def _run_with_site(
+    tmp_path: Path, web: HttpServer, site_code: str, count: int = 30
+) -> subprocess.CompletedProcess[str]:
+    """A run with one worker and a `sitecustomize.py` (the test's way into both processes)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(site_code, encoding="utf-8")
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(_checks(web, count, "/status/200")), encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "runner", "run", "--checks", "checks.yml", "--no-rca", "--json", "o/r.json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=LIMIT,
+        env=child_env(TESTSESSION_WORKERS="1", PYTHONPATH=str(site)),
+    )  # fmt: skip
+
+
+def test_a_worker_whose_start_up_writes_to_stdout_still_runs_its_checks(
+    tmp_path: Path, web: HttpServer
+) -> None:
+    # A sitecustomize (or a .pth file, a C library) that writes to fd 1 as Python starts. Before, the
+    # frames came back on the worker's stdout: the text cut them, the worker was taken for crashed and
+    # its checks were internal errors (exit 4).
+    ran = _run_with_site(
+        tmp_path, web, "import os\nos.write(1, b'hello from a sitecustomize\\n')\nprint('and a print')\n"
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert json.loads((tmp_path / "o" / "r.json").read_text(encoding="utf-8"))["counts"]["passed"] == 30

@@ -7,12 +7,15 @@ does: each runs the engine on its share of the checks on threads of its own and 
 back as it ends. The run's own threads keep a share (`lane`); the parent keeps the one session:
 known/new, error groups, analyses, events, history and the reports stay in job/local.py.
 
-The wire: pickle in length-prefixed frames over the worker's stdin and stdout, pipes only we hold (a
-worker is our own child running our own code). To a worker: one `Hello` (the session's variables,
-how long it may live, its threads), then lists of `Job` (a `Task` with its check as its definition's
-data). From it: an empty list once it is ready, then lists of `(index, Attempt, final)`, the engine's
-own values. A frame is at most MAX_FRAME bytes;
-a larger one, a value of another type or a cut one is the worker's crash.
+The wire: pickle in length-prefixed frames over the worker's stdin and, back, over a pipe of its own
+(its fd number on its command line): pipes only we hold (a worker is our own child running our own
+code). Not its stdout: whatever else writes there (a `sitecustomize` or `.pth` file that prints at
+start-up, a C library) would cut the frames and the worker would be taken for crashed; its stdout goes
+to /dev/null, its stderr is kept for a crash's traceback. To a worker: one `Hello` (the session's
+variables, how long it may live, its threads), then lists of `Job` (a `Task` with its check as its
+definition's data). From it: an empty list once it is ready, then lists of `(index, Attempt, final)`,
+the engine's own values. A frame is at most MAX_FRAME bytes; a larger one, a value of another type
+or a cut one is the worker's crash.
 
 Bounded: a worker ends when its stdin closes (the parent closed it, or died: a worker never outlives
 its run), when its Hello's seconds pass (the run's deadline), or on SIGTERM; it ignores SIGINT (a
@@ -67,7 +70,8 @@ _STOPS = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})  # signals th
 # A worker's program: this process's import path, then the worker. `python -c` puts the current
 # folder first on its path, where a repository's own `runner/` package would be imported instead of
 # the run's (the installed `testsession` never looks there): the worker imports what the run did.
-_BOOT = "import sys; sys.path[:] = sys.argv[1:]; from runner.job.workers import main; main()"
+# argv[1]: the fd of the pipe for frames back.
+_BOOT = "import sys; sys.path[:] = sys.argv[2:]; from runner.job.workers import main; main()"
 
 Item = tuple[int, Attempt, bool]  # (the check's index in its session, an attempt, whether final)
 Hand = Callable[[int, Attempt, bool], None]
@@ -215,12 +219,27 @@ class _Worker:
         self.unsent: str | None = None  # why the tasks could not be sent (a value that does not pickle)
         import subprocess  # here, not at the top: a run without workers (one check) never loads it
 
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _BOOT, *(entry for entry in sys.path if isinstance(entry, str))],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+        back, given = os.pipe()  # frames back: not its stdout, which anything in it may write to
+        try:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    _BOOT,
+                    str(given),
+                    *(entry for entry in sys.path if isinstance(entry, str)),
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                pass_fds=(given,),
+            )
+        except BaseException:
+            os.close(back)
+            raise
+        finally:
+            os.close(given)  # the worker's alone: its end is the end of what it sends
+        self.frames = os.fdopen(back, "rb")
         for target, name in ((self._write, "in"), (self._read, "out"), (self._drain, "err")):
             threading.Thread(target=target, args=(hello,) if name == "in" else (), daemon=True,
                              name=f"worker-{number}-{name}").start()  # fmt: skip
@@ -286,12 +305,10 @@ class _Worker:
     def _read(self) -> None:
         import pickle
 
-        stdout = self.proc.stdout
-        assert stdout is not None
         why = "it exited"
         try:
             while True:
-                value = read_frame(stdout)
+                value = read_frame(self.frames)
                 if value is None:
                     break
                 self.ready.set()
@@ -303,6 +320,8 @@ class _Worker:
         except (OSError, ValueError, EOFError, pickle.UnpicklingError, AttributeError, ImportError) as exc:
             why = f"what it sent could not be read ({exc})"
             self.proc.kill()
+        with contextlib.suppress(OSError):
+            self.frames.close()
         self._fail_left(self.unsent or why)
 
     def _fail_left(self, why: str) -> None:
@@ -403,7 +422,8 @@ class Workers:
 
 
 def main() -> None:
-    """A worker process: `python -c _BOOT *sys.path` (its parent's import path)."""
+    """A worker process: `python -c _BOOT FD *sys.path` (FD: the pipe for frames back; the path: its
+    parent's import path)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent ends us (our stdin closes)
     # The engine and the checks' definitions only: not the CLI, the spec, the reports, the client,
     # the checks file's loader (a Job carries data, not a FileCheck) nor yaml.
@@ -414,8 +434,8 @@ def main() -> None:
     from runner.core.threads import DaemonPool
     from runner.models.check_definitions import CheckDefinition, parse_check_definition
 
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # a stray print must not break the frames
+    stdin, frames = sys.stdin.buffer, os.fdopen(int(sys.argv[1]), "wb")
+    sys.stdout = sys.stderr  # a print is kept with what a crash says (fd 1 is /dev/null)
     hello = read_frame(stdin)
     if not isinstance(hello, Hello):
         sys.exit(3)
@@ -456,7 +476,7 @@ def main() -> None:
     def send() -> None:
         """Attempts to the parent as they end; those waiting together in one frame."""
         try:
-            write_frame(stdout, [])  # ready
+            write_frame(frames, [])  # ready
             while True:
                 batch = [results.get()]
                 while len(batch) < BATCH:
@@ -464,7 +484,7 @@ def main() -> None:
                         batch.append(results.get_nowait())
                     except queue.Empty:
                         break
-                write_frame(stdout, batch)
+                write_frame(frames, batch)
         except (OSError, ValueError):
             os._exit(6)  # the parent is gone
 
