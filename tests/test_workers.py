@@ -372,3 +372,41 @@ def test_a_worker_whose_start_up_writes_to_stdout_still_runs_its_checks(
     )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert json.loads((tmp_path / "o" / "r.json").read_text(encoding="utf-8"))["counts"]["passed"] == 30
+
+
+def test_an_attempt_a_worker_cannot_send_fails_its_checks_at_once(tmp_path: Path, web: HttpServer) -> None:
+    # An attempt that does not pickle on the worker (a bug). Before, the worker's send thread died of
+    # the TypeError and the worker ran on: the run waited for its checks until its deadline.
+    ran = _run_with_site(
+        tmp_path,
+        web,
+        "import threading\n"
+        "import runner.job.workers as workers\n"
+        "from runner.checks.outcome import Attempt\n"
+        "started = workers.main\n"
+        "def main():\n"  # on the worker only: the parent never calls main
+        "    Attempt.as_kept_passed = lambda self: threading.Lock()\n"
+        "    started()\n"
+        "workers.main = main\n",
+    )
+    assert ran.returncode == 4, ran.stdout + ran.stderr
+    data = json.loads((tmp_path / "o" / "r.json").read_text(encoding="utf-8"))
+    errors = [r["error"] for r in data["sessions"][0]["results"] if r["verdict"] == "error"]
+    assert errors and all("worker process 1 ended before this check did" in e for e in errors)
+    assert "exit code 7" in errors[0] and "pickle" in ran.stderr + ran.stdout
+
+
+def test_a_batch_over_the_frame_limit_goes_in_smaller_frames() -> None:
+    from runner.checks.outcome import Attempt
+    from runner.job.workers import FrameTooLarge, write_items
+
+    items = [(n, Attempt(1, 0.0, 1.0, False, message=str(n) * 400), True) for n in range(5)]
+    stream = io.BytesIO()
+    write_items(stream, items, limit=1_000)
+    stream.seek(0)
+    frames = []
+    while (frame := read_frame(stream)) is not None:
+        frames.append(frame)
+    assert len(frames) > 1 and [item for frame in frames for item in frame] == items  # type: ignore[attr-defined]
+    with pytest.raises(FrameTooLarge):  # one attempt alone over the limit: the worker's error
+        write_items(io.BytesIO(), items[:1], limit=100)

@@ -14,8 +14,9 @@ start-up, a C library) would cut the frames and the worker would be taken for cr
 to /dev/null, its stderr is kept for a crash's traceback. To a worker: one `Hello` (the session's
 variables, how long it may live, its threads), then lists of `Job` (a `Task` with its check as its
 definition's data). From it: an empty list once it is ready, then lists of `(index, Attempt, final)`,
-the engine's own values. A frame is at most MAX_FRAME bytes; a larger one, a value of another type
-or a cut one is the worker's crash.
+the engine's own values. A frame is at most MAX_FRAME bytes (a worker sends a larger batch of attempts
+in smaller frames); a larger one, a value of another type or a cut one is the worker's crash, as is
+any error in the worker's sending: it exits at once, its error on stderr.
 
 Bounded: a worker ends when its stdin closes (the parent closed it, or died: a worker never outlives
 its run), when its Hello's seconds pass (the run's deadline), or on SIGTERM; it ignores SIGINT (a
@@ -155,14 +156,31 @@ def usable_cpus() -> int:
 # pickle is imported where a frame is made or read: a run without workers (one check) never loads it.
 
 
-def write_frame(out: IO[bytes], value: object) -> None:
+class FrameTooLarge(ValueError):
+    """A value that pickles to more than a frame's limit: nothing of it was written."""
+
+
+def write_frame(out: IO[bytes], value: object, limit: int = MAX_FRAME) -> None:
     import pickle
 
     data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    if len(data) > MAX_FRAME:
-        raise ValueError(f"a frame of {len(data)} bytes is over the {MAX_FRAME} limit")
+    if len(data) > limit:
+        raise FrameTooLarge(f"a frame of {len(data)} bytes is over the {limit} limit")
     out.write(_HEADER.pack(len(data)) + data)
     out.flush()
+
+
+def write_items(out: IO[bytes], items: list[Item], limit: int = MAX_FRAME) -> None:
+    """Attempts in one frame, or, when that is over the limit, in halves (each again as needed).
+    FrameTooLarge: one attempt alone is over it (a bug: a body excerpt is capped)."""
+    try:
+        write_frame(out, items, limit)
+    except FrameTooLarge:
+        if len(items) < 2:
+            raise
+        half = len(items) // 2
+        write_items(out, items[:half], limit)
+        write_items(out, items[half:], limit)
 
 
 def read_frame(stream: IO[bytes]) -> object | None:
@@ -240,9 +258,11 @@ class _Worker:
         finally:
             os.close(given)  # the worker's alone: its end is the end of what it sends
         self.frames = os.fdopen(back, "rb")
-        for target, name in ((self._write, "in"), (self._read, "out"), (self._drain, "err")):
+        for target, name in ((self._write, "in"), (self._read, "out")):
             threading.Thread(target=target, args=(hello,) if name == "in" else (), daemon=True,
                              name=f"worker-{number}-{name}").start()  # fmt: skip
+        self.drained = threading.Thread(target=self._drain, daemon=True, name=f"worker-{number}-err")
+        self.drained.start()
         timer = threading.Timer(START_SECONDS, self._not_started)
         timer.daemon = True
         timer.start()
@@ -337,6 +357,7 @@ class _Worker:
             code: int | None = self.proc.wait(timeout=STOP_SECONDS)
         except subprocess.TimeoutExpired:
             code = None
+        self.drained.join(STOP_SECONDS if code is not None else 0.0)  # its last words: a crash's traceback
         said = "" if code is None else f", killed by signal {-code}" if code < 0 else f", exit code {code}"
         if code is not None and -code in _STOPS:
             # Stopped from outside, not crashed: the signal that stops the run reached its process
@@ -484,9 +505,18 @@ def main() -> None:
                         batch.append(results.get_nowait())
                     except queue.Empty:
                         break
-                write_frame(frames, batch)
-        except (OSError, ValueError):
+                write_items(frames, batch)
+        except OSError:
             os._exit(6)  # the parent is gone
+        except BaseException:
+            # Anything else (an attempt that does not pickle, one over MAX_FRAME, a RecursionError):
+            # nothing more can be sent, so the worker ends now, its error on stderr, and the parent
+            # fails its checks closed at once, not at the run's deadline.
+            import traceback
+
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(7)
 
     threading.Thread(target=send, daemon=True, name="send").start()
     pool = DaemonPool(hello.threads, "check")
