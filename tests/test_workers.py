@@ -410,3 +410,21 @@ def test_a_batch_over_the_frame_limit_goes_in_smaller_frames() -> None:
     assert len(frames) > 1 and [item for frame in frames for item in frame] == items  # type: ignore[attr-defined]
     with pytest.raises(FrameTooLarge):  # one attempt alone over the limit: the worker's error
         write_items(io.BytesIO(), items[:1], limit=100)
+
+
+def test_the_checks_of_a_worker_that_never_became_ready_run_on_the_run_s_threads(
+    tmp_path: Path, web: HttpServer
+) -> None:
+    # A worker that dies before its ready frame (sent before it reads a task) started none of its
+    # checks. Before, they were internal errors (exit 4); now the run's own threads run them.
+    ran = _run_with_site(
+        tmp_path,
+        web,
+        "import os\nimport runner.job.workers as workers\n"
+        "def main():\n"  # on the worker only: the parent never calls main
+        "    os._exit(1)\n"
+        "workers.main = main\n",
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    data = json.loads((tmp_path / "o" / "r.json").read_text(encoding="utf-8"))
+    assert data["counts"]["passed"] == 30 and "worker process" not in ran.stdout + ran.stderr

@@ -21,10 +21,12 @@ any error in the worker's sending: it exits at once, its error on stderr.
 Bounded: a worker ends when its stdin closes (the parent closed it, or died: a worker never outlives
 its run), when its Hello's seconds pass (the run's deadline), or on SIGTERM; it ignores SIGINT (a
 terminal's Ctrl-C reaches the parent, which ends the session and closes the pipes). The parent waits
-STOP_SECONDS for it, then kills it. A worker that crashes, is not ready within START_SECONDS, or sends
-what cannot be read fails its unfinished checks closed: an INTERNAL_ERROR attempt each (exit 4). One
-that a stop signal ended (SIGTERM, SIGINT, SIGHUP: the run's stop reached its group) did not crash:
-its unfinished checks come back cancelled.
+STOP_SECONDS for it, then kills it. A worker that never became ready (not within START_SECONDS, or it
+died first) never started a check: it sends its ready frame before it reads one, so the checks handed
+to it run on the run's own threads (`run_here`). One that crashes after, or sends what cannot be read,
+fails its unfinished checks closed: an INTERNAL_ERROR attempt each (exit 4). One that a stop signal
+ended (SIGTERM, SIGINT, SIGHUP: the run's stop reached its group) did not crash: its unfinished checks
+come back cancelled.
 """
 
 from __future__ import annotations
@@ -90,6 +92,9 @@ class Task(NamedTuple):
     check: FileCheck
     retry: RetryStrategy | None
     max_run: float | None
+
+
+RunHere = Callable[[Task], None]  # a check no worker started, to the run's own threads
 
 
 class Job(NamedTuple):
@@ -224,12 +229,13 @@ def _items(value: object) -> list[Item]:
 class _Worker:
     """One worker process and the two threads that feed and read it."""
 
-    def __init__(self, number: int, hello: Hello, hand: Hand) -> None:
+    def __init__(self, number: int, hello: Hello, hand: Hand, run_here: RunHere | None = None) -> None:
         self.number = number
         self.hand = hand
+        self.run_here = run_here  # None: a check it never started fails closed too
         self.variables = hello.variables
         self.lock = threading.Lock()
-        self.out: set[int] = set()  # checks handed to it whose final attempt is not back
+        self.out: dict[int, Task] = {}  # checks handed to it whose final attempt is not back
         self.dead = False
         self.ready = threading.Event()
         self.tasks: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
@@ -274,7 +280,7 @@ class _Worker:
         with self.lock:
             if self.dead:
                 return False
-            self.out.add(task.position)
+            self.out[task.position] = task
         self.tasks.put(task)
         return True
 
@@ -335,7 +341,7 @@ class _Worker:
                 for index, attempt, final in _items(value):
                     if final or attempt.cancelled:
                         with self.lock:
-                            self.out.discard(index)
+                            self.out.pop(index, None)
                     self.hand(index, attempt, final)
         except (OSError, ValueError, EOFError, pickle.UnpicklingError, AttributeError, ImportError) as exc:
             why = f"what it sent could not be read ({exc})"
@@ -348,6 +354,7 @@ class _Worker:
         with self.lock:
             self.dead = True
             left = sorted(self.out)
+            tasks = [self.out[index] for index in left]
             self.out.clear()
         if not left:
             return
@@ -367,6 +374,12 @@ class _Worker:
             cancelled = dataclasses.replace(Attempt.not_run(FailureKind.CANCELLED, message), cancelled=True)
             for index in left:
                 self.hand(index, cancelled, True)
+            return
+        if not self.ready.is_set() and self.unsent is None and self.run_here is not None:
+            # It never sent its ready frame, which it sends before it reads a task: none of these
+            # started, so they run on the run's own threads instead of failing as internal errors.
+            for task in tasks:
+                self.run_here(task)
             return
         message = (
             f"internal error of the local executor: worker process {self.number} ended before this "
@@ -394,24 +407,28 @@ class _Worker:
 class Workers:
     """A session's worker processes: `takes` says whether a check goes to one, `submit` hands it over."""
 
-    def __init__(self, workers: list[_Worker], hello: Hello, hand: Hand) -> None:
+    def __init__(
+        self, workers: list[_Worker], hello: Hello, hand: Hand, run_here: RunHere | None = None
+    ) -> None:
         self.hand = hand
+        self.run_here = run_here
         self.share = hello.threads  # checks the run's own threads keep at once for this session
         self.workers = workers
 
     @classmethod
-    def start(cls, count: int, hello: Hello, hand: Hand) -> Workers | None:
+    def start(cls, count: int, hello: Hello, hand: Hand, run_here: RunHere | None = None) -> Workers | None:
         """`count` workers started; None when the system would not start one (no process left, no
-        memory): the run's own threads run every check, as without workers."""
+        memory): the run's own threads run every check, as without workers. `run_here`: where the
+        checks go that a worker took and never started (None: they fail closed)."""
         workers: list[_Worker] = []
         try:
             for number in range(count):
-                workers.append(_Worker(number + 1, hello, hand))
+                workers.append(_Worker(number + 1, hello, hand, run_here))
         except OSError:
             started = cls(workers, hello, hand)
             started.close()
             return None
-        return cls(workers, hello, hand)
+        return cls(workers, hello, hand, run_here)
 
     def out(self) -> int:
         return sum(worker.load() for worker in self.workers)
@@ -427,6 +444,9 @@ class Workers:
         for worker in sorted(self.workers, key=_Worker.load):
             if worker.submit(task):
                 return
+        if self.run_here is not None:  # every worker ended since `takes` said yes: none started it
+            self.run_here(task)
+            return
         message = "internal error of the local executor: no worker process is left to run this check"
         self.hand(task.position, Attempt.not_run(FailureKind.INTERNAL_ERROR, message), True)
 
@@ -497,7 +517,6 @@ def main() -> None:
     def send() -> None:
         """Attempts to the parent as they end; those waiting together in one frame."""
         try:
-            write_frame(frames, [])  # ready
             while True:
                 batch = [results.get()]
                 while len(batch) < BATCH:
@@ -518,6 +537,12 @@ def main() -> None:
             sys.stderr.flush()
             os._exit(7)
 
+    try:
+        # Ready, before any task is read: a parent that never saw this frame knows that none of the
+        # checks it handed here started, and runs them itself.
+        write_frame(frames, [])
+    except OSError:
+        os._exit(6)  # the parent is gone
     threading.Thread(target=send, daemon=True, name="send").start()
     pool = DaemonPool(hello.threads, "check")
     while True:
