@@ -5,6 +5,7 @@ futures; idle threads end; a thread waiting for its next task holds nothing of i
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import time
 import weakref
@@ -170,4 +171,18 @@ def test_a_thread_waiting_for_its_next_task_no_longer_holds_the_last_one() -> No
         gc.collect()
         time.sleep(0.01)
     assert not freed.alive and pool.workers == 1  # while the thread still waits
+    pool.shutdown()
+
+
+def test_a_posted_task_that_exits_its_thread_leaves_the_pool_its_count() -> None:
+    # A SystemExit escaping a posted task ends its thread (as in any thread). Before, the pool still
+    # counted that thread: at its limit it started none for the next task, which never ran.
+    pool, done = DaemonPool(1, "test"), threading.Event()
+    pool.post(sys.exit, 3)
+    pool.post(done.set)
+    assert done.wait(WAIT)
+    deadline = time.monotonic() + WAIT
+    while pool.workers != 1 and time.monotonic() < deadline:  # the exited thread's count is gone
+        time.sleep(0.01)
+    assert pool.workers == 1
     pool.shutdown()

@@ -344,3 +344,87 @@ def test_a_task_that_cannot_be_sent_fails_the_worker_s_checks_at_once() -> None:
     finally:
         worker.close()
         worker.reap(time.monotonic() + 2.0)
+
+
+def _run_with_site(
+    tmp_path: Path, web: HttpServer, site_code: str, count: int = 30
+) -> subprocess.CompletedProcess[str]:
+    """A run with one worker and a `sitecustomize.py` (the test's way into both processes)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(site_code, encoding="utf-8")
+    (tmp_path / "checks.yml").write_text(yaml.safe_dump(_checks(web, count, "/status/200")), encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "runner", "run", "--checks", "checks.yml", "--no-rca", "--json", "o/r.json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=LIMIT,
+        env=child_env(TESTSESSION_WORKERS="1", PYTHONPATH=str(site)),
+    )  # fmt: skip
+
+
+def test_a_worker_whose_start_up_writes_to_stdout_still_runs_its_checks(
+    tmp_path: Path, web: HttpServer
+) -> None:
+    # A sitecustomize (or a .pth file, a C library) that writes to fd 1 as Python starts. Before, the
+    # frames came back on the worker's stdout: the text cut them, the worker was taken for crashed and
+    # its checks were internal errors (exit 4).
+    ran = _run_with_site(
+        tmp_path, web, "import os\nos.write(1, b'hello from a sitecustomize\\n')\nprint('and a print')\n"
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert json.loads((tmp_path / "o" / "r.json").read_text(encoding="utf-8"))["counts"]["passed"] == 30
+
+
+def test_an_attempt_a_worker_cannot_send_fails_its_checks_at_once(tmp_path: Path, web: HttpServer) -> None:
+    # An attempt that does not pickle on the worker (a bug). Before, the worker's send thread died of
+    # the TypeError and the worker ran on: the run waited for its checks until its deadline.
+    ran = _run_with_site(
+        tmp_path,
+        web,
+        "import threading\n"
+        "import runner.job.workers as workers\n"
+        "from runner.checks.outcome import Attempt\n"
+        "started = workers.main\n"
+        "def main():\n"  # on the worker only: the parent never calls main
+        "    Attempt.as_kept_passed = lambda self: threading.Lock()\n"
+        "    started()\n"
+        "workers.main = main\n",
+    )
+    assert ran.returncode == 4, ran.stdout + ran.stderr
+    data = json.loads((tmp_path / "o" / "r.json").read_text(encoding="utf-8"))
+    errors = [r["error"] for r in data["sessions"][0]["results"] if r["verdict"] == "error"]
+    assert errors and all("worker process 1 ended before this check did" in e for e in errors)
+    assert "exit code 7" in errors[0] and "pickle" in ran.stderr + ran.stdout
+
+
+def test_a_batch_over_the_frame_limit_goes_in_smaller_frames() -> None:
+    from runner.checks.outcome import Attempt
+    from runner.job.workers import FrameTooLarge, write_items
+
+    items = [(n, Attempt(1, 0.0, 1.0, False, message=str(n) * 400), True) for n in range(5)]
+    stream = io.BytesIO()
+    write_items(stream, items, limit=1_000)
+    stream.seek(0)
+    frames = []
+    while (frame := read_frame(stream)) is not None:
+        frames.append(frame)
+    assert len(frames) > 1 and [item for frame in frames for item in frame] == items  # type: ignore[attr-defined]
+    with pytest.raises(FrameTooLarge):  # one attempt alone over the limit: the worker's error
+        write_items(io.BytesIO(), items[:1], limit=100)
+
+
+def test_the_checks_of_a_worker_that_never_became_ready_run_on_the_run_s_threads(
+    tmp_path: Path, web: HttpServer
+) -> None:
+    # A worker that dies before its ready frame (sent before it reads a task) started none of its
+    # checks. Before, they were internal errors (exit 4); now the run's own threads run them.
+    ran = _run_with_site(
+        tmp_path,
+        web,
+        "import os\nimport runner.job.workers as workers\n"
+        "def main():\n"  # on the worker only: the parent never calls main
+        "    os._exit(1)\n"
+        "workers.main = main\n",
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    data = json.loads((tmp_path / "o" / "r.json").read_text(encoding="utf-8"))
+    assert data["counts"]["passed"] == 30 and "worker process" not in ran.stdout + ran.stderr

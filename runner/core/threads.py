@@ -59,8 +59,9 @@ class DaemonPool:
 
     def post(self, fn: Callable[..., object], *args: Any) -> None:
         """`submit` without a future, for a task that hands its value back itself (on a queue) and
-        handles its own errors (one that escapes is printed, as an uncaught one): no future's lock
-        and condition made and settled for each of a local run's checks."""
+        handles its own errors (one that escapes is printed, as an uncaught one; a SystemExit ends
+        its thread, which the pool no longer counts): no future's lock and condition made and
+        settled for each of a local run's checks."""
         self._put(None, fn, args)
 
     def _put(self, future: Future[Any] | None, fn: Callable[..., Any], args: tuple[Any, ...]) -> bool:
@@ -72,13 +73,34 @@ class DaemonPool:
             self._unclaimed += 1
             if self._unclaimed <= self._waiting or self._workers >= self._limit:
                 return True  # a waiting thread takes it, or the next one to end its task
-            self._workers += 1
-            self._started += 1
-            name = f"{self._name}-{self._started}"
+            name = self._grown()
         threading.Thread(target=self._work, name=name, daemon=True).start()
         return True
 
+    def _grown(self) -> str:
+        """One more thread counted (under the lock); its name."""
+        self._workers += 1
+        self._started += 1
+        return f"{self._name}-{self._started}"
+
     def _work(self) -> None:
+        try:
+            self._serve()
+        except BaseException as exc:
+            # A posted task's SystemExit (or another BaseException) ends this thread: it is no
+            # longer counted, else the pool would wait for a thread that is gone and never start
+            # one for the tasks queued; one starts now for those no thread waits for.
+            with self._lock:
+                self._workers -= 1
+                name = (
+                    self._grown() if self._unclaimed > self._waiting and self._workers < self._limit else None
+                )
+            if name is not None:
+                threading.Thread(target=self._work, name=name, daemon=True).start()
+            if not isinstance(exc, SystemExit):  # ends the thread quietly, as threading's own hook does
+                raise
+
+    def _serve(self) -> None:
         while True:
             with self._lock:
                 if self._workers > self._limit:  # the limit went down

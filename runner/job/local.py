@@ -297,8 +297,25 @@ class _Session:
             threads = max(1, CONCURRENCY // (count + 1))
             hello = Hello(self.variables, self.context.plan.timeout_seconds + 5, threads, BODY_BYTES)
             self.workers = Workers.start(
-                count, hello, lambda index, attempt, final: self.inbox.put((index, attempt, final))
+                count,
+                hello,
+                lambda index, attempt, final: self.inbox.put((index, attempt, final)),
+                self._run_here,
             )
+
+    def _run_here(self, task: Task) -> None:
+        """A check a worker took and never started (it never became ready): on the run's own threads."""
+        source = self.source
+        source._pool.post(
+            source.execute,
+            task.position,
+            task.check,
+            self.variables,
+            task.retry,
+            task.max_run,
+            self.stop,
+            self.inbox,
+        )
 
     def _feed(self) -> None:
         """Checks to the pools until HANDED are there, waiting or running: the pools' queues hold a

@@ -7,20 +7,26 @@ does: each runs the engine on its share of the checks on threads of its own and 
 back as it ends. The run's own threads keep a share (`lane`); the parent keeps the one session:
 known/new, error groups, analyses, events, history and the reports stay in job/local.py.
 
-The wire: pickle in length-prefixed frames over the worker's stdin and stdout, pipes only we hold (a
-worker is our own child running our own code). To a worker: one `Hello` (the session's variables,
-how long it may live, its threads), then lists of `Job` (a `Task` with its check as its definition's
-data). From it: an empty list once it is ready, then lists of `(index, Attempt, final)`, the engine's
-own values. A frame is at most MAX_FRAME bytes;
-a larger one, a value of another type or a cut one is the worker's crash.
+The wire: pickle in length-prefixed frames over the worker's stdin and, back, over a pipe of its own
+(its fd number on its command line): pipes only we hold (a worker is our own child running our own
+code). Not its stdout: whatever else writes there (a `sitecustomize` or `.pth` file that prints at
+start-up, a C library) would cut the frames and the worker would be taken for crashed; its stdout goes
+to /dev/null, its stderr is kept for a crash's traceback. To a worker: one `Hello` (the session's
+variables, how long it may live, its threads), then lists of `Job` (a `Task` with its check as its
+definition's data). From it: an empty list once it is ready, then lists of `(index, Attempt, final)`,
+the engine's own values. A frame is at most MAX_FRAME bytes (a worker sends a larger batch of attempts
+in smaller frames); a larger one, a value of another type or a cut one is the worker's crash, as is
+any error in the worker's sending: it exits at once, its error on stderr.
 
 Bounded: a worker ends when its stdin closes (the parent closed it, or died: a worker never outlives
 its run), when its Hello's seconds pass (the run's deadline), or on SIGTERM; it ignores SIGINT (a
 terminal's Ctrl-C reaches the parent, which ends the session and closes the pipes). The parent waits
-STOP_SECONDS for it, then kills it. A worker that crashes, is not ready within START_SECONDS, or sends
-what cannot be read fails its unfinished checks closed: an INTERNAL_ERROR attempt each (exit 4). One
-that a stop signal ended (SIGTERM, SIGINT, SIGHUP: the run's stop reached its group) did not crash:
-its unfinished checks come back cancelled.
+STOP_SECONDS for it, then kills it. A worker that never became ready (not within START_SECONDS, or it
+died first) never started a check: it sends its ready frame before it reads one, so the checks handed
+to it run on the run's own threads (`run_here`). One that crashes after, or sends what cannot be read,
+fails its unfinished checks closed: an INTERNAL_ERROR attempt each (exit 4). One that a stop signal
+ended (SIGTERM, SIGINT, SIGHUP: the run's stop reached its group) did not crash: its unfinished checks
+come back cancelled.
 """
 
 from __future__ import annotations
@@ -67,7 +73,8 @@ _STOPS = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})  # signals th
 # A worker's program: this process's import path, then the worker. `python -c` puts the current
 # folder first on its path, where a repository's own `runner/` package would be imported instead of
 # the run's (the installed `testsession` never looks there): the worker imports what the run did.
-_BOOT = "import sys; sys.path[:] = sys.argv[1:]; from runner.job.workers import main; main()"
+# argv[1]: the fd of the pipe for frames back.
+_BOOT = "import sys; sys.path[:] = sys.argv[2:]; from runner.job.workers import main; main()"
 
 Item = tuple[int, Attempt, bool]  # (the check's index in its session, an attempt, whether final)
 Hand = Callable[[int, Attempt, bool], None]
@@ -85,6 +92,9 @@ class Task(NamedTuple):
     check: FileCheck
     retry: RetryStrategy | None
     max_run: float | None
+
+
+RunHere = Callable[[Task], None]  # a check no worker started, to the run's own threads
 
 
 class Job(NamedTuple):
@@ -151,14 +161,31 @@ def usable_cpus() -> int:
 # pickle is imported where a frame is made or read: a run without workers (one check) never loads it.
 
 
-def write_frame(out: IO[bytes], value: object) -> None:
+class FrameTooLarge(ValueError):
+    """A value that pickles to more than a frame's limit: nothing of it was written."""
+
+
+def write_frame(out: IO[bytes], value: object, limit: int = MAX_FRAME) -> None:
     import pickle
 
     data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    if len(data) > MAX_FRAME:
-        raise ValueError(f"a frame of {len(data)} bytes is over the {MAX_FRAME} limit")
+    if len(data) > limit:
+        raise FrameTooLarge(f"a frame of {len(data)} bytes is over the {limit} limit")
     out.write(_HEADER.pack(len(data)) + data)
     out.flush()
+
+
+def write_items(out: IO[bytes], items: list[Item], limit: int = MAX_FRAME) -> None:
+    """Attempts in one frame, or, when that is over the limit, in halves (each again as needed).
+    FrameTooLarge: one attempt alone is over it (a bug: a body excerpt is capped)."""
+    try:
+        write_frame(out, items, limit)
+    except FrameTooLarge:
+        if len(items) < 2:
+            raise
+        half = len(items) // 2
+        write_items(out, items[:half], limit)
+        write_items(out, items[half:], limit)
 
 
 def read_frame(stream: IO[bytes]) -> object | None:
@@ -202,12 +229,13 @@ def _items(value: object) -> list[Item]:
 class _Worker:
     """One worker process and the two threads that feed and read it."""
 
-    def __init__(self, number: int, hello: Hello, hand: Hand) -> None:
+    def __init__(self, number: int, hello: Hello, hand: Hand, run_here: RunHere | None = None) -> None:
         self.number = number
         self.hand = hand
+        self.run_here = run_here  # None: a check it never started fails closed too
         self.variables = hello.variables
         self.lock = threading.Lock()
-        self.out: set[int] = set()  # checks handed to it whose final attempt is not back
+        self.out: dict[int, Task] = {}  # checks handed to it whose final attempt is not back
         self.dead = False
         self.ready = threading.Event()
         self.tasks: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
@@ -215,15 +243,32 @@ class _Worker:
         self.unsent: str | None = None  # why the tasks could not be sent (a value that does not pickle)
         import subprocess  # here, not at the top: a run without workers (one check) never loads it
 
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _BOOT, *(entry for entry in sys.path if isinstance(entry, str))],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        for target, name in ((self._write, "in"), (self._read, "out"), (self._drain, "err")):
+        back, given = os.pipe()  # frames back: not its stdout, which anything in it may write to
+        try:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    _BOOT,
+                    str(given),
+                    *(entry for entry in sys.path if isinstance(entry, str)),
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                pass_fds=(given,),
+            )
+        except BaseException:
+            os.close(back)
+            raise
+        finally:
+            os.close(given)  # the worker's alone: its end is the end of what it sends
+        self.frames = os.fdopen(back, "rb")
+        for target, name in ((self._write, "in"), (self._read, "out")):
             threading.Thread(target=target, args=(hello,) if name == "in" else (), daemon=True,
                              name=f"worker-{number}-{name}").start()  # fmt: skip
+        self.drained = threading.Thread(target=self._drain, daemon=True, name=f"worker-{number}-err")
+        self.drained.start()
         timer = threading.Timer(START_SECONDS, self._not_started)
         timer.daemon = True
         timer.start()
@@ -235,7 +280,7 @@ class _Worker:
         with self.lock:
             if self.dead:
                 return False
-            self.out.add(task.position)
+            self.out[task.position] = task
         self.tasks.put(task)
         return True
 
@@ -286,29 +331,30 @@ class _Worker:
     def _read(self) -> None:
         import pickle
 
-        stdout = self.proc.stdout
-        assert stdout is not None
         why = "it exited"
         try:
             while True:
-                value = read_frame(stdout)
+                value = read_frame(self.frames)
                 if value is None:
                     break
                 self.ready.set()
                 for index, attempt, final in _items(value):
                     if final or attempt.cancelled:
                         with self.lock:
-                            self.out.discard(index)
+                            self.out.pop(index, None)
                     self.hand(index, attempt, final)
         except (OSError, ValueError, EOFError, pickle.UnpicklingError, AttributeError, ImportError) as exc:
             why = f"what it sent could not be read ({exc})"
             self.proc.kill()
+        with contextlib.suppress(OSError):
+            self.frames.close()
         self._fail_left(self.unsent or why)
 
     def _fail_left(self, why: str) -> None:
         with self.lock:
             self.dead = True
             left = sorted(self.out)
+            tasks = [self.out[index] for index in left]
             self.out.clear()
         if not left:
             return
@@ -318,6 +364,7 @@ class _Worker:
             code: int | None = self.proc.wait(timeout=STOP_SECONDS)
         except subprocess.TimeoutExpired:
             code = None
+        self.drained.join(STOP_SECONDS if code is not None else 0.0)  # its last words: a crash's traceback
         said = "" if code is None else f", killed by signal {-code}" if code < 0 else f", exit code {code}"
         if code is not None and -code in _STOPS:
             # Stopped from outside, not crashed: the signal that stops the run reached its process
@@ -327,6 +374,12 @@ class _Worker:
             cancelled = dataclasses.replace(Attempt.not_run(FailureKind.CANCELLED, message), cancelled=True)
             for index in left:
                 self.hand(index, cancelled, True)
+            return
+        if not self.ready.is_set() and self.unsent is None and self.run_here is not None:
+            # It never sent its ready frame, which it sends before it reads a task: none of these
+            # started, so they run on the run's own threads instead of failing as internal errors.
+            for task in tasks:
+                self.run_here(task)
             return
         message = (
             f"internal error of the local executor: worker process {self.number} ended before this "
@@ -354,24 +407,28 @@ class _Worker:
 class Workers:
     """A session's worker processes: `takes` says whether a check goes to one, `submit` hands it over."""
 
-    def __init__(self, workers: list[_Worker], hello: Hello, hand: Hand) -> None:
+    def __init__(
+        self, workers: list[_Worker], hello: Hello, hand: Hand, run_here: RunHere | None = None
+    ) -> None:
         self.hand = hand
+        self.run_here = run_here
         self.share = hello.threads  # checks the run's own threads keep at once for this session
         self.workers = workers
 
     @classmethod
-    def start(cls, count: int, hello: Hello, hand: Hand) -> Workers | None:
+    def start(cls, count: int, hello: Hello, hand: Hand, run_here: RunHere | None = None) -> Workers | None:
         """`count` workers started; None when the system would not start one (no process left, no
-        memory): the run's own threads run every check, as without workers."""
+        memory): the run's own threads run every check, as without workers. `run_here`: where the
+        checks go that a worker took and never started (None: they fail closed)."""
         workers: list[_Worker] = []
         try:
             for number in range(count):
-                workers.append(_Worker(number + 1, hello, hand))
+                workers.append(_Worker(number + 1, hello, hand, run_here))
         except OSError:
             started = cls(workers, hello, hand)
             started.close()
             return None
-        return cls(workers, hello, hand)
+        return cls(workers, hello, hand, run_here)
 
     def out(self) -> int:
         return sum(worker.load() for worker in self.workers)
@@ -387,6 +444,9 @@ class Workers:
         for worker in sorted(self.workers, key=_Worker.load):
             if worker.submit(task):
                 return
+        if self.run_here is not None:  # every worker ended since `takes` said yes: none started it
+            self.run_here(task)
+            return
         message = "internal error of the local executor: no worker process is left to run this check"
         self.hand(task.position, Attempt.not_run(FailureKind.INTERNAL_ERROR, message), True)
 
@@ -403,7 +463,8 @@ class Workers:
 
 
 def main() -> None:
-    """A worker process: `python -c _BOOT *sys.path` (its parent's import path)."""
+    """A worker process: `python -c _BOOT FD *sys.path` (FD: the pipe for frames back; the path: its
+    parent's import path)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent ends us (our stdin closes)
     # The engine and the checks' definitions only: not the CLI, the spec, the reports, the client,
     # the checks file's loader (a Job carries data, not a FileCheck) nor yaml.
@@ -414,8 +475,8 @@ def main() -> None:
     from runner.core.threads import DaemonPool
     from runner.models.check_definitions import CheckDefinition, parse_check_definition
 
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # a stray print must not break the frames
+    stdin, frames = sys.stdin.buffer, os.fdopen(int(sys.argv[1]), "wb")
+    sys.stdout = sys.stderr  # a print is kept with what a crash says (fd 1 is /dev/null)
     hello = read_frame(stdin)
     if not isinstance(hello, Hello):
         sys.exit(3)
@@ -456,7 +517,6 @@ def main() -> None:
     def send() -> None:
         """Attempts to the parent as they end; those waiting together in one frame."""
         try:
-            write_frame(stdout, [])  # ready
             while True:
                 batch = [results.get()]
                 while len(batch) < BATCH:
@@ -464,10 +524,25 @@ def main() -> None:
                         batch.append(results.get_nowait())
                     except queue.Empty:
                         break
-                write_frame(stdout, batch)
-        except (OSError, ValueError):
+                write_items(frames, batch)
+        except OSError:
             os._exit(6)  # the parent is gone
+        except BaseException:
+            # Anything else (an attempt that does not pickle, one over MAX_FRAME, a RecursionError):
+            # nothing more can be sent, so the worker ends now, its error on stderr, and the parent
+            # fails its checks closed at once, not at the run's deadline.
+            import traceback
 
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(7)
+
+    try:
+        # Ready, before any task is read: a parent that never saw this frame knows that none of the
+        # checks it handed here started, and runs them itself.
+        write_frame(frames, [])
+    except OSError:
+        os._exit(6)  # the parent is gone
     threading.Thread(target=send, daemon=True, name="send").start()
     pool = DaemonPool(hello.threads, "check")
     while True:
