@@ -170,3 +170,26 @@ def test_a_progress_event_names_a_few_running_checks_and_counts_the_rest(
         assert all(r.verdict == "running" and r.name.startswith("Slow") for r in p.running)
     assert [p.done for p in progress] == sorted(p.done for p in progress)
     assert (progress[-1].done, progress[-1].running) == (8, ())
+
+
+def test_a_check_the_run_stopped_before_it_started_did_not_finish_and_is_no_error(web: HttpServer) -> None:
+    """The stop (a deadline, a signal) reaches a queued check before it starts: the run cancelled
+    it, so it did not finish (verdict running, as a check the stop ended mid-request), never an
+    error of the check with an error group of its own."""
+    import queue
+    import threading
+
+    from runner.checks.variables import VariableSources
+    from runner.job.local import _verdict
+
+    source = LocalSource(parse_checks([_check("Queued", web.url("/ok"))], "checks.yml", {}))
+    stop = threading.Event()
+    stop.set()
+    inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    try:
+        source.execute(0, source.checks.checks[0], VariableSources(), None, None, stop, inbox)
+    finally:
+        source.close()
+    index, attempt, final = inbox.get_nowait()
+    assert (index, final, attempt.cancelled) == (0, True, True)
+    assert _verdict(attempt, False) == "running"

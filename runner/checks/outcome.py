@@ -168,6 +168,16 @@ class Attempt:
             error_class=kind.error_class, error_kind=kind, message=message,
         )  # fmt: skip
 
+    @classmethod
+    def cancelled_before_start(cls, message: str = "cancelled") -> Attempt:
+        """A check the run's stop reached before it started: cancelled by this run (a deadline, a
+        signal), so it did not finish (verdict `running`), not an error of the check."""
+        return cls(
+            number=1, started_at=0.0, duration_ms=0.0, passed=False,
+            error_class=FailureKind.CANCELLED.error_class, error_kind=FailureKind.CANCELLED,
+            message=message, cancelled=True,
+        )  # fmt: skip
+
     def as_kept_passed(self) -> Attempt:
         """A passed attempt as a session keeps it: what its row shows (whether the body was cut, the
         files) without the rest of its evidence (request, timing, assertions, excerpt, steps), which

@@ -175,7 +175,7 @@ class LocalSource:
         from runner.checks.scripts import runner_for
 
         if stop.is_set():
-            inbox.put((index, Attempt.not_run(FailureKind.CANCELLED, "cancelled"), True))
+            inbox.put((index, Attempt.cancelled_before_start(), True))
             return
         try:
             # Made here, when the check starts, and dropped when it ends: a queue of 10,000 checks

@@ -371,7 +371,7 @@ class _Worker:
             # group (`timeout`, a CI's cancel, Ctrl-C before the worker ignored it). Its checks were
             # cancelled, as the run's own threads' are: not a bug, no error group of their own.
             message = f"cancelled: worker process {self.number} was stopped ({why}{said})"
-            cancelled = dataclasses.replace(Attempt.not_run(FailureKind.CANCELLED, message), cancelled=True)
+            cancelled = Attempt.cancelled_before_start(message)
             for index in left:
                 self.hand(index, cancelled, True)
             return
