@@ -17,8 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from runner.core.errors import ApiError, PaymentRequiredError
 from runner.core.threads import DaemonPool
@@ -37,8 +36,10 @@ MAX_GROUPS_READ = 200  # error messages for the reports; beyond this a report na
 READS_WAIT = 15.0  # seconds to wait for group reads after the session ended (each read is one GET)
 
 
-@dataclass(frozen=True)
-class AnalysisPlan:
+class AnalysisPlan(NamedTuple):
+    """The spec's `rca` keys (a value made on every run's start-up path: a NamedTuple costs a third of
+    a frozen dataclass's class creation, ~3 M instructions less)."""
+
     enabled: bool = True
     generate: bool = True
     timeout_seconds: float = 120.0

@@ -312,7 +312,8 @@ class Runner:
         draft = Outcome(
             toolVersion=__version__,
             startedAt=self.started_at,
-            commit=CommitInfo.model_validate(commit.model_dump(include=set(CommitInfo.model_fields))),
+            # The fields copied, not model_dump'ed: that would build SessionMetadata's serializer for them.
+            commit=CommitInfo(**{name: getattr(commit, name) for name in CommitInfo.model_fields}),
             sessions=sessions,
         )
         return judge(
