@@ -61,7 +61,11 @@ class Run:
         """The run's worker processes now (its children running the worker's code)."""
         found = []
         for children in Path(f"/proc/{self.proc.pid}/task").glob("*/children"):
-            for pid in children.read_text().split():
+            try:
+                listed = children.read_text().split()
+            except OSError:  # that thread (or the run) ended between the listing and the read
+                continue
+            for pid in listed:
                 try:
                     command = Path(f"/proc/{pid}/cmdline").read_bytes()
                 except OSError:
