@@ -104,6 +104,8 @@ def test_the_runner_says_drained_after_each_drain_of_its_queue() -> None:
     assert recorder.events == [*finished, Drained()]
     runner._pump([], timeout=0.0)  # nothing queued: nothing said
     assert recorder.events == [*finished, Drained()]
+    runner._pump([], timeout=0.01)  # a quiet wait that ended: held lines may go out now
+    assert recorder.events == [*finished, Drained(), Drained()]
 
 
 def test_held_result_lines_are_written_when_a_bug_ends_the_run(
