@@ -107,3 +107,19 @@ def sigterm_when(proc: subprocess.Popen[str], ready: Callable[[], bool], what: s
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
     return time.monotonic() - signalled, out, err
+
+
+# A browser check that writes the pid of the Playwright process that runs it (its worker's parent) to
+# $PIDS/$CHECK_NAME, then signs in to the shop; HEADING is replaced by the heading it expects.
+PID_SCRIPT = """const { test, expect } = require('@playwright/test')
+const fs = require('fs')
+
+test('signs in', async ({ page }) => {
+  fs.writeFileSync(`${process.env.PIDS}/${process.env.CHECK_NAME}`, String(process.ppid))
+  await page.goto(`${process.env.SHOP_URL}/login`)
+  await page.getByLabel('Username').fill('shopper')
+  await page.getByLabel('Password').fill(process.env.SHOP_PASSWORD)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await expect(page.getByRole('heading', { level: 1 })).toHaveText(HEADING, { timeout: 3000 })
+})
+"""

@@ -15,24 +15,19 @@ from typing import Any
 
 import pytest
 import yaml
-from browser_env import PASSWORD, REPO, Shop, a_browser_of, needs_browser, processes_with, sigterm_when
+from browser_env import (
+    PASSWORD,
+    PID_SCRIPT,
+    REPO,
+    Shop,
+    a_browser_of,
+    needs_browser,
+    processes_with,
+    sigterm_when,
+)
 from helpers import child_env
 
 pytestmark = needs_browser()
-
-# Each check writes the pid of the Playwright process that runs it (its worker's parent) to a file.
-SCRIPT = """const { test, expect } = require('@playwright/test')
-const fs = require('fs')
-
-test('signs in', async ({ page }) => {
-  fs.writeFileSync(`${process.env.PIDS}/${process.env.CHECK_NAME}`, String(process.ppid))
-  await page.goto(`${process.env.SHOP_URL}/login`)
-  await page.getByLabel('Username').fill('shopper')
-  await page.getByLabel('Password').fill(process.env.SHOP_PASSWORD)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await expect(page.getByRole('heading', { level: 1 })).toHaveText(HEADING, { timeout: 3000 })
-})
-"""
 
 
 def two_checks(tmp_path: Path, shop_url: str, pids: Path) -> tuple[Path, Path]:
@@ -42,7 +37,7 @@ def two_checks(tmp_path: Path, shop_url: str, pids: Path) -> tuple[Path, Path]:
     account = world["accounts"][0]
     account["checks"] = [
         {"id": f"5e0c7a1b-0000-4c2d-9e8f-00000000009{n}", "name": name, "checkType": "BROWSER",
-         "tags": ["batch"], "runtimeId": "2026.04", "script": SCRIPT.replace("HEADING", repr(heading))}
+         "tags": ["batch"], "runtimeId": "2026.04", "script": PID_SCRIPT.replace("HEADING", repr(heading))}
         for n, (name, heading) in enumerate((("Passes", "Welcome, shopper"), ("Fails", "Welcome, admin")))
     ]  # fmt: skip
     spec: dict[str, Any] = yaml.safe_load((REPO / "examples" / "local-checks-spec.yml").read_text())

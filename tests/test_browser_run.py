@@ -14,26 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from browser_env import PASSWORD, REPO, Shop, needs_browser
+from browser_env import PASSWORD, PID_SCRIPT, REPO, Shop, needs_browser
 from helpers import child_env, run_here
 from test_playwright_suite import project, suite
 
 pytestmark = needs_browser()
 SECRET = "s3cr3tValue6633"
 
-# Each of two checks writes the pid of the Playwright process that runs it (its worker's parent).
-PID_SCRIPT = """const { test, expect } = require('@playwright/test')
-const fs = require('fs')
-
-test('signs in', async ({ page }) => {
-  fs.writeFileSync(`${process.env.PIDS}/${process.env.CHECK_NAME}`, String(process.ppid))
-  await page.goto(`${process.env.SHOP_URL}/login`)
-  await page.getByLabel('Username').fill('shopper')
-  await page.getByLabel('Password').fill(process.env.SHOP_PASSWORD)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await expect(page.getByRole('heading', { level: 1 })).toHaveText(HEADING, { timeout: 3000 })
-})
-"""
 # A test titled by a secret, in a check whose id would leave the evidence folder: Playwright names a
 # test's folder after its title (`check-types-<secret>-6633/` was written in clear while results.json
 # had no attachments), and an id of `../../../x` moved the files out of testsession-reports/browser/.
